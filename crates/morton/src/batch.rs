@@ -1,0 +1,182 @@
+//! Batch conversion of coordinate slices, the form a voxel pipeline uses.
+//!
+//! The loops are written so the compiler vectorises the portable magic-bits code; on x86-64 a
+//! copy compiled with AVX2 enabled is chosen at run time (4 × u64 lanes), which beats even
+//! `pdep` (3 instructions per point on one port). Range checks are fused into the same pass:
+//! the loop ORs all inputs together and the slow search for the offending element runs only
+//! when that OR shows an out-of-range bit.
+
+#![allow(unsafe_code)]
+
+use crate::error::{Error, Result};
+use crate::key::{BITS_3D_U64, check_coords};
+use crate::portable;
+
+fn check_len(input: usize, output: usize) -> Result<()> {
+    if input == output {
+        Ok(())
+    } else {
+        Err(Error::LengthMismatch { input, output })
+    }
+}
+
+#[inline(always)]
+fn enc3_loop(points: &[[u32; 3]], out: &mut [u64]) -> u32 {
+    let mut seen = 0;
+    for (p, o) in points.iter().zip(out.iter_mut()) {
+        seen |= p[0] | p[1] | p[2];
+        *o = portable::encode_3d_u64(*p);
+    }
+    seen
+}
+
+#[inline(always)]
+fn dec3_loop(keys: &[u64], out: &mut [[u32; 3]]) -> u64 {
+    let mut seen = 0;
+    for (k, o) in keys.iter().zip(out.iter_mut()) {
+        seen |= *k;
+        *o = portable::decode_3d_u64(*k);
+    }
+    seen
+}
+
+#[inline(always)]
+fn enc2_loop(points: &[[u32; 2]], out: &mut [u64]) {
+    for (p, o) in points.iter().zip(out.iter_mut()) {
+        *o = portable::encode_2d_u64(*p);
+    }
+}
+
+#[inline(always)]
+fn dec2_loop(keys: &[u64], out: &mut [[u32; 2]]) {
+    for (k, o) in keys.iter().zip(out.iter_mut()) {
+        *o = portable::decode_2d_u64(*k);
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod avx2 {
+    //! The portable loops compiled with AVX2 enabled.
+
+    #[target_feature(enable = "avx2")]
+    pub(super) fn enc3(points: &[[u32; 3]], out: &mut [u64]) -> u32 {
+        super::enc3_loop(points, out)
+    }
+    #[target_feature(enable = "avx2")]
+    pub(super) fn dec3(keys: &[u64], out: &mut [[u32; 3]]) -> u64 {
+        super::dec3_loop(keys, out)
+    }
+    #[target_feature(enable = "avx2")]
+    pub(super) fn enc2(points: &[[u32; 2]], out: &mut [u64]) {
+        super::enc2_loop(points, out);
+    }
+    #[target_feature(enable = "avx2")]
+    pub(super) fn dec2(keys: &[u64], out: &mut [[u32; 2]]) {
+        super::dec2_loop(keys, out);
+    }
+}
+
+/// Whether the AVX2 copies may run (detected once by std, cached).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn has_avx2() -> bool {
+    std::is_x86_feature_detected!("avx2") && crate::dispatch::implementation_allows_simd()
+}
+
+/// Encodes 3-D points into 21-bit-per-axis `u64` keys: `out[i] = encode_3d_u64(points[i])`.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] if the slices differ in length; [`Error::CoordinateOutOfRange`]
+/// (with the index of the first offending point) if a coordinate is ≥ 2²¹ — `out` is then
+/// fully written with masked keys, but its contents should be discarded.
+pub fn encode_3d_u64_batch(points: &[[u32; 3]], out: &mut [u64]) -> Result<()> {
+    check_len(points.len(), out.len())?;
+    let seen = encode_3d_any(points, out);
+    if seen >> BITS_3D_U64 != 0 {
+        for (i, p) in points.iter().enumerate() {
+            check_coords(*p, BITS_3D_U64, Some(i))?;
+        }
+    }
+    Ok(())
+}
+
+fn encode_3d_any(points: &[[u32; 3]], out: &mut [u64]) -> u32 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx2() {
+            // SAFETY: AVX2 support was detected at run time just above.
+            return unsafe { avx2::enc3(points, out) };
+        }
+        if let Some(t) = crate::dispatch::fast_bmi2() {
+            return t.encode_3d_u64_slice(points, out);
+        }
+    }
+    enc3_loop(points, out)
+}
+
+/// Decodes 3-D `u64` keys: `out[i] = decode_3d_u64(keys[i])`.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] if the slices differ in length; [`Error::KeyOutOfRange`] (with the
+/// index of the first offending key) if a key has bit 63 set — `out` should then be discarded.
+pub fn decode_3d_u64_batch(keys: &[u64], out: &mut [[u32; 3]]) -> Result<()> {
+    check_len(keys.len(), out.len())?;
+    let seen = decode_3d_any(keys, out);
+    let bits = 3 * BITS_3D_U64;
+    if seen >> bits != 0
+        && let Some((index, &key)) = keys.iter().enumerate().find(|(_, k)| **k >> bits != 0)
+    {
+        return Err(Error::KeyOutOfRange {
+            key,
+            bits,
+            index: Some(index),
+        });
+    }
+    Ok(())
+}
+
+fn decode_3d_any(keys: &[u64], out: &mut [[u32; 3]]) -> u64 {
+    #[cfg(target_arch = "x86_64")]
+    {
+        if has_avx2() {
+            // SAFETY: AVX2 support was detected at run time just above.
+            return unsafe { avx2::dec3(keys, out) };
+        }
+        if let Some(t) = crate::dispatch::fast_bmi2() {
+            return t.decode_3d_u64_slice(keys, out);
+        }
+    }
+    dec3_loop(keys, out)
+}
+
+/// Encodes 2-D points into 32-bit-per-axis `u64` keys.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] if the slices differ in length.
+pub fn encode_2d_u64_batch(points: &[[u32; 2]], out: &mut [u64]) -> Result<()> {
+    check_len(points.len(), out.len())?;
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: AVX2 support was detected at run time just above.
+        unsafe { avx2::enc2(points, out) };
+        return Ok(());
+    }
+    enc2_loop(points, out);
+    Ok(())
+}
+
+/// Decodes 2-D `u64` keys.
+///
+/// # Errors
+/// [`Error::LengthMismatch`] if the slices differ in length.
+pub fn decode_2d_u64_batch(keys: &[u64], out: &mut [[u32; 2]]) -> Result<()> {
+    check_len(keys.len(), out.len())?;
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: AVX2 support was detected at run time just above.
+        unsafe { avx2::dec2(keys, out) };
+        return Ok(());
+    }
+    dec2_loop(keys, out);
+    Ok(())
+}

@@ -1,0 +1,155 @@
+//! BMI2 `pdep`/`pext` implementation (x86-64 only), reached through [`Bmi2`].
+//!
+//! One `pdep` per axis encodes, one `pext` per axis decodes. On Intel since Haswell and on AMD
+//! since Zen 3 these are single-cycle-throughput instructions; on AMD Zen 1/Zen 2 they are
+//! microcoded (tens to hundreds of cycles), which is why the dispatcher in this crate does not
+//! pick them there even though the CPU reports BMI2.
+
+#![allow(unsafe_code)]
+
+use core::arch::x86_64::{_pdep_u32, _pdep_u64, _pext_u32, _pext_u64};
+
+const X3_64: u64 = 0x1249_2492_4924_9249;
+const X3_32: u32 = 0x0924_9249;
+const X2_64: u64 = 0x5555_5555_5555_5555;
+
+/// Proof that the running CPU supports BMI2; its methods are the BMI2 paths.
+///
+/// Obtained with [`Bmi2::detect`]. It says nothing about speed: use
+/// [`crate::implementation`] to see what the dispatched API chose.
+#[derive(Debug, Clone, Copy)]
+pub struct Bmi2(());
+
+impl Bmi2 {
+    /// Returns the token if the CPU supports BMI2.
+    #[must_use]
+    pub fn detect() -> Option<Self> {
+        std::is_x86_feature_detected!("bmi2").then_some(Self(()))
+    }
+
+    /// 3-D u64 key, coordinates masked to 21 bits (same as [`crate::encode_3d_u64_wrapping`]).
+    #[inline]
+    #[must_use]
+    pub fn encode_3d_u64(self, p: [u32; 3]) -> u64 {
+        // SAFETY: `self` exists only if BMI2 was detected on this CPU.
+        unsafe { enc3_64(p) }
+    }
+
+    /// Coordinates of a 3-D u64 key, bit 63 ignored.
+    #[inline]
+    #[must_use]
+    pub fn decode_3d_u64(self, key: u64) -> [u32; 3] {
+        // SAFETY: `self` exists only if BMI2 was detected on this CPU.
+        unsafe { dec3_64(key) }
+    }
+
+    /// 3-D u32 key, coordinates masked to 10 bits.
+    #[inline]
+    #[must_use]
+    pub fn encode_3d_u32(self, p: [u32; 3]) -> u32 {
+        // SAFETY: `self` exists only if BMI2 was detected on this CPU.
+        unsafe { enc3_32(p) }
+    }
+
+    /// Coordinates of a 3-D u32 key, bits 30–31 ignored.
+    #[inline]
+    #[must_use]
+    pub fn decode_3d_u32(self, key: u32) -> [u32; 3] {
+        // SAFETY: `self` exists only if BMI2 was detected on this CPU.
+        unsafe { dec3_32(key) }
+    }
+
+    /// 2-D u64 key.
+    #[inline]
+    #[must_use]
+    pub fn encode_2d_u64(self, p: [u32; 2]) -> u64 {
+        // SAFETY: `self` exists only if BMI2 was detected on this CPU.
+        unsafe { enc2_64(p) }
+    }
+
+    /// Coordinates of a 2-D u64 key.
+    #[inline]
+    #[must_use]
+    pub fn decode_2d_u64(self, key: u64) -> [u32; 2] {
+        // SAFETY: `self` exists only if BMI2 was detected on this CPU.
+        unsafe { dec2_64(key) }
+    }
+
+    /// Batch 3-D u64 encode with coordinates masked to 21 bits; returns the OR of all
+    /// coordinates so the caller can check the range after the fact.
+    pub(crate) fn encode_3d_u64_slice(self, points: &[[u32; 3]], out: &mut [u64]) -> u32 {
+        // SAFETY: `self` exists only if BMI2 was detected on this CPU.
+        unsafe { enc3_64_slice(points, out) }
+    }
+
+    /// Batch 3-D u64 decode; returns the OR of all keys.
+    pub(crate) fn decode_3d_u64_slice(self, keys: &[u64], out: &mut [[u32; 3]]) -> u64 {
+        // SAFETY: `self` exists only if BMI2 was detected on this CPU.
+        unsafe { dec3_64_slice(keys, out) }
+    }
+}
+
+#[target_feature(enable = "bmi2")]
+fn enc3_64(p: [u32; 3]) -> u64 {
+    _pdep_u64(u64::from(p[0]), X3_64)
+        | _pdep_u64(u64::from(p[1]), X3_64 << 1)
+        | _pdep_u64(u64::from(p[2]), X3_64 << 2)
+}
+
+#[target_feature(enable = "bmi2")]
+#[allow(clippy::cast_possible_truncation)] // pext into a 21-bit mask yields at most 21 bits
+fn dec3_64(key: u64) -> [u32; 3] {
+    [
+        _pext_u64(key, X3_64) as u32,
+        _pext_u64(key, X3_64 << 1) as u32,
+        _pext_u64(key, X3_64 << 2) as u32,
+    ]
+}
+
+#[target_feature(enable = "bmi2")]
+fn enc3_32(p: [u32; 3]) -> u32 {
+    _pdep_u32(p[0], X3_32) | _pdep_u32(p[1], X3_32 << 1) | _pdep_u32(p[2], X3_32 << 2)
+}
+
+#[target_feature(enable = "bmi2")]
+fn dec3_32(key: u32) -> [u32; 3] {
+    [
+        _pext_u32(key, X3_32),
+        _pext_u32(key, X3_32 << 1),
+        _pext_u32(key, X3_32 << 2),
+    ]
+}
+
+#[target_feature(enable = "bmi2")]
+fn enc2_64(p: [u32; 2]) -> u64 {
+    _pdep_u64(u64::from(p[0]), X2_64) | _pdep_u64(u64::from(p[1]), X2_64 << 1)
+}
+
+#[target_feature(enable = "bmi2")]
+#[allow(clippy::cast_possible_truncation)] // pext into a 32-bit mask yields at most 32 bits
+fn dec2_64(key: u64) -> [u32; 2] {
+    [
+        _pext_u64(key, X2_64) as u32,
+        _pext_u64(key, X2_64 << 1) as u32,
+    ]
+}
+
+#[target_feature(enable = "bmi2")]
+fn enc3_64_slice(points: &[[u32; 3]], out: &mut [u64]) -> u32 {
+    let mut seen = 0;
+    for (p, o) in points.iter().zip(out.iter_mut()) {
+        seen |= p[0] | p[1] | p[2];
+        *o = enc3_64(*p);
+    }
+    seen
+}
+
+#[target_feature(enable = "bmi2")]
+fn dec3_64_slice(keys: &[u64], out: &mut [[u32; 3]]) -> u64 {
+    let mut seen = 0;
+    for (k, o) in keys.iter().zip(out.iter_mut()) {
+        seen |= *k;
+        *o = dec3_64(*k);
+    }
+    seen
+}

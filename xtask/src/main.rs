@@ -1,0 +1,57 @@
+//! Workspace automation for scifmt (`cargo xtask <task>`).
+//!
+//! Run `cargo xtask` without arguments for the task table. CI calls only these tasks, so a local
+//! run and a CI run do the same thing.
+
+mod ci;
+mod conformance;
+mod util;
+
+use std::process::ExitCode;
+
+/// A task: name, entry point, one-line help.
+type Task = (
+    &'static str,
+    fn(&[String]) -> Result<(), String>,
+    &'static str,
+);
+
+const TASKS: &[Task] = &[
+    (
+        "ci",
+        ci::run,
+        "fmt check, clippy -D warnings, tests, rustdoc -D warnings, cargo deny (bans licenses sources)",
+    ),
+    (
+        "conformance",
+        conformance::run,
+        "check every crate against reference-made fixtures and print the summary table [--live]",
+    ),
+];
+
+fn print_tasks() {
+    eprintln!("usage: cargo xtask <task> [options]\n\ntasks:");
+    for (name, _, help) in TASKS {
+        eprintln!("  {name:<14} {help}");
+    }
+}
+
+fn main() -> ExitCode {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let Some((name, rest)) = args.split_first() else {
+        print_tasks();
+        return ExitCode::SUCCESS;
+    };
+    let Some((_, task, _)) = TASKS.iter().find(|(n, _, _)| n == name) else {
+        eprintln!("unknown task `{name}`\n");
+        print_tasks();
+        return ExitCode::from(2);
+    };
+    match task(rest) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(msg) => {
+            eprintln!("xtask {name}: {msg}");
+            ExitCode::FAILURE
+        }
+    }
+}
