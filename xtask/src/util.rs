@@ -30,3 +30,32 @@ pub(crate) fn exec(cmd: &mut Command) -> Result<(), String> {
         Err(format!("{cmd:?} failed with {status}"))
     }
 }
+
+/// A Python virtualenv under `target/xtask-venv` with `packages` pip-installed (pinned
+/// `name==version` strings). Returns the venv's `python`, or `Ok(None)` with a message printed
+/// when no `python3` is available (callers skip their live checks then).
+///
+/// # Errors
+/// When venv creation or `pip install` fails.
+#[allow(dead_code)] // used by the sections that drive reference implementations
+pub(crate) fn python_venv(packages: &[&str]) -> Result<Option<PathBuf>, String> {
+    let Ok(status) = Command::new("python3").arg("--version").output() else {
+        eprintln!("python3 not found: skipping checks that need the reference implementations");
+        return Ok(None);
+    };
+    if !status.status.success() {
+        eprintln!("python3 unusable: skipping checks that need the reference implementations");
+        return Ok(None);
+    }
+    let venv = project_root().join("target").join("xtask-venv");
+    let python = venv.join("bin").join("python");
+    if !python.exists() {
+        exec(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
+    }
+    if !packages.is_empty() {
+        exec(Command::new(&python)
+            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
+            .args(packages))?;
+    }
+    Ok(Some(python))
+}
