@@ -5,6 +5,7 @@
 
 mod ci;
 mod conformance;
+mod fixtures;
 mod util;
 
 use std::process::ExitCode;
@@ -26,6 +27,11 @@ const TASKS: &[Task] = &[
         "conformance",
         conformance::run,
         "check every crate against reference-made fixtures and print the summary table [--live]",
+    ),
+    (
+        "fixtures",
+        fixtures::run,
+        "regenerate fixtures with the reference implementations and compare [FORMAT…]",
     ),
 ];
 
