@@ -1,0 +1,171 @@
+//! The range-variant ANS coder of the format (notes §6): u32 state, u16 words, 12-bit
+//! precision, refill below 2^16. Our own implementation; `constriction`'s `SmallAnsCoder` is the
+//! same coder and serves as the benchmark peer.
+
+use crate::model::{PRECISION, Slot, TOTAL};
+
+/// Lower bound of the normalised state, initial encoder state, block end state.
+pub(crate) const LOWER: u32 = 1 << 16;
+
+/// The decoder needed a word at u16 index `.0` of its source, past the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Underrun(pub(crate) usize);
+
+/// Decoder over a little-endian u16 word source; words are read in increasing address order.
+#[derive(Debug, Clone)]
+pub(crate) struct Decoder<'a> {
+    pub(crate) state: u32,
+    /// Next word to read, as a u16 index into `words`.
+    pub(crate) pos: usize,
+    words: &'a [u8],
+}
+
+impl<'a> Decoder<'a> {
+    /// A decoder at word `pos` of `words` with the given state.
+    pub(crate) fn new(words: &'a [u8], pos: usize, state: u32) -> Self {
+        Self { state, pos, words }
+    }
+
+    /// A block-layout chunk decoder: the state is the first two words, high half first.
+    pub(crate) fn for_chunk(words: &'a [u8]) -> Result<Self, Underrun> {
+        let hi = word(words, 0).ok_or(Underrun(0))?;
+        let lo = word(words, 1).ok_or(Underrun(1))?;
+        Ok(Self::new(words, 2, (u32::from(hi) << 16) | u32::from(lo)))
+    }
+
+    /// Decodes one symbol.
+    #[inline(always)]
+    fn step(&mut self, slots: &[Slot; TOTAL as usize]) -> Result<i16, Underrun> {
+        // The mask keeps the index below 4096, the table length.
+        let slot = slots[(self.state & (TOTAL - 1)) as usize];
+        // (state >> 12) < 2^20 and freq <= 4096, bias < freq: the result fits in u32.
+        self.state = (self.state >> PRECISION) * u32::from(slot.freq) + u32::from(slot.bias);
+        if self.state < LOWER {
+            let w = word(self.words, self.pos).ok_or(Underrun(self.pos))?;
+            self.state = (self.state << 16) | u32::from(w);
+            self.pos += 1;
+        }
+        Ok(slot.symbol)
+    }
+
+    /// Decodes `out.len()` symbols into `out`.
+    #[inline]
+    pub(crate) fn decode_into(
+        &mut self,
+        slots: &[Slot; TOTAL as usize],
+        out: &mut [i16],
+    ) -> Result<(), Underrun> {
+        for o in out {
+            *o = self.step(slots)?;
+        }
+        Ok(())
+    }
+
+    /// Decodes and discards `count` symbols.
+    #[inline]
+    pub(crate) fn skip(
+        &mut self,
+        slots: &[Slot; TOTAL as usize],
+        count: u64,
+    ) -> Result<(), Underrun> {
+        for _ in 0..count {
+            self.step(slots)?;
+        }
+        Ok(())
+    }
+}
+
+/// The u16 word at index `i` of a little-endian word source.
+#[inline(always)]
+fn word(words: &[u8], i: usize) -> Option<u16> {
+    let b = 2 * i;
+    match words.get(b..b + 2) {
+        Some(&[x, y]) => Some(u16::from_le_bytes([x, y])),
+        _ => None,
+    }
+}
+
+/// Stack (LIFO) encoder: symbols are encoded in reverse decode order; `words` holds the pushed
+/// words in push order (the file stores them reversed).
+#[derive(Debug, Clone)]
+pub(crate) struct Encoder {
+    pub(crate) state: u32,
+    pub(crate) words: Vec<u16>,
+}
+
+impl Encoder {
+    pub(crate) fn new() -> Self {
+        Self {
+            state: LOWER,
+            words: Vec::new(),
+        }
+    }
+
+    /// Encodes a symbol with frequency `freq` (≥ 1) and cumulative frequency `cdf`. Returns
+    /// `false` (and does nothing) if `freq` is 0.
+    #[inline(always)]
+    pub(crate) fn encode(&mut self, freq: u16, cdf: u16) -> bool {
+        let f = u32::from(freq);
+        if f == 0 {
+            return false;
+        }
+        if (self.state >> (32 - 16 + 4)) >= f {
+            self.words.push(low16(self.state));
+            self.state >>= 16;
+        }
+        self.state = ((self.state / f) << PRECISION) | ((self.state % f) + u32::from(cdf));
+        true
+    }
+}
+
+/// The low 16 bits of `x`.
+#[inline(always)]
+pub(crate) fn low16(x: u32) -> u16 {
+    #[allow(clippy::cast_possible_truncation)] // truncation is the point
+    let w = x as u16;
+    w
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::model::{DecodeTable, EncodeTable, EntropyModel};
+
+    #[test]
+    fn encode_decode_round_trip() {
+        let model = EntropyModel::new(vec![0, 3, -7], vec![4000, 90, 6]).unwrap();
+        let mut et = EncodeTable::new();
+        et.fill(&model);
+        let dt = DecodeTable::new(&model);
+        let msg: Vec<i16> = (0..1000).map(|i| [0, 0, 3, 0, -7][i % 5]).collect();
+        let mut enc = Encoder::new();
+        for &s in msg.iter().rev() {
+            let (f, c) = et.entries[usize::from(s.cast_unsigned())];
+            assert!(enc.encode(f, c));
+        }
+        enc.words.push(low16(enc.state));
+        enc.words.push(low16(enc.state >> 16));
+        let bytes: Vec<u8> = enc
+            .words
+            .iter()
+            .rev()
+            .flat_map(|w| w.to_le_bytes())
+            .collect();
+        let mut dec = Decoder::for_chunk(&bytes).unwrap();
+        let mut out = vec![0i16; msg.len()];
+        dec.decode_into(&dt.slots, &mut out).unwrap();
+        assert_eq!(out, msg);
+        assert_eq!(dec.state, LOWER);
+        assert_eq!(dec.pos, enc.words.len());
+    }
+
+    #[test]
+    fn underrun_is_reported() {
+        let model = EntropyModel::new(vec![0, 1], vec![2048, 2048]).unwrap();
+        let dt = DecodeTable::new(&model);
+        let mut dec = Decoder::new(&[], 0, LOWER);
+        let mut out = [0i16; 64];
+        assert_eq!(dec.decode_into(&dt.slots, &mut out), Err(Underrun(0)));
+        assert!(Decoder::for_chunk(&[1, 2]).is_err());
+    }
+}

@@ -1,0 +1,31 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod ans;
+mod bytes;
+mod error;
+mod freq;
+mod header;
+mod layout;
+mod limits;
+mod model;
+mod prefix;
+mod quantise;
+mod query;
+mod reader;
+mod tree;
+mod writer;
+
+pub use crate::{
+    error::{Error, Result},
+    freq::optimal_model,
+    header::{Header, MAGIC, MAJOR_VERSION},
+    layout::Layout,
+    limits::Limits,
+    model::{EntropyModel, MAX_SYMBOLS, PRECISION, pack_u12, unpack_u12},
+    prefix::{Prefix, PrefixStatus},
+    quantise::{encode_f32, quantise},
+    reader::{DweFile, OpenOptions},
+    tree::tree_order,
+    writer::{Dims, WriteLayout, encode, residuals, write_file},
+};
