@@ -1,0 +1,274 @@
+//! b2nd arrays: N-d region reads touching only the chunks and blocks that intersect, and
+//! building a b2nd frame from a C-order buffer.
+
+use std::path::Path;
+
+use blosc_chunk::CParams;
+
+
+use crate::b2nd::{B2ndMeta, copy_box, for_each_cell, linear, pack_chunk, product};
+use crate::bytes::to_usize;
+use crate::offsets::ChunkLocation;
+use crate::reader::Frame;
+use crate::writer::{FrameParams, FrameWriter};
+use crate::{Error, Limits, Result};
+
+/// Name of the metalayer that makes a frame a b2nd array.
+pub const B2ND_METALAYER: &str = "b2nd";
+
+/// A frame holding a b2nd (N-dimensional) array.
+#[derive(Debug)]
+pub struct B2ndArray<'a> {
+    frame: Frame<'a>,
+    meta: B2ndMeta,
+    itemsize: usize,
+}
+
+impl<'a> B2ndArray<'a> {
+    /// Interprets an opened frame as a b2nd array.
+    ///
+    /// The item size is `chunksize / prod(extchunkshape)` (this also covers structured dtypes
+    /// wider than 255 bytes, for which the frame's typesize is 1).
+    ///
+    /// # Errors
+    /// [`Error::NotB2nd`], errors parsing the metalayer, or [`Error::Invalid`] when the frame's
+    /// chunk count or chunk size disagree with the metalayer.
+    pub fn new(frame: Frame<'a>) -> Result<Self> {
+        let raw = frame.metalayer(B2ND_METALAYER).ok_or(Error::NotB2nd)?;
+        let meta = B2ndMeta::parse(raw)?;
+        if meta.nchunks() != frame.nchunks() as u64 {
+            return Err(Error::invalid(
+                "b2nd chunk count",
+                0,
+                format!(
+                    "shape {:?} / chunks {:?} needs {} chunks, the frame has {}",
+                    meta.shape,
+                    meta.chunkshape,
+                    meta.nchunks(),
+                    frame.nchunks()
+                ),
+            ));
+        }
+        let h = frame.header();
+        let items = meta.chunk_items();
+        let itemsize = if h.chunksize > 0 {
+            let cs = u64::from(h.chunksize);
+            if items == 0 || cs % items != 0 {
+                return Err(Error::invalid(
+                    "chunksize",
+                    58,
+                    format!("{cs} is not a whole number of {items}-item b2nd chunks"),
+                ));
+            }
+            to_usize("itemsize", cs / items)?
+        } else {
+            h.typesize as usize
+        };
+        Ok(Self { frame, meta, itemsize })
+    }
+
+    /// Opens a `.b2nd` file (or sparse directory).
+    ///
+    /// # Errors
+    /// As [`Frame::open`] and [`B2ndArray::new`].
+    pub fn open(path: impl AsRef<Path>) -> Result<B2ndArray<'static>> {
+        B2ndArray::new(Frame::open(path)?)
+    }
+
+    /// Opens with explicit limits.
+    ///
+    /// # Errors
+    /// As [`Frame::open_with`] and [`B2ndArray::new`].
+    pub fn open_with(path: impl AsRef<Path>, limits: &Limits) -> Result<B2ndArray<'static>> {
+        B2ndArray::new(Frame::open_with(path, limits)?)
+    }
+
+    /// Parses an in-memory `.b2nd` frame.
+    ///
+    /// # Errors
+    /// As [`Frame::from_slice`] and [`B2ndArray::new`].
+    pub fn from_slice(buf: &'a [u8]) -> Result<Self> {
+        Self::new(Frame::from_slice(buf)?)
+    }
+
+    /// The metalayer: shape, chunk and block shapes, dtype.
+    #[must_use]
+    pub fn meta(&self) -> &B2ndMeta {
+        &self.meta
+    }
+
+    /// Array shape.
+    #[must_use]
+    pub fn shape(&self) -> &[u64] {
+        &self.meta.shape
+    }
+
+    /// dtype string (NumPy `dtype.str`, e.g. `<f4`).
+    #[must_use]
+    pub fn dtype(&self) -> &str {
+        &self.meta.dtype
+    }
+
+    /// Bytes per item.
+    #[must_use]
+    pub fn itemsize(&self) -> usize {
+        self.itemsize
+    }
+
+    /// The underlying frame.
+    #[must_use]
+    pub fn frame(&self) -> &Frame<'a> {
+        &self.frame
+    }
+
+    /// Gives the frame back.
+    #[must_use]
+    pub fn into_frame(self) -> Frame<'a> {
+        self.frame
+    }
+
+    /// The whole array in C order.
+    ///
+    /// # Errors
+    /// As [`B2ndArray::read_region`].
+    pub fn read_all(&self) -> Result<Vec<u8>> {
+        let zero = vec![0; self.meta.ndim()];
+        self.read_region(&zero, &self.meta.shape.clone())
+    }
+
+    /// The hyper-slab `start..stop` (per dimension, `stop` exclusive) as C-order bytes.
+    ///
+    /// Only chunks intersecting the region are read; inside a chunk that is only partly
+    /// covered, only the Blosc blocks (= b2nd blocks) intersecting it are decoded.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a region outside the array or with the wrong number of
+    /// dimensions, [`Error::LimitExceeded`] beyond [`Limits::max_output_bytes`], chunk errors.
+    pub fn read_region(&self, start: &[u64], stop: &[u64]) -> Result<Vec<u8>> {
+        let m = &self.meta;
+        let n = m.ndim();
+        if start.len() != n || stop.len() != n {
+            return Err(Error::InvalidArgument(format!(
+                "region has {} / {} coordinates, the array has {n} dimensions",
+                start.len(),
+                stop.len()
+            )));
+        }
+        if (0..n).any(|i| start[i] > stop[i] || stop[i] > m.shape[i]) {
+            return Err(Error::InvalidArgument(format!(
+                "region {start:?}..{stop:?} outside shape {:?}",
+                m.shape
+            )));
+        }
+        let rshape: Vec<u64> = start.iter().zip(stop).map(|(a, b)| b - a).collect();
+        let total = product(&rshape)?
+            .checked_mul(self.itemsize as u64)
+            .ok_or(Error::Overflow { what: "region size" })?;
+        let total = self.frame.limits().check_output(total)?;
+        let mut out = vec![0u8; total];
+        if total == 0 {
+            return Ok(out);
+        }
+        let cpd = m.chunks_per_dim();
+        let bpc = m.blocks_per_chunk_dim();
+        let blocks_in_chunk = product(&bpc)?;
+        let block_bytes = to_usize("block size", m.block_items())?
+            .checked_mul(self.itemsize)
+            .ok_or(Error::Overflow { what: "block size" })?;
+        let chunk_bytes = to_usize("chunk size", m.chunk_items())?
+            .checked_mul(self.itemsize)
+            .ok_or(Error::Overflow { what: "chunk size" })?;
+        let zero = vec![0u64; n];
+        let mut block_buf = vec![0u8; block_bytes];
+        let mut chunk_buf = Vec::new();
+        for_each_cell(start, stop, &m.chunkshape, |ccoord, clo, chi| {
+            let ci = to_usize("chunk index", linear(ccoord, &zero, &cpd))?;
+            let have = self.frame.chunk_nbytes(ci)?;
+            if have != chunk_bytes {
+                return Err(Error::invalid(
+                    "chunk nbytes",
+                    0,
+                    format!("b2nd chunk {ci} holds {have} bytes, expected {chunk_bytes}"),
+                ));
+            }
+            let corigin: Vec<u64> = ccoord.iter().zip(&m.chunkshape).map(|(&c, &s)| c * s).collect();
+            let rlo: Vec<u64> = clo.iter().zip(&corigin).map(|(&l, &o)| l - o).collect();
+            let rhi: Vec<u64> = chi.iter().zip(&corigin).map(|(&h, &o)| h - o).collect();
+            let touched: u64 = rlo
+                .iter()
+                .zip(&rhi)
+                .zip(&m.blockshape)
+                .map(|((&l, &h), &b)| (h - 1) / b - l / b + 1)
+                .product();
+            let special = !matches!(self.frame.index().get(ci), Some(ChunkLocation::Stored(_)));
+            let whole = touched == blocks_in_chunk || special;
+            if whole {
+                chunk_buf.resize(chunk_bytes, 0);
+                self.frame.decompress_chunk_into(ci, &mut chunk_buf)?;
+            }
+            for_each_cell(&rlo, &rhi, &m.blockshape, |bcoord, blo, bhi| {
+                let bi = to_usize("block index", linear(bcoord, &zero, &bpc))?;
+                let boff = bi.checked_mul(block_bytes).ok_or(Error::Overflow { what: "block offset" })?;
+                let src: &[u8] = if whole {
+                    chunk_buf
+                        .get(boff..boff + block_bytes)
+                        .ok_or(Error::Overflow { what: "block range" })?
+                } else {
+                    self.frame.read_chunk_range(ci, boff as u64, &mut block_buf)?;
+                    &block_buf
+                };
+                let borigin: Vec<u64> = bcoord
+                    .iter()
+                    .zip(&m.blockshape)
+                    .zip(&corigin)
+                    .map(|((&b, &s), &o)| o + b * s)
+                    .collect();
+                let alo: Vec<u64> = blo.iter().zip(&corigin).map(|(&l, &o)| l + o).collect();
+                let ahi: Vec<u64> = bhi.iter().zip(&corigin).map(|(&h, &o)| h + o).collect();
+                copy_box(&alo, &ahi, src, &borigin, &m.blockshape, &mut out, start, &rshape, self.itemsize)
+            })
+        })?;
+        Ok(out)
+    }
+}
+
+/// Builds a b2nd frame from `data`, a C-order buffer of `meta.shape` items of `itemsize` bytes.
+///
+/// Chunks are laid out block-major with zero padding (like C-Blosc2) and compressed with
+/// `cparams`, whose `typesize` and `blocksize` are set to the item size and the block's byte
+/// size (so Blosc blocks are b2nd blocks). Add vlmetalayers or write it with the returned
+/// [`FrameWriter`].
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if `data` has the wrong length or `itemsize` is 0; chunk errors.
+pub fn b2nd_frame(data: &[u8], meta: &B2ndMeta, itemsize: usize, cparams: &CParams) -> Result<FrameWriter> {
+    if itemsize == 0 {
+        return Err(Error::InvalidArgument("itemsize must be at least 1".into()));
+    }
+    let expected = product(&meta.shape)?
+        .checked_mul(itemsize as u64)
+        .ok_or(Error::Overflow { what: "array size" })?;
+    if data.len() as u64 != expected {
+        return Err(Error::InvalidArgument(format!(
+            "data has {} bytes, shape {:?} x {itemsize} needs {expected}",
+            data.len(),
+            meta.shape
+        )));
+    }
+    let chunk_bytes = to_usize("chunk size", meta.chunk_items())?
+        .checked_mul(itemsize)
+        .ok_or(Error::Overflow { what: "chunk size" })?;
+    let block_bytes = to_usize("block size", meta.block_items())?
+        .checked_mul(itemsize)
+        .ok_or(Error::Overflow { what: "block size" })?;
+    let mut cp = cparams.clone();
+    cp.typesize = itemsize;
+    cp.blocksize = block_bytes;
+    let mut w = FrameWriter::new(FrameParams::new(cp, chunk_bytes))?;
+    w.add_metalayer(B2ND_METALAYER, &meta.to_bytes()?)?;
+    for c in 0..meta.nchunks() {
+        let chunk = pack_chunk(meta, data, itemsize, c)?;
+        w.append_buffer(&chunk)?;
+    }
+    Ok(w)
+}

@@ -1,0 +1,28 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod array;
+mod b2nd;
+mod bytes;
+mod error;
+mod header;
+mod layers;
+mod limits;
+mod offsets;
+mod reader;
+mod source;
+mod trailer;
+mod writer;
+
+pub use crate::{
+    array::{B2ND_METALAYER, B2ndArray, b2nd_frame},
+    b2nd::{B2ND_MAX_DIM, B2ndMeta, DEFAULT_DTYPE},
+    error::{Error, Result},
+    header::{FrameHeader, FrameType, HEADER_FIXED_LEN, MAX_FRAME_FORMAT_VERSION},
+    layers::{MAX_METALAYERS, MAX_NAME_LEN, MAX_VLMETALAYERS},
+    limits::Limits,
+    offsets::ChunkLocation,
+    reader::{Frame, Layer, SPARSE_FRAME_FILE},
+    source::ReadAt,
+    writer::{Fill, FrameParams, FrameWriter, Sync},
+};
