@@ -1,0 +1,409 @@
+#![allow(
+    clippy::cast_possible_truncation,
+    reason = "positions are < 2 GiB (blocks are < 512 MiB) and tokens are masked to 8 bits"
+)]
+
+//! BloscLZ, the FastLZ-derived default codec of C-Blosc (written from the format description in
+//! the implementation notes; byte-compatible with BloscLZ 2.5.3).
+//!
+//! Stream: tokens. A control byte `c < 32` is a literal run of `c + 1` bytes; `c >= 32` is a
+//! match of length class `c >> 5` (7 = extended by 255-runs) with a 13-bit distance, or a
+//! 16-bit big-endian "far" distance (+ 8191) when the near distance reads as 8191. The first
+//! byte of every stream has bit 5 set and is masked with 31 by the decoder.
+
+const MAX_COPY: usize = 32;
+const MAX_DISTANCE: usize = 8191;
+const MAX_FARDISTANCE: usize = 65535 + MAX_DISTANCE - 1;
+const IPSHIFT: usize = 4;
+const MINLEN: usize = 4;
+const HASHLOG: [u32; 10] = [12, 12, 13, 14, 14, 14, 14, 14, 14, 14];
+const CRATIO: [f64; 10] = [0.0, 2.0, 1.5, 1.2, 1.2, 1.2, 1.2, 1.15, 1.1, 1.0];
+
+/// Decompresses `input` into `output`; returns the number of bytes written, or `None` when the
+/// stream is malformed (C returns 0 in all these cases).
+pub(crate) fn decompress(input: &[u8], output: &mut [u8]) -> Option<usize> {
+    let ilen = input.len();
+    let olen = output.len();
+    let mut ip = 1usize;
+    let mut op = 0usize;
+    let mut ctrl = usize::from(*input.first()? & 31);
+    loop {
+        if ctrl >= 32 {
+            let mut len = (ctrl >> 5) - 1;
+            let hi = ctrl & 31;
+            if len == 6 {
+                loop {
+                    if ip + 1 >= ilen {
+                        return None;
+                    }
+                    let code = usize::from(input[ip]);
+                    ip += 1;
+                    len += code;
+                    if code != 255 {
+                        break;
+                    }
+                }
+            }
+            if ip + 1 >= ilen {
+                return None;
+            }
+            let lo = usize::from(input[ip]);
+            ip += 1;
+            len += 3;
+            let distance = if lo == 255 && hi == 31 {
+                if ip + 1 >= ilen {
+                    return None;
+                }
+                let far = (usize::from(input[ip]) << 8) | usize::from(input[ip + 1]);
+                ip += 2;
+                far + MAX_DISTANCE + 1
+            } else {
+                (hi << 8) + lo + 1
+            };
+            if op + len > olen || distance > op {
+                return None;
+            }
+            let next = if ip < ilen {
+                let c = usize::from(input[ip]);
+                ip += 1;
+                Some(c)
+            } else {
+                None
+            };
+            let Some(next) = next else { break };
+            copy_match(output, op, distance, len);
+            op += len;
+            ctrl = next;
+        } else {
+            let run = ctrl + 1;
+            if op + run > olen || ip + run > ilen {
+                return None;
+            }
+            output[op..op + run].copy_from_slice(&input[ip..ip + run]);
+            op += run;
+            ip += run;
+            if ip >= ilen {
+                break;
+            }
+            ctrl = usize::from(input[ip]);
+            ip += 1;
+        }
+    }
+    Some(op)
+}
+
+/// LZ77 copy of `len` bytes from `op - distance` to `op` (overlap allowed); bounds checked by
+/// the caller.
+#[inline]
+fn copy_match(out: &mut [u8], op: usize, distance: usize, len: usize) {
+    let from = op - distance;
+    if distance >= len {
+        out.copy_within(from..from + len, op);
+    } else if distance == 1 {
+        let b = out[from];
+        out[op..op + len].fill(b);
+    } else {
+        // The copied region is periodic with period `distance`: double the step each time.
+        let mut done = 0;
+        let mut step = distance;
+        while done < len {
+            let n = step.min(len - done);
+            let s = op + done - step;
+            out.copy_within(s..s + n, op + done);
+            done += n;
+            step *= 2;
+        }
+    }
+}
+
+#[inline]
+fn read_u32(b: &[u8], i: usize) -> u32 {
+    u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]])
+}
+
+#[inline]
+fn hash(seq: u32, hashlog: u32) -> usize {
+    (seq.wrapping_mul(2_654_435_761) >> (32 - hashlog)) as usize
+}
+
+/// End of the match starting at `ip` against `r` (`r < ip`): the position after the first
+/// mismatching byte, or `bound` when everything up to `bound` matches.
+#[inline]
+fn match_end(b: &[u8], mut ip: usize, mut r: usize, bound: usize) -> usize {
+    while ip + 8 < bound {
+        let x = u64::from_le_bytes(b[ip..ip + 8].try_into().unwrap_or([0; 8]));
+        let y = u64::from_le_bytes(b[r..r + 8].try_into().unwrap_or([0; 8]));
+        if x != y {
+            return ip + ((x ^ y).trailing_zeros() / 8) as usize + 1;
+        }
+        ip += 8;
+        r += 8;
+    }
+    while ip < bound {
+        let eq = b[r] == b[ip];
+        ip += 1;
+        r += 1;
+        if !eq {
+            return ip;
+        }
+    }
+    ip
+}
+
+/// The compressor's entropy probe: estimated compression ratio of `window`.
+fn probe_cratio(window: &[u8], htab: &mut [u32], hashlog: u32) -> f64 {
+    let limit = window.len();
+    htab.fill(0);
+    let ip_bound = limit.saturating_sub(1);
+    let ip_limit = limit.saturating_sub(12);
+    let mut ip = 0usize;
+    let mut copy = 4usize;
+    let mut oc: i64 = 5;
+    while ip < ip_limit {
+        let anchor = ip;
+        let seq = read_u32(window, ip);
+        let hv = hash(seq, hashlog);
+        let r = htab[hv] as usize;
+        let distance = anchor - r;
+        htab[hv] = anchor as u32;
+        let literal = if distance == 0 || distance >= MAX_FARDISTANCE || read_u32(window, r) != seq
+        {
+            true
+        } else {
+            let end = match_end(window, anchor + 4, r + 4, ip_bound);
+            let len = (end - IPSHIFT).saturating_sub(anchor);
+            if end - IPSHIFT < anchor + MINLEN {
+                true
+            } else {
+                if copy == 0 {
+                    oc -= 1;
+                }
+                copy = 0;
+                if len >= 7 {
+                    oc += i64::try_from((len - 7) / 255).unwrap_or(0) + 1;
+                }
+                oc += if distance - 1 < MAX_DISTANCE { 2 } else { 4 };
+                let p = end - IPSHIFT;
+                let hv = hash(read_u32(window, p), hashlog);
+                htab[hv] = p as u32;
+                ip = p + 2;
+                oc += 1;
+                false
+            }
+        };
+        if literal {
+            oc += 1;
+            ip = anchor + 1;
+            copy += 1;
+            if copy == MAX_COPY {
+                copy = 0;
+                oc += 1;
+            }
+        }
+    }
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "ratio estimate, as C computes it"
+    )]
+    let r = ip as f64 / oc as f64;
+    r
+}
+
+/// Compresses `input` into `output` (capacity = `output.len()`), as BloscLZ 2.5.3 does at
+/// `clevel` (1–9). Returns 0 when the data should be stored raw (entropy probe says it will not
+/// pay, input < 16 bytes, capacity < 66 bytes, or the output does not fit).
+pub(crate) fn compress(clevel: u8, input: &[u8], output: &mut [u8], htab: &mut Vec<u32>) -> usize {
+    let clevel = usize::from(clevel.clamp(1, 9));
+    let length = input.len();
+    let maxout = output.len();
+    let hashlog = HASHLOG[clevel];
+    htab.resize(1 << hashlog, 0);
+    let maxlen = match clevel {
+        0..=1 => length / 8,
+        2..=3 => length / 4,
+        4..=6 => length / 2,
+        _ => length,
+    };
+    let shift = length - maxlen;
+    let limit = maxlen.min(1 << hashlog);
+    let cratio = probe_cratio(&input[shift..shift + limit], htab, hashlog);
+    if cratio < CRATIO[clevel] {
+        return 0;
+    }
+    if length < 16 || maxout < 66 {
+        return 0;
+    }
+    htab.fill(0);
+    let ip_bound = length - 1;
+    let ip_limit = length - 12;
+    let mut op = 0usize;
+    output[op] = (MAX_COPY - 1) as u8;
+    output[1..5].copy_from_slice(&input[..4]);
+    op += 5;
+    let mut ip = 4usize;
+    let mut copy = 4usize;
+    while ip < ip_limit {
+        let anchor = ip;
+        let seq = read_u32(input, ip);
+        let hv = hash(seq, hashlog);
+        let r = htab[hv] as usize;
+        let distance = anchor - r;
+        htab[hv] = anchor as u32;
+        let mut matched = None;
+        if distance != 0 && distance < MAX_FARDISTANCE && read_u32(input, r) == seq {
+            let end = match_end(input, anchor + 4, r + 4, ip_bound);
+            let p = end - IPSHIFT;
+            let d = distance - 1;
+            if p >= anchor + MINLEN && !(p - anchor <= 5 && d >= MAX_DISTANCE) {
+                matched = Some((p - anchor, d, p));
+            }
+        }
+        let Some((len, d, p)) = matched else {
+            if op + 2 > maxout {
+                return 0;
+            }
+            output[op] = input[anchor];
+            op += 1;
+            ip = anchor + 1;
+            copy += 1;
+            if copy == MAX_COPY {
+                copy = 0;
+                output[op] = (MAX_COPY - 1) as u8;
+                op += 1;
+            }
+            continue;
+        };
+        if copy > 0 {
+            output[op - copy - 1] = (copy - 1) as u8;
+        } else {
+            op -= 1;
+        }
+        copy = 0;
+        let extra = if len >= 7 { (len - 7) / 255 + 1 } else { 0 };
+        let enc_len = if d < MAX_DISTANCE {
+            2 + extra
+        } else {
+            4 + extra
+        };
+        if op + enc_len + 1 > maxout {
+            return 0;
+        }
+        op = encode_match(output, op, len, d);
+        let seq = read_u32(input, p);
+        htab[hash(seq, hashlog)] = p as u32;
+        if clevel == 9 {
+            htab[hash(seq >> 8, hashlog)] = (p + 1) as u32;
+        }
+        ip = p + 2;
+        output[op] = (MAX_COPY - 1) as u8;
+        op += 1;
+    }
+    while ip <= ip_bound {
+        if op + 2 > maxout {
+            return 0;
+        }
+        output[op] = input[ip];
+        op += 1;
+        ip += 1;
+        copy += 1;
+        if copy == MAX_COPY {
+            copy = 0;
+            output[op] = (MAX_COPY - 1) as u8;
+            op += 1;
+        }
+    }
+    if copy > 0 {
+        output[op - copy - 1] = (copy - 1) as u8;
+    } else {
+        op -= 1;
+    }
+    output[0] |= 1 << 5;
+    op
+}
+
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "values are masked to 8 bits"
+)]
+fn encode_match(out: &mut [u8], mut op: usize, len: usize, d: usize) -> usize {
+    let (hi, far) = if d < MAX_DISTANCE {
+        ((d >> 8) as u8, None)
+    } else {
+        (31u8, Some(d - MAX_DISTANCE))
+    };
+    if len < 7 {
+        out[op] = ((len as u8) << 5) + hi;
+        op += 1;
+    } else {
+        out[op] = (7 << 5) + hi;
+        op += 1;
+        let mut rest = len - 7;
+        while rest >= 255 {
+            out[op] = 255;
+            op += 1;
+            rest -= 255;
+        }
+        out[op] = rest as u8;
+        op += 1;
+    }
+    match far {
+        None => {
+            out[op] = (d & 255) as u8;
+            op += 1;
+        }
+        Some(f) => {
+            out[op] = 255;
+            out[op + 1] = (f >> 8) as u8;
+            out[op + 2] = (f & 255) as u8;
+            op += 3;
+        }
+    }
+    op
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "test patterns wrap on purpose"
+)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roundtrip_various() {
+        let mut htab = Vec::new();
+        let mut data: Vec<u8> = Vec::new();
+        for i in 0..20000u32 {
+            data.push(((i / 7) % 251) as u8);
+        }
+        for clevel in 1..=9 {
+            for len in [16, 100, 1000, 20000] {
+                let src = &data[..len];
+                let mut out = vec![0; len];
+                let n = compress(clevel, src, &mut out, &mut htab);
+                if n > 0 {
+                    let mut back = vec![0; len];
+                    assert_eq!(decompress(&out[..n], &mut back), Some(len));
+                    assert_eq!(back, src);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn far_match_roundtrip() {
+        let mut htab = Vec::new();
+        let mut data: Vec<u8> = (0..30000u32)
+            .map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8)
+            .collect();
+        let head: Vec<u8> = data[..200].to_vec();
+        data.extend_from_slice(&head);
+        let mut out = vec![0; data.len() * 2];
+        let n = compress(9, &data, &mut out, &mut htab);
+        if n > 0 {
+            let mut back = vec![0; data.len()];
+            assert_eq!(decompress(&out[..n], &mut back), Some(data.len()));
+            assert_eq!(back, data);
+        }
+    }
+}

@@ -1,0 +1,146 @@
+//! Codec dispatch: one stream in, one stream out.
+//!
+//! BloscLZ is ours; LZ4/LZ4HC go through the `lz4` crate (liblz4 1.10.0), zstd through
+//! `zstd-safe` (libzstd 1.5.7) and zlib through `libz-sys`. LZ4 streams that need a dictionary
+//! are decoded by a small safe decoder in [`crate::lz4dict`].
+
+use crate::blosclz;
+use crate::error::{Error, Result};
+use crate::header::Codec;
+
+/// Stream format codes (flags bits 5–7).
+pub(crate) const FORMAT_BLOSCLZ: u8 = 0;
+pub(crate) const FORMAT_LZ4: u8 = 1;
+pub(crate) const FORMAT_ZLIB: u8 = 3;
+pub(crate) const FORMAT_ZSTD: u8 = 4;
+
+/// A dictionary for one chunk.
+pub(crate) struct Dict<'a> {
+    pub(crate) raw: &'a [u8],
+    pub(crate) zstd: Option<zstd_safe::DDict<'static>>,
+}
+
+impl core::fmt::Debug for Dict<'_> {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("Dict")
+            .field("len", &self.raw.len())
+            .finish()
+    }
+}
+
+/// Per-thread decoder state, reused across streams and blocks.
+#[derive(Default)]
+pub(crate) struct DecodeScratch {
+    zstd: Option<zstd_safe::DCtx<'static>>,
+    pub(crate) tmp1: Vec<u8>,
+    pub(crate) tmp2: Vec<u8>,
+}
+
+impl core::fmt::Debug for DecodeScratch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("DecodeScratch").finish_non_exhaustive()
+    }
+}
+
+/// Checks that `format` is a stream format we can decode.
+pub(crate) fn check_format(format: u8, udcodec: u8) -> Result<()> {
+    match format {
+        FORMAT_BLOSCLZ | FORMAT_LZ4 | FORMAT_ZLIB | FORMAT_ZSTD => Ok(()),
+        6 => Err(Error::Unsupported {
+            what: "codec",
+            id: u32::from(udcodec),
+        }),
+        2 => Err(Error::Unsupported {
+            what: "codec",
+            id: 3,
+        }),
+        other => Err(Error::Unsupported {
+            what: "codec format",
+            id: u32::from(other),
+        }),
+    }
+}
+
+/// Decodes one stream; succeeds only if exactly `dst.len()` bytes come out.
+pub(crate) fn decompress_stream(
+    format: u8,
+    src: &[u8],
+    dst: &mut [u8],
+    dict: Option<&Dict<'_>>,
+    scratch: &mut DecodeScratch,
+) -> bool {
+    let want = dst.len();
+    let got = match format {
+        FORMAT_BLOSCLZ => blosclz::decompress(src, dst),
+        FORMAT_LZ4 => match dict {
+            Some(d) => crate::lz4dict::decompress(src, d.raw, dst),
+            None => i32::try_from(want)
+                .ok()
+                .and_then(|w| lz4::block::decompress_to_buffer(src, Some(w), dst).ok()),
+        },
+        FORMAT_ZSTD => {
+            let dctx = scratch.zstd.get_or_insert_with(zstd_safe::DCtx::create);
+            let r = match dict.and_then(|d| d.zstd.as_ref()) {
+                Some(dd) => dctx.decompress_using_ddict(dst, src, dd),
+                None => dctx.decompress(dst, src),
+            };
+            r.ok()
+        }
+        FORMAT_ZLIB => crate::zlib::uncompress(src, dst),
+        _ => None,
+    };
+    got == Some(want)
+}
+
+/// Per-thread encoder state.
+#[derive(Default)]
+pub(crate) struct EncodeScratch {
+    zstd: Option<zstd_safe::CCtx<'static>>,
+    pub(crate) htab: Vec<u32>,
+}
+
+impl core::fmt::Debug for EncodeScratch {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("EncodeScratch").finish_non_exhaustive()
+    }
+}
+
+/// zstd level for a Blosc clevel (1–9).
+fn zstd_level(clevel: u8) -> i32 {
+    match clevel {
+        9 => zstd_safe::max_c_level(),
+        8 => zstd_safe::max_c_level() - 2,
+        c => 2 * i32::from(c) - 1,
+    }
+}
+
+/// Compresses one stream into `dst` (its length is the capacity). Returns the compressed size,
+/// or 0 when the codec could not make it fit (the caller then stores the stream raw).
+pub(crate) fn compress_stream(
+    codec: Codec,
+    clevel: u8,
+    src: &[u8],
+    dst: &mut [u8],
+    scratch: &mut EncodeScratch,
+) -> usize {
+    if dst.is_empty() {
+        return 0;
+    }
+    match codec {
+        Codec::BloscLz => blosclz::compress(clevel, src, dst, &mut scratch.htab),
+        Codec::Lz4 => {
+            let mode = lz4::block::CompressionMode::FAST(10 - i32::from(clevel));
+            lz4::block::compress_to_buffer(src, Some(mode), false, dst).unwrap_or(0)
+        }
+        Codec::Lz4Hc => {
+            let mode = lz4::block::CompressionMode::HIGHCOMPRESSION(i32::from(clevel));
+            lz4::block::compress_to_buffer(src, Some(mode), false, dst).unwrap_or(0)
+        }
+        Codec::Zstd => {
+            let cctx = scratch.zstd.get_or_insert_with(zstd_safe::CCtx::create);
+            cctx.compress(dst, src, zstd_level(clevel)).unwrap_or(0)
+        }
+        Codec::Zlib => crate::zlib::compress(src, dst, clevel).unwrap_or(0),
+        Codec::Other(_) => 0,
+    }
+}

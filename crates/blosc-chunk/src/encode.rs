@@ -1,0 +1,493 @@
+//! Chunk encoding, byte-identical to C-Blosc2 3.3.5 (single-threaded) for BloscLZ, LZ4, LZ4HC
+//! and zstd.
+
+use crate::bitshuffle;
+use crate::codecs::{self, EncodeScratch};
+use crate::delta;
+use crate::error::{Error, Result};
+use crate::header::{
+    Codec, EXTENDED_HEADER_LENGTH, FLAG_BITSHUFFLE, FLAG_DELTA, FLAG_DONT_SPLIT, FLAG_MEMCPYED,
+    FLAG_SHUFFLE, Filter, HeaderFields, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD, MIN_BUFFERSIZE,
+    MIN_HEADER_LENGTH, SplitMode, VERSION_FORMAT_STABLE,
+};
+use crate::shuffle;
+use crate::truncprec;
+use crate::tune;
+
+/// Largest type size C-Blosc2 accepts (`BLOSC2_MAXTYPESIZE`).
+const MAX_TYPESIZE: usize = 536_866_816;
+
+/// Compression parameters, like C-Blosc2's `blosc2_cparams`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CParams {
+    /// Codec.
+    pub codec: Codec,
+    /// Compression level 0–9 (0 = store raw).
+    pub clevel: u8,
+    /// Item size in bytes; above 255 it is treated as 1, as C-Blosc2 does.
+    pub typesize: usize,
+    /// Filter pipeline, applied from slot 0 to slot 5.
+    pub filters: [Filter; MAX_FILTERS],
+    /// Per-slot filter metadata.
+    pub filters_meta: [u8; MAX_FILTERS],
+    /// Block size in bytes, 0 = automatic (C-Blosc2's `stune` rules). Must be a multiple of
+    /// `typesize`.
+    pub blocksize: usize,
+    /// When to split blocks into one stream per byte of the type.
+    pub splitmode: SplitMode,
+    /// Threads for block-parallel compression (1 = serial; output is identical either way;
+    /// 0 = all cores). Needs the `parallel` feature.
+    pub nthreads: usize,
+    /// Write a 16-byte Blosc1 header instead of the 32-byte extended one. Only SHUFFLE or
+    /// BITSHUFFLE in slot 5 and DELTA in slot 4 can be expressed.
+    pub blosc1_header: bool,
+}
+
+impl Default for CParams {
+    /// C-Blosc2's `BLOSC2_CPARAMS_DEFAULTS`: BloscLZ, clevel 5, typesize 8, SHUFFLE in slot 5,
+    /// automatic block size, forward-compatible split mode, one thread.
+    fn default() -> Self {
+        Self {
+            codec: Codec::BloscLz,
+            clevel: 5,
+            typesize: 8,
+            filters: [
+                Filter::NoFilter,
+                Filter::NoFilter,
+                Filter::NoFilter,
+                Filter::NoFilter,
+                Filter::NoFilter,
+                Filter::Shuffle,
+            ],
+            filters_meta: [0; MAX_FILTERS],
+            blocksize: 0,
+            splitmode: SplitMode::ForwardCompat,
+            nthreads: 1,
+            blosc1_header: false,
+        }
+    }
+}
+
+impl CParams {
+    /// Parameters with one filter in slot 0 (what python-blosc2's `filters=[f]` does).
+    #[must_use]
+    pub fn with_filter(codec: Codec, clevel: u8, typesize: usize, filter: Filter) -> Self {
+        let mut filters = [Filter::NoFilter; MAX_FILTERS];
+        filters[0] = filter;
+        Self {
+            codec,
+            clevel,
+            typesize,
+            filters,
+            splitmode: SplitMode::Auto,
+            ..Self::default()
+        }
+    }
+}
+
+/// Everything the block encoder needs, resolved from [`CParams`] and the input size.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    pub(crate) codec: Codec,
+    pub(crate) clevel: u8,
+    pub(crate) typesize: usize,
+    pub(crate) filters: [Filter; MAX_FILTERS],
+    pub(crate) filters_meta: [u8; MAX_FILTERS],
+    pub(crate) extended: bool,
+    pub(crate) blocksize: usize,
+    pub(crate) nblocks: usize,
+    pub(crate) split: bool,
+    pub(crate) nbytes: usize,
+    pub(crate) destsize: usize,
+    pub(crate) header_len: usize,
+    pub(crate) flags: u8,
+    pub(crate) memcpyed: bool,
+}
+
+fn filter_flags(filters: &[Filter; MAX_FILTERS]) -> u8 {
+    let mut f = 0;
+    for x in filters {
+        match x {
+            Filter::Shuffle => f |= FLAG_SHUFFLE,
+            Filter::BitShuffle => f |= FLAG_BITSHUFFLE,
+            Filter::Delta => f |= FLAG_DELTA,
+            _ => {}
+        }
+    }
+    f
+}
+
+/// Resolves parameters for an input of `nbytes` bytes.
+pub(crate) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
+    if cp.clevel > 9 {
+        return Err(Error::InvalidParam {
+            what: "clevel",
+            why: "must be 0..=9",
+        });
+    }
+    if cp.typesize == 0 || cp.typesize > MAX_TYPESIZE {
+        return Err(Error::InvalidParam {
+            what: "typesize",
+            why: "must be 1..=536866816",
+        });
+    }
+    if nbytes > MAX_BUFFERSIZE {
+        return Err(Error::InvalidParam {
+            what: "input length",
+            why: "above BLOSC2_MAX_BUFFERSIZE",
+        });
+    }
+    let Some(format) = cp.codec.format_code() else {
+        return Err(Error::Unsupported {
+            what: "codec",
+            id: u32::from(cp.codec.id()),
+        });
+    };
+    let typesize = if cp.typesize > 255 { 1 } else { cp.typesize };
+    let mut filters = cp.filters;
+    for f in &filters {
+        if let Filter::Other(id) = f {
+            return Err(Error::Unsupported {
+                what: "filter",
+                id: u32::from(*id),
+            });
+        }
+    }
+    if cp.blosc1_header {
+        let mut mapped = [Filter::NoFilter; MAX_FILTERS];
+        let mut byte_shuffle = false;
+        let mut bit_shuffle = false;
+        let mut delta = false;
+        for f in &filters {
+            match f {
+                Filter::Shuffle => byte_shuffle = true,
+                Filter::BitShuffle => bit_shuffle = true,
+                Filter::Delta => delta = true,
+                Filter::NoFilter => {}
+                _ => {
+                    return Err(Error::InvalidParam {
+                        what: "filters",
+                        why: "a Blosc1 header can only express shuffle, bitshuffle and delta",
+                    });
+                }
+            }
+        }
+        if byte_shuffle && bit_shuffle {
+            return Err(Error::InvalidParam {
+                what: "filters",
+                why: "a Blosc1 header cannot hold both shuffle and bitshuffle",
+            });
+        }
+        if byte_shuffle && typesize > 1 {
+            mapped[5] = Filter::Shuffle;
+        } else if bit_shuffle {
+            mapped[5] = Filter::BitShuffle;
+        }
+        if delta {
+            mapped[4] = Filter::Delta;
+        }
+        filters = mapped;
+    }
+    let fflags = filter_flags(&filters);
+    let has_shuffle = fflags & FLAG_SHUFFLE != 0;
+    let blocksize = tune::compute_blocksize(
+        cp.clevel,
+        typesize,
+        nbytes,
+        cp.blocksize,
+        cp.codec,
+        has_shuffle,
+        cp.splitmode,
+    );
+    if cp.blocksize != 0 && nbytes >= typesize && cp.blocksize.min(nbytes) != blocksize {
+        return Err(Error::InvalidParam {
+            what: "blocksize",
+            why: "must be a multiple of typesize (C-Blosc2 would write an undecodable chunk)",
+        });
+    }
+    let nblocks = if nbytes == 0 {
+        0
+    } else {
+        nbytes.div_ceil(blocksize)
+    };
+    let split = tune::split_block(
+        cp.splitmode,
+        cp.codec,
+        cp.clevel,
+        has_shuffle,
+        typesize,
+        blocksize,
+    );
+    let extended = !cp.blosc1_header;
+    let header_len = if extended {
+        EXTENDED_HEADER_LENGTH
+    } else {
+        MIN_HEADER_LENGTH
+    };
+    let destsize = nbytes + MAX_OVERHEAD;
+    let mut memcpyed = cp.clevel == 0 || nbytes < MIN_BUFFERSIZE;
+    let mut flags = if extended {
+        FLAG_SHUFFLE | FLAG_BITSHUFFLE
+    } else {
+        0
+    };
+    if header_len + 4 * nblocks > destsize {
+        memcpyed = true;
+    }
+    if memcpyed {
+        flags |= FLAG_MEMCPYED;
+    } else {
+        flags |= fflags | (format << 5);
+        if !split {
+            flags |= FLAG_DONT_SPLIT;
+        }
+    }
+    Ok(Plan {
+        codec: cp.codec,
+        clevel: cp.clevel,
+        typesize,
+        filters,
+        filters_meta: cp.filters_meta,
+        extended,
+        blocksize,
+        nblocks,
+        split,
+        nbytes,
+        destsize,
+        header_len,
+        flags,
+        memcpyed,
+    })
+}
+
+impl Plan {
+    fn header(&self, flags: u8, cbytes: usize, blosc2_flags: u8) -> HeaderFields {
+        HeaderFields {
+            version: VERSION_FORMAT_STABLE,
+            flags,
+            typesize: u8::try_from(self.typesize).unwrap_or(1),
+            nbytes: self.nbytes,
+            blocksize: self.blocksize,
+            cbytes,
+            filters: self.filters.map(Filter::id),
+            udcodec: self.codec.id(),
+            filters_meta: self.filters_meta,
+            blosc2_flags,
+        }
+    }
+
+    pub(crate) fn bsize(&self, j: usize) -> usize {
+        self.blocksize.min(self.nbytes - j * self.blocksize)
+    }
+
+    pub(crate) fn nstreams(&self, bsize: usize) -> usize {
+        if self.split && bsize == self.blocksize && bsize.is_multiple_of(self.typesize) {
+            self.typesize
+        } else {
+            1
+        }
+    }
+
+    /// The memcpyed chunk: header + raw input.
+    fn memcpy_chunk(&self, data: &[u8]) -> Result<Vec<u8>> {
+        let cbytes = self.header_len + data.len();
+        let mut out = vec![0u8; cbytes];
+        self.header(self.flags | FLAG_MEMCPYED, cbytes, 0)
+            .write(&mut out, self.extended)?;
+        out[self.header_len..].copy_from_slice(data);
+        Ok(out)
+    }
+}
+
+/// Scratch buffers for the forward filter pipeline.
+#[derive(Debug, Default)]
+pub(crate) struct FilterBufs {
+    a: Vec<u8>,
+    b: Vec<u8>,
+}
+
+/// Runs the forward pipeline on block `j`; returns the filtered bytes.
+pub(crate) fn forward<'a>(
+    p: &Plan,
+    data: &'a [u8],
+    j: usize,
+    bufs: &'a mut FilterBufs,
+) -> Result<&'a [u8]> {
+    let offset = j * p.blocksize;
+    let bsize = p.bsize(j);
+    let src = &data[offset..offset + bsize];
+    let ts = p.typesize;
+    let active: Vec<usize> = (0..MAX_FILTERS)
+        .filter(|&i| p.filters[i] != Filter::NoFilter)
+        .collect();
+    if active.is_empty() {
+        return Ok(src);
+    }
+    bufs.a.resize(bsize, 0);
+    bufs.b.resize(bsize, 0);
+    let dref = &data[..p.blocksize.min(data.len())];
+    let mut in_a = false; // where the current data lives: false = src / b, true = a
+    let mut first = true;
+    for &i in &active {
+        let meta = p.filters_meta[i];
+        let (s, d): (&[u8], &mut [u8]) = if first {
+            (src, &mut bufs.a[..bsize])
+        } else if in_a {
+            (&bufs.a[..bsize], &mut bufs.b[..bsize])
+        } else {
+            (&bufs.b[..bsize], &mut bufs.a[..bsize])
+        };
+        match p.filters[i] {
+            Filter::Shuffle => {
+                let group = if meta == 0 { ts } else { usize::from(meta) };
+                shuffle::shuffle(group, s, d);
+            }
+            Filter::BitShuffle => bitshuffle::bitshuffle(ts, s, d),
+            Filter::Delta => delta::encode(ts, offset, dref, s, d),
+            Filter::TruncPrec => truncprec::encode(ts, meta, s, d)?,
+            _ => d.copy_from_slice(s),
+        }
+        in_a = if first { true } else { !in_a };
+        first = false;
+    }
+    Ok(if in_a {
+        &bufs.a[..bsize]
+    } else {
+        &bufs.b[..bsize]
+    })
+}
+
+fn is_run(s: &[u8]) -> bool {
+    match s.split_first() {
+        Some((&v, rest)) => rest.iter().all(|&b| b == v),
+        None => false,
+    }
+}
+
+/// Outcome of encoding one block at a position of the serial output.
+pub(crate) enum BlockResult {
+    /// New `ntbytes`.
+    Done(usize),
+    /// Budget exhausted: the whole chunk becomes memcpyed.
+    GiveUp,
+}
+
+/// Encodes the (already filtered) block at `out[ntbytes..]`, following C's serial budget
+/// rules exactly (`destsize = nbytes + 32`).
+pub(crate) fn encode_block(
+    p: &Plan,
+    filtered: &[u8],
+    out: &mut [u8],
+    mut ntbytes: usize,
+    scratch: &mut EncodeScratch,
+) -> BlockResult {
+    let bsize = filtered.len();
+    let nstreams = p.nstreams(bsize);
+    let neblock = bsize / nstreams;
+    for s in 0..nstreams {
+        let stream = &filtered[s * neblock..(s + 1) * neblock];
+        let csize_pos = ntbytes;
+        ntbytes += 4;
+        if p.extended && is_run(stream) {
+            if ntbytes > p.destsize {
+                return BlockResult::GiveUp;
+            }
+            let v = stream[0];
+            if v == 0 {
+                out[csize_pos..csize_pos + 4].copy_from_slice(&0i32.to_le_bytes());
+            } else {
+                out[csize_pos..csize_pos + 4].copy_from_slice(&(-i32::from(v)).to_le_bytes());
+                out[ntbytes] = 1;
+                ntbytes += 1;
+            }
+            continue;
+        }
+        let mut maxout = neblock;
+        if ntbytes + maxout > p.destsize {
+            if ntbytes >= p.destsize {
+                return BlockResult::GiveUp;
+            }
+            maxout = p.destsize - ntbytes;
+        }
+        let mut cbytes = codecs::compress_stream(
+            p.codec,
+            p.clevel,
+            stream,
+            &mut out[ntbytes..ntbytes + maxout],
+            scratch,
+        );
+        if cbytes == 0 || cbytes >= neblock {
+            if ntbytes + neblock > p.destsize {
+                return BlockResult::GiveUp;
+            }
+            out[ntbytes..ntbytes + neblock].copy_from_slice(stream);
+            cbytes = neblock;
+        }
+        let cs = i32::try_from(cbytes).unwrap_or(i32::MAX);
+        out[csize_pos..csize_pos + 4].copy_from_slice(&cs.to_le_bytes());
+        ntbytes += cbytes;
+    }
+    BlockResult::Done(ntbytes)
+}
+
+/// Total number of streams in the chunk.
+fn total_streams(p: &Plan) -> usize {
+    (0..p.nblocks).map(|j| p.nstreams(p.bsize(j))).sum()
+}
+
+/// Assembles the final chunk from `out` (the serial layout, `ntbytes` long).
+fn finish(p: &Plan, mut out: Vec<u8>, ntbytes: usize) -> Result<Vec<u8>> {
+    if p.extended && ntbytes == p.header_len + 4 * p.nblocks + 4 * total_streams(p) {
+        // Every stream is a zero run: a zero special chunk.
+        out.truncate(p.header_len);
+        p.header(p.flags, p.header_len, 0x10)
+            .write(&mut out, true)?;
+        return Ok(out);
+    }
+    out.truncate(ntbytes);
+    p.header(p.flags, ntbytes, 0).write(&mut out, p.extended)?;
+    Ok(out)
+}
+
+/// Compresses `data` into one chunk.
+///
+/// With `nthreads == 1` (or without the `parallel` feature) this follows C-Blosc2's serial
+/// algorithm, so the bytes equal C-Blosc2 3.3.5's output for BloscLZ, LZ4, LZ4HC and zstd
+/// (zlib round-trips but C-Blosc2 links zlib-ng, whose streams differ). With more threads the
+/// output is identical to the single-threaded one.
+///
+/// # Errors
+///
+/// [`Error::InvalidParam`] for a clevel above 9, typesize 0, a block size that is not a
+/// multiple of the type size, or filters a Blosc1 header cannot express;
+/// [`Error::Unsupported`] for plugin codecs/filters; [`Error::InvalidParam`] from
+/// truncate-precision with a typesize other than 4 or 8.
+pub fn compress(data: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
+    let p = plan(data.len(), cparams)?;
+    if p.memcpyed {
+        return p.memcpy_chunk(data);
+    }
+    #[cfg(feature = "parallel")]
+    if crate::parallel::use_threads(cparams.nthreads, p.nblocks) {
+        return match crate::parallel::encode_blocks(&p, data, cparams.nthreads)? {
+            Some((out, ntbytes)) => finish(&p, out, ntbytes),
+            None => p.memcpy_chunk(data),
+        };
+    }
+    let mut out = vec![0u8; p.destsize + 8];
+    let mut ntbytes = p.header_len + 4 * p.nblocks;
+    let mut bufs = FilterBufs::default();
+    let mut scratch = EncodeScratch::default();
+    for j in 0..p.nblocks {
+        let bstart = i32::try_from(ntbytes).unwrap_or(i32::MAX);
+        let pos = p.header_len + 4 * j;
+        out[pos..pos + 4].copy_from_slice(&bstart.to_le_bytes());
+        let filtered = forward(&p, data, j, &mut bufs)?;
+        match encode_block(&p, filtered, &mut out, ntbytes, &mut scratch) {
+            BlockResult::Done(n) => ntbytes = n,
+            BlockResult::GiveUp => return p.memcpy_chunk(data),
+        }
+    }
+    finish(&p, out, ntbytes)
+}

@@ -1,0 +1,36 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod bitshuffle;
+mod blosclz;
+mod codecs;
+mod decode;
+mod delta;
+mod encode;
+mod error;
+mod header;
+mod limits;
+mod lz4dict;
+#[cfg(feature = "parallel")]
+mod parallel;
+mod shuffle;
+mod special;
+mod truncprec;
+mod tune;
+mod zlib;
+
+pub use crate::{
+    decode::{
+        DParams, decompress, decompress_ctx, decompress_into, decompress_into_ctx, decompress_with,
+        getitem, getitem_into,
+    },
+    encode::{CParams, compress},
+    error::{Error, Result},
+    header::{
+        ChunkHeader, Codec, EXTENDED_HEADER_LENGTH, Filter, MAX_BLOCKSIZE, MAX_BUFFERSIZE,
+        MAX_DICT_SIZE, MAX_FILTERS, MAX_OVERHEAD, MIN_BUFFERSIZE, MIN_HEADER_LENGTH, SpecialValue,
+        SplitMode, VERSION_FORMAT_STABLE, VERSION_FORMAT_VL_BLOCKS,
+    },
+    limits::Limits,
+    special::{nans_chunk, repeatval_chunk, special_chunk_with, uninit_chunk, zeros_chunk},
+};

@@ -1,0 +1,221 @@
+//! Block-parallel decoding and encoding on rayon thread pools (feature `parallel`).
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rayon::prelude::*;
+
+use crate::codecs::DecodeScratch;
+use crate::decode::{Blocks, decode_block};
+use crate::error::{Error, Result};
+
+/// Whether `nthreads` asks for parallel work and there is more than one block.
+pub(crate) fn use_threads(nthreads: usize, nblocks: usize) -> bool {
+    nthreads != 1 && nblocks > 1
+}
+
+static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
+
+/// Runs `f` on a pool with `nthreads` threads (0 = rayon's global pool). Pools are built once
+/// per thread count and cached.
+pub(crate) fn with_pool<R: Send>(nthreads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
+    if nthreads == 0 {
+        return Ok(f());
+    }
+    let pool = {
+        let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, p)) = pools.iter().find(|(n, _)| *n == nthreads) {
+            Arc::clone(p)
+        } else {
+            let p = rayon::ThreadPoolBuilder::new()
+                .num_threads(nthreads)
+                .build()
+                .map_err(|e| Error::Codec {
+                    codec: "thread pool",
+                    why: e.to_string(),
+                })?;
+            let p = Arc::new(p);
+            pools.push((nthreads, Arc::clone(&p)));
+            p
+        }
+    };
+    Ok(pool.install(f))
+}
+
+/// Decodes all blocks in parallel. With the delta filter, block 0 is decoded first because
+/// every other block refers to it.
+pub(crate) fn decode_blocks(b: &Blocks<'_>, out: &mut [u8], nthreads: usize) -> Result<()> {
+    let bs = b.blocksize;
+    let has_delta = b
+        .pipeline
+        .iter()
+        .any(|(f, _)| *f == crate::header::Filter::Delta);
+    with_pool(nthreads, || {
+        if has_delta {
+            let (first, rest) = out.split_at_mut(bs.min(out.len()));
+            let mut scratch = DecodeScratch::default();
+            decode_block(b, 0, first, None, &mut scratch)?;
+            let dref: &[u8] = first;
+            rest.par_chunks_mut(bs)
+                .enumerate()
+                .try_for_each_init(DecodeScratch::default, |s, (k, blk)| {
+                    decode_block(b, k + 1, blk, Some(dref), s)
+                })
+        } else {
+            out.par_chunks_mut(bs)
+                .enumerate()
+                .try_for_each_init(DecodeScratch::default, |s, (j, blk)| {
+                    decode_block(b, j, blk, None, s)
+                })
+        }
+    })?
+}
+
+use crate::codecs::{self, EncodeScratch};
+use crate::encode::{BlockResult, FilterBufs, Plan, encode_block, forward};
+
+enum StreamKind {
+    Run(u8),
+    Raw,
+    Coded(usize),
+}
+
+/// One block encoded as if the chunk budget were unlimited.
+struct EncodedBlock {
+    bytes: Vec<u8>,
+    streams: Vec<StreamKind>,
+}
+
+fn encode_unbounded(
+    p: &Plan,
+    data: &[u8],
+    j: usize,
+    bufs: &mut FilterBufs,
+    scratch: &mut EncodeScratch,
+) -> Result<EncodedBlock> {
+    let filtered = forward(p, data, j, bufs)?;
+    let bsize = filtered.len();
+    let nstreams = p.nstreams(bsize);
+    let neblock = bsize / nstreams;
+    let mut bytes = vec![0u8; bsize + 5 * nstreams];
+    let mut streams = Vec::with_capacity(nstreams);
+    let mut pos = 0;
+    for s in 0..nstreams {
+        let stream = &filtered[s * neblock..(s + 1) * neblock];
+        let csize_pos = pos;
+        pos += 4;
+        if p.extended && stream.iter().all(|&b| b == stream[0]) {
+            let v = stream[0];
+            if v == 0 {
+                bytes[csize_pos..pos].copy_from_slice(&0i32.to_le_bytes());
+            } else {
+                bytes[csize_pos..pos].copy_from_slice(&(-i32::from(v)).to_le_bytes());
+                bytes[pos] = 1;
+                pos += 1;
+            }
+            streams.push(StreamKind::Run(v));
+            continue;
+        }
+        let c = codecs::compress_stream(
+            p.codec,
+            p.clevel,
+            stream,
+            &mut bytes[pos..pos + neblock],
+            scratch,
+        );
+        let c = if c == 0 || c >= neblock {
+            bytes[pos..pos + neblock].copy_from_slice(stream);
+            streams.push(StreamKind::Raw);
+            neblock
+        } else {
+            streams.push(StreamKind::Coded(c));
+            c
+        };
+        let cs = i32::try_from(c).unwrap_or(i32::MAX);
+        bytes[csize_pos..csize_pos + 4].copy_from_slice(&cs.to_le_bytes());
+        pos += c;
+    }
+    bytes.truncate(pos);
+    Ok(EncodedBlock { bytes, streams })
+}
+
+/// Whether the block fits at `ntbytes` with exactly the decisions the serial encoder would
+/// make (no stream hits the chunk budget). Returns the new `ntbytes` if so.
+fn fits_unconstrained(
+    p: &Plan,
+    blk: &EncodedBlock,
+    bsize: usize,
+    mut ntbytes: usize,
+) -> Option<usize> {
+    let neblock = bsize / p.nstreams(bsize);
+    for s in &blk.streams {
+        ntbytes += 4;
+        match *s {
+            StreamKind::Run(v) => {
+                if ntbytes > p.destsize {
+                    return None;
+                }
+                if v != 0 {
+                    ntbytes += 1;
+                }
+            }
+            StreamKind::Raw | StreamKind::Coded(_) => {
+                if ntbytes + neblock > p.destsize {
+                    return None;
+                }
+                ntbytes += match *s {
+                    StreamKind::Coded(c) => c,
+                    _ => neblock,
+                };
+            }
+        }
+    }
+    Some(ntbytes)
+}
+
+/// Encodes all blocks in parallel, then lays them out with the serial budget rules, so the
+/// result equals the single-threaded output. Returns `None` when the chunk must be memcpyed.
+pub(crate) fn encode_blocks(
+    p: &Plan,
+    data: &[u8],
+    nthreads: usize,
+) -> Result<Option<(Vec<u8>, usize)>> {
+    let blocks: Vec<EncodedBlock> = with_pool(nthreads, || {
+        (0..p.nblocks)
+            .into_par_iter()
+            .map_init(
+                || (FilterBufs::default(), EncodeScratch::default()),
+                |(bufs, scratch), j| encode_unbounded(p, data, j, bufs, scratch),
+            )
+            .collect::<Result<Vec<_>>>()
+    })??;
+    let mut out = vec![0u8; p.destsize + 8];
+    let mut ntbytes = p.header_len + 4 * p.nblocks;
+    let mut serial_from = None;
+    for (j, blk) in blocks.iter().enumerate() {
+        let Some(next) = fits_unconstrained(p, blk, p.bsize(j), ntbytes) else {
+            serial_from = Some(j);
+            break;
+        };
+        let pos = p.header_len + 4 * j;
+        out[pos..pos + 4]
+            .copy_from_slice(&i32::try_from(ntbytes).unwrap_or(i32::MAX).to_le_bytes());
+        out[ntbytes..next].copy_from_slice(&blk.bytes);
+        ntbytes = next;
+    }
+    if let Some(start) = serial_from {
+        // Near the budget: redo the remaining blocks exactly as the serial encoder does.
+        let mut bufs = FilterBufs::default();
+        let mut scratch = EncodeScratch::default();
+        for j in start..p.nblocks {
+            let pos = p.header_len + 4 * j;
+            out[pos..pos + 4]
+                .copy_from_slice(&i32::try_from(ntbytes).unwrap_or(i32::MAX).to_le_bytes());
+            let filtered = forward(p, data, j, &mut bufs)?;
+            match encode_block(p, filtered, &mut out, ntbytes, &mut scratch) {
+                BlockResult::Done(n) => ntbytes = n,
+                BlockResult::GiveUp => return Ok(None),
+            }
+        }
+    }
+    Ok(Some((out, ntbytes)))
+}
