@@ -1,0 +1,3 @@
+//! Placeholder replaced below.
+#![allow(missing_docs)]
+fn main() {}

@@ -1,0 +1,200 @@
+//! [`Dataset`]: a WKW dataset root (`header.wkw` + `z*/y*/x*.wkw`).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::{Error, FormatError, Result};
+use crate::file::{FileMeta, OpenFailure};
+use crate::header::Header;
+use crate::options::{HeaderCheck, MissingOrCorrupt, Options};
+use crate::storage::{FsStorage, MetaCache, Storage, StorageFile, file_key};
+
+/// Name of the dataset header file.
+pub const HEADER_FILE_NAME: &str = "header.wkw";
+
+/// A WKW dataset: its root directory, the dataset header from `header.wkw` and the options.
+///
+/// All methods take `&self`; a `Dataset` is `Send + Sync` and can be shared across threads
+/// (reads use positional I/O, writers of the same file are serialised by an advisory lock).
+#[derive(Debug)]
+pub struct Dataset {
+    pub(crate) root: PathBuf,
+    pub(crate) header: Header,
+    pub(crate) options: Options,
+    pub(crate) storage: Box<dyn Storage>,
+    pub(crate) cache: MetaCache,
+}
+
+/// A data file resolved for reading.
+pub(crate) enum Resolved {
+    /// Absent, or unreadable under [`MissingOrCorrupt::Zeros`]: reads as zeros.
+    Zeros,
+    /// Present and valid.
+    Present {
+        file: Box<dyn StorageFile>,
+        meta: Arc<FileMeta>,
+        path: PathBuf,
+    },
+}
+
+impl Dataset {
+    /// Creates a dataset: the root directory (with parents) and `header.wkw` (dataOffset 0).
+    ///
+    /// # Errors
+    /// [`Error::AlreadyExists`] if `header.wkw` exists, [`Error::Io`] on I/O failure.
+    pub fn create(root: impl AsRef<Path>, header: Header) -> Result<Self> {
+        Self::create_with(root, header, Options::default())
+    }
+
+    /// [`Dataset::create`] with options.
+    ///
+    /// # Errors
+    /// As [`Dataset::create`].
+    pub fn create_with(root: impl AsRef<Path>, header: Header, options: Options) -> Result<Self> {
+        let root = root.as_ref();
+        fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
+        let path = root.join(HEADER_FILE_NAME);
+        let header = header.with_data_offset(0);
+        let mut f = match fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::AlreadyExists { path });
+            }
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        std::io::Write::write_all(&mut f, &header.to_bytes()).map_err(|e| Error::io(&path, e))?;
+        if options.durability == crate::Durability::Fsync {
+            f.sync_all().map_err(|e| Error::io(&path, e))?;
+            crate::writer::sync_dir(root)?;
+        }
+        Ok(Self::from_parts(root.to_path_buf(), header, options))
+    }
+
+    /// Opens an existing dataset with default [`Options`].
+    ///
+    /// # Errors
+    /// [`Error::NotADataset`] without `header.wkw`; [`Error::Format`] if it is invalid.
+    pub fn open(root: impl AsRef<Path>) -> Result<Self> {
+        Self::open_with(root, Options::default())
+    }
+
+    /// Opens an existing dataset.
+    ///
+    /// # Errors
+    /// As [`Dataset::open`].
+    pub fn open_with(root: impl AsRef<Path>, options: Options) -> Result<Self> {
+        let root = root.as_ref();
+        let path = root.join(HEADER_FILE_NAME);
+        let bytes = match fs::read(&path) {
+            Ok(b) => b,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Err(Error::NotADataset {
+                    path: root.to_path_buf(),
+                });
+            }
+            Err(e) => return Err(Error::io(&path, e)),
+        };
+        let header = Header::parse(&bytes).map_err(|e| Error::format(&path, e))?;
+        if header.data_offset() != 0 && options.header_check == HeaderCheck::Strict {
+            return Err(Error::format(
+                &path,
+                FormatError::DataOffset {
+                    found: header.data_offset(),
+                    why: "header.wkw must have dataOffset 0 (HeaderCheck::Lenient ignores it)"
+                        .into(),
+                },
+            ));
+        }
+        Ok(Self::from_parts(
+            root.to_path_buf(),
+            header.with_data_offset(0),
+            options,
+        ))
+    }
+
+    fn from_parts(root: PathBuf, header: Header, options: Options) -> Self {
+        Self {
+            storage: Box::new(FsStorage { root: root.clone() }),
+            cache: MetaCache::new(options.cache_capacity),
+            root,
+            header,
+            options,
+        }
+    }
+
+    /// The dataset header (`header.wkw`, dataOffset 0).
+    #[must_use]
+    pub fn header(&self) -> &Header {
+        &self.header
+    }
+
+    /// The dataset root.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The options in effect.
+    #[must_use]
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Path of data file `(fx, fy, fz)`: `root/z{fz}/y{fy}/x{fx}.wkw`.
+    #[must_use]
+    pub fn file_path(&self, index: [u32; 3]) -> PathBuf {
+        self.root.join(file_key(index))
+    }
+
+    /// Every data file `z*/y*/x*.wkw` of the dataset as (file index (x, y, z), path), sorted by
+    /// z, y, x.
+    ///
+    /// # Errors
+    /// [`Error::Io`] if a directory cannot be listed.
+    pub fn list_files(&self) -> Result<Vec<([u32; 3], PathBuf)>> {
+        crate::storage::list_files(&self.root).map_err(|e| Error::io(&self.root, e))
+    }
+
+    /// Opens data file `index` for reading, applying the cache and the policies.
+    pub(crate) fn resolve(&self, index: [u32; 3]) -> Result<Resolved> {
+        let key = file_key(index);
+        let path = self.storage.display_path(&key);
+        let Some(file) = self.storage.open(&key).map_err(|e| Error::io(&path, e))? else {
+            return Ok(Resolved::Zeros);
+        };
+        let stamp = file.stamp();
+        let meta = if let Some(meta) = self.cache.get(index, stamp) {
+            meta
+        } else {
+            match FileMeta::parse(file.as_ref(), &self.options.limits, &path) {
+                Ok(meta) => {
+                    let meta = Arc::new(meta);
+                    self.check_file_header(&meta.header, &path)?;
+                    self.cache.put(index, stamp, &meta);
+                    meta
+                }
+                Err(OpenFailure::Unreadable(_))
+                    if self.options.missing_or_corrupt == MissingOrCorrupt::Zeros =>
+                {
+                    return Ok(Resolved::Zeros);
+                }
+                Err(OpenFailure::Unreadable(e)) => return Err(Error::format(&path, e)),
+                Err(OpenFailure::Hard(e)) => return Err(e),
+            }
+        };
+        Ok(Resolved::Present { file, meta, path })
+    }
+
+    pub(crate) fn check_file_header(&self, file: &Header, path: &Path) -> Result<()> {
+        file.check_matches(
+            &self.header,
+            self.options.header_check == HeaderCheck::Lenient,
+        )
+        .map_err(|e| Error::format(path, e))
+    }
+}

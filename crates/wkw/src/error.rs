@@ -1,0 +1,206 @@
+//! Error types: [`FormatError`] for bytes that break the format, [`enum@Error`] for everything a
+//! dataset operation can report (with the file path where one is involved).
+
+use std::path::PathBuf;
+
+/// A violation of the WKW format found in header or jump-table bytes, or in a block.
+///
+/// Carries the field and, where it helps, the byte offset inside the file.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum FormatError {
+    /// Fewer bytes than a structure needs.
+    #[error("truncated {what}: need {needed} bytes at offset {offset}, have {available}")]
+    Truncated {
+        /// What was being read.
+        what: &'static str,
+        /// Byte offset where the structure starts.
+        offset: u64,
+        /// Bytes needed.
+        needed: u64,
+        /// Bytes available.
+        available: u64,
+    },
+    /// The first three bytes are not `WKW`.
+    #[error("bad magic {found:02x?} at offset 0, expected \"WKW\"")]
+    BadMagic {
+        /// The bytes found.
+        found: [u8; 3],
+    },
+    /// Version byte (offset 3) is not 1.
+    #[error("unsupported version {0} at offset 3 (only 1 exists)")]
+    UnsupportedVersion(u8),
+    /// blockType byte (offset 5) is not 1, 2 or 3.
+    #[error("invalid blockType {0} at offset 5 (expected 1 raw, 2 lz4, 3 lz4hc)")]
+    InvalidBlockType(u8),
+    /// voxelType byte (offset 6) is not 1..=10.
+    #[error("invalid voxelType {0} at offset 6 (expected 1..=10)")]
+    InvalidVoxelType(u8),
+    /// voxelSize (offset 7) is zero or not a multiple of the voxel type's size.
+    #[error("invalid voxelSize {voxel_size} at offset 7: not a positive multiple of {type_size}")]
+    InvalidVoxelSize {
+        /// The voxelSize byte.
+        voxel_size: u8,
+        /// Size of one value of the voxel type.
+        type_size: u8,
+    },
+    /// perDimLog2 (offset 4) describes a geometry that overflows the index types.
+    #[error("unsupported geometry in perDimLog2 {per_dim_log2:#04x} at offset 4: {why}")]
+    Geometry {
+        /// The perDimLog2 byte.
+        per_dim_log2: u8,
+        /// Which bound was exceeded.
+        why: &'static str,
+    },
+    /// dataOffset (offset 8) is inconsistent with the block type and geometry.
+    #[error("invalid dataOffset {found} at offset 8: {why}")]
+    DataOffset {
+        /// The stored value.
+        found: u64,
+        /// What was expected.
+        why: String,
+    },
+    /// A jump-table entry is smaller than the previous one (or than dataOffset).
+    #[error(
+        "jump table entry {index} at offset {offset} is {value}, below the previous end {previous}"
+    )]
+    JumpTableNotMonotone {
+        /// Entry number (block index).
+        index: u64,
+        /// Byte offset of the entry in the file.
+        offset: u64,
+        /// The entry.
+        value: u64,
+        /// The previous end (or dataOffset for entry 0).
+        previous: u64,
+    },
+    /// A compressed block is longer than LZ4 can produce for the block size.
+    #[error("compressed block {index} is {length} bytes, above the lz4 bound {bound}")]
+    BlockTooLong {
+        /// Block index.
+        index: u64,
+        /// Stored length.
+        length: u64,
+        /// LZ4 compress bound of the block size.
+        bound: u64,
+    },
+    /// A block ends beyond the end of the file.
+    #[error("block {index} ends at {end}, beyond the file length {file_len}")]
+    BlockPastEnd {
+        /// Block index.
+        index: u64,
+        /// End offset of the block.
+        end: u64,
+        /// File length.
+        file_len: u64,
+    },
+    /// A compressed block does not decode to exactly one raw block.
+    #[error("block {index} at offset {offset}: lz4 data does not decode to {expected} bytes")]
+    Decompress {
+        /// Block index.
+        index: u64,
+        /// Byte offset of the compressed block.
+        offset: u64,
+        /// Size of a raw block.
+        expected: u64,
+    },
+    /// A data file's header disagrees with the dataset's `header.wkw`.
+    #[error("header mismatch in {field}: file has {file}, header.wkw has {dataset}")]
+    HeaderMismatch {
+        /// Which field differs.
+        field: &'static str,
+        /// Value in the data file.
+        file: u64,
+        /// Value in `header.wkw`.
+        dataset: u64,
+    },
+}
+
+/// Everything a dataset operation can fail with.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An I/O error on a file.
+    #[error("i/o error on {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A file breaks the format.
+    #[error("{}: {source}", path.display())]
+    Format {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        #[source]
+        source: FormatError,
+    },
+    /// A header violates the format (no file involved, e.g. [`crate::Header::new`]).
+    #[error(transparent)]
+    Header(#[from] FormatError),
+    /// `Dataset::create` found an existing `header.wkw`.
+    #[error("dataset already exists: {}", path.display())]
+    AlreadyExists {
+        /// The existing `header.wkw`.
+        path: PathBuf,
+    },
+    /// The dataset root is not a directory or has no `header.wkw`.
+    #[error("not a wkw dataset (no header.wkw): {}", path.display())]
+    NotADataset {
+        /// The root.
+        path: PathBuf,
+    },
+    /// A box does not fit the coordinate range (ends above 2³²).
+    #[error("box offset {offset:?} + shape {shape:?} exceeds the u32 coordinate range")]
+    BoxOutOfRange {
+        /// Box offset (x, y, z).
+        offset: [u32; 3],
+        /// Box shape (x, y, z).
+        shape: [u32; 3],
+    },
+    /// An array's voxel type, channel count, shape or buffer length does not fit the call.
+    #[error("array mismatch: {0}")]
+    ArrayMismatch(String),
+    /// An allocation or size would exceed a [`crate::Limits`] bound.
+    #[error("limit exceeded: {what} needs {requested}, limit {limit}")]
+    LimitExceeded {
+        /// What would be allocated.
+        what: &'static str,
+        /// Requested amount.
+        requested: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// LZ4 compression failed (input too large for LZ4).
+    #[error("lz4 compression of a {size}-byte block failed")]
+    Compress {
+        /// Block size in bytes.
+        size: usize,
+    },
+    /// A lenient-mode caveat: header.wkw and a data file disagree in geometry, which no policy
+    /// can reconcile.
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+}
+
+impl Error {
+    pub(crate) fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    pub(crate) fn format(path: impl Into<PathBuf>, source: FormatError) -> Self {
+        Self::Format {
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+/// `Result` with this crate's [`enum@Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;

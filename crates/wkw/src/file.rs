@@ -1,0 +1,204 @@
+//! One data file: header + (for compressed files) the jump table, and block access.
+
+use crate::error::{Error, FormatError, Result};
+use crate::header::Header;
+use crate::limits::Limits;
+use crate::lz4;
+use crate::storage::StorageFile;
+
+/// The parsed, validated metadata of a data file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FileMeta {
+    pub(crate) header: Header,
+    /// Compressed files: the extended jump table, `N + 1` entries, `[0] = dataOffset`,
+    /// `[k + 1]` = end of block k. Validated monotone and inside the file.
+    pub(crate) jump: Option<Vec<u64>>,
+    pub(crate) len: u64,
+}
+
+/// Why a file could not be opened.
+#[derive(Debug)]
+pub(crate) enum OpenFailure {
+    /// The header or jump table cannot be read or parsed: the reference reads such a file as
+    /// zeros ([`crate::MissingOrCorrupt::Zeros`] does too).
+    Unreadable(FormatError),
+    /// Anything else: always an error.
+    Hard(Error),
+}
+
+impl FileMeta {
+    /// Reads and validates header and jump table.
+    pub(crate) fn parse(
+        file: &dyn StorageFile,
+        limits: &Limits,
+        path: &std::path::Path,
+    ) -> Result<Self, OpenFailure> {
+        let len = file.len();
+        let io = |e| OpenFailure::Hard(Error::io(path, e));
+        if len < 16 {
+            return Err(OpenFailure::Unreadable(FormatError::Truncated {
+                what: "header",
+                offset: 0,
+                needed: 16,
+                available: len,
+            }));
+        }
+        let mut bytes = [0u8; 16];
+        file.read_exact_at(&mut bytes, 0).map_err(io)?;
+        let header = Header::parse(&bytes).map_err(OpenFailure::Unreadable)?;
+        header
+            .check_data_offset()
+            .map_err(OpenFailure::Unreadable)?;
+        let block_bytes = header.block_bytes();
+        if block_bytes > limits.max_block_bytes {
+            return Err(OpenFailure::Hard(Error::LimitExceeded {
+                what: "raw block",
+                requested: block_bytes,
+                limit: limits.max_block_bytes,
+            }));
+        }
+        if !header.block_type().is_compressed() {
+            return Ok(Self {
+                header,
+                jump: None,
+                len,
+            });
+        }
+        let n = header.blocks_per_file();
+        if n > limits.max_blocks_per_file {
+            return Err(OpenFailure::Hard(Error::LimitExceeded {
+                what: "jump table entries",
+                requested: n,
+                limit: limits.max_blocks_per_file,
+            }));
+        }
+        let needed = n.saturating_mul(8);
+        if len - 16 < needed {
+            return Err(OpenFailure::Unreadable(FormatError::Truncated {
+                what: "jump table",
+                offset: 16,
+                needed,
+                available: len - 16,
+            }));
+        }
+        let table_len = usize::try_from(needed).map_err(|_| {
+            OpenFailure::Hard(Error::LimitExceeded {
+                what: "jump table bytes",
+                requested: needed,
+                limit: usize::MAX as u64,
+            })
+        })?;
+        let mut raw = vec![0u8; table_len];
+        file.read_exact_at(&mut raw, 16).map_err(io)?;
+        let bound = lz4::bound(block_bytes).ok_or(OpenFailure::Hard(Error::LimitExceeded {
+            what: "lz4 block size",
+            requested: block_bytes,
+            limit: i32::MAX as u64,
+        }))?;
+        let mut jump = Vec::with_capacity(table_len / 8 + 1);
+        let mut prev = header.data_offset();
+        jump.push(prev);
+        for (k, chunk) in (0u64..).zip(raw.chunks_exact(8)) {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(chunk);
+            let end = u64::from_le_bytes(b);
+            let fail = |e| Err(OpenFailure::Hard(Error::format(path, e)));
+            if end < prev {
+                return fail(FormatError::JumpTableNotMonotone {
+                    index: k,
+                    offset: 16 + 8 * k,
+                    value: end,
+                    previous: prev,
+                });
+            }
+            if end - prev > bound {
+                return fail(FormatError::BlockTooLong {
+                    index: k,
+                    length: end - prev,
+                    bound,
+                });
+            }
+            if end > len {
+                return fail(FormatError::BlockPastEnd {
+                    index: k,
+                    end,
+                    file_len: len,
+                });
+            }
+            jump.push(end);
+            prev = end;
+        }
+        Ok(Self {
+            header,
+            jump: Some(jump),
+            len,
+        })
+    }
+
+    /// Byte range `[start, end)` of block `k` in the file.
+    pub(crate) fn block_range(&self, k: u64) -> Option<(u64, u64)> {
+        match &self.jump {
+            Some(j) => {
+                let i = usize::try_from(k).ok()?;
+                Some((*j.get(i)?, *j.get(i.checked_add(1)?)?))
+            }
+            None => {
+                let start = k
+                    .checked_mul(self.header.block_bytes())?
+                    .checked_add(self.header.data_offset())?;
+                Some((start, start.checked_add(self.header.block_bytes())?))
+            }
+        }
+    }
+
+    /// Reads block `k` into `out` (exactly one raw block), using `scratch` for compressed bytes.
+    pub(crate) fn read_block(
+        &self,
+        file: &dyn StorageFile,
+        k: u64,
+        scratch: &mut Vec<u8>,
+        out: &mut [u8],
+        path: &std::path::Path,
+    ) -> Result<()> {
+        let bad = |e| Error::format(path, e);
+        let (start, end) = self.block_range(k).ok_or_else(|| {
+            bad(FormatError::BlockPastEnd {
+                index: k,
+                end: u64::MAX,
+                file_len: self.len,
+            })
+        })?;
+        if end > self.len {
+            return Err(bad(FormatError::BlockPastEnd {
+                index: k,
+                end,
+                file_len: self.len,
+            }));
+        }
+        if self.jump.is_none() {
+            return file
+                .read_exact_at(out, start)
+                .map_err(|e| Error::io(path, e));
+        }
+        // Bounded by the lz4 bound check in `parse`.
+        let n = usize::try_from(end - start).map_err(|_| {
+            bad(FormatError::BlockTooLong {
+                index: k,
+                length: end - start,
+                bound: 0,
+            })
+        })?;
+        scratch.resize(n, 0);
+        file.read_exact_at(scratch, start)
+            .map_err(|e| Error::io(path, e))?;
+        if lz4::decompress_exact(scratch, out) {
+            Ok(())
+        } else {
+            Err(bad(FormatError::Decompress {
+                index: k,
+                offset: start,
+                expected: out.len() as u64,
+            }))
+        }
+    }
+}

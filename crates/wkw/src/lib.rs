@@ -1,0 +1,28 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod array;
+mod compress;
+mod copy;
+mod dataset;
+mod error;
+mod file;
+mod geometry;
+mod header;
+mod limits;
+mod lz4;
+mod options;
+mod par;
+mod reader;
+mod storage;
+mod writer;
+
+pub use crate::{
+    array::{Array, ArrayView, ArrayViewMut, Order},
+    compress::{FileReport, Progress, VerifyReport, compress, verify},
+    dataset::{Dataset, HEADER_FILE_NAME},
+    error::{Error, FormatError, Result},
+    header::{BlockType, Header, MAGIC, VERSION, VoxelType},
+    limits::Limits,
+    options::{Durability, HeaderCheck, MissingOrCorrupt, Options},
+};

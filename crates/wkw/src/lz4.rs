@@ -1,0 +1,42 @@
+//! Raw LZ4 blocks through the C liblz4 (`lz4` crate), as the reference does.
+
+use lz4::block::{CompressionMode, compress_bound, compress_to_buffer, decompress_to_buffer};
+
+use crate::error::{Error, Result};
+use crate::header::BlockType;
+
+/// LZ4HC level used for blockType 3 (the reference's `LZ4_compress_HC(.., 9)`).
+pub(crate) const HC_LEVEL: i32 = 9;
+
+/// LZ4 compress bound of a raw block of `n` bytes, `None` if LZ4 cannot handle `n`.
+pub(crate) fn bound(n: u64) -> Option<u64> {
+    let n = usize::try_from(n).ok()?;
+    compress_bound(n).ok().map(|b| b as u64)
+}
+
+/// Compresses one raw block; `Raw` returns the input unchanged.
+pub(crate) fn compress(block: &[u8], block_type: BlockType) -> Result<Vec<u8>> {
+    let mode = match block_type {
+        BlockType::Lz4Hc => CompressionMode::HIGHCOMPRESSION(HC_LEVEL),
+        BlockType::Lz4 => CompressionMode::DEFAULT,
+        _ => return Ok(block.to_vec()),
+    };
+    let fail = || Error::Compress { size: block.len() };
+    let cap = compress_bound(block.len()).map_err(|_| fail())?;
+    let mut out = vec![0u8; cap];
+    let n = compress_to_buffer(block, Some(mode), false, &mut out).map_err(|_| fail())?;
+    out.truncate(n);
+    Ok(out)
+}
+
+/// Decodes one LZ4 block into `out`, which must be filled exactly. `false` on any failure
+/// (corrupt data, wrong decoded length, sizes LZ4 cannot express).
+pub(crate) fn decompress_exact(src: &[u8], out: &mut [u8]) -> bool {
+    let Ok(size) = i32::try_from(out.len()) else {
+        return false;
+    };
+    if i32::try_from(src.len()).is_err() {
+        return false;
+    }
+    matches!(decompress_to_buffer(src, Some(size), out), Ok(n) if n == out.len())
+}

@@ -1,0 +1,103 @@
+//! How a dataset treats missing or corrupt files, mismatching headers and durability.
+
+use crate::limits::Limits;
+
+/// What a read does with data files that are missing or cannot be parsed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum MissingOrCorrupt {
+    /// Missing files read as the fill value 0; a file that exists but whose header or jump
+    /// table cannot be read or validated is an **error**. Writes refuse to overwrite such a file.
+    #[default]
+    Error,
+    /// Reference-compatible: a file whose header or jump table cannot be read reads as zeros and
+    /// is rewritten from scratch by a write, exactly like `wkwrap`. Errors inside block data
+    /// (truncated blocks, undecodable LZ4) stay errors, as in the reference.
+    Zeros,
+}
+
+/// How strictly data-file headers must agree with `header.wkw`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum HeaderCheck {
+    /// Every field except dataOffset must be equal (and `header.wkw` must have dataOffset 0).
+    #[default]
+    Strict,
+    /// Each file is decoded with its own block type (what the Rust reference does, e.g. for
+    /// datasets whose files were compressed without updating `header.wkw`) and a non-zero
+    /// dataOffset in `header.wkw` is ignored. Geometry, voxel type and voxel size must still
+    /// match, since voxels cannot be addressed otherwise.
+    Lenient,
+}
+
+/// Whether writes wait for the data to reach the disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Durability {
+    /// No fsync (the reference behaviour); files are still replaced atomically.
+    #[default]
+    None,
+    /// fsync every written file before it is renamed into place, and its directory after.
+    Fsync,
+}
+
+/// Options of a [`crate::Dataset`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Options {
+    /// Allocation bounds.
+    pub limits: Limits,
+    /// Missing/corrupt file policy.
+    pub missing_or_corrupt: MissingOrCorrupt,
+    /// Header comparison policy.
+    pub header_check: HeaderCheck,
+    /// fsync policy for writes.
+    pub durability: Durability,
+    /// Number of parsed file headers/jump tables kept for repeated reads (0 disables the cache).
+    pub cache_capacity: usize,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            missing_or_corrupt: MissingOrCorrupt::default(),
+            header_check: HeaderCheck::default(),
+            durability: Durability::default(),
+            cache_capacity: 64,
+        }
+    }
+}
+
+impl Options {
+    /// Sets [`Options::limits`].
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+    /// Sets [`Options::missing_or_corrupt`].
+    #[must_use]
+    pub fn missing_or_corrupt(mut self, policy: MissingOrCorrupt) -> Self {
+        self.missing_or_corrupt = policy;
+        self
+    }
+    /// Sets [`Options::header_check`].
+    #[must_use]
+    pub fn header_check(mut self, check: HeaderCheck) -> Self {
+        self.header_check = check;
+        self
+    }
+    /// Sets [`Options::durability`].
+    #[must_use]
+    pub fn durability(mut self, durability: Durability) -> Self {
+        self.durability = durability;
+        self
+    }
+    /// Sets [`Options::cache_capacity`].
+    #[must_use]
+    pub fn cache_capacity(mut self, entries: usize) -> Self {
+        self.cache_capacity = entries;
+        self
+    }
+}

@@ -1,0 +1,39 @@
+//! Parallel iteration over independent tasks: rayon with the `parallel` feature, a plain loop
+//! without it.
+
+use crate::error::Result;
+
+/// Runs `f` on every item, stopping at the first error.
+pub(crate) fn try_for_each<T, F>(items: Vec<T>, f: F) -> Result<()>
+where
+    T: Send,
+    F: Fn(T) -> Result<()> + Sync + Send,
+{
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        items.into_par_iter().try_for_each(f)
+    }
+    #[cfg(not(feature = "parallel"))]
+    {
+        items.into_iter().try_for_each(f)
+    }
+}
+
+/// Maps every item, keeping order, stopping at the first error.
+pub(crate) fn try_map<T, R, F>(items: Vec<T>, f: F) -> Result<Vec<R>>
+where
+    T: Send,
+    R: Send,
+    F: Fn(T) -> Result<R> + Sync + Send,
+{
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        items.into_par_iter().map(f).collect()
+    }
+    #[cfg(not(feature = "parallel"))]
+    {
+        items.into_iter().map(f).collect()
+    }
+}

@@ -1,0 +1,427 @@
+//! Writing boxes: [`Dataset::write`].
+//!
+//! Raw files are updated in place block by block (read-modify-write for partly covered
+//! blocks), like the reference; a missing raw file is first created full length (sparse) under
+//! a temporary name and renamed into place. Compressed files are always rebuilt: untouched
+//! blocks are copied as compressed bytes, partly covered blocks are decoded, merged and
+//! recompressed, the result goes to a uniquely named temporary file in the same directory and is
+//! renamed over the old file. Writers of the same file are serialised by an advisory lock on
+//! `x{n}.wkw.lock` next to it.
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::array::ArrayView;
+use crate::copy::copy_4d;
+use crate::dataset::Dataset;
+use crate::error::{Error, FormatError, Result};
+use crate::file::{FileMeta, OpenFailure};
+use crate::geometry::{VBox, blocks_in, files_in, offset_of};
+use crate::header::Header;
+use crate::lz4;
+use crate::options::{Durability, MissingOrCorrupt};
+use crate::storage::{FsFile, read_exact_at, write_all_at};
+
+/// Raw blocks held in memory at once while rebuilding a compressed file (upper bound in bytes).
+const CHUNK_BYTES: u64 = 64 << 20;
+
+impl Dataset {
+    /// Writes `data` (shape (C, X, Y, Z), either order) at `offset` (x, y, z).
+    ///
+    /// Any box is accepted, also in compressed datasets (touched files are decoded, merged and
+    /// recompressed; the reference only accepts whole-file writes there). Files are processed in
+    /// parallel; a failure in one file leaves the other files written (no multi-file rollback).
+    ///
+    /// # Errors
+    /// [`Error::ArrayMismatch`] for another voxel type or channel count; [`Error::BoxOutOfRange`];
+    /// [`Error::Format`] if an existing file is corrupt (unless [`MissingOrCorrupt::Zeros`], which
+    /// rewrites it like the reference) or its header does not match; [`Error::Io`].
+    pub fn write(&self, offset: [u32; 3], data: &ArrayView<'_>) -> Result<()> {
+        self.check_layout(&data.layout)?;
+        let bx = VBox::new(offset, data.layout.shape)?;
+        if bx.is_empty() {
+            return Ok(());
+        }
+        let (flo, fhi) = bx.cube_range(self.header.file_len_vx_log2());
+        let files: Vec<[u32; 3]> = files_in(flo, fhi).collect();
+        crate::par::try_for_each(files, |idx| {
+            let r = self.write_file(idx, &bx, data);
+            self.cache.invalidate(idx);
+            r
+        })
+    }
+
+    fn write_file(&self, idx: [u32; 3], bx: &VBox, src: &ArrayView<'_>) -> Result<()> {
+        let path = self.file_path(idx);
+        let dir = path
+            .parent()
+            .map_or_else(|| self.root.clone(), Path::to_path_buf);
+        fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
+        let _lock = lock(&path)?;
+        let fbox = VBox::cube(idx, self.header.file_len_vx_log2());
+        let region = bx.intersect(&fbox);
+        let existing = self.open_existing(&path)?;
+        let file_header = existing
+            .as_ref()
+            .map_or_else(|| self.header.for_data_file(), |(_, m)| m.header);
+        let job = FileJob {
+            ds: self,
+            path: &path,
+            fbox,
+            region,
+            bx,
+            src,
+        };
+        if file_header.block_type().is_compressed() {
+            job.write_compressed(existing, file_header)
+        } else {
+            job.write_raw(existing)
+        }
+    }
+
+    /// The existing file opened read+write with its validated metadata; `None` if absent (or
+    /// unreadable under [`MissingOrCorrupt::Zeros`], which then rewrites it).
+    fn open_existing(&self, path: &Path) -> Result<Option<(FsFile, Arc<FileMeta>)>> {
+        let file = match OpenOptions::new().read(true).write(true).open(path) {
+            Ok(f) => FsFile::new(f).map_err(|e| Error::io(path, e))?,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(Error::io(path, e)),
+        };
+        match FileMeta::parse(&file, &self.options.limits, path) {
+            Ok(meta) => {
+                self.check_file_header(&meta.header, path)?;
+                Ok(Some((file, Arc::new(meta))))
+            }
+            Err(OpenFailure::Unreadable(_))
+                if self.options.missing_or_corrupt == MissingOrCorrupt::Zeros =>
+            {
+                Ok(None)
+            }
+            Err(OpenFailure::Unreadable(e)) => Err(Error::format(path, e)),
+            Err(OpenFailure::Hard(e)) => Err(e),
+        }
+    }
+}
+
+/// Takes the advisory write lock of data file `path` (released when the handle drops).
+fn lock(path: &Path) -> Result<File> {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    let lock_path = PathBuf::from(name);
+    let f = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&lock_path)
+        .map_err(|e| Error::io(&lock_path, e))?;
+    f.lock().map_err(|e| Error::io(&lock_path, e))?;
+    Ok(f)
+}
+
+/// fsyncs a directory (so a rename in it is durable); a no-op where directories cannot be
+/// opened.
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
+    #[cfg(unix)]
+    {
+        File::open(dir)
+            .and_then(|d| d.sync_all())
+            .map_err(|e| Error::io(dir, e))
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = dir;
+        Ok(())
+    }
+}
+
+/// A temporary file next to its final path, removed on drop unless renamed into place.
+pub(crate) struct TempFile {
+    pub(crate) path: PathBuf,
+    pub(crate) file: File,
+    done: bool,
+}
+
+impl TempFile {
+    /// Creates `<final>.<pid>-<seq>.tmp` exclusively (unique per process and call).
+    pub(crate) fn create(final_path: &Path) -> Result<Self> {
+        static SEQ: AtomicU64 = AtomicU64::new(0);
+        loop {
+            let seq = SEQ.fetch_add(1, Ordering::Relaxed);
+            let mut name = final_path.as_os_str().to_owned();
+            name.push(format!(".{}-{seq}.tmp", std::process::id()));
+            let path = PathBuf::from(name);
+            match OpenOptions::new()
+                .read(true)
+                .write(true)
+                .create_new(true)
+                .open(&path)
+            {
+                Ok(file) => {
+                    return Ok(Self {
+                        path,
+                        file,
+                        done: false,
+                    });
+                }
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(Error::io(&path, e)),
+            }
+        }
+    }
+
+    /// Optionally fsyncs, then renames over `final_path` (and fsyncs the directory).
+    pub(crate) fn commit(mut self, final_path: &Path, durability: Durability) -> Result<()> {
+        if durability == Durability::Fsync {
+            self.file.sync_all().map_err(|e| Error::io(&self.path, e))?;
+        }
+        fs::rename(&self.path, final_path).map_err(|e| Error::io(final_path, e))?;
+        self.done = true;
+        if durability == Durability::Fsync
+            && let Some(dir) = final_path.parent()
+        {
+            sync_dir(dir)?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Writes the jump table and header of a compressed file at offset 0.
+pub(crate) fn write_compressed_head(
+    file: &File,
+    path: &Path,
+    header: &Header,
+    ends: &[u64],
+) -> Result<()> {
+    let mut head = Vec::with_capacity(16 + 8 * ends.len());
+    head.extend_from_slice(&header.to_bytes());
+    for e in ends {
+        head.extend_from_slice(&e.to_le_bytes());
+    }
+    write_all_at(file, &head, 0).map_err(|e| Error::io(path, e))
+}
+
+struct FileJob<'a> {
+    ds: &'a Dataset,
+    path: &'a Path,
+    fbox: VBox,
+    /// The part of the write box inside this file.
+    region: VBox,
+    /// The whole write box (origin of `src`).
+    bx: &'a VBox,
+    src: &'a ArrayView<'a>,
+}
+
+impl FileJob<'_> {
+    fn header(&self) -> &Header {
+        &self.ds.header
+    }
+
+    fn block_box(&self, bc: [u32; 3]) -> VBox {
+        let bs = u32::from(self.header().block_len_log2());
+        let min = [0, 1, 2].map(|a| self.fbox.min[a] + (u64::from(bc[a]) << bs));
+        VBox {
+            min,
+            max: min.map(|m| m + (1 << bs)),
+        }
+    }
+
+    /// Copies the source voxels inside `bbox` into the raw block `block`.
+    fn fill_block(&self, block: &mut [u8], bbox: &VBox) {
+        let h = self.header();
+        let ts = usize::from(h.voxel_type().size());
+        let vs = usize::from(h.voxel_size());
+        let blen = 1usize << h.block_len_log2();
+        let bstr = [vs, vs * blen, vs * blen * blen];
+        let rr = self.region.intersect(bbox);
+        if rr.is_empty() {
+            return;
+        }
+        let sstr = self.src.layout.strides();
+        let d = offset_of(rr.min, bbox.min, bstr).unwrap_or(usize::MAX);
+        let s = offset_of(rr.min, self.bx.min, [sstr[1], sstr[2], sstr[3]]).unwrap_or(usize::MAX);
+        let [ex, ey, ez] = rr.extent();
+        copy_4d(
+            block,
+            d,
+            [ts, bstr[0], bstr[1], bstr[2]],
+            self.src.data,
+            s,
+            sstr,
+            [usize::from(h.num_channels()), ex, ey, ez],
+            ts,
+        );
+    }
+
+    fn block_len(&self) -> Result<usize> {
+        let n = self.header().block_bytes();
+        if n > self.ds.options.limits.max_block_bytes {
+            return Err(Error::LimitExceeded {
+                what: "raw block",
+                requested: n,
+                limit: self.ds.options.limits.max_block_bytes,
+            });
+        }
+        usize::try_from(n).map_err(|_| Error::LimitExceeded {
+            what: "raw block",
+            requested: n,
+            limit: usize::MAX as u64,
+        })
+    }
+
+    fn write_raw(&self, existing: Option<(FsFile, Arc<FileMeta>)>) -> Result<()> {
+        let durability = self.ds.options.durability;
+        let (file, meta) = match existing {
+            Some((f, m)) => (f.file, m.header),
+            None => {
+                let header = self.header().for_data_file();
+                let full = header.raw_file_len().ok_or_else(|| {
+                    Error::format(
+                        self.path,
+                        FormatError::DataOffset {
+                            found: 16,
+                            why: "raw file length overflows".into(),
+                        },
+                    )
+                })?;
+                let tmp = TempFile::create(self.path)?;
+                write_all_at(&tmp.file, &header.to_bytes(), 0)
+                    .and_then(|()| tmp.file.set_len(full))
+                    .map_err(|e| Error::io(&tmp.path, e))?;
+                tmp.commit(self.path, durability)?;
+                let f = OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open(self.path)
+                    .map_err(|e| Error::io(self.path, e))?;
+                (f, header)
+            }
+        };
+        let full = meta.raw_file_len().unwrap_or(u64::MAX);
+        let len = file.metadata().map_err(|e| Error::io(self.path, e))?.len();
+        if len < full {
+            if self.ds.options.missing_or_corrupt == MissingOrCorrupt::Zeros {
+                file.set_len(full).map_err(|e| Error::io(self.path, e))?;
+            } else {
+                return Err(Error::format(
+                    self.path,
+                    FormatError::BlockPastEnd {
+                        index: meta.blocks_per_file() - 1,
+                        end: full,
+                        file_len: len,
+                    },
+                ));
+            }
+        }
+        let block_len = self.block_len()?;
+        let bs = u32::from(meta.block_len_log2());
+        let blocks = blocks_in(&self.region, self.fbox.min, bs)?;
+        let file = &file;
+        crate::par::try_for_each(blocks, |(k, bc)| {
+            let bbox = self.block_box(bc);
+            let mut block = vec![0u8; block_len];
+            let start = k
+                .checked_mul(meta.block_bytes())
+                .and_then(|v| v.checked_add(meta.data_offset()))
+                .ok_or_else(|| Error::InvalidArgument("block offset overflows".into()))?;
+            if !self.region.covers(&bbox) {
+                read_exact_at(file, &mut block, start).map_err(|e| Error::io(self.path, e))?;
+            }
+            self.fill_block(&mut block, &bbox);
+            write_all_at(file, &block, start).map_err(|e| Error::io(self.path, e))
+        })?;
+        if durability == Durability::Fsync {
+            file.sync_data().map_err(|e| Error::io(self.path, e))?;
+        }
+        Ok(())
+    }
+
+    fn write_compressed(
+        &self,
+        existing: Option<(FsFile, Arc<FileMeta>)>,
+        header: Header,
+    ) -> Result<()> {
+        let header = header.for_data_file();
+        let block_type = header.block_type();
+        let block_len = self.block_len()?;
+        let n = header.blocks_per_file();
+        let limits = &self.ds.options.limits;
+        if n > limits.max_blocks_per_file {
+            return Err(Error::LimitExceeded {
+                what: "jump table entries",
+                requested: n,
+                limit: limits.max_blocks_per_file,
+            });
+        }
+        let tmp = TempFile::create(self.path)?;
+        let zero_block = lz4::compress(&vec![0u8; block_len], block_type)?;
+        let per_chunk = (CHUNK_BYTES / header.block_bytes().max(1)).clamp(1, 4096);
+        let mut ends = Vec::new();
+        let mut pos = header.data_offset();
+        let mut k0 = 0u64;
+        while k0 < n {
+            let k1 = (k0 + per_chunk).min(n);
+            let ks: Vec<u64> = (k0..k1).collect();
+            let encoded = crate::par::try_map(ks, |k| {
+                self.encode_block(k, existing.as_ref(), &zero_block, block_len, block_type)
+            })?;
+            for bytes in encoded {
+                write_all_at(&tmp.file, &bytes, pos).map_err(|e| Error::io(&tmp.path, e))?;
+                pos += bytes.len() as u64;
+                ends.push(pos);
+            }
+            k0 = k1;
+        }
+        write_compressed_head(&tmp.file, &tmp.path, &header, &ends)?;
+        tmp.file.set_len(pos).map_err(|e| Error::io(&tmp.path, e))?;
+        tmp.commit(self.path, self.ds.options.durability)?;
+        Ok(())
+    }
+
+    /// The compressed bytes of block `k` of the rebuilt file.
+    fn encode_block(
+        &self,
+        k: u64,
+        existing: Option<&(FsFile, Arc<FileMeta>)>,
+        zero_block: &[u8],
+        block_len: usize,
+        block_type: crate::BlockType,
+    ) -> Result<Vec<u8>> {
+        let bc = morton_code::decode_3d_u64(k)
+            .map_err(|e| Error::InvalidArgument(format!("block index {k}: {e}")))?;
+        let bbox = self.block_box(bc);
+        let touched = self.region.intersect(&bbox);
+        if touched.is_empty() {
+            return match existing {
+                Some((f, m)) => {
+                    let (start, end) = m.block_range(k).unwrap_or((0, 0));
+                    let len = usize::try_from(end - start).unwrap_or(0);
+                    let mut bytes = vec![0u8; len];
+                    read_exact_at(&f.file, &mut bytes, start)
+                        .map_err(|e| Error::io(self.path, e))?;
+                    Ok(bytes)
+                }
+                None => Ok(zero_block.to_vec()),
+            };
+        }
+        let mut block = vec![0u8; block_len];
+        if !self.region.covers(&bbox)
+            && let Some((f, m)) = existing
+        {
+            let mut scratch = Vec::new();
+            m.read_block(f, k, &mut scratch, &mut block, self.path)?;
+        }
+        self.fill_block(&mut block, &bbox);
+        lz4::compress(&block, block_type)
+    }
+}
