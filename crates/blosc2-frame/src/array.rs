@@ -5,7 +5,6 @@ use std::path::Path;
 
 use blosc_chunk::CParams;
 
-
 use crate::b2nd::{B2ndMeta, copy_box, for_each_cell, linear, pack_chunk, product};
 use crate::bytes::to_usize;
 use crate::offsets::ChunkLocation;
@@ -64,7 +63,11 @@ impl<'a> B2ndArray<'a> {
         } else {
             h.typesize as usize
         };
-        Ok(Self { frame, meta, itemsize })
+        Ok(Self {
+            frame,
+            meta,
+            itemsize,
+        })
     }
 
     /// Opens a `.b2nd` file (or sparse directory).
@@ -163,7 +166,9 @@ impl<'a> B2ndArray<'a> {
         let rshape: Vec<u64> = start.iter().zip(stop).map(|(a, b)| b - a).collect();
         let total = product(&rshape)?
             .checked_mul(self.itemsize as u64)
-            .ok_or(Error::Overflow { what: "region size" })?;
+            .ok_or(Error::Overflow {
+                what: "region size",
+            })?;
         let total = self.frame.limits().check_output(total)?;
         let mut out = vec![0u8; total];
         if total == 0 {
@@ -191,7 +196,11 @@ impl<'a> B2ndArray<'a> {
                     format!("b2nd chunk {ci} holds {have} bytes, expected {chunk_bytes}"),
                 ));
             }
-            let corigin: Vec<u64> = ccoord.iter().zip(&m.chunkshape).map(|(&c, &s)| c * s).collect();
+            let corigin: Vec<u64> = ccoord
+                .iter()
+                .zip(&m.chunkshape)
+                .map(|(&c, &s)| c * s)
+                .collect();
             let rlo: Vec<u64> = clo.iter().zip(&corigin).map(|(&l, &o)| l - o).collect();
             let rhi: Vec<u64> = chi.iter().zip(&corigin).map(|(&h, &o)| h - o).collect();
             let touched: u64 = rlo
@@ -208,13 +217,18 @@ impl<'a> B2ndArray<'a> {
             }
             for_each_cell(&rlo, &rhi, &m.blockshape, |bcoord, blo, bhi| {
                 let bi = to_usize("block index", linear(bcoord, &zero, &bpc))?;
-                let boff = bi.checked_mul(block_bytes).ok_or(Error::Overflow { what: "block offset" })?;
+                let boff = bi.checked_mul(block_bytes).ok_or(Error::Overflow {
+                    what: "block offset",
+                })?;
                 let src: &[u8] = if whole {
                     chunk_buf
                         .get(boff..boff + block_bytes)
-                        .ok_or(Error::Overflow { what: "block range" })?
+                        .ok_or(Error::Overflow {
+                            what: "block range",
+                        })?
                 } else {
-                    self.frame.read_chunk_range(ci, boff as u64, &mut block_buf)?;
+                    self.frame
+                        .read_chunk_range(ci, boff as u64, &mut block_buf)?;
                     &block_buf
                 };
                 let borigin: Vec<u64> = bcoord
@@ -225,7 +239,17 @@ impl<'a> B2ndArray<'a> {
                     .collect();
                 let alo: Vec<u64> = blo.iter().zip(&corigin).map(|(&l, &o)| l + o).collect();
                 let ahi: Vec<u64> = bhi.iter().zip(&corigin).map(|(&h, &o)| h + o).collect();
-                copy_box(&alo, &ahi, src, &borigin, &m.blockshape, &mut out, start, &rshape, self.itemsize)
+                copy_box(
+                    &alo,
+                    &ahi,
+                    src,
+                    &borigin,
+                    &m.blockshape,
+                    &mut out,
+                    start,
+                    &rshape,
+                    self.itemsize,
+                )
             })
         })?;
         Ok(out)
@@ -241,7 +265,12 @@ impl<'a> B2ndArray<'a> {
 ///
 /// # Errors
 /// [`Error::InvalidArgument`] if `data` has the wrong length or `itemsize` is 0; chunk errors.
-pub fn b2nd_frame(data: &[u8], meta: &B2ndMeta, itemsize: usize, cparams: &CParams) -> Result<FrameWriter> {
+pub fn b2nd_frame(
+    data: &[u8],
+    meta: &B2ndMeta,
+    itemsize: usize,
+    cparams: &CParams,
+) -> Result<FrameWriter> {
     if itemsize == 0 {
         return Err(Error::InvalidArgument("itemsize must be at least 1".into()));
     }
@@ -270,5 +299,33 @@ pub fn b2nd_frame(data: &[u8], meta: &B2ndMeta, itemsize: usize, cparams: &CPara
         let chunk = pack_chunk(meta, data, itemsize, c)?;
         w.append_buffer(&chunk)?;
     }
+    Ok(w)
+}
+
+/// An all-zero b2nd array (python-blosc2's `blosc2.zeros`): every chunk is a zero run stored as
+/// a special offset, nothing is compressed.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if `itemsize` is 0.
+pub fn b2nd_zeros(meta: &B2ndMeta, itemsize: usize, cparams: &CParams) -> Result<FrameWriter> {
+    if itemsize == 0 {
+        return Err(Error::InvalidArgument("itemsize must be at least 1".into()));
+    }
+    let chunk_bytes = to_usize("chunk size", meta.chunk_items())?
+        .checked_mul(itemsize)
+        .ok_or(Error::Overflow { what: "chunk size" })?;
+    let block_bytes = to_usize("block size", meta.block_items())?
+        .checked_mul(itemsize)
+        .ok_or(Error::Overflow { what: "block size" })?;
+    let mut cp = cparams.clone();
+    cp.typesize = itemsize;
+    cp.blocksize = block_bytes;
+    let mut w = FrameWriter::new(FrameParams::new(cp, chunk_bytes))?;
+    w.add_metalayer(B2ND_METALAYER, &meta.to_bytes()?)?;
+    let items = meta
+        .nchunks()
+        .checked_mul(meta.chunk_items())
+        .ok_or(Error::Overflow { what: "array size" })?;
+    w.fill_special(items, &crate::writer::Fill::Zeros)?;
     Ok(w)
 }

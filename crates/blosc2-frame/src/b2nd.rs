@@ -55,7 +55,8 @@ impl B2ndMeta {
             dtype_format: 0,
             dtype: dtype.to_string(),
         };
-        meta.check().map_err(|e| Error::InvalidArgument(e.to_string()))?;
+        meta.check()
+            .map_err(|e| Error::InvalidArgument(e.to_string()))?;
         Ok(meta)
     }
 
@@ -79,7 +80,11 @@ impl B2ndMeta {
         let version = fixint(&b, "b2nd version", 1)?;
         let ndim = usize::from(fixint(&b, "b2nd ndim", 2)?);
         if ndim > B2ND_MAX_DIM {
-            return Err(Error::invalid("b2nd ndim", 2, format!("{ndim} > {B2ND_MAX_DIM}")));
+            return Err(Error::invalid(
+                "b2nd ndim",
+                2,
+                format!("{ndim} > {B2ND_MAX_DIM}"),
+            ));
         }
         // 0x90 + ndim: for ndim = 16 this is 0xa0 (not a msgpack fixarray; C skips it).
         // ndim <= 16 was checked above.
@@ -92,8 +97,9 @@ impl B2ndMeta {
             b.marker("b2nd shape", pos, 0xd3)?;
             let v = b.be_i64("b2nd shape", pos + 1)?;
             shape.push(
-                u64::try_from(v)
-                    .map_err(|_| Error::invalid("b2nd shape", pos as u64, format!("negative: {v}")))?,
+                u64::try_from(v).map_err(|_| {
+                    Error::invalid("b2nd shape", pos as u64, format!("negative: {v}"))
+                })?,
             );
             pos += 9;
         }
@@ -121,7 +127,9 @@ impl B2ndMeta {
             pos += 1;
             b.marker("b2nd dtype", pos, 0xdb)?;
             let len = b.be_u32("b2nd dtype length", pos + 1)?;
-            let len = usize::try_from(len).map_err(|_| Error::Overflow { what: "dtype length" })?;
+            let len = usize::try_from(len).map_err(|_| Error::Overflow {
+                what: "dtype length",
+            })?;
             let raw = b.get("b2nd dtype", pos + 5, len)?;
             let dtype = String::from_utf8(raw.to_vec())
                 .map_err(|_| Error::invalid("b2nd dtype", (pos + 5) as u64, "not valid UTF-8"))?;
@@ -156,7 +164,11 @@ impl B2ndMeta {
         for i in 0..n {
             let (s, c, b) = (self.shape[i], self.chunkshape[i], self.blockshape[i]);
             if s > i64::MAX as u64 || c > i32::MAX as u64 || b > i32::MAX as u64 {
-                return Err(Error::invalid("b2nd extent", 3, format!("dimension {i} too large")));
+                return Err(Error::invalid(
+                    "b2nd extent",
+                    3,
+                    format!("dimension {i} too large"),
+                ));
             }
             if c == 0 || b == 0 || b > c {
                 return Err(Error::invalid(
@@ -200,7 +212,9 @@ impl B2ndMeta {
         }
         out.push(self.dtype_format & 0x7f);
         out.push(0xdb);
-        let len = u32::try_from(self.dtype.len()).map_err(|_| Error::Overflow { what: "dtype length" })?;
+        let len = u32::try_from(self.dtype.len()).map_err(|_| Error::Overflow {
+            what: "dtype length",
+        })?;
         out.extend_from_slice(&len.to_be_bytes());
         out.extend_from_slice(self.dtype.as_bytes());
         Ok(out)
@@ -270,7 +284,11 @@ impl B2ndMeta {
 fn fixint(b: &Bytes<'_>, what: &'static str, at: usize) -> Result<u8> {
     let v = b.u8(what, at)?;
     if v > 0x7f {
-        return Err(Error::invalid(what, at as u64, format!("{v:#04x} is not a positive fixint")));
+        return Err(Error::invalid(
+            what,
+            at as u64,
+            format!("{v:#04x} is not a positive fixint"),
+        ));
     }
     Ok(v)
 }
@@ -278,7 +296,9 @@ fn fixint(b: &Bytes<'_>, what: &'static str, at: usize) -> Result<u8> {
 /// Product of extents with overflow check (empty product = 1).
 pub(crate) fn product(v: &[u64]) -> Result<u64> {
     v.iter().try_fold(1u64, |acc, &x| {
-        acc.checked_mul(x).ok_or(Error::Overflow { what: "b2nd extent product" })
+        acc.checked_mul(x).ok_or(Error::Overflow {
+            what: "b2nd extent product",
+        })
     })
 }
 
@@ -315,18 +335,26 @@ pub(crate) fn copy_box(
     let run_bytes = usize::try_from(run)
         .ok()
         .and_then(|r| r.checked_mul(itemsize))
-        .ok_or(Error::Overflow { what: "b2nd row length" })?;
+        .ok_or(Error::Overflow {
+            what: "b2nd row length",
+        })?;
     let mut p = lo.to_vec();
     loop {
-        let s = usize::try_from(linear(&p, src_origin, src_shape)).map_err(|_| Error::Overflow {
-            what: "b2nd source index",
-        })? * itemsize;
-        let d = usize::try_from(linear(&p, dst_origin, dst_shape)).map_err(|_| Error::Overflow {
-            what: "b2nd destination index",
-        })? * itemsize;
-        let from = src.get(s..s + run_bytes).ok_or(Error::Overflow { what: "b2nd source range" })?;
+        let s =
+            usize::try_from(linear(&p, src_origin, src_shape)).map_err(|_| Error::Overflow {
+                what: "b2nd source index",
+            })? * itemsize;
+        let d =
+            usize::try_from(linear(&p, dst_origin, dst_shape)).map_err(|_| Error::Overflow {
+                what: "b2nd destination index",
+            })? * itemsize;
+        let from = src.get(s..s + run_bytes).ok_or(Error::Overflow {
+            what: "b2nd source range",
+        })?;
         dst.get_mut(d..d + run_bytes)
-            .ok_or(Error::Overflow { what: "b2nd destination range" })?
+            .ok_or(Error::Overflow {
+                what: "b2nd destination range",
+            })?
             .copy_from_slice(from);
         // Odometer over all but the last dimension.
         let mut k = n.saturating_sub(1);
@@ -396,14 +424,25 @@ pub(crate) fn for_each_cell(
 
 /// Builds chunk number `nchunk` of an array (C-order `data`, `itemsize` bytes per item):
 /// `chunk_items` items in block-major order, padding left zero.
-pub(crate) fn pack_chunk(meta: &B2ndMeta, data: &[u8], itemsize: usize, nchunk: u64) -> Result<Vec<u8>> {
+pub(crate) fn pack_chunk(
+    meta: &B2ndMeta,
+    data: &[u8],
+    itemsize: usize,
+    nchunk: u64,
+) -> Result<Vec<u8>> {
     let chunk_bytes = usize::try_from(meta.chunk_items())
         .ok()
         .and_then(|n| n.checked_mul(itemsize))
-        .ok_or(Error::Overflow { what: "b2nd chunk size" })?;
+        .ok_or(Error::Overflow {
+            what: "b2nd chunk size",
+        })?;
     let mut out = vec![0u8; chunk_bytes];
     let ccoord = unravel(nchunk, &meta.chunks_per_dim());
-    let corigin: Vec<u64> = ccoord.iter().zip(&meta.chunkshape).map(|(&c, &s)| c * s).collect();
+    let corigin: Vec<u64> = ccoord
+        .iter()
+        .zip(&meta.chunkshape)
+        .map(|(&c, &s)| c * s)
+        .collect();
     let cstop: Vec<u64> = corigin
         .iter()
         .zip(&meta.chunkshape)
@@ -413,7 +452,9 @@ pub(crate) fn pack_chunk(meta: &B2ndMeta, data: &[u8], itemsize: usize, nchunk: 
     let block_bytes = usize::try_from(meta.block_items())
         .ok()
         .and_then(|n| n.checked_mul(itemsize))
-        .ok_or(Error::Overflow { what: "b2nd block size" })?;
+        .ok_or(Error::Overflow {
+            what: "b2nd block size",
+        })?;
     let bpc = meta.blocks_per_chunk_dim();
     let zero = vec![0u64; meta.ndim()];
     // Blocks are addressed relative to the chunk origin.
@@ -422,14 +463,20 @@ pub(crate) fn pack_chunk(meta: &B2ndMeta, data: &[u8], itemsize: usize, nchunk: 
         let bidx = usize::try_from(linear(bcoord, &zero, &bpc)).map_err(|_| Error::Overflow {
             what: "b2nd block index",
         })?;
-        let borigin: Vec<u64> = bcoord.iter().zip(&meta.blockshape).map(|(&b, &s)| b * s).collect();
+        let borigin: Vec<u64> = bcoord
+            .iter()
+            .zip(&meta.blockshape)
+            .map(|(&b, &s)| b * s)
+            .collect();
         let abs_lo: Vec<u64> = lo.iter().zip(&corigin).map(|(&l, &o)| l + o).collect();
         let abs_hi: Vec<u64> = hi.iter().zip(&corigin).map(|(&h, &o)| h + o).collect();
         let abs_borigin: Vec<u64> = borigin.iter().zip(&corigin).map(|(&b, &o)| b + o).collect();
         let start = bidx * block_bytes;
         let block = out
             .get_mut(start..start + block_bytes)
-            .ok_or(Error::Overflow { what: "b2nd block range" })?;
+            .ok_or(Error::Overflow {
+                what: "b2nd block range",
+            })?;
         copy_box(
             &abs_lo,
             &abs_hi,

@@ -351,19 +351,40 @@ mod tests {
         let good = std::fs::read(path).unwrap();
         let mut v = good.clone();
         v[25] = 0x14; // version 4
-        assert!(matches!(FrameHeader::parse(&v), Err(Error::UnsupportedVersion(4))));
+        assert!(matches!(
+            FrameHeader::parse(&v),
+            Err(Error::UnsupportedVersion(4))
+        ));
         let mut v = good.clone();
         v[11..15].copy_from_slice(&86i32.to_be_bytes());
-        assert!(matches!(FrameHeader::parse(&v), Err(Error::Invalid { what: "header_len", .. })));
+        assert!(matches!(
+            FrameHeader::parse(&v),
+            Err(Error::Invalid {
+                what: "header_len",
+                ..
+            })
+        ));
         let mut v = good.clone();
         v[48..52].copy_from_slice(&0i32.to_be_bytes());
-        assert!(matches!(FrameHeader::parse(&v), Err(Error::Invalid { what: "typesize", .. })));
+        assert!(matches!(
+            FrameHeader::parse(&v),
+            Err(Error::Invalid {
+                what: "typesize",
+                ..
+            })
+        ));
         let mut v = good.clone();
         v[5] = b'X';
         assert!(matches!(FrameHeader::parse(&v), Err(Error::BadMagic)));
         let mut v = good;
         v[30..38].copy_from_slice(&(-1i64).to_be_bytes());
-        assert!(matches!(FrameHeader::parse(&v), Err(Error::Invalid { what: "nbytes", .. })));
-        assert!(matches!(FrameHeader::parse(&[0x9e; 86]), Err(Error::Truncated { .. })));
+        assert!(matches!(
+            FrameHeader::parse(&v),
+            Err(Error::Invalid { what: "nbytes", .. })
+        ));
+        assert!(matches!(
+            FrameHeader::parse(&[0x9e; 86]),
+            Err(Error::Truncated { .. })
+        ));
     }
 }

@@ -79,14 +79,17 @@ pub(crate) fn parse(
         }
         let len = usize::from(m & 0x1f);
         let raw = b.get("metalayer name", pos + 1, len)?;
-        let name = String::from_utf8(raw.to_vec()).map_err(|_| {
-            Error::invalid("metalayer name", base + pos as u64, "not valid UTF-8")
-        })?;
+        let name = String::from_utf8(raw.to_vec())
+            .map_err(|_| Error::invalid("metalayer name", base + pos as u64, "not valid UTF-8"))?;
         pos += 1 + len;
         b.marker("metalayer offset", pos, 0xd2)?;
         let off = b.be_i32("metalayer offset", pos + 1)?;
         let off = usize::try_from(off).map_err(|_| {
-            Error::invalid("metalayer offset", base + pos as u64, format!("negative: {off}"))
+            Error::invalid(
+                "metalayer offset",
+                base + pos as u64,
+                format!("negative: {off}"),
+            )
         })?;
         pos += 5;
         entries.push((name, off));
@@ -126,7 +129,8 @@ pub(crate) fn encode(layers: &[(String, Vec<u8>)], at: usize, section: Section) 
         )));
     }
     let map_len: usize = 7 + layers.iter().map(|(n, _)| 1 + n.len() + 5).sum::<usize>();
-    let mut out = Vec::with_capacity(map_len + 3 + layers.iter().map(|(_, c)| 5 + c.len()).sum::<usize>());
+    let mut out =
+        Vec::with_capacity(map_len + 3 + layers.iter().map(|(_, c)| 5 + c.len()).sum::<usize>());
     let idx_size = match section {
         Section::Header => map_len,
         Section::Trailer => map_len - 1,
@@ -148,7 +152,9 @@ pub(crate) fn encode(layers: &[(String, Vec<u8>)], at: usize, section: Section) 
         out.extend_from_slice(&off.to_be_bytes());
         content_pos = content_pos
             .checked_add(5 + content.len())
-            .ok_or(Error::Overflow { what: "metalayer offset" })?;
+            .ok_or(Error::Overflow {
+                what: "metalayer offset",
+            })?;
     }
     out.push(0xdc);
     out.extend_from_slice(&u16_field("metalayer count", layers.len())?.to_be_bytes());
@@ -213,8 +219,14 @@ mod tests {
 
     #[test]
     fn empty_sections_match_c() {
-        assert_eq!(encode(&[], 87, Section::Header).unwrap(), [0x93, 0xcd, 0, 7, 0xde, 0, 0, 0xdc, 0, 0]);
-        assert_eq!(encode(&[], 2, Section::Trailer).unwrap(), [0x93, 0xcd, 0, 6, 0xde, 0, 0, 0xdc, 0, 0]);
+        assert_eq!(
+            encode(&[], 87, Section::Header).unwrap(),
+            [0x93, 0xcd, 0, 7, 0xde, 0, 0, 0xdc, 0, 0]
+        );
+        assert_eq!(
+            encode(&[], 2, Section::Trailer).unwrap(),
+            [0x93, 0xcd, 0, 6, 0xde, 0, 0, 0xdc, 0, 0]
+        );
     }
 
     #[test]
@@ -227,7 +239,10 @@ mod tests {
         v[0x62..0x66].copy_from_slice(&(-1i32).to_be_bytes());
         assert!(matches!(
             parse(&v, 87, 0, Section::Header),
-            Err(Error::Invalid { what: "metalayer offset", .. })
+            Err(Error::Invalid {
+                what: "metalayer offset",
+                ..
+            })
         ));
     }
 }

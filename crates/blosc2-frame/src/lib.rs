@@ -14,8 +14,11 @@ mod source;
 mod trailer;
 mod writer;
 
+/// The chunk codec this crate uses (for [`FrameParams::cparams`] and chunk-level access).
+pub use blosc_chunk;
+
 pub use crate::{
-    array::{B2ND_METALAYER, B2ndArray, b2nd_frame},
+    array::{B2ND_METALAYER, B2ndArray, b2nd_frame, b2nd_zeros},
     b2nd::{B2ND_MAX_DIM, B2ndMeta, DEFAULT_DTYPE},
     error::{Error, Result},
     header::{FrameHeader, FrameType, HEADER_FIXED_LEN, MAX_FRAME_FORMAT_VERSION},

@@ -69,7 +69,12 @@ mod tests {
 
     #[test]
     fn special_offsets_round_trip() {
-        for l in [ChunkLocation::Zeros, ChunkLocation::Nan, ChunkLocation::Uninit, ChunkLocation::Stored(77)] {
+        for l in [
+            ChunkLocation::Zeros,
+            ChunkLocation::Nan,
+            ChunkLocation::Uninit,
+            ChunkLocation::Stored(77),
+        ] {
             assert_eq!(ChunkLocation::decode(0, l.raw()).unwrap(), l);
         }
         assert_eq!(ChunkLocation::Zeros.raw().to_le_bytes()[7], 0x81);

@@ -95,10 +95,18 @@ impl<'a> Frame<'a> {
     ///
     /// # Errors
     /// Any validation or I/O error.
-    pub fn from_reader<R: ReadAt + Send + Sync + 'a>(src: R, offset: u64, limits: &Limits) -> Result<Self> {
+    pub fn from_reader<R: ReadAt + Send + Sync + 'a>(
+        src: R,
+        offset: u64,
+        limits: &Limits,
+    ) -> Result<Self> {
         let size = src.size()?;
         let avail = size.checked_sub(offset).ok_or_else(|| {
-            Error::invalid("frame offset", offset, format!("past the end of the {size}-byte source"))
+            Error::invalid(
+                "frame offset",
+                offset,
+                format!("past the end of the {size}-byte source"),
+            )
         })?;
         let store = Store::Reader {
             src: Box::new(src),
@@ -108,7 +116,12 @@ impl<'a> Frame<'a> {
         Self::finish(store, header, FrameType::Contiguous, limits)
     }
 
-    fn finish(store: Store<'a>, header: FrameHeader, expected: FrameType, limits: &Limits) -> Result<Self> {
+    fn finish(
+        store: Store<'a>,
+        header: FrameHeader,
+        expected: FrameType,
+        limits: &Limits,
+    ) -> Result<Self> {
         if header.frame_type != expected {
             return Err(Error::FrameType {
                 expected: expected.code(),
@@ -235,7 +248,10 @@ impl<'a> Frame<'a> {
     /// Raw content of the metalayer `name`.
     #[must_use]
     pub fn metalayer(&self, name: &str) -> Option<&[u8]> {
-        self.metalayers.iter().find(|l| l.name == name).map(|l| l.content.as_slice())
+        self.metalayers
+            .iter()
+            .find(|l| l.name == name)
+            .map(|l| l.content.as_slice())
     }
 
     /// The metalayer `name` decoded as msgpack (what python-blosc2 stores).
@@ -269,9 +285,11 @@ impl<'a> Frame<'a> {
                 kind: "vlmetalayer",
                 name: name.to_string(),
             })?;
-        blosc_chunk::decompress_with(&raw.content, &self.chunk_limits()).map_err(|source| Error::Chunk {
-            site: format!("vlmetalayer {name:?}"),
-            source,
+        blosc_chunk::decompress_with(&raw.content, &self.chunk_limits()).map_err(|source| {
+            Error::Chunk {
+                site: format!("vlmetalayer {name:?}"),
+                source,
+            }
         })
     }
 
@@ -364,12 +382,18 @@ impl<'a> Frame<'a> {
                 limit: self.limits.max_nchunks as u64,
             });
         }
-        let dec = blosc_chunk::decompress_with(&raw, &self.chunk_limits()).map_err(|source| Error::Chunk {
-            site: "index chunk".into(),
-            source,
+        let dec = blosc_chunk::decompress_with(&raw, &self.chunk_limits()).map_err(|source| {
+            Error::Chunk {
+                site: "index chunk".into(),
+                source,
+            }
         })?;
         if dec.len() as u64 != inbytes {
-            return Err(Error::invalid("index chunk", start, "decompressed size differs from its header"));
+            return Err(Error::invalid(
+                "index chunk",
+                start,
+                "decompressed size differs from its header",
+            ));
         }
         let index = decode_index(&dec)?;
         for (i, loc) in index.iter().enumerate() {
@@ -377,13 +401,17 @@ impl<'a> Frame<'a> {
                 let ok = if h.frame_type == FrameType::Sparse {
                     u32::try_from(off).is_ok()
                 } else {
-                    off.checked_add(MIN_CHUNK_LEN).is_some_and(|e| e <= h.cbytes)
+                    off.checked_add(MIN_CHUNK_LEN)
+                        .is_some_and(|e| e <= h.cbytes)
                 };
                 if !ok {
                     return Err(Error::invalid(
                         "chunk offset",
                         start,
-                        format!("chunk {i}: offset {off} outside the chunk section (cbytes {})", h.cbytes),
+                        format!(
+                            "chunk {i}: offset {off} outside the chunk section (cbytes {})",
+                            h.cbytes
+                        ),
                     ));
                 }
             } else if h.chunksize == 0 {
@@ -426,7 +454,11 @@ impl<'a> Frame<'a> {
                 })?;
                 Ok(ch.nbytes())
             }
-            _ => Err(Error::invalid("chunk offset", 0, format!("chunk {i}: special value without chunksize"))),
+            _ => Err(Error::invalid(
+                "chunk offset",
+                0,
+                format!("chunk {i}: special value without chunksize"),
+            )),
         }
     }
 
@@ -461,14 +493,22 @@ impl<'a> Frame<'a> {
         let section_start = u64::from(h.header_len);
         let room = h.cbytes - off; // off + 16 <= cbytes checked at open
         let head = read_at(&self.store, section_start + off, MIN_CHUNK_LEN_USIZE)?;
-        let cbytes = chunk_cbytes(&head).filter(|&c| c >= MIN_CHUNK_LEN && c <= room).ok_or_else(|| {
-            Error::invalid(
-                "chunk cbytes",
-                section_start + off + 12,
-                format!("chunk {i}: length does not fit the {room} bytes left in the chunk section"),
-            )
-        })?;
-        read_at(&self.store, section_start + off, to_usize("chunk cbytes", cbytes)?)
+        let cbytes = chunk_cbytes(&head)
+            .filter(|&c| c >= MIN_CHUNK_LEN && c <= room)
+            .ok_or_else(|| {
+                Error::invalid(
+                    "chunk cbytes",
+                    section_start + off + 12,
+                    format!(
+                        "chunk {i}: length does not fit the {room} bytes left in the chunk section"
+                    ),
+                )
+            })?;
+        read_at(
+            &self.store,
+            section_start + off,
+            to_usize("chunk cbytes", cbytes)?,
+        )
     }
 
     fn sparse_chunk(&self, dir: &Path, i: usize, num: u64) -> Result<Vec<u8>> {
@@ -530,7 +570,10 @@ impl<'a> Frame<'a> {
                     return Err(Error::invalid(
                         "chunk nbytes",
                         0,
-                        format!("chunk {i} holds {} bytes, the frame expects {n}", ch.nbytes()),
+                        format!(
+                            "chunk {i} holds {} bytes, the frame expects {n}",
+                            ch.nbytes()
+                        ),
                     ));
                 }
                 blosc_chunk::decompress_into(&c, out).map_err(|source| Error::Chunk {
@@ -555,7 +598,11 @@ impl<'a> Frame<'a> {
         for i in 0..self.nchunks() {
             let n = self.chunk_nbytes(i)?;
             let end = pos.checked_add(n).filter(|&e| e <= total).ok_or_else(|| {
-                Error::invalid("nbytes", 30, format!("chunks hold more than the header's {total} bytes"))
+                Error::invalid(
+                    "nbytes",
+                    30,
+                    format!("chunks hold more than the header's {total} bytes"),
+                )
             })?;
             self.decompress_chunk_into(i, out.get_mut(pos..end).unwrap_or_default())?;
             pos = end;
@@ -623,17 +670,17 @@ impl<'a> Frame<'a> {
                 })?;
                 let ts = ch.typesize().max(1);
                 if from_us.is_multiple_of(ts) && dst.len().is_multiple_of(ts) {
-                    blosc_chunk::getitem_into(&c, from_us / ts, dst.len() / ts, dst).map_err(|source| {
-                        Error::Chunk {
+                    blosc_chunk::getitem_into(&c, from_us / ts, dst.len() / ts, dst).map_err(
+                        |source| Error::Chunk {
                             site: format!("chunk {i}"),
                             source,
-                        }
-                    })?;
+                        },
+                    )?;
                 } else {
                     let full = self.decompress_chunk(i)?;
-                    let src = full
-                        .get(from_us..from_us + dst.len())
-                        .ok_or_else(|| Error::invalid("chunk nbytes", 0, format!("chunk {i} too short")))?;
+                    let src = full.get(from_us..from_us + dst.len()).ok_or_else(|| {
+                        Error::invalid("chunk nbytes", 0, format!("chunk {i} too short"))
+                    })?;
                     dst.copy_from_slice(src);
                 }
                 Ok(())
@@ -668,7 +715,10 @@ fn read_header(store: &Store<'_>, avail: u64, exact: bool) -> Result<FrameHeader
         return Err(Error::invalid(
             "frame_len",
             16,
-            format!("{fl} leaves no room for a trailer after the {}-byte header", header.header_len),
+            format!(
+                "{fl} leaves no room for a trailer after the {}-byte header",
+                header.header_len
+            ),
         ));
     }
     Ok(header)

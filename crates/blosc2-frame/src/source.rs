@@ -102,5 +102,8 @@ impl<T: ReadAt + ?Sized> ReadAt for std::sync::Arc<T> {
 }
 
 fn eof() -> io::Error {
-    io::Error::new(io::ErrorKind::UnexpectedEof, "read past the end of the source")
+    io::Error::new(
+        io::ErrorKind::UnexpectedEof,
+        "read past the end of the source",
+    )
 }

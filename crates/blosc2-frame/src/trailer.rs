@@ -79,7 +79,10 @@ mod tests {
             ("b2nd_f4_20x30.b2nd", 85),
             ("fill_special_zero.b2frame", 35),
         ] {
-            let p = format!("{}/../../testdata/blosc/frames/{name}", env!("CARGO_MANIFEST_DIR"));
+            let p = format!(
+                "{}/../../testdata/blosc/frames/{name}",
+                env!("CARGO_MANIFEST_DIR")
+            );
             let f = std::fs::read(p).unwrap();
             let n = f.len() as u64;
             let got = trailer_len(&f[f.len() - TAIL_LEN..], n, 97).unwrap();
@@ -101,6 +104,9 @@ mod tests {
         tail[1..5].copy_from_slice(&103u32.to_be_bytes());
         assert_eq!(trailer_len(&tail, 200, 97).unwrap(), 103);
         tail[0] = 0xcf;
-        assert!(matches!(trailer_len(&tail, 200, 97), Err(Error::Marker { .. })));
+        assert!(matches!(
+            trailer_len(&tail, 200, 97),
+            Err(Error::Marker { .. })
+        ));
     }
 }

@@ -17,7 +17,8 @@ use std::path::{Path, PathBuf};
 use blosc_chunk::{CParams, ChunkHeader, Codec, Filter, SpecialValue, SplitMode};
 
 use crate::header::{
-    FRAME_FORMAT_VERSION_FIXED, FRAME_FORMAT_VERSION_VARIABLE, FrameHeader, FrameType, HEADER_FIXED_LEN,
+    FRAME_FORMAT_VERSION_FIXED, FRAME_FORMAT_VERSION_VARIABLE, FrameHeader, FrameType,
+    HEADER_FIXED_LEN,
 };
 use crate::layers::{self, MAX_METALAYERS, MAX_VLMETALAYERS, Section};
 use crate::offsets::{ChunkLocation, encode_index};
@@ -117,7 +118,11 @@ enum Entry {
     /// Special run of `nbytes` bytes: no stored data.
     Special(ChunkLocation, usize),
     /// Stored chunk; `file` is its sparse-frame file number when it came from one.
-    Data { chunk: Vec<u8>, nbytes: usize, file: Option<u64> },
+    Data {
+        chunk: Vec<u8>,
+        nbytes: usize,
+        file: Option<u64>,
+    },
 }
 
 impl Entry {
@@ -149,6 +154,9 @@ pub struct FrameWriter {
     /// The index is a single repeated special offset written by `fill_special` (C stores it as a
     /// repeated-value chunk).
     index_is_fill: bool,
+    /// Header blocksize recorded by a special fill of an empty frame: C-Blosc2 then records
+    /// the chunksize (observed in the python-blosc2 `fill_special` fixtures).
+    fill_blocksize: Option<u32>,
 }
 
 impl FrameWriter {
@@ -163,7 +171,10 @@ impl FrameWriter {
             return Err(Error::InvalidArgument("typesize must be at least 1".into()));
         }
         if i32::try_from(params.chunksize).is_err() {
-            return Err(Error::InvalidArgument(format!("chunksize {} > i32::MAX", params.chunksize)));
+            return Err(Error::InvalidArgument(format!(
+                "chunksize {} > i32::MAX",
+                params.chunksize
+            )));
         }
         if ts <= 255 && !params.chunksize.is_multiple_of(ts) {
             return Err(Error::InvalidArgument(format!(
@@ -177,6 +188,7 @@ impl FrameWriter {
             vlmetalayers: Vec::new(),
             entries: Vec::new(),
             index_is_fill: false,
+            fill_blocksize: None,
         })
     }
 
@@ -210,6 +222,7 @@ impl FrameWriter {
             vlmetalayers: frame.vlmetalayers().to_vec(),
             entries: Vec::with_capacity(frame.nchunks()),
             index_is_fill: false,
+            fill_blocksize: None,
         };
         for (i, loc) in frame.index().iter().enumerate() {
             let nbytes = frame.chunk_nbytes(i)?;
@@ -255,13 +268,17 @@ impl FrameWriter {
     pub fn add_metalayer(&mut self, name: &str, content: &[u8]) -> Result<()> {
         layers::check_name(name)?;
         if !self.entries.is_empty() {
-            return Err(Error::InvalidArgument("metalayers must be added before the first chunk".into()));
+            return Err(Error::InvalidArgument(
+                "metalayers must be added before the first chunk".into(),
+            ));
         }
         if self.metalayers.iter().any(|l| l.name == name) {
             return Err(Error::InvalidArgument(format!("metalayer {name:?} exists")));
         }
         if self.metalayers.len() >= MAX_METALAYERS {
-            return Err(Error::InvalidArgument(format!("at most {MAX_METALAYERS} metalayers")));
+            return Err(Error::InvalidArgument(format!(
+                "at most {MAX_METALAYERS} metalayers"
+            )));
         }
         self.metalayers.push(Layer {
             name: name.to_string(),
@@ -303,18 +320,21 @@ impl FrameWriter {
     /// if compression fails.
     pub fn set_vlmetalayer(&mut self, name: &str, content: &[u8]) -> Result<()> {
         layers::check_name(name)?;
-        let chunk = blosc_chunk::compress(content, &self.params.vlmeta_cparams).map_err(|source| {
-            Error::Chunk {
-                site: format!("vlmetalayer {name:?}"),
-                source,
-            }
-        })?;
+        let chunk =
+            blosc_chunk::compress(content, &self.params.vlmeta_cparams).map_err(|source| {
+                Error::Chunk {
+                    site: format!("vlmetalayer {name:?}"),
+                    source,
+                }
+            })?;
         if let Some(l) = self.vlmetalayers.iter_mut().find(|l| l.name == name) {
             l.content = chunk;
             return Ok(());
         }
         if self.vlmetalayers.len() >= MAX_VLMETALAYERS {
-            return Err(Error::InvalidArgument(format!("at most {MAX_VLMETALAYERS} vlmetalayers")));
+            return Err(Error::InvalidArgument(format!(
+                "at most {MAX_VLMETALAYERS} vlmetalayers"
+            )));
         }
         self.vlmetalayers.push(Layer {
             name: name.to_string(),
@@ -358,7 +378,11 @@ impl FrameWriter {
             Some(SpecialValue::Zeros) => Entry::Special(ChunkLocation::Zeros, nbytes),
             Some(SpecialValue::Nan) => Entry::Special(ChunkLocation::Nan, nbytes),
             Some(SpecialValue::Uninit) => Entry::Special(ChunkLocation::Uninit, nbytes),
-            _ => Entry::Data { chunk, nbytes, file: None },
+            _ => Entry::Data {
+                chunk,
+                nbytes,
+                file: None,
+            },
         })
     }
 
@@ -449,12 +473,16 @@ impl FrameWriter {
         let cs = self.params.chunksize;
         let ts = self.params.cparams.typesize;
         if cs == 0 {
-            return Err(Error::InvalidArgument("fill_special needs a fixed chunksize".into()));
+            return Err(Error::InvalidArgument(
+                "fill_special needs a fixed chunksize".into(),
+            ));
         }
         self.check_last_full()?;
         match fill {
             Fill::Nan if ts != 4 && ts != 8 => {
-                return Err(Error::InvalidArgument(format!("NaN fill needs typesize 4 or 8, not {ts}")));
+                return Err(Error::InvalidArgument(format!(
+                    "NaN fill needs typesize 4 or 8, not {ts}"
+                )));
             }
             Fill::Value(v) if v.len() != ts => {
                 return Err(Error::InvalidArgument(format!(
@@ -476,7 +504,13 @@ impl FrameWriter {
                 Fill::Nan => Entry::Special(ChunkLocation::Nan, n),
                 Fill::Uninit => Entry::Special(ChunkLocation::Uninit, n),
                 Fill::Value(v) => Entry::Data {
-                    chunk: blosc_chunk::repeatval_chunk(n, v).map_err(|source| Error::Chunk {
+                    chunk: blosc_chunk::special_chunk_with(
+                        SpecialValue::Value,
+                        n,
+                        v,
+                        &self.params.cparams,
+                    )
+                    .map_err(|source| Error::Chunk {
                         site: "fill chunk".into(),
                         source,
                     })?,
@@ -488,6 +522,9 @@ impl FrameWriter {
             left -= n;
         }
         self.index_is_fill = was_empty && !matches!(fill, Fill::Value(_));
+        if self.index_is_fill && self.params.cparams.blocksize == 0 {
+            self.fill_blocksize = u32::try_from(cs).ok();
+        }
         Ok(())
     }
 
@@ -550,8 +587,14 @@ impl FrameWriter {
     pub fn reorder(&mut self, order: &[usize]) -> Result<()> {
         let n = self.entries.len();
         let mut seen = vec![false; n];
-        if order.len() != n || !order.iter().all(|&k| k < n && !std::mem::replace(&mut seen[k], true)) {
-            return Err(Error::InvalidArgument(format!("{order:?} is not a permutation of 0..{n}")));
+        if order.len() != n
+            || !order
+                .iter()
+                .all(|&k| k < n && !std::mem::replace(&mut seen[k], true))
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{order:?} is not a permutation of 0..{n}"
+            )));
         }
         let new: Vec<Entry> = order.iter().map(|&k| self.entries[k].clone()).collect();
         for (k, e) in new.iter().enumerate() {
@@ -564,7 +607,13 @@ impl FrameWriter {
 
     // ----- serialisation ----------------------------------------------------------------
 
-    fn header_for(&self, frame_type: FrameType, header_len: u32, frame_len: u64, cbytes: u64) -> FrameHeader {
+    fn header_for(
+        &self,
+        frame_type: FrameType,
+        header_len: u32,
+        frame_len: u64,
+        cbytes: u64,
+    ) -> FrameHeader {
         let p = &self.params;
         let c = &p.cparams;
         let variable = p.chunksize == 0;
@@ -591,8 +640,13 @@ impl FrameWriter {
             },
             nbytes: self.nbytes(),
             cbytes,
-            typesize: u32::try_from(c.typesize).ok().filter(|&t| t <= 255).unwrap_or(1),
-            blocksize: u32::try_from(c.blocksize).unwrap_or(0),
+            typesize: u32::try_from(c.typesize)
+                .ok()
+                .filter(|&t| t <= 255)
+                .unwrap_or(1),
+            blocksize: self
+                .fill_blocksize
+                .unwrap_or_else(|| u32::try_from(c.blocksize).unwrap_or(0)),
             chunksize: u32::try_from(p.chunksize).unwrap_or(0),
             nthreads_compress: p.nthreads_compress,
             nthreads_decompress: p.nthreads_decompress,
@@ -606,8 +660,11 @@ impl FrameWriter {
     }
 
     fn header_bytes(&self, frame_type: FrameType, frame_len: u64, cbytes: u64) -> Result<Vec<u8>> {
-        let pairs: Vec<(String, Vec<u8>)> =
-            self.metalayers.iter().map(|l| (l.name.clone(), l.content.clone())).collect();
+        let pairs: Vec<(String, Vec<u8>)> = self
+            .metalayers
+            .iter()
+            .map(|l| (l.name.clone(), l.content.clone()))
+            .collect();
         let metas = layers::encode(&pairs, HEADER_FIXED_LEN, Section::Header)?;
         let header_len = u32::try_from(HEADER_FIXED_LEN + metas.len())
             .ok()
@@ -636,8 +693,11 @@ impl FrameWriter {
     }
 
     fn trailer_bytes(&self) -> Result<Vec<u8>> {
-        let pairs: Vec<(String, Vec<u8>)> =
-            self.vlmetalayers.iter().map(|l| (l.name.clone(), l.content.clone())).collect();
+        let pairs: Vec<(String, Vec<u8>)> = self
+            .vlmetalayers
+            .iter()
+            .map(|l| (l.name.clone(), l.content.clone()))
+            .collect();
         trailer::encode(&pairs)
     }
 
@@ -730,9 +790,13 @@ impl FrameWriter {
                             let n = next;
                             next += 1;
                             if u32::try_from(n).is_err() {
-                                return Err(Error::Overflow { what: "chunk file number" });
+                                return Err(Error::Overflow {
+                                    what: "chunk file number",
+                                });
                             }
-                            atomic_write(&dir.join(chunk_file_name(n)), sync, |f| Ok(f.write_all(chunk)?))?;
+                            atomic_write(&dir.join(chunk_file_name(n)), sync, |f| {
+                                Ok(f.write_all(chunk)?)
+                            })?;
                             n
                         }
                     };
@@ -785,9 +849,18 @@ fn existing_chunk_numbers(dir: &Path) -> Result<Vec<u64>> {
 }
 
 /// Writes via a unique temporary sibling file and renames it over `path`.
-fn atomic_write(path: &Path, sync: Sync, body: impl FnOnce(&mut std::io::BufWriter<File>) -> Result<()>) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let name = path.file_name().ok_or_else(|| Error::InvalidArgument(format!("{} has no file name", path.display())))?;
+fn atomic_write(
+    path: &Path,
+    sync: Sync,
+    body: impl FnOnce(&mut std::io::BufWriter<File>) -> Result<()>,
+) -> Result<()> {
+    let dir = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .ok_or_else(|| Error::InvalidArgument(format!("{} has no file name", path.display())))?;
     let (tmp, file) = create_unique(dir, name)?;
     let result = (|| {
         let mut w = std::io::BufWriter::new(file);

@@ -1,4 +1,9 @@
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, clippy::cast_possible_truncation)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 //! Every reference-made frame (python-blosc2 4.14.1 / C-Blosc2 3.3.5, plus two C-Blosc2 compat
 //! frames) read through every entry point and checked against `testdata/blosc/manifest.json`.
 
@@ -23,20 +28,49 @@ fn hexmap(v: &Value) -> Vec<(String, Vec<u8>)> {
 fn check(frame: &Frame<'_>, e: &Value) {
     let path = e["path"].as_str().unwrap();
     let h = frame.header();
-    assert_eq!(u64::from(h.header_len), e["header_len"].as_u64().unwrap(), "{path}");
-    assert_eq!(frame.trailer_len(), e["trailer_len"].as_u64().unwrap(), "{path}");
-    assert_eq!(frame.nchunks() as u64, e["nchunks"].as_u64().unwrap(), "{path}");
-    assert_eq!(u64::from(h.chunksize), e["chunksize"].as_u64().unwrap(), "{path}");
-    assert_eq!(u64::from(h.typesize), e["typesize"].as_u64().unwrap(), "{path}");
+    assert_eq!(
+        u64::from(h.header_len),
+        e["header_len"].as_u64().unwrap(),
+        "{path}"
+    );
+    assert_eq!(
+        frame.trailer_len(),
+        e["trailer_len"].as_u64().unwrap(),
+        "{path}"
+    );
+    assert_eq!(
+        frame.nchunks() as u64,
+        e["nchunks"].as_u64().unwrap(),
+        "{path}"
+    );
+    assert_eq!(
+        u64::from(h.chunksize),
+        e["chunksize"].as_u64().unwrap(),
+        "{path}"
+    );
+    assert_eq!(
+        u64::from(h.typesize),
+        e["typesize"].as_u64().unwrap(),
+        "{path}"
+    );
     assert_eq!(h.nbytes, e["decompressed_len"].as_u64().unwrap(), "{path}");
-    let sizes: Vec<u64> = e["chunk_nbytes"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let sizes: Vec<u64> = e["chunk_nbytes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v.as_u64().unwrap())
+        .collect();
     for (i, &n) in sizes.iter().enumerate() {
         assert_eq!(frame.chunk_nbytes(i).unwrap() as u64, n, "{path} chunk {i}");
         let d = frame.decompress_chunk(i).unwrap();
         assert_eq!(d.len() as u64, n, "{path} chunk {i}");
     }
     let all = frame.decompress_all().unwrap();
-    assert_eq!(all.len() as u64, e["decompressed_len"].as_u64().unwrap(), "{path}");
+    assert_eq!(
+        all.len() as u64,
+        e["decompressed_len"].as_u64().unwrap(),
+        "{path}"
+    );
     if let Some(sha) = e["sha256_decompressed"].as_str() {
         assert_eq!(sha256_hex(&all), sha, "{path}");
     }
@@ -51,22 +85,38 @@ fn check(frame: &Frame<'_>, e: &Value) {
     }
     // Metalayers: raw bytes.
     let metas: Vec<(String, Vec<u8>)> = {
-        let mut v: Vec<_> = frame.metalayers().iter().map(|l| (l.name.clone(), l.content.clone())).collect();
+        let mut v: Vec<_> = frame
+            .metalayers()
+            .iter()
+            .map(|l| (l.name.clone(), l.content.clone()))
+            .collect();
         v.sort();
         v
     };
     assert_eq!(metas, hexmap(&e["metalayers_raw_hex"]), "{path}");
     // Vlmetalayers: stored (compressed) chunk and decompressed content.
     let vl_raw: Vec<(String, Vec<u8>)> = {
-        let mut v: Vec<_> = frame.vlmetalayers().iter().map(|l| (l.name.clone(), l.content.clone())).collect();
+        let mut v: Vec<_> = frame
+            .vlmetalayers()
+            .iter()
+            .map(|l| (l.name.clone(), l.content.clone()))
+            .collect();
         v.sort();
         v
     };
     assert_eq!(vl_raw, hexmap(&e["vlmetalayers_chunk_hex"]), "{path}");
     for (name, want) in hexmap(&e["vlmetalayers_decompressed_hex"]) {
-        assert_eq!(frame.vlmetalayer(&name).unwrap(), want, "{path} vlmeta {name}");
+        assert_eq!(
+            frame.vlmetalayer(&name).unwrap(),
+            want,
+            "{path} vlmeta {name}"
+        );
     }
-    assert_eq!(h.has_vlmetalayers, !frame.vlmetalayers().is_empty(), "{path}");
+    assert_eq!(
+        h.has_vlmetalayers,
+        !frame.vlmetalayers().is_empty(),
+        "{path}"
+    );
 }
 
 #[test]
@@ -147,12 +197,28 @@ fn header_fields_decoded() {
     let h = f.header();
     assert_eq!((h.codec_code, h.clevel, h.codec_id()), (5, 5, 5));
     assert_eq!(h.filters, [3, 1, 0, 0, 0, 0]);
-    assert_eq!((h.format_version, h.offsets_width, h.variable_chunks, h.vl_blocks), (2, 1, false, false));
+    assert_eq!(
+        (
+            h.format_version,
+            h.offsets_width,
+            h.variable_chunks,
+            h.vl_blocks
+        ),
+        (2, 1, false, false)
+    );
     assert_eq!(h.splitmode, 3);
     assert!(!h.use_dict);
     let f = Frame::open(testdata().join("legacy/varchunks-lz4-3.0.0.b2frame")).unwrap();
     let h = f.header();
-    assert_eq!((h.format_version, h.variable_chunks, h.vl_blocks, h.chunksize), (3, true, false, 0));
+    assert_eq!(
+        (
+            h.format_version,
+            h.variable_chunks,
+            h.vl_blocks,
+            h.chunksize
+        ),
+        (3, true, false, 0)
+    );
     let f = Frame::open(testdata().join("legacy/vlblocks-lz4-fixed-3.0.0.b2frame")).unwrap();
     assert!(f.header().vl_blocks);
 }
@@ -165,12 +231,18 @@ fn metalayer_and_vlmetalayer_values_decode_as_msgpack() {
         f.metalayer_value("m1").unwrap(),
         V::Array(vec![V::from(1), V::from(2), V::from(3)])
     );
-    assert_eq!(f.metalayer_value("mymeta").unwrap(), V::Map(vec![(V::from("a"), V::from(1))]));
+    assert_eq!(
+        f.metalayer_value("mymeta").unwrap(),
+        V::Map(vec![(V::from("a"), V::from(1))])
+    );
     assert_eq!(
         f.vlmetalayer_value("info").unwrap(),
         V::Map(vec![(V::from("hello"), V::from("world"))])
     );
-    assert_eq!(f.vlmetalayer_value("bin").unwrap(), V::Binary(vec![0, 1, 2]));
+    assert_eq!(
+        f.vlmetalayer_value("bin").unwrap(),
+        V::Binary(vec![0, 1, 2])
+    );
     assert!(f.metalayer("nope").is_none());
     assert!(f.vlmetalayer("nope").is_err());
 }
@@ -193,14 +265,20 @@ fn get_slice_matches_decompress_all() {
         let mut cases = vec![(0, n), (0, 0), (n, n), (0, 1), (n - 1, n)];
         let mut x = 12345u64;
         for _ in 0..40 {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            x = x
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
             let a = (x >> 33) % (n + 1);
             let b = (x >> 13) % (n + 1);
             cases.push((a.min(b), a.max(b)));
         }
         for (a, b) in cases {
             let got = f.get_slice(a, b).unwrap();
-            assert_eq!(got, all[(a * ts) as usize..(b * ts) as usize], "{name} {a}..{b}");
+            assert_eq!(
+                got,
+                all[(a * ts) as usize..(b * ts) as usize],
+                "{name} {a}..{b}"
+            );
         }
         assert!(f.get_slice(0, n + 1).is_err());
         assert!(f.get_slice(2, 1).is_err());
@@ -211,7 +289,9 @@ fn get_slice_matches_decompress_all() {
 fn expected_array(path: &str) -> Vec<u8> {
     match path {
         "frames/b2nd_f4_20x30.b2nd" => (0..600).flat_map(|i| (i as f32).to_le_bytes()).collect(),
-        "frames/b2nd_u2_7x9x11.b2nd" => (0..693u16).flat_map(|i| (i % 1000).to_le_bytes()).collect(),
+        "frames/b2nd_u2_7x9x11.b2nd" => {
+            (0..693u16).flat_map(|i| (i % 1000).to_le_bytes()).collect()
+        }
         "frames/b2nd_zeros_f8_50x40.b2nd" => (0..2000)
             .flat_map(|k| {
                 let (r, c) = (k / 40, k % 40);
@@ -227,14 +307,28 @@ fn b2nd_metadata_and_full_array() {
     for e in frame_entries().iter().filter(|e| e["kind"] == "b2nd") {
         let path = e["path"].as_str().unwrap();
         let a = B2ndArray::open(testdata().join(path)).unwrap();
-        let dims = |k: &str| -> Vec<u64> { e[k].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect() };
+        let dims = |k: &str| -> Vec<u64> {
+            e[k].as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_u64().unwrap())
+                .collect()
+        };
         assert_eq!(a.shape(), dims("shape"), "{path}");
         assert_eq!(a.meta().chunkshape, dims("chunks"), "{path}");
         assert_eq!(a.meta().blockshape, dims("blocks"), "{path}");
         assert_eq!(a.dtype(), e["dtype"].as_str().unwrap(), "{path}");
-        assert_eq!(a.itemsize() as u64, e["typesize"].as_u64().unwrap(), "{path}");
+        assert_eq!(
+            a.itemsize() as u64,
+            e["typesize"].as_u64().unwrap(),
+            "{path}"
+        );
         let all = a.read_all().unwrap();
-        assert_eq!(sha256_hex(&all), e["sha256_array_c_order"].as_str().unwrap(), "{path}");
+        assert_eq!(
+            sha256_hex(&all),
+            e["sha256_array_c_order"].as_str().unwrap(),
+            "{path}"
+        );
         assert_eq!(all, expected_array(path), "{path}");
     }
 }
@@ -260,7 +354,9 @@ fn b2nd_regions_match_the_array() {
             let mut lo = Vec::new();
             let mut hi = Vec::new();
             for &s in &shape {
-                x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                x = x
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
                 let p = (x >> 33) % (s + 1);
                 let q = (x >> 7) % (s + 1);
                 lo.push(p.min(q));
@@ -272,7 +368,11 @@ fn b2nd_regions_match_the_array() {
             let got = a.read_region(&lo, &hi).unwrap();
             let rshape: Vec<u64> = lo.iter().zip(&hi).map(|(a, b)| b - a).collect();
             let count: u64 = rshape.iter().product();
-            assert_eq!(got.len() as u64, count * isz as u64, "{path} {lo:?}..{hi:?}");
+            assert_eq!(
+                got.len() as u64,
+                count * isz as u64,
+                "{path} {lo:?}..{hi:?}"
+            );
             for k in 0..count {
                 // Unravel k over rshape, then index the full array.
                 let mut rem = k;
@@ -286,10 +386,20 @@ fn b2nd_regions_match_the_array() {
                     lin = lin * shape[d] + coord[d];
                 }
                 let (g, w) = ((k as usize) * isz, (lin as usize) * isz);
-                assert_eq!(got[g..g + isz], full[w..w + isz], "{path} {lo:?}..{hi:?} item {coord:?}");
+                assert_eq!(
+                    got[g..g + isz],
+                    full[w..w + isz],
+                    "{path} {lo:?}..{hi:?} item {coord:?}"
+                );
             }
         }
-        assert!(a.read_region(&vec![0; n], &shape.iter().map(|s| s + 1).collect::<Vec<_>>()).is_err());
+        assert!(
+            a.read_region(
+                &vec![0; n],
+                &shape.iter().map(|s| s + 1).collect::<Vec<_>>()
+            )
+            .is_err()
+        );
         assert!(a.read_region(&[0], &[1]).is_err() || n == 1);
     }
 }
@@ -297,5 +407,8 @@ fn b2nd_regions_match_the_array() {
 #[test]
 fn plain_frames_are_not_b2nd() {
     let f = Frame::open(testdata().join("frames/fill_special_zero.b2frame")).unwrap();
-    assert!(matches!(B2ndArray::new(f), Err(blosc2_frame::Error::NotB2nd)));
+    assert!(matches!(
+        B2ndArray::new(f),
+        Err(blosc2_frame::Error::NotB2nd)
+    ));
 }

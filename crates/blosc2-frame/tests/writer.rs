@@ -1,0 +1,381 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
+//! Writer: byte-exact rebuilds of reference frames from their recorded python-blosc2 calls,
+//! and round trips of every write operation.
+
+mod common;
+
+use blosc2_frame::blosc_chunk::{self, CParams, Codec, Filter, SplitMode};
+use blosc2_frame::{
+    B2ndArray, B2ndMeta, ChunkLocation, Fill, Frame, FrameParams, FrameWriter, Sync, b2nd_frame,
+};
+use common::testdata;
+
+fn i32s(v: impl IntoIterator<Item = i32>) -> Vec<u8> {
+    v.into_iter().flat_map(i32::to_le_bytes).collect()
+}
+
+fn i64s(v: impl IntoIterator<Item = i64>) -> Vec<u8> {
+    v.into_iter().flat_map(i64::to_le_bytes).collect()
+}
+
+fn fixture(name: &str) -> Vec<u8> {
+    std::fs::read(testdata().join("frames").join(name)).unwrap()
+}
+
+/// Reports the first differing byte to make failures readable.
+fn assert_same(got: &[u8], want: &[u8], what: &str) {
+    if got != want {
+        let at = got
+            .iter()
+            .zip(want)
+            .position(|(a, b)| a != b)
+            .unwrap_or(got.len().min(want.len()));
+        panic!(
+            "{what}: {} vs {} bytes, first difference at {at}: got {:02x?} want {:02x?}",
+            got.len(),
+            want.len(),
+            &got[at.saturating_sub(4)..(at + 12).min(got.len())],
+            &want[at.saturating_sub(4)..(at + 12).min(want.len())]
+        );
+    }
+}
+
+/// python: `CParams(...)` for the calls in the manifest (`nthreads=1`, AUTO_SPLIT recorded as
+/// python-blosc2's default split mode).
+fn py_cparams(codec: Codec, typesize: usize, filters: &[Filter]) -> CParams {
+    let mut c = CParams::default();
+    c.codec = codec;
+    c.clevel = 5;
+    c.typesize = typesize;
+    if !filters.is_empty() {
+        c.filters = [Filter::NoFilter; 6];
+        c.filters[..filters.len()].copy_from_slice(filters);
+    }
+    c.splitmode = SplitMode::Auto;
+    c.nthreads = 1;
+    c
+}
+
+#[test]
+fn rebuild_lz4_shuffle_meta_vlmeta_byte_exact() {
+    let mut w = FrameWriter::new(FrameParams::new(
+        py_cparams(Codec::Lz4, 4, &[Filter::Shuffle]),
+        100_000,
+    ))
+    .unwrap();
+    w.add_metalayer("m1", &[0x93, 1, 2, 3]).unwrap();
+    w.add_metalayer("mymeta", &[0x81, 0xa1, b'a', 1]).unwrap();
+    w.append_data(&i32s(0..25_000)).unwrap();
+    w.append_data(&i32s(std::iter::repeat_n(0, 25_000)))
+        .unwrap();
+    w.append_data(&i32s((0..10_000).map(|i| i * 3))).unwrap();
+    w.set_vlmetalayer("info", b"\x81\xa5hello\xa5world")
+        .unwrap();
+    w.set_vlmetalayer("bin", &[0xc4, 3, 0, 1, 2]).unwrap();
+    assert_same(
+        &w.to_bytes().unwrap(),
+        &fixture("lz4_shuffle_meta_vlmeta.b2frame"),
+        "lz4 frame",
+    );
+}
+
+#[test]
+fn rebuild_zstd_delta_shuffle_many_chunks_byte_exact() {
+    let cp = py_cparams(Codec::Zstd, 8, &[Filter::Delta, Filter::Shuffle]);
+    let mut w = FrameWriter::new(FrameParams::new(cp, 8000)).unwrap();
+    for k in 0..40i64 {
+        w.append_data(&i64s((0..1000).map(|i| i * (k + 1) + k)))
+            .unwrap();
+    }
+    w.append_data(&i64s(0..300)).unwrap();
+    assert_same(
+        &w.to_bytes().unwrap(),
+        &fixture("zstd_delta_shuffle_many_chunks.b2frame"),
+        "zstd frame",
+    );
+}
+
+#[test]
+fn rebuild_fill_special_frames_byte_exact() {
+    for (name, ts, chunksize, fill) in [
+        ("fill_special_zero.b2frame", 4, 4000, Fill::Zeros),
+        ("fill_special_nan.b2frame", 8, 8000, Fill::Nan),
+        ("fill_special_uninit.b2frame", 4, 4000, Fill::Uninit),
+        (
+            "fill_special_value.b2frame",
+            8,
+            8000,
+            Fill::Value(3.5f64.to_le_bytes().to_vec()),
+        ),
+    ] {
+        let mut cp = CParams::default();
+        cp.codec = Codec::Zstd;
+        cp.typesize = ts;
+        cp.splitmode = SplitMode::Auto;
+        let mut p = FrameParams::new(cp, chunksize);
+        p.nthreads_decompress = 2; // recorded by python-blosc2's default DParams on the 2-core generator machine
+        let mut w = FrameWriter::new(p).unwrap();
+        w.fill_special(2500, &fill).unwrap();
+        assert_same(&w.to_bytes().unwrap(), &fixture(name), name);
+    }
+}
+
+#[test]
+fn rebuild_b2nd_frames_byte_exact() {
+    // blosc2.asarray(np.arange(600,'<f4').reshape(20,30), chunks=(8,16), blocks=(4,8), zstd 5); vlmeta['note']='hi'
+    let meta = B2ndMeta::new(&[20, 30], &[8, 16], &[4, 8], "<f4").unwrap();
+    let data: Vec<u8> = (0..600).flat_map(|i| (i as f32).to_le_bytes()).collect();
+    let mut w = b2nd_frame(&data, &meta, 4, &py_cparams(Codec::Zstd, 4, &[])).unwrap();
+    w.set_vlmetalayer("note", &[0xa2, b'h', b'i']).unwrap();
+    assert_same(
+        &w.to_bytes().unwrap(),
+        &fixture("b2nd_f4_20x30.b2nd"),
+        "b2nd f4",
+    );
+    // (np.arange(693) % 1000).astype('<u2').reshape(7,9,11), chunks (4,5,6), blocks (2,3,4), blosclz + shuffle
+    let meta = B2ndMeta::new(&[7, 9, 11], &[4, 5, 6], &[2, 3, 4], "<u2").unwrap();
+    let data: Vec<u8> = (0..693u16).flat_map(|i| (i % 1000).to_le_bytes()).collect();
+    let w = b2nd_frame(
+        &data,
+        &meta,
+        2,
+        &py_cparams(Codec::BloscLz, 2, &[Filter::Shuffle]),
+    )
+    .unwrap();
+    assert_same(
+        &w.to_bytes().unwrap(),
+        &fixture("b2nd_u2_7x9x11.b2nd"),
+        "b2nd u2",
+    );
+}
+
+#[test]
+fn rebuild_b2nd_zeros_then_update_byte_exact() {
+    // blosc2.zeros((50,40), '<f8', chunks=(20,20), blocks=(10,10), cparams=CParams(nthreads=1)); z[0:5,0:5]=1.0
+    let meta = B2ndMeta::new(&[50, 40], &[20, 20], &[10, 10], "<f8").unwrap();
+    let cp = py_cparams(Codec::Zstd, 8, &[]);
+    let mut w = blosc2_frame::b2nd_zeros(&meta, 8, &cp).unwrap();
+    // Chunk 0 in block-major order: block (0,0) holds rows 0-9, cols 0-9.
+    let chunk0: Vec<u8> = (0..400)
+        .flat_map(|k| {
+            let (r, c) = (k / 10, k % 10);
+            (if k < 100 && r < 5 && c < 5 {
+                1.0f64
+            } else {
+                0.0
+            })
+            .to_le_bytes()
+        })
+        .collect();
+    let mut cp8 = cp.clone();
+    cp8.blocksize = 800;
+    w.update_chunk(0, blosc_chunk::compress(&chunk0, &cp8).unwrap())
+        .unwrap();
+    assert_same(
+        &w.to_bytes().unwrap(),
+        &fixture("b2nd_zeros_f8_50x40.b2nd"),
+        "b2nd zeros",
+    );
+}
+
+/// Reads `bytes` back and checks chunk contents and metadata against `expect`.
+fn check_frame(f: &Frame<'_>, expect: &[Vec<u8>]) {
+    assert_eq!(f.nchunks(), expect.len());
+    for (i, want) in expect.iter().enumerate() {
+        assert_eq!(&f.decompress_chunk(i).unwrap(), want, "chunk {i}");
+    }
+    assert_eq!(f.decompress_all().unwrap(), expect.concat());
+}
+
+fn chunk_of(seed: i32, n: usize) -> Vec<u8> {
+    i32s((0..n as i32).map(|i| i.wrapping_mul(seed) ^ (i >> 3)))
+}
+
+fn compress(cp: &CParams, d: &[u8]) -> Vec<u8> {
+    blosc_chunk::compress(d, cp).unwrap()
+}
+
+#[test]
+fn every_write_operation_round_trips() {
+    let cp = py_cparams(Codec::Lz4, 4, &[Filter::Shuffle]);
+    let mut w = FrameWriter::new(FrameParams::new(cp.clone(), 4000)).unwrap();
+    w.add_metalayer("meta", &[0x93, 1, 2, 3]).unwrap();
+    let mut model: Vec<Vec<u8>> = Vec::new();
+    for k in 1..=4 {
+        let d = chunk_of(k, 1000);
+        w.append_buffer(&d).unwrap();
+        model.push(d);
+    }
+    // Metalayers are fixed once chunks exist; updates must keep the size.
+    assert!(w.add_metalayer("late", b"x").is_err());
+    assert!(w.update_metalayer("meta", &[0x93, 1, 2]).is_err());
+    w.update_metalayer("meta", &[0x93, 7, 8, 9]).unwrap();
+    // update / insert / delete / reorder
+    let d = chunk_of(99, 1000);
+    w.update_chunk(1, compress(&cp, &d)).unwrap();
+    model[1] = d;
+    let d = chunk_of(55, 1000);
+    w.insert_chunk(0, compress(&cp, &d)).unwrap();
+    model.insert(0, d);
+    w.delete_chunk(2).unwrap();
+    model.remove(2);
+    w.reorder(&[3, 0, 2, 1]).unwrap();
+    model = [3, 0, 2, 1].iter().map(|&k| model[k].clone()).collect();
+    assert!(w.reorder(&[0, 0, 1, 2]).is_err());
+    // Special runs and zero chunks become special offsets.
+    w.fill_special(1000, &Fill::Zeros).unwrap();
+    model.push(vec![0; 4000]);
+    w.append_buffer(&[0u8; 4000]).unwrap();
+    model.push(vec![0; 4000]);
+    w.fill_special(1500, &Fill::Value(7i32.to_le_bytes().to_vec()))
+        .unwrap();
+    model.push(i32s([7; 1000]));
+    model.push(i32s([7; 500]));
+    // Partial last chunk: nothing may follow.
+    assert!(w.append_buffer(&chunk_of(1, 1000)).is_err());
+    assert!(w.insert_chunk(0, compress(&cp, &chunk_of(1, 10))).is_err());
+    // vlmetalayers
+    w.set_vlmetalayer("a", b"\xa1x").unwrap();
+    w.set_vlmetalayer("b", &[0x92, 1, 2]).unwrap();
+    w.set_vlmetalayer("a", b"\xa3xyz").unwrap();
+    w.delete_vlmetalayer("b").unwrap();
+    assert!(w.delete_vlmetalayer("b").is_err());
+
+    let bytes = w.to_bytes().unwrap();
+    let f = Frame::from_slice(&bytes).unwrap();
+    check_frame(&f, &model);
+    assert_eq!(f.metalayer("meta"), Some(&[0x93, 7, 8, 9][..]));
+    assert_eq!(f.vlmetalayers().len(), 1);
+    assert_eq!(f.vlmetalayer("a").unwrap(), b"\xa3xyz");
+    assert_eq!(f.index()[4], ChunkLocation::Zeros);
+    assert_eq!(f.index()[5], ChunkLocation::Zeros);
+    assert!(matches!(f.index()[6], ChunkLocation::Stored(_)));
+
+    // Editing a frame read back gives the same frame again.
+    let again = FrameWriter::from_frame(&f).unwrap().to_bytes().unwrap();
+    assert_eq!(again, bytes);
+
+    // File and sparse-directory output read back identically.
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("x.b2frame");
+    w.write_file(&path, Sync::Full).unwrap();
+    assert_eq!(std::fs::read(&path).unwrap(), bytes);
+    check_frame(&Frame::open(&path).unwrap(), &model);
+    let sdir = dir.path().join("x.sparse");
+    w.write_sparse(&sdir, Sync::None).unwrap();
+    let s = Frame::open(&sdir).unwrap();
+    assert!(s.is_sparse());
+    check_frame(&s, &model);
+    assert_eq!(s.vlmetalayer("a").unwrap(), b"\xa3xyz");
+    // Only the temp-free final names remain.
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+}
+
+#[test]
+fn sparse_edit_keeps_old_chunk_files_until_the_new_index_is_in_place() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = testdata().join("frames/sparse_lz4.b2frame");
+    let sdir = dir.path().join("s.b2frame");
+    std::fs::create_dir(&sdir).unwrap();
+    for e in std::fs::read_dir(&src).unwrap() {
+        let e = e.unwrap();
+        std::fs::copy(e.path(), sdir.join(e.file_name())).unwrap();
+    }
+    let f = Frame::open(&sdir).unwrap();
+    let mut model: Vec<Vec<u8>> = (0..f.nchunks())
+        .map(|i| f.decompress_chunk(i).unwrap())
+        .collect();
+    let mut w = FrameWriter::from_frame(&f).unwrap();
+    drop(f);
+    let cp = py_cparams(Codec::Lz4, 4, &[]);
+    let d = chunk_of(3, 1000);
+    w.update_chunk(2, compress(&cp, &d)).unwrap();
+    model[2] = d;
+    w.delete_chunk(0).unwrap();
+    model.remove(0);
+    w.write_sparse(&sdir, Sync::None).unwrap();
+    let f = Frame::open(&sdir).unwrap();
+    check_frame(&f, &model);
+    assert_eq!(f.metalayer("m"), Some(&[1u8][..]));
+    assert_eq!(f.vlmetalayer("k").unwrap(), b"\xa1v");
+    // Unchanged chunks kept their numbers, the updated one got a new number (max + 1 = 4),
+    // and the files no longer referenced (0 and the replaced 1) are gone.
+    assert_eq!(
+        f.index(),
+        [
+            ChunkLocation::Stored(3),
+            ChunkLocation::Stored(4),
+            ChunkLocation::Stored(2),
+            ChunkLocation::Zeros
+        ]
+    );
+    let mut files: Vec<String> = std::fs::read_dir(&sdir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            "00000002.chunk",
+            "00000003.chunk",
+            "00000004.chunk",
+            "chunks.b2frame"
+        ]
+    );
+}
+
+#[test]
+fn b2nd_write_read_round_trip_16_dims_and_edges() {
+    // 16-D array (markers 0xa0), odd edge chunks, blocks not dividing chunks.
+    let shape = [3u64, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 5];
+    let chunks = [2u64, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 3];
+    let blocks = [1u64, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2];
+    let meta = B2ndMeta::new(&shape, &chunks, &blocks, "<u2").unwrap();
+    let n: u64 = shape.iter().product();
+    let data: Vec<u8> = (0..n as u16)
+        .flat_map(|i| (i * 7 + 1).to_le_bytes())
+        .collect();
+    let w = b2nd_frame(&data, &meta, 2, &py_cparams(Codec::Zstd, 2, &[])).unwrap();
+    let bytes = w.to_bytes().unwrap();
+    let a = B2ndArray::from_slice(&bytes).unwrap();
+    assert_eq!(a.meta(), &meta);
+    assert_eq!(a.read_all().unwrap(), data);
+    let mut lo = vec![0u64; 16];
+    let mut hi = shape.to_vec();
+    lo[0] = 1;
+    lo[15] = 2;
+    hi[15] = 4;
+    let got = a.read_region(&lo, &hi).unwrap();
+    // Region [1..3, 0..2, …, 0..2, 2..4]: 2*2*2*2 items.
+    let mut want = Vec::new();
+    for x0 in 1..3u64 {
+        for x1 in 0..2u64 {
+            for x14 in 0..2u64 {
+                for x15 in 2..4u64 {
+                    let lin = ((x0 * 2 + x1) * 2 + x14) * 5 + x15;
+                    want.extend_from_slice(&data[(lin * 2) as usize..(lin * 2 + 2) as usize]);
+                }
+            }
+        }
+    }
+    assert_eq!(got, want);
+    // Wide structured items (typesize > 255 is stored as 1 in chunks and header).
+    let meta = B2ndMeta::new(&[5], &[2], &[2], "[('a', '<f8', (40,))]").unwrap();
+    let data: Vec<u8> = (0..5 * 320).map(|i| (i % 251) as u8).collect();
+    let w = b2nd_frame(&data, &meta, 320, &py_cparams(Codec::Lz4, 320, &[])).unwrap();
+    let bytes = w.to_bytes().unwrap();
+    let a = B2ndArray::from_slice(&bytes).unwrap();
+    assert_eq!(a.frame().header().typesize, 1);
+    assert_eq!(a.itemsize(), 320);
+    assert_eq!(a.read_region(&[1], &[4]).unwrap(), data[320..1280]);
+}
