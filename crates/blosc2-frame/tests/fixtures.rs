@@ -2,7 +2,9 @@
     clippy::unwrap_used,
     clippy::expect_used,
     clippy::panic,
-    clippy::cast_possible_truncation
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss
 )]
 //! Every reference-made frame (python-blosc2 4.14.1 / C-Blosc2 3.3.5, plus two C-Blosc2 compat
 //! frames) read through every entry point and checked against `testdata/blosc/manifest.json`.
