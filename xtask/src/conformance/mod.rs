@@ -5,7 +5,10 @@
 //! reference implementations through Python where a section supports it (skipped with a message
 //! when Python is unavailable).
 
+mod blosc_chunk;
+mod blosc_chunk_live;
 mod morton;
+mod wkw;
 
 use std::path::PathBuf;
 
@@ -71,7 +74,7 @@ impl Row {
 /// A section: name and function producing its rows.
 type Section = (&'static str, fn(&Ctx) -> Vec<Row>);
 
-const SECTIONS: &[Section] = &[("morton", morton::rows)];
+const SECTIONS: &[Section] = &[("morton", morton::rows), ("blosc-chunk", blosc_chunk::rows), ("wkw", wkw::rows)];
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut live = false;
