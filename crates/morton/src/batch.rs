@@ -180,3 +180,108 @@ pub fn decode_2d_u64_batch(keys: &[u64], out: &mut [[u32; 2]]) -> Result<()> {
     dec2_loop(keys, out);
     Ok(())
 }
+
+/// Below this many points the parallel batch functions stay on the calling thread.
+const PARALLEL_MIN: usize = 1 << 16;
+
+/// Splits `out` into at most `threads` near-equal chunks (0 = available parallelism) and runs
+/// `f(start, chunk)` for each on scoped threads, the last chunk on the calling thread. Returns
+/// the error of the lowest-numbered failing chunk.
+fn split_run<T, F>(out: &mut [T], threads: usize, f: F) -> Result<()>
+where
+    T: Send,
+    F: Fn(usize, &mut [T]) -> Result<()> + Sync,
+{
+    let n = out.len();
+    let threads = if threads == 0 {
+        std::thread::available_parallelism().map_or(1, std::num::NonZeroUsize::get)
+    } else {
+        threads
+    };
+    let chunks = threads.min(n / PARALLEL_MIN).max(1);
+    if chunks == 1 {
+        return f(0, out);
+    }
+    let per = n.div_ceil(chunks);
+    std::thread::scope(|scope| {
+        let f = &f;
+        let mut pieces: Vec<(usize, &mut [T])> = out
+            .chunks_mut(per)
+            .enumerate()
+            .map(|(i, c)| (i * per, c))
+            .collect();
+        let (start, last) = pieces.pop().unwrap_or((0, &mut []));
+        let handles: Vec<_> = pieces
+            .into_iter()
+            .map(|(s, c)| scope.spawn(move || f(s, c)))
+            .collect();
+        let tail = f(start, last);
+        // `f` returns errors instead of panicking; a join error would be a bug in `f`.
+        let mut results: Vec<Result<()>> = handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or(Ok(())))
+            .collect();
+        results.push(tail);
+        results.into_iter().collect()
+    })
+}
+
+/// Shifts the `index` of a batch error by `offset` (for errors raised on a sub-slice).
+fn offset_index(e: Error, offset: usize) -> Error {
+    let shift = |i: Option<usize>| i.map(|i| i + offset);
+    match e {
+        Error::CoordinateOutOfRange {
+            axis,
+            value,
+            bits,
+            index,
+        } => Error::CoordinateOutOfRange {
+            axis,
+            value,
+            bits,
+            index: shift(index),
+        },
+        Error::KeyOutOfRange { key, bits, index } => Error::KeyOutOfRange {
+            key,
+            bits,
+            index: shift(index),
+        },
+        other => other,
+    }
+}
+
+/// [`encode_3d_u64_batch`] on up to `threads` scoped threads (0 = the machine's available
+/// parallelism); each thread gets at least 64 Ki points, so small inputs stay on the calling
+/// thread. One core saturates its share of memory bandwidth on large batches, so this is the
+/// fast path for them.
+///
+/// # Errors
+/// As [`encode_3d_u64_batch`]; the index is that of an offending point in the lowest failing
+/// chunk.
+pub fn encode_3d_u64_batch_parallel(
+    points: &[[u32; 3]],
+    out: &mut [u64],
+    threads: usize,
+) -> Result<()> {
+    check_len(points.len(), out.len())?;
+    split_run(out, threads, |start, dst| {
+        let src = points.get(start..start + dst.len()).unwrap_or(&[]);
+        encode_3d_u64_batch(src, dst).map_err(|e| offset_index(e, start))
+    })
+}
+
+/// [`decode_3d_u64_batch`] on up to `threads` scoped threads (0 = available parallelism).
+///
+/// # Errors
+/// As [`decode_3d_u64_batch`].
+pub fn decode_3d_u64_batch_parallel(
+    keys: &[u64],
+    out: &mut [[u32; 3]],
+    threads: usize,
+) -> Result<()> {
+    check_len(keys.len(), out.len())?;
+    split_run(out, threads, |start, dst| {
+        let src = keys.get(start..start + dst.len()).unwrap_or(&[]);
+        decode_3d_u64_batch(src, dst).map_err(|e| offset_index(e, start))
+    })
+}

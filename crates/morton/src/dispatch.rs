@@ -35,24 +35,29 @@ pub fn implementation() -> Implementation {
     }
 }
 
-#[inline]
+#[inline(always)]
 fn choice() -> u8 {
     match CHOICE.load(Ordering::Relaxed) {
-        UNKNOWN => {
-            let c = detect();
-            CHOICE.store(c, Ordering::Relaxed);
-            c
-        }
+        UNKNOWN => init(),
         c => c,
     }
 }
 
-/// The BMI2 token if the dispatcher chose BMI2.
+#[cold]
+#[inline(never)]
+fn init() -> u8 {
+    let c = detect();
+    CHOICE.store(c, Ordering::Relaxed);
+    c
+}
+
+/// The BMI2 token if the dispatcher chose BMI2 (one relaxed atomic load after the first call).
 #[cfg(target_arch = "x86_64")]
-#[inline]
+#[inline(always)]
 pub(crate) fn fast_bmi2() -> Option<Bmi2> {
+    // CHOICE is BMI2 only after `detect` saw BMI2 support on this CPU.
     if choice() == BMI2 {
-        Bmi2::detect()
+        Some(Bmi2::new_detected())
     } else {
         None
     }

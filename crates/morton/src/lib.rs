@@ -13,7 +13,10 @@ pub mod portable;
 #[cfg(target_arch = "x86_64")]
 pub use crate::bmi2::Bmi2;
 pub use crate::{
-    batch::{decode_2d_u64_batch, decode_3d_u64_batch, encode_2d_u64_batch, encode_3d_u64_batch},
+    batch::{
+        decode_2d_u64_batch, decode_3d_u64_batch, decode_3d_u64_batch_parallel,
+        encode_2d_u64_batch, encode_3d_u64_batch, encode_3d_u64_batch_parallel,
+    },
     boxes::{MortonBox, MortonRanges},
     dispatch::{Implementation, implementation},
     error::{Error, Result},

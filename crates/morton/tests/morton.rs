@@ -1,5 +1,7 @@
 //! Integration tests: anchors, exhaustive and random agreement of all paths, peers, boxes.
 
+#![allow(clippy::unwrap_used, clippy::cast_possible_truncation)]
+
 use morton_code::{
     Error, MortonBox, decode_2d_u32, decode_2d_u64, decode_2d_u64_batch, decode_3d_u32,
     decode_3d_u32_wrapping, decode_3d_u64, decode_3d_u64_batch, decode_3d_u64_wrapping,
@@ -112,17 +114,34 @@ fn extremes() {
 fn out_of_range_is_an_error_never_masked() {
     assert_eq!(
         encode_3d_u64([0, 1 << 21, 0]),
-        Err(Error::CoordinateOutOfRange { axis: 1, value: 1 << 21, bits: 21, index: None })
+        Err(Error::CoordinateOutOfRange {
+            axis: 1,
+            value: 1 << 21,
+            bits: 21,
+            index: None
+        })
     );
     assert_eq!(
         encode_3d_u32([0, 0, 1024]),
-        Err(Error::CoordinateOutOfRange { axis: 2, value: 1024, bits: 10, index: None })
+        Err(Error::CoordinateOutOfRange {
+            axis: 2,
+            value: 1024,
+            bits: 10,
+            index: None
+        })
     );
     assert_eq!(
         decode_3d_u64(1 << 63),
-        Err(Error::KeyOutOfRange { key: 1 << 63, bits: 63, index: None })
+        Err(Error::KeyOutOfRange {
+            key: 1 << 63,
+            bits: 63,
+            index: None
+        })
     );
-    assert!(matches!(decode_3d_u32(1 << 30), Err(Error::KeyOutOfRange { bits: 30, .. })));
+    assert!(matches!(
+        decode_3d_u32(1 << 30),
+        Err(Error::KeyOutOfRange { bits: 30, .. })
+    ));
     // The wrapping API masks, as documented.
     assert_eq!(encode_3d_u64_wrapping([(1 << 21) | 5, 0, 0]), 0b100_0001);
     assert_eq!(encode_3d_u32_wrapping([1024 | 1, 0, 0]), 1);
@@ -136,18 +155,33 @@ fn out_of_range_is_an_error_never_masked() {
 fn batch_errors_name_the_index() {
     let mut pts = vec![[1u32, 2, 3]; 100];
     let mut out = vec![0u64; 100];
-    assert_eq!(encode_3d_u64_batch(&pts, &mut out[..99]), Err(Error::LengthMismatch { input: 100, output: 99 }));
+    assert_eq!(
+        encode_3d_u64_batch(&pts, &mut out[..99]),
+        Err(Error::LengthMismatch {
+            input: 100,
+            output: 99
+        })
+    );
     pts[57][0] = 1 << 21;
     assert_eq!(
         encode_3d_u64_batch(&pts, &mut out),
-        Err(Error::CoordinateOutOfRange { axis: 0, value: 1 << 21, bits: 21, index: Some(57) })
+        Err(Error::CoordinateOutOfRange {
+            axis: 0,
+            value: 1 << 21,
+            bits: 21,
+            index: Some(57)
+        })
     );
     let mut keys = vec![7u64; 10];
     keys[3] = u64::MAX;
     let mut back = vec![[0u32; 3]; 10];
     assert_eq!(
         decode_3d_u64_batch(&keys, &mut back),
-        Err(Error::KeyOutOfRange { key: u64::MAX, bits: 63, index: Some(3) })
+        Err(Error::KeyOutOfRange {
+            key: u64::MAX,
+            bits: 63,
+            index: Some(3)
+        })
     );
 }
 
@@ -264,23 +298,35 @@ fn box_ranges_are_maximal_and_sorted() {
     assert!(empty.is_empty());
     assert_eq!(empty.ranges().count(), 0);
     assert_eq!(empty.next_in_box(0), None);
-    assert!(matches!(MortonBox::<3>::new([3, 0, 0], [2, 1, 1]), Err(Error::InvalidBox { axis: 0, .. })));
-    assert!(matches!(MortonBox::<3>::new([0, 0, 0], [1, 1, (1 << 21) + 1]), Err(Error::InvalidBox { axis: 2, .. })));
+    assert!(matches!(
+        MortonBox::<3>::new([3, 0, 0], [2, 1, 1]),
+        Err(Error::InvalidBox { axis: 0, .. })
+    ));
+    assert!(matches!(
+        MortonBox::<3>::new([0, 0, 0], [1, 1, (1 << 21) + 1]),
+        Err(Error::InvalidBox { axis: 2, .. })
+    ));
     // The whole 2^21 cube is one range.
     let all = MortonBox::<3>::new([0; 3], [1 << 21; 3]).unwrap();
     assert_eq!(all.ranges().collect::<Vec<_>>(), vec![0..(1 << 63)]);
     assert_eq!(all.cell_count(), 1 << 63);
     // A single cell far out.
-    let far = MortonBox::<3>::from_inclusive([2_000_000, 3, 1_999_999], [2_000_000, 3, 1_999_999]).unwrap();
+    let far = MortonBox::<3>::from_inclusive([2_000_000, 3, 1_999_999], [2_000_000, 3, 1_999_999])
+        .unwrap();
     let k = encode_3d_u64([2_000_000, 3, 1_999_999]).unwrap();
     assert_eq!(far.ranges().collect::<Vec<_>>(), vec![k..k + 1]);
     // 2-D up to the last representable column.
     let b2 = MortonBox::<2>::from_inclusive([u32::MAX - 1, 0], [u32::MAX, 1]).unwrap();
     let keys: Vec<u64> = b2.indices().collect();
-    let mut want: Vec<u64> = [[u32::MAX - 1, 0], [u32::MAX, 0], [u32::MAX - 1, 1], [u32::MAX, 1]]
-        .iter()
-        .map(|p| encode_2d_u64(*p))
-        .collect();
+    let mut want: Vec<u64> = [
+        [u32::MAX - 1, 0],
+        [u32::MAX, 0],
+        [u32::MAX - 1, 1],
+        [u32::MAX, 1],
+    ]
+    .iter()
+    .map(|p| encode_2d_u64(*p))
+    .collect();
     want.sort_unstable();
     assert_eq!(keys, want);
 }
@@ -288,7 +334,9 @@ fn box_ranges_are_maximal_and_sorted() {
 #[test]
 fn every_box_in_an_8_cube_matches_brute_force() {
     // All 36^3 boxes [lo, hi) with 0 <= lo < hi <= 8 per axis, restricted to a few per axis.
-    let spans: Vec<(u32, u32)> = (0..8).flat_map(|lo| (lo + 1..=8).map(move |hi| (lo, hi))).collect();
+    let spans: Vec<(u32, u32)> = (0..8)
+        .flat_map(|lo| (lo + 1..=8).map(move |hi| (lo, hi)))
+        .collect();
     for &(x0, x1) in &spans {
         for &(y0, y1) in spans.iter().step_by(5) {
             for &(z0, z1) in spans.iter().step_by(7) {
@@ -296,7 +344,10 @@ fn every_box_in_an_8_cube_matches_brute_force() {
                 let b = MortonBox::<3>::new(min, max).unwrap();
                 let ranges: Vec<_> = b.ranges().collect();
                 for w in ranges.windows(2) {
-                    assert!(w[0].end < w[1].start, "ranges not maximal/sorted: {ranges:?}");
+                    assert!(
+                        w[0].end < w[1].start,
+                        "ranges not maximal/sorted: {ranges:?}"
+                    );
                 }
                 let ours: Vec<u64> = ranges.into_iter().flatten().collect();
                 assert_eq!(ours, brute_3d(min, max, 8), "{min:?}..{max:?}");
@@ -337,4 +388,50 @@ proptest! {
         prop_assert_eq!(b.indices().collect::<Vec<_>>(), brute.clone());
         prop_assert_eq!(b.next_in_box(key), brute.iter().copied().find(|&k| k >= key));
     }
+}
+
+#[test]
+fn parallel_batch_equals_serial_and_reports_global_index() {
+    let n = 300_000;
+    let pts: Vec<[u32; 3]> = (0..n as u32)
+        .map(|i| [i % 2_000_000, (i * 7) % 2_097_151, i / 3])
+        .collect();
+    let mut serial = vec![0u64; n];
+    let mut par = vec![0u64; n];
+    morton_code::encode_3d_u64_batch(&pts, &mut serial).unwrap();
+    for threads in [0, 1, 2, 3, 8] {
+        morton_code::encode_3d_u64_batch_parallel(&pts, &mut par, threads).unwrap();
+        assert_eq!(par, serial, "threads = {threads}");
+        let mut back = vec![[0u32; 3]; n];
+        morton_code::decode_3d_u64_batch_parallel(&par, &mut back, threads).unwrap();
+        assert_eq!(back, pts);
+    }
+    let mut bad = pts.clone();
+    bad[250_001][2] = u32::MAX;
+    assert_eq!(
+        morton_code::encode_3d_u64_batch_parallel(&bad, &mut par, 4),
+        Err(Error::CoordinateOutOfRange {
+            axis: 2,
+            value: u32::MAX,
+            bits: 21,
+            index: Some(250_001)
+        })
+    );
+    let mut keys = serial.clone();
+    keys[199_999] |= 1 << 63;
+    let mut back = vec![[0u32; 3]; n];
+    assert!(matches!(
+        morton_code::decode_3d_u64_batch_parallel(&keys, &mut back, 2),
+        Err(Error::KeyOutOfRange {
+            index: Some(199_999),
+            ..
+        })
+    ));
+    assert_eq!(
+        morton_code::encode_3d_u64_batch_parallel(&pts, &mut par[1..], 2),
+        Err(Error::LengthMismatch {
+            input: n,
+            output: n - 1
+        })
+    );
 }
