@@ -8,6 +8,7 @@
 mod blosc_chunk;
 mod blosc_chunk_live;
 mod morton;
+mod offset;
 mod wkw;
 
 use std::path::PathBuf;
@@ -74,7 +75,12 @@ impl Row {
 /// A section: name and function producing its rows.
 type Section = (&'static str, fn(&Ctx) -> Vec<Row>);
 
-const SECTIONS: &[Section] = &[("morton", morton::rows), ("blosc-chunk", blosc_chunk::rows), ("wkw", wkw::rows)];
+const SECTIONS: &[Section] = &[
+    ("morton", morton::rows),
+    ("blosc-chunk", blosc_chunk::rows),
+    ("wkw", wkw::rows),
+    ("offset", offset::rows),
+];
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut live = false;
