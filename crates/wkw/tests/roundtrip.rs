@@ -1,0 +1,162 @@
+//! Proptest: random sequences of writes (random boxes across files and blocks, all voxel types,
+//! 1–3 channels, both orders, all block types) read back equal to an in-memory model.
+// Helpers outside #[test] functions unwrap and panic like the tests themselves.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(clippy::cast_possible_truncation)] // small test indices and wrapping test bytes
+
+use proptest::prelude::*;
+use wkw::{Array, ArrayViewMut, BlockType, Dataset, Header, Order, VoxelType};
+
+/// The model: a dense Fortran (C, X, Y, Z) array over `[0, SIDE)³`.
+const SIDE: u32 = 24;
+
+#[derive(Debug, Clone)]
+struct WriteOp {
+    off: [u32; 3],
+    shape: [u32; 3],
+    order: Order,
+    seed: u8,
+}
+
+fn write_op() -> impl Strategy<Value = WriteOp> {
+    (
+        [0u32..SIDE, 0u32..SIDE, 0u32..SIDE],
+        [1u32..14, 1u32..14, 1u32..14],
+        any::<bool>(),
+        any::<u8>(),
+    )
+        .prop_map(|(off, shape, c, seed)| {
+            let shape = [0, 1, 2].map(|a| shape[a].min(SIDE - off[a]));
+            WriteOp {
+                off,
+                shape,
+                order: if c { Order::C } else { Order::Fortran },
+                seed,
+            }
+        })
+}
+
+fn header() -> impl Strategy<Value = Header> {
+    (0usize..10, 1u8..4, 0u32..4, 0u32..3, 0usize..3).prop_map(|(vt, ch, b, f, bt)| {
+        let bt = [BlockType::Raw, BlockType::Lz4, BlockType::Lz4Hc][bt];
+        Header::new(VoxelType::ALL[vt], ch, 1 << b, 1 << f, bt).unwrap()
+    })
+}
+
+fn model_offset(h: &Header, c: usize, p: [u32; 3]) -> usize {
+    let ts = usize::from(h.voxel_type().size());
+    let vs = usize::from(h.voxel_size());
+    let s = SIDE as usize;
+    ((p[2] as usize * s + p[1] as usize) * s + p[0] as usize) * vs + c * ts
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn writes_read_back_like_the_model(
+        h in header(),
+        ops in proptest::collection::vec(write_op(), 1..4),
+        read in write_op(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = Dataset::create(dir.path().join("ds"), h).unwrap();
+        let vs = usize::from(h.voxel_size());
+        let ts = usize::from(h.voxel_type().size());
+        let nc = usize::from(h.num_channels());
+        let s = SIDE as usize;
+        let mut model = vec![0u8; s * s * s * vs];
+        for op in &ops {
+            // Fortran data with distinct bytes, converted to the op's order.
+            let n: usize = op.shape.iter().map(|&v| v as usize).product::<usize>() * vs;
+            let bytes: Vec<u8> = (0..n).map(|i| (i as u8).wrapping_mul(31).wrapping_add(op.seed)).collect();
+            let f = Array::from_bytes(h.voxel_type(), h.num_channels(), op.shape, Order::Fortran, bytes).unwrap();
+            for z in 0..op.shape[2] {
+                for y in 0..op.shape[1] {
+                    for x in 0..op.shape[0] {
+                        for c in 0..nc {
+                            let src = f.offset_of(c as u8, [x, y, z]).unwrap();
+                            let dst = model_offset(&h, c, [op.off[0] + x, op.off[1] + y, op.off[2] + z]);
+                            model[dst..dst + ts].copy_from_slice(&f.as_bytes()[src..src + ts]);
+                        }
+                    }
+                }
+            }
+            ds.write(op.off, &f.to_order(op.order).view()).unwrap();
+        }
+        // Whole model region, both orders, from a fresh handle too.
+        let whole = ds.read([0; 3], [SIDE; 3], Order::Fortran).unwrap();
+        prop_assert!(whole.as_bytes() == &model[..]);
+        let fresh = Dataset::open(dir.path().join("ds")).unwrap();
+        let c = fresh.read([0; 3], [SIDE; 3], Order::C).unwrap();
+        prop_assert!(c.to_order(Order::Fortran).as_bytes() == &model[..]);
+        // A random box via read_into in the op's order.
+        let mut buf = vec![0x5au8; read.shape.iter().map(|&v| v as usize).product::<usize>() * vs];
+        let mut view = ArrayViewMut::new(h.voxel_type(), h.num_channels(), read.shape, read.order, &mut buf).unwrap();
+        ds.read_into(read.off, &mut view).unwrap();
+        let got = Array::from_bytes(h.voxel_type(), h.num_channels(), read.shape, read.order, buf).unwrap();
+        let got = got.to_order(Order::Fortran);
+        for z in 0..read.shape[2] {
+            for y in 0..read.shape[1] {
+                for x in 0..read.shape[0] {
+                    for ch in 0..nc {
+                        let g = got.offset_of(ch as u8, [x, y, z]).unwrap();
+                        let m = model_offset(&h, ch, [read.off[0] + x, read.off[1] + y, read.off[2] + z]);
+                        prop_assert_eq!(&got.as_bytes()[g..g + ts], &model[m..m + ts]);
+                    }
+                }
+            }
+        }
+        let report = wkw::verify(dir.path().join("ds"), wkw::Options::default(), &|_| ()).unwrap();
+        prop_assert!(report.is_ok());
+    }
+}
+
+/// Concurrent writers of the same compressed file (the reference shares one tmp name): with
+/// the lock and unique temporary names every write lands completely.
+#[test]
+fn concurrent_writers_of_one_compressed_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Header::new(VoxelType::U8, 1, 4, 4, BlockType::Lz4).unwrap();
+    let ds = Dataset::create(dir.path(), h).unwrap();
+    std::thread::scope(|s| {
+        for t in 0..4u8 {
+            let ds = &ds;
+            s.spawn(move || {
+                for i in 0..4u8 {
+                    let a = Array::from_bytes(
+                        VoxelType::U8,
+                        1,
+                        [4, 4, 4],
+                        Order::C,
+                        vec![t * 10 + i + 1; 64],
+                    )
+                    .unwrap();
+                    ds.write([u32::from(t) * 4, u32::from(i) * 4, 0], &a.view())
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let all = ds.read([0; 3], [16, 16, 4], Order::Fortran).unwrap();
+    for t in 0..4u32 {
+        for i in 0..4u32 {
+            let off = all.offset_of(0, [t * 4, i * 4, 0]).unwrap();
+            assert_eq!(all.as_bytes()[off], u8::try_from(t * 10 + i + 1).unwrap());
+        }
+    }
+    let names: Vec<_> = std::fs::read_dir(dir.path().join("z0/y0"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert!(
+        names.iter().all(|n| !n.to_string_lossy().ends_with(".tmp")),
+        "{names:?}"
+    );
+}
+
+#[test]
+fn dataset_is_send_and_sync() {
+    fn check<T: Send + Sync>() {}
+    check::<Dataset>();
+}
