@@ -78,7 +78,7 @@ fn exercise_bytes(bytes: &[u8], hot: Option<u64>) {
         if let Ok(a) = B2ndArray::new(f) {
             let _ = a.read_all();
             let n = a.meta().ndim();
-            let _ = a.read_region(&vec![1; n], &a.shape().to_vec());
+            let _ = a.read_region(&vec![1; n], a.shape());
         }
     }
 }
