@@ -1,0 +1,749 @@
+//! `scifmt info`, `blosc`, `frame` and `b2nd` on the python-blosc2 fixtures
+//! (`testdata/blosc/manifest.json`, `SHA256SUMS`).
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)] // test helpers outside #[test] fns; small fixture sizes
+
+mod common;
+
+use common::{blosc_manifest, fails, json, ok, sha, sha_file, sum_of, testdata, tmp};
+use serde_json::json;
+
+#[test]
+fn blosc_decompress_matches_every_manifest_sha() {
+    let dir = tmp();
+    let mut checked = 0;
+    for e in blosc_manifest() {
+        if e["kind"] != "chunk" || e["sha256_decompressed"].is_null() {
+            continue;
+        }
+        let rel = format!("blosc/{}", e["path"].as_str().unwrap());
+        let out = dir.path().join("out.raw");
+        ok(&[
+            "blosc".as_ref(),
+            "decompress".as_ref(),
+            testdata(&rel).as_os_str(),
+            out.as_os_str(),
+        ]);
+        let mut bytes = std::fs::read(&out).unwrap();
+        assert_eq!(
+            bytes.len() as u64,
+            e["decompressed_len"].as_u64().unwrap(),
+            "{rel}"
+        );
+        // Some legacy entries hash only a prefix (manifest `sha256_covers_first_bytes`).
+        if let Some(n) = e["sha256_covers_first_bytes"].as_u64() {
+            bytes.truncate(n as usize);
+        }
+        assert_eq!(
+            sha(&bytes),
+            e["sha256_decompressed"].as_str().unwrap(),
+            "{rel}"
+        );
+        checked += 1;
+    }
+    assert!(checked >= 150, "{checked}");
+}
+
+/// The chunk-matrix call of a fixture name like `lz4_shuffle_ts4`, as CLI flags.
+fn matrix_flags(stem: &str) -> Vec<String> {
+    let mut parts = stem.split('_');
+    let codec = parts.next().unwrap();
+    let filter = parts.next().unwrap();
+    let ts = parts.next().unwrap().trim_start_matches("ts");
+    let mut flags = vec![
+        "--typesize".into(),
+        ts.into(),
+        "--codec".into(),
+        codec.into(),
+        "--clevel".into(),
+        "5".into(),
+        "--blocksize".into(),
+        "4096".into(),
+        "--splitmode".into(),
+        "auto".into(),
+    ];
+    let filters: Vec<String> = match filter {
+        "noshuffle" => vec!["none".into()],
+        "truncprec" if ts == "4" => vec!["truncprec:10".into(), "shuffle".into()],
+        "truncprec" => vec!["truncprec:-20".into(), "shuffle".into()],
+        f => vec![f.into()],
+    };
+    for f in filters {
+        flags.push("--filter".into());
+        flags.push(f);
+    }
+    flags
+}
+
+#[test]
+fn blosc_compress_is_byte_identical_to_c_blosc2_on_the_chunk_matrix() {
+    // Every matrix chunk except zlib (zlib-ng output is not reproducible, see blosc-chunk).
+    let dir = tmp();
+    let raw = dir.path().join("in.raw");
+    let out = dir.path().join("out.cdata");
+    let mut checked = 0;
+    for e in blosc_manifest() {
+        let path = e["path"].as_str().unwrap();
+        let Some(stem) = path
+            .strip_prefix("chunks/")
+            .and_then(|p| p.strip_suffix(".cdata"))
+        else {
+            continue;
+        };
+        if stem.starts_with("zlib") {
+            continue;
+        }
+        let fixture = testdata(&format!("blosc/{path}"));
+        ok(&[
+            "blosc".as_ref(),
+            "decompress".as_ref(),
+            fixture.as_os_str(),
+            raw.as_os_str(),
+        ]);
+        let mut args: Vec<std::ffi::OsString> = vec![
+            "blosc".into(),
+            "compress".into(),
+            raw.clone().into(),
+            out.clone().into(),
+        ];
+        args.extend(matrix_flags(stem).into_iter().map(Into::into));
+        ok(&args);
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            std::fs::read(&fixture).unwrap(),
+            "{stem}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 88);
+}
+
+#[test]
+fn blosc_compress_defaults_and_threads_round_trip() {
+    let dir = tmp();
+    let raw = dir.path().join("in.raw");
+    let data: Vec<u8> = (0..100_000u32)
+        .flat_map(|i| (i / 7).to_le_bytes())
+        .collect();
+    std::fs::write(&raw, &data).unwrap();
+    let one = dir.path().join("one.cdata");
+    let four = dir.path().join("four.cdata");
+    let back = dir.path().join("back.raw");
+    for (out, threads) in [(&one, "1"), (&four, "4")] {
+        ok(&[
+            "blosc".as_ref(),
+            "compress".as_ref(),
+            raw.as_os_str(),
+            out.as_os_str(),
+            "--typesize".as_ref(),
+            "4".as_ref(),
+            "--threads".as_ref(),
+            threads.as_ref(),
+        ]);
+    }
+    assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&four).unwrap());
+    // C-Blosc2 defaults: blosclz, clevel 5, shuffle in slot 5.
+    let info = json(&["info".as_ref(), one.as_os_str(), "--json".as_ref()]);
+    assert_eq!(info["format"], "blosc-chunk");
+    assert_eq!(info["codec"], "blosclz");
+    assert_eq!(info["filters"][5], "shuffle");
+    assert_eq!(info["nbytes"], 400_000);
+    ok(&[
+        "blosc".as_ref(),
+        "decompress".as_ref(),
+        one.as_os_str(),
+        back.as_os_str(),
+    ]);
+    assert_eq!(std::fs::read(&back).unwrap(), data);
+}
+
+#[test]
+fn info_describes_chunks_frames_and_b2nd() {
+    let chunk = json(&[
+        "info".as_ref(),
+        testdata("blosc/chunks/lz4_shuffle_ts4.cdata").as_os_str(),
+        "--json".as_ref(),
+    ]);
+    // manifest: v5; flags 0x25; ts 4; nbytes 11980; bs 4096; cbytes 3591; filters 1,0,..
+    assert_eq!(chunk["format"], "blosc-chunk");
+    assert_eq!(chunk["version"], 5);
+    assert_eq!(chunk["flags"], 0x25);
+    assert_eq!(chunk["typesize"], 4);
+    assert_eq!(chunk["nbytes"], 11980);
+    assert_eq!(chunk["cbytes"], 3591);
+    assert_eq!(chunk["blocksize"], 4096);
+    assert_eq!(chunk["codec"], "lz4");
+    assert_eq!(chunk["filters"][0], "shuffle");
+
+    let special = json(&[
+        "info".as_ref(),
+        testdata("blosc/misc/special_zero_chunk.cdata").as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(special["special"], "zeros");
+
+    for e in blosc_manifest() {
+        let kind = e["kind"].as_str().unwrap();
+        if kind != "frame" && kind != "b2nd" {
+            continue;
+        }
+        let rel = format!("blosc/{}", e["path"].as_str().unwrap());
+        let info = json(&[
+            "info".as_ref(),
+            testdata(&rel).as_os_str(),
+            "--json".as_ref(),
+        ]);
+        let want = match (kind, rel.contains("sparse")) {
+            ("b2nd", _) => "b2nd",
+            (_, true) => "blosc2-sparse-frame",
+            _ => "blosc2-frame",
+        };
+        assert_eq!(info["format"], want, "{rel}");
+        assert_eq!(info["nchunks"], e["nchunks"], "{rel}");
+        assert_eq!(info["nbytes"], e["decompressed_len"], "{rel}");
+        if !e["chunksize"].is_null() {
+            assert_eq!(info["chunksize"], e["chunksize"], "{rel}");
+        }
+        assert_eq!(info["typesize"], e["typesize"], "{rel}");
+        if kind == "b2nd" {
+            assert_eq!(info["shape"], e["shape"], "{rel}");
+            assert_eq!(info["chunkshape"], e["chunks"], "{rel}");
+            assert_eq!(info["blockshape"], e["blocks"], "{rel}");
+            assert_eq!(info["dtype"], e["dtype"], "{rel}");
+        }
+    }
+
+    // Human output: key: value lines with the format first.
+    let text = ok(&[
+        "info".as_ref(),
+        testdata("blosc/frames/zstd_delta_shuffle_many_chunks.b2frame").as_os_str(),
+    ]);
+    assert!(text.starts_with("format: blosc2-frame\n"), "{text}");
+    assert!(text.contains("\nnchunks: 41\n"), "{text}");
+}
+
+#[test]
+fn frame_extract_matches_every_manifest_sha() {
+    let dir = tmp();
+    let out = dir.path().join("out.raw");
+    let mut checked = 0;
+    for e in blosc_manifest() {
+        let kind = e["kind"].as_str().unwrap();
+        if (kind != "frame" && kind != "b2nd") || e["sha256_decompressed"].is_null() {
+            continue;
+        }
+        let rel = format!("blosc/{}", e["path"].as_str().unwrap());
+        ok(&[
+            "frame".as_ref(),
+            "extract".as_ref(),
+            testdata(&rel).as_os_str(),
+            out.as_os_str(),
+        ]);
+        let bytes = std::fs::read(&out).unwrap();
+        assert_eq!(
+            bytes.len() as u64,
+            e["decompressed_len"].as_u64().unwrap(),
+            "{rel}"
+        );
+        assert_eq!(
+            sha(&bytes),
+            e["sha256_decompressed"].as_str().unwrap(),
+            "{rel}"
+        );
+        checked += 1;
+    }
+    assert_eq!(checked, 12);
+}
+
+#[test]
+fn frame_chunks_lists_sizes_and_specials() {
+    let rows = json(&[
+        "frame".as_ref(),
+        "chunks".as_ref(),
+        testdata("blosc/frames/lz4_shuffle_meta_vlmeta.b2frame").as_os_str(),
+        "--json".as_ref(),
+    ]);
+    let rows = rows.as_array().unwrap();
+    assert_eq!(rows.len(), 3);
+    // manifest: chunk 1 is all zeros -> stored only as special offset; last chunk 40000 B.
+    assert_eq!(rows[1]["special"], "zeros");
+    assert_eq!(rows[1]["cbytes"], 0);
+    assert_eq!(rows[0]["codec"], "lz4");
+    assert_eq!(rows[0]["filters"][0], "shuffle");
+    assert!(rows[0]["offset"].is_u64());
+    let nbytes: Vec<u64> = rows.iter().map(|r| r["nbytes"].as_u64().unwrap()).collect();
+    assert_eq!(nbytes, [100_000, 100_000, 40_000]);
+
+    let many = json(&[
+        "frame".as_ref(),
+        "chunks".as_ref(),
+        testdata("blosc/frames/zstd_delta_shuffle_many_chunks.b2frame").as_os_str(),
+        "--json".as_ref(),
+    ]);
+    let entry = blosc_manifest()
+        .into_iter()
+        .find(|e| e["path"] == "frames/zstd_delta_shuffle_many_chunks.b2frame")
+        .unwrap();
+    let got: Vec<_> = many
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["nbytes"].clone())
+        .collect();
+    assert_eq!(serde_json::Value::Array(got), entry["chunk_nbytes"]);
+    for r in many.as_array().unwrap() {
+        assert_eq!(r["codec"], "zstd");
+        assert_eq!(r["filters"][0], "delta");
+        assert_eq!(r["filters"][1], "shuffle");
+    }
+
+    // Sparse frame: chunk files instead of offsets; index = [0, 3, 1, 2, zero-special].
+    let sparse = json(&[
+        "frame".as_ref(),
+        "chunks".as_ref(),
+        testdata("blosc/frames/sparse_lz4.b2frame").as_os_str(),
+        "--json".as_ref(),
+    ]);
+    let files: Vec<_> = sparse
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["file"].clone())
+        .collect();
+    assert_eq!(files, [json!(0), json!(3), json!(1), json!(2), json!(null)]);
+    assert_eq!(sparse[4]["special"], "zeros");
+
+    let text = ok(&[
+        "frame".as_ref(),
+        "chunks".as_ref(),
+        testdata("blosc/frames/lz4_shuffle_meta_vlmeta.b2frame").as_os_str(),
+    ]);
+    assert_eq!(text.lines().count(), 4);
+    assert!(
+        text.lines().nth(2).unwrap().contains("special zeros"),
+        "{text}"
+    );
+}
+
+#[test]
+fn frame_meta_decodes_msgpack_to_json() {
+    let m = json(&[
+        "frame".as_ref(),
+        "meta".as_ref(),
+        testdata("blosc/frames/lz4_shuffle_meta_vlmeta.b2frame").as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(
+        m,
+        json!({
+            "metalayers": {"m1": [1, 2, 3], "mymeta": {"a": 1}},
+            "vlmetalayers": {"info": {"hello": "world"}, "bin": {"$bin": "000102"}}
+        })
+    );
+    let sparse = json(&[
+        "frame".as_ref(),
+        "meta".as_ref(),
+        testdata("blosc/frames/sparse_lz4.b2frame").as_os_str(),
+        "--json".as_ref(),
+    ]);
+    assert_eq!(
+        sparse,
+        json!({"metalayers": {"m": 1}, "vlmetalayers": {"k": "v"}})
+    );
+    let text = ok(&[
+        "frame".as_ref(),
+        "meta".as_ref(),
+        testdata("blosc/frames/sparse_lz4.b2frame").as_os_str(),
+    ]);
+    assert_eq!(text, "meta m: 1\nvlmeta k: \"v\"\n");
+}
+
+/// Concatenated little-endian i64 values.
+fn i64s(v: impl IntoIterator<Item = i64>) -> Vec<u8> {
+    v.into_iter().flat_map(i64::to_le_bytes).collect()
+}
+
+#[test]
+fn frame_create_rebuilds_python_blosc2_frames_byte_for_byte() {
+    let dir = tmp();
+    // 40 x append_data(arange(1000,i8)*(k+1)+k); append_data(arange(300,i8)),
+    // chunksize 8000, ZSTD clevel 5 typesize 8, filters [DELTA, SHUFFLE].
+    let mut data = Vec::new();
+    for k in 0..40i64 {
+        data.extend(i64s((0..1000).map(|i| i * (k + 1) + k)));
+    }
+    data.extend(i64s(0..300));
+    let raw = dir.path().join("many.raw");
+    std::fs::write(&raw, &data).unwrap();
+    let out = dir.path().join("many.b2frame");
+    ok(&[
+        "frame",
+        "create",
+        raw.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--typesize",
+        "8",
+        "--chunksize",
+        "8000",
+        "--codec",
+        "zstd",
+        "--clevel",
+        "5",
+        "--filter",
+        "delta",
+        "--filter",
+        "shuffle",
+        "--splitmode",
+        "auto",
+    ]);
+    assert_eq!(
+        sha_file(&out),
+        sum_of("blosc", "frames/zstd_delta_shuffle_many_chunks.b2frame")
+    );
+
+    // meta={'m1': [1,2,3], 'mymeta': {'a': 1}}; arange(25000,i4), zeros(25000,i4),
+    // arange(10000,i4)*3; vlmeta info={'hello':'world'}, bin=b'\x00\x01\x02'.
+    let mut data: Vec<u8> = (0..25000i32).flat_map(i32::to_le_bytes).collect();
+    data.extend(std::iter::repeat_n(0u8, 100_000));
+    data.extend((0..10000i32).flat_map(|i| (i * 3).to_le_bytes()));
+    let raw = dir.path().join("meta.raw");
+    std::fs::write(&raw, &data).unwrap();
+    let out = dir.path().join("meta.b2frame");
+    ok(&[
+        "frame",
+        "create",
+        raw.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--typesize",
+        "4",
+        "--chunksize",
+        "100000",
+        "--codec",
+        "lz4",
+        "--filter",
+        "shuffle",
+        "--splitmode",
+        "auto",
+        "--meta",
+        "m1=[1,2,3]",
+        "--meta",
+        r#"mymeta={"a":1}"#,
+        "--vlmeta",
+        r#"info={"hello":"world"}"#,
+        "--vlmeta",
+        r#"bin={"$bin":"000102"}"#,
+    ]);
+    assert_eq!(
+        sha_file(&out),
+        sum_of("blosc", "frames/lz4_shuffle_meta_vlmeta.b2frame")
+    );
+}
+
+#[test]
+fn frame_create_sparse_round_trips() {
+    let dir = tmp();
+    let data: Vec<u8> = (0..5000i32).flat_map(|i| (i % 100).to_le_bytes()).collect();
+    let raw = dir.path().join("in.raw");
+    std::fs::write(&raw, &data).unwrap();
+    let out = dir.path().join("sparse.b2frame");
+    ok(&[
+        "frame",
+        "create",
+        raw.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--typesize",
+        "4",
+        "--chunksize",
+        "4000",
+        "--sparse",
+        "--meta",
+        "m=1",
+    ]);
+    assert!(out.join("chunks.b2frame").is_file());
+    let info = json(&["info", out.to_str().unwrap(), "--json"]);
+    assert_eq!(info["format"], "blosc2-sparse-frame");
+    assert_eq!(info["nchunks"], 5);
+    assert_eq!(info["metalayers"], json!({"m": 1}));
+    let back = dir.path().join("back.raw");
+    ok(&[
+        "frame",
+        "extract",
+        out.to_str().unwrap(),
+        back.to_str().unwrap(),
+    ]);
+    assert_eq!(std::fs::read(&back).unwrap(), data);
+
+    // Empty input: a frame with no chunks.
+    let empty = dir.path().join("empty.raw");
+    std::fs::write(&empty, b"").unwrap();
+    let out = dir.path().join("empty.b2frame");
+    ok(&[
+        "frame",
+        "create",
+        empty.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--typesize",
+        "1",
+        "--chunksize",
+        "10",
+    ]);
+    assert_eq!(
+        json(&["info", out.to_str().unwrap(), "--json"])["nchunks"],
+        0
+    );
+}
+
+#[test]
+fn b2nd_read_whole_arrays_and_regions() {
+    let dir = tmp();
+    let out = dir.path().join("out.raw");
+    for e in blosc_manifest() {
+        if e["kind"] != "b2nd" {
+            continue;
+        }
+        let rel = format!("blosc/{}", e["path"].as_str().unwrap());
+        ok(&[
+            "b2nd",
+            "read",
+            testdata(&rel).to_str().unwrap(),
+            out.to_str().unwrap(),
+        ]);
+        assert_eq!(
+            sha_file(&out),
+            e["sha256_array_c_order"].as_str().unwrap(),
+            "{rel}"
+        );
+    }
+    // b2nd_u2_7x9x11: (arange(693) % 1000) as u16, shape (7, 9, 11); region [2:5, 1:9, 3:4].
+    let f = testdata("blosc/frames/b2nd_u2_7x9x11.b2nd");
+    ok(&[
+        "b2nd",
+        "read",
+        f.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--region",
+        "2:5,1:9,3:4",
+    ]);
+    let mut want = Vec::new();
+    for i in 2..5u16 {
+        for j in 1..9u16 {
+            for k in 3..4u16 {
+                want.extend(((i * 99 + j * 11 + k) % 1000).to_le_bytes());
+            }
+        }
+    }
+    assert_eq!(std::fs::read(&out).unwrap(), want);
+    // Open bounds.
+    ok(&[
+        "b2nd",
+        "read",
+        f.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--region",
+        "6:,:,:1",
+    ]);
+    assert_eq!(std::fs::read(&out).unwrap().len(), 9 * 2);
+    fails(
+        &[
+            "b2nd",
+            "read",
+            f.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--region",
+            "0:8,:,:",
+        ],
+        2,
+        "b2nd_u2_7x9x11.b2nd",
+    );
+    fails(
+        &[
+            "b2nd",
+            "read",
+            f.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--region",
+            "0:2,:",
+        ],
+        2,
+        "dimensions",
+    );
+}
+
+#[test]
+fn bad_inputs_exit_2_with_one_line() {
+    let dir = tmp();
+    let out = dir.path().join("out");
+    let frame = std::fs::read(testdata("blosc/frames/lz4_shuffle_meta_vlmeta.b2frame")).unwrap();
+    let chunk = std::fs::read(testdata("blosc/chunks/zstd_shuffle_ts4.cdata")).unwrap();
+    // Truncated at many lengths: frame commands and chunk decompression fail cleanly.
+    let cut = dir.path().join("cut.b2frame");
+    for len in [0, 1, 16, 100, frame.len() / 2, frame.len() - 1] {
+        std::fs::write(&cut, &frame[..len]).unwrap();
+        for cmd in ["extract", "chunks", "meta"] {
+            let mut args = vec!["frame", cmd, cut.to_str().unwrap()];
+            if cmd == "extract" {
+                args.push(out.to_str().unwrap());
+            }
+            fails(&args, 2, "cut.b2frame");
+        }
+        fails(&["info", cut.to_str().unwrap()], 2, "cut.b2frame");
+    }
+    let cutc = dir.path().join("cut.cdata");
+    for len in [0, 10, 31, chunk.len() / 2, chunk.len() - 1] {
+        std::fs::write(&cutc, &chunk[..len]).unwrap();
+        fails(
+            &[
+                "blosc",
+                "decompress",
+                cutc.to_str().unwrap(),
+                out.to_str().unwrap(),
+            ],
+            2,
+            "cut.cdata",
+        );
+    }
+    assert!(!out.exists(), "no output written on failure");
+    // Wrong format.
+    let text = dir.path().join("notes.txt");
+    std::fs::write(&text, "just some text, not a frame\n").unwrap();
+    fails(
+        &["info", text.to_str().unwrap()],
+        2,
+        "not a recognised format",
+    );
+    fails(
+        &[
+            "frame",
+            "extract",
+            text.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ],
+        2,
+        "notes.txt",
+    );
+    fails(
+        &[
+            "b2nd",
+            "read",
+            testdata("blosc/frames/fill_special_zero.b2frame")
+                .to_str()
+                .unwrap(),
+            out.to_str().unwrap(),
+        ],
+        2,
+        "fill_special_zero.b2frame",
+    );
+    // Missing input.
+    fails(
+        &[
+            "blosc",
+            "decompress",
+            "/nonexistent/x.cdata",
+            out.to_str().unwrap(),
+        ],
+        2,
+        "/nonexistent/x.cdata",
+    );
+    // Bad flags.
+    let raw = testdata("blosc/chunks/zstd_shuffle_ts4.cdata");
+    let r = raw.to_str().unwrap();
+    fails(
+        &["blosc", "compress", r, out.to_str().unwrap()],
+        2,
+        "--typesize",
+    );
+    fails(
+        &[
+            "blosc",
+            "compress",
+            r,
+            out.to_str().unwrap(),
+            "--typesize",
+            "4",
+            "--clevel",
+            "10",
+        ],
+        2,
+        "10",
+    );
+    fails(
+        &[
+            "blosc",
+            "compress",
+            r,
+            out.to_str().unwrap(),
+            "--typesize",
+            "4",
+            "--codec",
+            "snappy",
+        ],
+        2,
+        "snappy",
+    );
+    fails(
+        &[
+            "blosc",
+            "compress",
+            r,
+            out.to_str().unwrap(),
+            "--typesize",
+            "4",
+            "--filter",
+            "delta:3",
+        ],
+        2,
+        "META",
+    );
+    fails(
+        &[
+            "frame",
+            "create",
+            r,
+            out.to_str().unwrap(),
+            "--typesize",
+            "4",
+            "--chunksize",
+            "4000",
+            "--meta",
+            "novalue",
+        ],
+        2,
+        "NAME=JSON",
+    );
+    fails(
+        &[
+            "frame",
+            "create",
+            r,
+            out.to_str().unwrap(),
+            "--typesize",
+            "4",
+            "--chunksize",
+            "0",
+        ],
+        2,
+        "--chunksize",
+    );
+    fails(
+        &[
+            "frame",
+            "create",
+            r,
+            out.to_str().unwrap(),
+            "--typesize",
+            "4",
+            "--chunksize",
+            "4001",
+        ],
+        2,
+        "",
+    );
+    fails(&["frobnicate"], 2, "frobnicate");
+    fails(&["blosc", "decompress", r], 2, "OUTPUT");
+    assert!(!out.exists());
+}
