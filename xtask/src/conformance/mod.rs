@@ -5,6 +5,7 @@
 //! reference implementations through Python where a section supports it (skipped with a message
 //! when Python is unavailable).
 
+mod blosc2_frame;
 mod blosc_chunk;
 mod blosc_chunk_live;
 mod morton;
@@ -78,6 +79,7 @@ type Section = (&'static str, fn(&Ctx) -> Vec<Row>);
 const SECTIONS: &[Section] = &[
     ("morton", morton::rows),
     ("blosc-chunk", blosc_chunk::rows),
+    ("blosc2-frame", blosc2_frame::rows),
     ("wkw", wkw::rows),
     ("offset", offset::rows),
 ];
