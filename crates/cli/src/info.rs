@@ -34,7 +34,7 @@ pub(crate) fn run(path: &Path, json: bool) -> CliResult {
             ));
         }
     } else {
-        let mut head = [0u8; 16];
+        let mut head = [0u8; 32];
         let n = std::fs::File::open(path)
             .and_then(|mut f| read_prefix(&mut f, &mut head))
             .at(path)?;
@@ -44,7 +44,7 @@ pub(crate) fn run(path: &Path, json: bool) -> CliResult {
         } else if head.starts_with(&wkw::MAGIC) {
             crate::wkw_cmd::file_info(path, meta.len())?
         } else {
-            detect_blosc(path, meta.len())?
+            detect_blosc(path, head, meta.len())?
         }
     };
     print_object(map, json);
@@ -63,20 +63,17 @@ fn read_prefix(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> 
     Ok(n)
 }
 
-/// A frame, a b2nd array or a chunk.
-fn detect_blosc(path: &Path, len: u64) -> CliResult<Map<String, Value>> {
+/// A frame, a b2nd array or a chunk (`head`: the first bytes of the file).
+fn detect_blosc(path: &Path, head: &[u8], len: u64) -> CliResult<Map<String, Value>> {
     let frame_err = match Frame::open(path) {
         Ok(_) => return frame_info(path),
         Err(e) => e,
     };
-    // Not a frame: a chunk needs its whole bytes to check the declared size.
-    if u32::try_from(len).is_ok() {
-        let bytes = std::fs::read(path).at(path)?;
-        if let Ok(h) = ChunkHeader::parse(&bytes)
-            && h.cbytes() as u64 == len
-        {
-            return Ok(chunk_info(&h, len));
-        }
+    // Not a frame: a chunk whose header declares exactly the file's length.
+    if let Ok(h) = ChunkHeader::parse(head)
+        && h.cbytes() as u64 == len
+    {
+        return Ok(chunk_info(&h, len));
     }
     Err(Fail::input(
         path,
