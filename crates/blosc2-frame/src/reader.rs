@@ -446,13 +446,30 @@ impl<'a> Frame<'a> {
             return to_usize("chunk nbytes", n);
         }
         match loc {
-            ChunkLocation::Stored(_) => {
-                let c = self.chunk(i)?;
-                let ch = ChunkHeader::parse(&c).map_err(|source| Error::Chunk {
-                    site: format!("chunk {i}"),
-                    source,
-                })?;
-                Ok(ch.nbytes())
+            ChunkLocation::Stored(off) => {
+                // Only the chunk's first 16 bytes are needed: nbytes is the LE i32 at 4.
+                let head = match &self.store {
+                    Store::Sparse { dir } => {
+                        let f = File::open(dir.join(format!("{off:08X}.chunk")))?;
+                        let mut h = [0u8; MIN_CHUNK_LEN_USIZE];
+                        f.read_exact_at(&mut h, 0)?;
+                        h.to_vec()
+                    }
+                    _ => read_at(
+                        &self.store,
+                        u64::from(self.header.header_len) + off,
+                        MIN_CHUNK_LEN_USIZE,
+                    )?
+                    .into_owned(),
+                };
+                let raw: [u8; 4] = head
+                    .get(4..8)
+                    .and_then(|b| b.try_into().ok())
+                    .unwrap_or([0xff; 4]);
+                let n = i32::from_le_bytes(raw);
+                usize::try_from(n).map_err(|_| {
+                    Error::invalid("chunk nbytes", 0, format!("chunk {i}: negative nbytes {n}"))
+                })
             }
             _ => Err(Error::invalid(
                 "chunk offset",
