@@ -189,7 +189,12 @@ fn verify_file(ds: &Dataset, path: &Path) -> Result<()> {
         Err(OpenFailure::Hard(e)) => return Err(e),
     };
     ds.check_file_header(&meta.header, path)?;
-    let block_len = usize::try_from(meta.header.block_bytes()).unwrap_or(usize::MAX);
+    let block_len =
+        usize::try_from(meta.header.block_bytes()).map_err(|_| Error::LimitExceeded {
+            what: "raw block",
+            requested: meta.header.block_bytes(),
+            limit: usize::MAX as u64,
+        })?;
     if meta.jump.is_none() {
         // Raw: the file must hold every block; contents cannot be wrong.
         let full = meta.header.raw_file_len().unwrap_or(u64::MAX);

@@ -51,14 +51,49 @@ pub(crate) fn copy_4d(
         }
         return;
     }
-    // General transpose: innermost loop over the axis that is contiguous in the source (reads
-    // stream, writes scatter inside a cache-resident block), outer loops by decreasing stride.
+    // A transpose (different contiguous axes on both sides, e.g. C array <-> Fortran block):
+    // 8x8 tiles so both sides are accessed in short contiguous runs.
+    let contiguous = |st: [usize; 4]| (0..4).find(|&a| st[a] == ts && extent[a] > 1);
+    if let (Some(a), Some(b)) = (contiguous(sd), contiguous(ss))
+        && a != b
+    {
+        let others: Vec<usize> = (0..4).filter(|&x| x != a && x != b).collect();
+        if let [o0, o1] = others[..] {
+            for i0 in 0..extent[o0] {
+                for i1 in 0..extent[o1] {
+                    let d = dst_off + i0 * sd[o0] + i1 * sd[o1];
+                    let s = src_off + i0 * ss[o0] + i1 * ss[o1];
+                    let plane = Plane {
+                        d,
+                        s,
+                        sd_a: sd[a],
+                        sd_b: sd[b],
+                        ss_a: ss[a],
+                        ss_b: ss[b],
+                        ea: extent[a],
+                        eb: extent[b],
+                    };
+                    match ts {
+                        1 => transpose_plane::<1>(dst, src, &plane),
+                        2 => transpose_plane::<2>(dst, src, &plane),
+                        4 => transpose_plane::<4>(dst, src, &plane),
+                        _ => transpose_plane::<8>(dst, src, &plane),
+                    }
+                }
+            }
+            return;
+        }
+    }
+    // General transpose: the innermost loop runs along the axis that is contiguous in the
+    // larger buffer (the array; it streams), gathering from or scattering into the smaller one
+    // (a block, cache-resident). Outer loops by decreasing stride of the larger buffer.
+    let big = if dst.len() >= src.len() { sd } else { ss };
     let inner = (0..4)
         .filter(|&a| extent[a] > 1)
-        .min_by_key(|&a| ss[a])
+        .min_by_key(|&a| big[a])
         .unwrap_or(0);
     let mut outer: Vec<usize> = (0..4).filter(|&a| a != inner).collect();
-    outer.sort_by_key(|&a| core::cmp::Reverse(ss[a]));
+    outer.sort_by_key(|&a| core::cmp::Reverse(big[a]));
     let (o0, o1, o2) = match outer.as_slice() {
         [a, b, c] => (*a, *b, *c),
         _ => return,
@@ -70,6 +105,55 @@ pub(crate) fn copy_4d(
                 let d = dst_off + i0 * sd[o0] + i1 * sd[o1] + i2 * sd[o2];
                 let s = src_off + i0 * ss[o0] + i1 * ss[o1] + i2 * ss[o2];
                 strided(dst, d, sd[inner], src, s, ss[inner], n, ts);
+            }
+        }
+    }
+}
+
+/// A 2-D slice of a transpose: axis `a` is contiguous in `dst`, axis `b` in `src`.
+struct Plane {
+    d: usize,
+    s: usize,
+    sd_a: usize,
+    sd_b: usize,
+    ss_a: usize,
+    ss_b: usize,
+    ea: usize,
+    eb: usize,
+}
+
+const TILE: usize = 8;
+
+/// Copies the `ea × eb` plane in 8×8 tiles: 8 source runs along `b` into a tile, then 8
+/// destination runs along `a` out of it.
+fn transpose_plane<const N: usize>(dst: &mut [u8], src: &[u8], p: &Plane) {
+    let mut tile = [[0u8; N]; TILE * TILE];
+    for a0 in (0..p.ea).step_by(TILE) {
+        let wa = TILE.min(p.ea - a0);
+        for b0 in (0..p.eb).step_by(TILE) {
+            let wb = TILE.min(p.eb - b0);
+            for i in 0..wa {
+                let s = p.s + (a0 + i) * p.ss_a + b0 * p.ss_b;
+                let (Some(run), Some(row)) = (
+                    src.get(s..s + wb * N),
+                    tile.get_mut(i * TILE..i * TILE + wb),
+                ) else {
+                    return;
+                };
+                for (t, v) in row.iter_mut().zip(run.chunks_exact(N)) {
+                    t.copy_from_slice(v);
+                }
+            }
+            for j in 0..wb {
+                let d = p.d + (b0 + j) * p.sd_b + a0 * p.sd_a;
+                let Some(run) = dst.get_mut(d..d + wa * N) else {
+                    return;
+                };
+                for (i, v) in run.chunks_exact_mut(N).enumerate() {
+                    if let Some(t) = tile.get(i * TILE + j) {
+                        v.copy_from_slice(t);
+                    }
+                }
             }
         }
     }

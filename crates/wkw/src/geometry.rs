@@ -79,6 +79,12 @@ pub(crate) fn offset_of(p: [u64; 3], origin: [u64; 3], strides: [usize; 3]) -> O
     Some(off)
 }
 
+/// [`offset_of`] as a `Result` (an internal inconsistency, never expected).
+pub(crate) fn try_offset_of(p: [u64; 3], origin: [u64; 3], strides: [usize; 3]) -> Result<usize> {
+    offset_of(p, origin, strides)
+        .ok_or_else(|| Error::InvalidArgument(format!("offset of {p:?} from {origin:?} overflows")))
+}
+
 /// Iterates files `(fx, fy, fz)` in the inclusive index range, z outermost.
 pub(crate) fn files_in(lo: [u32; 3], hi: [u32; 3]) -> impl Iterator<Item = [u32; 3]> {
     (lo[2]..=hi[2]).flat_map(move |z| {

@@ -10,7 +10,7 @@ use crate::array::{Array, ArrayViewMut, Layout, Order};
 use crate::copy::{copy_4d, zero_4d};
 use crate::dataset::{Dataset, Resolved};
 use crate::error::{Error, Result};
-use crate::geometry::{VBox, blocks_in, files_in, offset_of};
+use crate::geometry::{VBox, blocks_in, files_in, try_offset_of};
 
 /// One slab of the destination: the part of the box with `lo ≤ p[axis] < hi`, and the
 /// destination bytes of that part (one slice; or one per channel in C order).
@@ -142,7 +142,7 @@ impl Dataset {
             let Some(Resolved::Present { file, meta, path }) = files.get(&fidx) else {
                 if !zeroed {
                     let [ex, ey, ez] = r.extent();
-                    let d = offset_of(r.min, region.min, dspat).unwrap_or(usize::MAX);
+                    let d = try_offset_of(r.min, region.min, dspat)?;
                     for part in &mut slab.parts {
                         zero_4d(part, d, dst_str, [part_channels, ex, ey, ez], ts);
                     }
@@ -160,8 +160,8 @@ impl Dataset {
                 };
                 let rr = r.intersect(&bbox);
                 meta.read_block(file.as_ref(), k, &mut scratch, &mut block, path)?;
-                let s = offset_of(rr.min, bbox.min, bstr).unwrap_or(usize::MAX);
-                let d = offset_of(rr.min, region.min, dspat).unwrap_or(usize::MAX);
+                let s = try_offset_of(rr.min, bbox.min, bstr)?;
+                let d = try_offset_of(rr.min, region.min, dspat)?;
                 let [ex, ey, ez] = rr.extent();
                 for (c, part) in slab.parts.iter_mut().enumerate() {
                     copy_4d(

@@ -19,7 +19,7 @@ use crate::copy::copy_4d;
 use crate::dataset::Dataset;
 use crate::error::{Error, FormatError, Result};
 use crate::file::{FileMeta, OpenFailure};
-use crate::geometry::{VBox, blocks_in, files_in, offset_of};
+use crate::geometry::{VBox, blocks_in, files_in, try_offset_of};
 use crate::header::Header;
 use crate::lz4;
 use crate::options::{Durability, MissingOrCorrupt};
@@ -237,7 +237,7 @@ impl FileJob<'_> {
     }
 
     /// Copies the source voxels inside `bbox` into the raw block `block`.
-    fn fill_block(&self, block: &mut [u8], bbox: &VBox) {
+    fn fill_block(&self, block: &mut [u8], bbox: &VBox) -> Result<()> {
         let h = self.header();
         let ts = usize::from(h.voxel_type().size());
         let vs = usize::from(h.voxel_size());
@@ -245,11 +245,11 @@ impl FileJob<'_> {
         let bstr = [vs, vs * blen, vs * blen * blen];
         let rr = self.region.intersect(bbox);
         if rr.is_empty() {
-            return;
+            return Ok(());
         }
         let sstr = self.src.layout.strides();
-        let d = offset_of(rr.min, bbox.min, bstr).unwrap_or(usize::MAX);
-        let s = offset_of(rr.min, self.bx.min, [sstr[1], sstr[2], sstr[3]]).unwrap_or(usize::MAX);
+        let d = try_offset_of(rr.min, bbox.min, bstr)?;
+        let s = try_offset_of(rr.min, self.bx.min, [sstr[1], sstr[2], sstr[3]])?;
         let [ex, ey, ez] = rr.extent();
         copy_4d(
             block,
@@ -261,6 +261,7 @@ impl FileJob<'_> {
             [usize::from(h.num_channels()), ex, ey, ez],
             ts,
         );
+        Ok(())
     }
 
     fn block_len(&self) -> Result<usize> {
@@ -337,7 +338,7 @@ impl FileJob<'_> {
             if !self.region.covers(&bbox) {
                 read_exact_at(file, &mut block, start).map_err(|e| Error::io(self.path, e))?;
             }
-            self.fill_block(&mut block, &bbox);
+            self.fill_block(&mut block, &bbox)?;
             write_all_at(file, &block, start).map_err(|e| Error::io(self.path, e))
         })?;
         if durability == Durability::Fsync {
@@ -421,7 +422,7 @@ impl FileJob<'_> {
             let mut scratch = Vec::new();
             m.read_block(f, k, &mut scratch, &mut block, self.path)?;
         }
-        self.fill_block(&mut block, &bbox);
+        self.fill_block(&mut block, &bbox)?;
         lz4::compress(&block, block_type)
     }
 }

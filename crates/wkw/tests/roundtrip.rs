@@ -160,3 +160,19 @@ fn dataset_is_send_and_sync() {
     fn check<T: Send + Sync>() {}
     check::<Dataset>();
 }
+
+#[test]
+fn fsync_durability_writes_and_reads_back() {
+    for bt in [BlockType::Raw, BlockType::Lz4Hc] {
+        let dir = tempfile::tempdir().unwrap();
+        let opts = wkw::Options::default().durability(wkw::Durability::Fsync);
+        let h = Header::new(VoxelType::U32, 2, 4, 2, bt).unwrap();
+        let ds = Dataset::create_with(dir.path(), h, opts).unwrap();
+        let bytes: Vec<u8> = (0..5 * 6 * 7 * 8u32).map(|i| (i % 251) as u8).collect();
+        let a = Array::from_bytes(VoxelType::U32, 2, [5, 6, 7], Order::C, bytes).unwrap();
+        ds.write([6, 7, 3], &a.view()).unwrap();
+        assert_eq!(ds.read([6, 7, 3], [5, 6, 7], Order::C).unwrap(), a);
+        let reopened = Dataset::open_with(dir.path(), opts).unwrap();
+        assert_eq!(reopened.read([6, 7, 3], [5, 6, 7], Order::C).unwrap(), a);
+    }
+}
