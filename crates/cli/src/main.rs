@@ -656,20 +656,24 @@ fn parse_and_run() -> ExitCode {
 /// Help and version as clap prints them; every other parse error as one line, status 2.
 fn usage_error(e: &clap::Error) -> ExitCode {
     use clap::error::ErrorKind;
-    if matches!(
-        e.kind(),
-        ErrorKind::DisplayHelp
-            | ErrorKind::DisplayVersion
-            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
-    ) {
-        // Help and version go to stdout (status 0); the help of a bare group command goes to
-        // stderr (status 2), as clap decides.
+    if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
         let _ = e.print();
-        return ExitCode::from(u8::try_from(e.exit_code()).unwrap_or(2));
+        return ExitCode::SUCCESS;
+    }
+    if e.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+        let mut words = vec![String::from("scifmt")];
+        words.extend(std::env::args().skip(1));
+        let cmd = words.join(" ");
+        eprintln!("scifmt: `{cmd}` needs a subcommand (see {cmd} --help)");
+        return ExitCode::from(2);
     }
     let text = e.to_string();
     let body = text.split("\n\nUsage:").next().unwrap_or_default();
     let body = body.split("\n\n  tip:").next().unwrap_or_default();
+    let body = body
+        .split("\n\nFor more information")
+        .next()
+        .unwrap_or_default();
     let line = body.split_whitespace().collect::<Vec<_>>().join(" ");
     let line = line.trim_start_matches("error: ");
     eprintln!("scifmt: {line} (see --help)");

@@ -601,4 +601,7 @@ fn every_command_has_help_with_an_example() {
         );
     }
     assert!(ok(&["--version"]).starts_with("scifmt "));
+    // A group without its subcommand is bad usage: one line, status 2.
+    fails(&["wkw"], 2, "scifmt wkw --help");
+    fails(&[] as &[&str], 2, "needs a subcommand");
 }
