@@ -94,7 +94,7 @@ fn chunk_info(h: &ChunkHeader, len: u64) -> Map<String, Value> {
     m.insert("typesize".into(), json!(h.typesize()));
     m.insert("nbytes".into(), json!(h.nbytes()));
     m.insert("cbytes".into(), json!(h.cbytes()));
-    m.insert("blocksize".into(), json!(h.blocksize()));
+    m.insert("blocksize".into(), json!(h.blocksize_field()));
     m.insert("nblocks".into(), json!(h.nblocks()));
     m.insert("header_len".into(), json!(h.header_len()));
     m.insert("extended_header".into(), json!(h.is_extended()));
@@ -104,6 +104,7 @@ fn chunk_info(h: &ChunkHeader, len: u64) -> Map<String, Value> {
     m.insert("udcodec".into(), json!(h.udcodec()));
     m.insert("compcode_meta".into(), json!(h.compcode_meta()));
     m.insert("blosc2_flags".into(), json!(h.blosc2_flags()));
+    m.insert("blosc2_flags2".into(), json!(h.blosc2_flags2()));
     m.insert("memcpyed".into(), json!(h.is_memcpyed()));
     m.insert("split".into(), json!(!h.dont_split()));
     m.insert("dict".into(), json!(h.uses_dict()));

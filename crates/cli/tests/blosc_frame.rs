@@ -210,6 +210,26 @@ fn info_describes_chunks_frames_and_b2nd() {
             assert_eq!(info["chunksize"], e["chunksize"], "{rel}");
         }
         assert_eq!(info["typesize"], e["typesize"], "{rel}");
+        assert_eq!(info["header_len"], e["header_len"], "{rel}");
+        assert_eq!(info["trailer_len"], e["trailer_len"], "{rel}");
+        if !rel.contains("sparse") {
+            assert_eq!(info["frame_len"], e["file_len"], "{rel}");
+        }
+        let names = |v: &serde_json::Value| {
+            let mut k: Vec<String> = v.as_object().unwrap().keys().cloned().collect();
+            k.sort();
+            k
+        };
+        assert_eq!(
+            names(&info["metalayers"]),
+            names(&e["metalayers_raw_hex"]),
+            "{rel}"
+        );
+        assert_eq!(
+            names(&info["vlmetalayers"]),
+            names(&e["vlmetalayers_decompressed_hex"]),
+            "{rel}"
+        );
         if kind == "b2nd" {
             assert_eq!(info["shape"], e["shape"], "{rel}");
             assert_eq!(info["chunkshape"], e["chunks"], "{rel}");
@@ -225,6 +245,37 @@ fn info_describes_chunks_frames_and_b2nd() {
     ]);
     assert!(text.starts_with("format: blosc2-frame\n"), "{text}");
     assert!(text.contains("\nnchunks: 41\n"), "{text}");
+}
+
+#[test]
+fn info_reports_every_manifest_chunk_header() {
+    const FILTERS: [&str; 5] = ["none", "shuffle", "bitshuffle", "delta", "truncprec"];
+    let mut checked = 0;
+    for e in blosc_manifest() {
+        if e["kind"] != "chunk" {
+            continue;
+        }
+        let rel = format!("blosc/{}", e["path"].as_str().unwrap());
+        let info = json(&["info", testdata(&rel).to_str().unwrap(), "--json"]);
+        assert_eq!(info["format"], "blosc-chunk", "{rel}");
+        assert_eq!(info["file_len"], e["file_len"], "{rel}");
+        let h = e["header"].as_object().unwrap();
+        for (k, v) in h {
+            if k == "filters" {
+                let names: Vec<_> = v
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|id| FILTERS[id.as_u64().unwrap() as usize])
+                    .collect();
+                assert_eq!(info["filters"], json!(names), "{rel}");
+            } else {
+                assert_eq!(&info[k], v, "{rel} {k}");
+            }
+        }
+        checked += 1;
+    }
+    assert_eq!(checked, 152);
 }
 
 #[test]
