@@ -227,6 +227,15 @@ impl<'a> Frame<'a> {
         matches!(self.store, Store::Sparse { .. })
     }
 
+    /// The directory of a sparse frame.
+    #[must_use]
+    pub fn sparse_dir(&self) -> Option<&Path> {
+        match &self.store {
+            Store::Sparse { dir } => Some(dir),
+            _ => None,
+        }
+    }
+
     /// Number of chunks.
     #[must_use]
     pub fn nchunks(&self) -> usize {

@@ -157,6 +157,8 @@ pub struct FrameWriter {
     /// Header blocksize recorded by a special fill of an empty frame: C-Blosc2 then records
     /// the chunksize (observed in the python-blosc2 `fill_special` fixtures).
     fill_blocksize: Option<u32>,
+    /// The sparse directory the chunks were loaded from: their files may be reused only there.
+    source_dir: Option<PathBuf>,
 }
 
 impl FrameWriter {
@@ -189,6 +191,7 @@ impl FrameWriter {
             entries: Vec::new(),
             index_is_fill: false,
             fill_blocksize: None,
+            source_dir: None,
         })
     }
 
@@ -223,6 +226,7 @@ impl FrameWriter {
             entries: Vec::with_capacity(frame.nchunks()),
             index_is_fill: false,
             fill_blocksize: None,
+            source_dir: frame.sparse_dir().and_then(|d| fs::canonicalize(d).ok()),
         };
         for (i, loc) in frame.index().iter().enumerate() {
             let nbytes = frame.chunk_nbytes(i)?;
@@ -374,6 +378,14 @@ impl FrameWriter {
             )));
         }
         let nbytes = ch.nbytes();
+        // Special offsets need a fixed chunksize to be read back (their size is implied).
+        if self.params.chunksize == 0 {
+            return Ok(Entry::Data {
+                chunk,
+                nbytes,
+                file: None,
+            });
+        }
         Ok(match ch.special() {
             Some(SpecialValue::Zeros) => Entry::Special(ChunkLocation::Zeros, nbytes),
             Some(SpecialValue::Nan) => Entry::Special(ChunkLocation::Nan, nbytes),
@@ -767,6 +779,8 @@ impl FrameWriter {
         let dir = dir.as_ref();
         fs::create_dir_all(dir)?;
         let in_use_before = existing_chunk_numbers(dir)?;
+        // Files of the loaded frame are reused only in the directory they came from.
+        let same_dir = self.source_dir.is_some() && fs::canonicalize(dir).ok() == self.source_dir;
         let mut next = self
             .entries
             .iter()
@@ -785,7 +799,7 @@ impl FrameWriter {
                 Entry::Special(loc, _) => locs.push(*loc),
                 Entry::Data { chunk, file, .. } => {
                     let num = match file {
-                        Some(n) if in_use_before.contains(n) => *n,
+                        Some(n) if same_dir && in_use_before.contains(n) => *n,
                         _ => {
                             let n = next;
                             next += 1;

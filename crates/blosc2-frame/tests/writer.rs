@@ -381,3 +381,46 @@ fn b2nd_write_read_round_trip_16_dims_and_edges() {
     assert_eq!(a.itemsize(), 320);
     assert_eq!(a.read_region(&[1], &[4]).unwrap(), data[320..1280]);
 }
+
+#[test]
+fn loaded_sparse_frame_written_elsewhere_never_reuses_foreign_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = Frame::open(testdata().join("frames/sparse_lz4.b2frame")).unwrap();
+    let want = f.decompress_all().unwrap();
+    let w = FrameWriter::from_frame(&f).unwrap();
+    // The target already holds unrelated chunk files with the same numbers.
+    let other = dir.path().join("other.b2frame");
+    std::fs::create_dir(&other).unwrap();
+    for n in 0..4 {
+        std::fs::write(other.join(format!("{n:08X}.chunk")), b"not a chunk at all").unwrap();
+    }
+    w.write_sparse(&other, Sync::None).unwrap();
+    assert_eq!(Frame::open(&other).unwrap().decompress_all().unwrap(), want);
+}
+
+#[test]
+fn variable_size_frames_store_special_chunks_as_data() {
+    let cp = py_cparams(Codec::Zstd, 4, &[]);
+    let mut w = FrameWriter::new(FrameParams::new(cp.clone(), 0)).unwrap();
+    w.append_buffer(&i32s(0..100)).unwrap();
+    w.append_buffer(&[0u8; 4000]).unwrap();
+    w.append_chunk(blosc_chunk::zeros_chunk(64, 4).unwrap())
+        .unwrap();
+    w.append_buffer(&i32s(0..7)).unwrap();
+    let bytes = w.to_bytes().unwrap();
+    let f = Frame::from_slice(&bytes).unwrap();
+    assert!(f.header().variable_chunks);
+    assert_eq!(f.header().format_version, 3);
+    assert!(
+        f.index()
+            .iter()
+            .all(|l| matches!(l, ChunkLocation::Stored(_)))
+    );
+    let sizes: Vec<usize> = (0..4).map(|i| f.chunk_nbytes(i).unwrap()).collect();
+    assert_eq!(sizes, [400, 4000, 64, 28]);
+    let mut want = i32s(0..100);
+    want.extend([0u8; 4064]);
+    want.extend(i32s(0..7));
+    assert_eq!(f.decompress_all().unwrap(), want);
+    assert_eq!(f.get_slice(99, 1117).unwrap(), want[396..4468]);
+}
