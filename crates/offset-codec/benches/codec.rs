@@ -23,9 +23,13 @@ fn bench(c: &mut Criterion) {
     for size in SIZES {
         let chunk = codec.encode(&vec![7u8; size]).unwrap();
         g.throughput(Throughput::Bytes(size as u64));
-        g.bench_with_input(BenchmarkId::new("offset-codec", size), &chunk, |b, chunk| {
-            b.iter(|| black_box(codec.decode(black_box(chunk)).unwrap().len()));
-        });
+        g.bench_with_input(
+            BenchmarkId::new("offset-codec", size),
+            &chunk,
+            |b, chunk| {
+                b.iter(|| black_box(codec.decode(black_box(chunk)).unwrap().len()));
+            },
+        );
         g.bench_with_input(BenchmarkId::new("copy (peer)", size), &chunk, |b, chunk| {
             b.iter(|| black_box(black_box(chunk).get(110..).unwrap().to_vec()));
         });
