@@ -171,8 +171,11 @@ pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
         }
     };
     let bytes = read_input(a.input)?;
-    let want = u64::from(t) * u64::from(v) * u64::from(k) * 2;
-    if bytes.len() as u64 != want {
+    let want = [u64::from(v), u64::from(k), 2]
+        .iter()
+        .try_fold(u64::from(t), |a, &b| a.checked_mul(b));
+    if want != Some(bytes.len() as u64) {
+        let want = want.map_or_else(|| "more than 2^64".to_owned(), |w| w.to_string());
         return Err(Fail::input(
             a.input,
             format!(
