@@ -183,8 +183,11 @@ pub(crate) struct CreateArgs<'a> {
 
 /// `frame create IN OUT …`: reads the input one chunk at a time.
 pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
-    if a.chunksize == 0 {
-        return Err(Fail::usage("--chunksize must be at least 1"));
+    if a.chunksize == 0 || a.chunksize > blosc_chunk::MAX_BUFFERSIZE {
+        return Err(Fail::usage(format!(
+            "--chunksize must be in 1..={}",
+            blosc_chunk::MAX_BUFFERSIZE
+        )));
     }
     let params = cparams(a.cparams)?;
     let mut w = FrameWriter::new(FrameParams::new(params, a.chunksize)).at(a.output)?;
@@ -192,9 +195,18 @@ pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
         w.add_metalayer(name, bytes).at(a.output)?;
     }
     let mut file = open_input(a.input)?;
-    let total = file.metadata().map(|m| m.len()).unwrap_or(0);
+    let meta = file.metadata().at(a.input)?;
+    let total = meta.len();
     let bar = progress_bytes(total, "compress");
-    let mut buf = vec![0u8; a.chunksize];
+    // No bigger than the input needs: a short input is one (short) chunk.
+    let cap = if meta.is_file() {
+        usize::try_from(total)
+            .unwrap_or(usize::MAX)
+            .clamp(1, a.chunksize)
+    } else {
+        a.chunksize
+    };
+    let mut buf = vec![0u8; cap];
     loop {
         let n = read_full(&mut file, &mut buf).at(a.input)?;
         if n == 0 {

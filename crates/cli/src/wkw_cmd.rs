@@ -164,7 +164,18 @@ fn box_bytes(h: &Header, shape: [u32; 3]) -> Option<u64> {
     })
 }
 
+/// A slab size as `usize`, refusing slabs above the library's read limit (a box whose
+/// x-y plane alone of one block depth is that large).
 fn usize_of(n: u64, path: &Path) -> CliResult<usize> {
+    let limit = wkw::Limits::default().max_read_bytes;
+    if n > limit {
+        return Err(Fail::input(
+            path,
+            format!(
+                "a slab of {n} bytes exceeds the read limit of {limit} bytes: use a smaller --shape"
+            ),
+        ));
+    }
     usize::try_from(n).map_err(|_| Fail::input(path, format!("{n} bytes do not fit in memory")))
 }
 

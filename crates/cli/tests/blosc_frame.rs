@@ -789,6 +789,20 @@ fn bad_inputs_exit_2_with_one_line() {
             "--typesize",
             "4",
             "--chunksize",
+            "100000000000000",
+        ],
+        2,
+        "--chunksize",
+    );
+    fails(
+        &[
+            "frame",
+            "create",
+            r,
+            out.to_str().unwrap(),
+            "--typesize",
+            "4",
+            "--chunksize",
             "4001",
         ],
         2,

@@ -482,6 +482,20 @@ fn wkw_bad_usage_and_inputs() {
     );
     fails(&["wkw", "read", d, o, "--shape", "1,1,1"], 2, "--offset");
     fails(
+        &[
+            "wkw",
+            "read",
+            d,
+            o,
+            "--offset",
+            "0,0,0",
+            "--shape",
+            "4000000000,4000000000,1",
+        ],
+        2,
+        "read limit",
+    );
+    fails(
         &["wkw", "info", dir.path().to_str().unwrap()],
         2,
         "header.wkw",
