@@ -79,6 +79,22 @@ impl fmt::Debug for DynamicPrefix {
     }
 }
 
+/// When the expected prefix is an N5 default-mode header and the skipped bytes are one with
+/// other dims, the clearer error: a truncated N5 edge block.
+fn n5_mismatch(expected: Option<&[u8]>, skipped: &[u8]) -> Option<Error> {
+    let want = crate::n5::N5BlockHeader::parse(expected?).ok()?;
+    let got = crate::n5::N5BlockHeader::parse(skipped).ok()?;
+    let n5 = crate::n5::N5Mode::Default;
+    (want.mode == n5
+        && got.mode == n5
+        && want.len() == skipped.len()
+        && got.dims.len() == want.dims.len())
+    .then_some(Error::N5TruncatedBlock {
+        header: got.dims,
+        block_size: want.dims,
+    })
+}
+
 /// The `offset` / `pad` codec.
 ///
 /// Decoding returns a sub-slice of its input (O(1), no copy); encoding writes header, payload
@@ -141,6 +157,10 @@ impl OffsetCodec {
     /// Strict mode: decoding also checks that the skipped bytes equal the configured literal
     /// (zeros when none is configured, or the dynamic callback's output for the payload).
     /// Off by default: the proposal gives the skipped bytes no meaning for decoding.
+    ///
+    /// A mismatch is [`Error::PrefixMismatch`], except when the literal is an N5 default-mode
+    /// header and the skipped bytes are one with other dims: then [`Error::N5TruncatedBlock`]
+    /// (a truncated N5 edge block, which this codec cannot read).
     #[must_use]
     pub fn with_strict(mut self, strict: bool) -> Self {
         self.strict = strict;
@@ -237,14 +257,17 @@ impl OffsetCodec {
             let want = expected.map_or(0, |e| e.get(i).copied().unwrap_or(0));
             (found != want).then_some((i, found, want))
         });
-        match mismatch {
-            None => Ok(()),
-            Some((i, found, expected)) => Err(Error::PrefixMismatch {
-                offset: u64::try_from(at.saturating_add(i)).unwrap_or(u64::MAX),
-                found,
-                expected,
-            }),
+        let Some((i, found, want)) = mismatch else {
+            return Ok(());
+        };
+        if let Some(e) = n5_mismatch(expected, skipped) {
+            return Err(e);
         }
+        Err(Error::PrefixMismatch {
+            offset: u64::try_from(at.saturating_add(i)).unwrap_or(u64::MAX),
+            found,
+            expected: want,
+        })
     }
 
     /// Encodes a payload: header + payload (or payload + trailer) in one allocation.

@@ -161,6 +161,28 @@ fn strict_mode_checks_skipped_bytes() {
         zeros.decode(b"\0\x01x"),
         Err(Error::PrefixMismatch { offset: 1, .. })
     ));
+    // an N5 default header as literal: a different N5 header is named as a truncated block
+    let n5 = OffsetCodec::new(OffsetConfiguration::with_prefix(
+        &offset_codec::n5_default_header(&[64, 64]).unwrap(),
+    ))
+    .unwrap()
+    .with_strict(true);
+    let mut block = offset_codec::n5_default_header(&[64, 6]).unwrap();
+    block.extend_from_slice(b"payload");
+    assert!(matches!(
+        n5.decode(&block),
+        Err(Error::N5TruncatedBlock { ref header, ref block_size })
+            if header == &[64, 6] && block_size == &[64, 64]
+    ));
+    block[0] = 9; // not an N5 header any more: a plain mismatch
+    assert!(matches!(
+        n5.decode(&block),
+        Err(Error::PrefixMismatch {
+            offset: 0,
+            found: 9,
+            expected: 0
+        })
+    ));
     // trailer offsets are reported in chunk coordinates
     let end = OffsetCodec::new(PadConfiguration::with_padding(Location::End, b"!!"))
         .unwrap()
