@@ -126,7 +126,10 @@ impl OffsetCodec {
         let config = config.into();
         let n = config.nbytes();
         let nbytes = usize::try_from(n).map_err(|_| Error::SizeLimit {
-            field: "nbytes",
+            field: match config {
+                CodecConfiguration::Offset(_) => "offset",
+                CodecConfiguration::Pad(_) => "nbytes",
+            },
             value: n,
             limit: u64::try_from(usize::MAX).unwrap_or(u64::MAX),
         })?;
