@@ -200,7 +200,12 @@ pub(crate) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHea
             .get(bstarts_end + 4..bstarts_end + 4 + dlen)
             .ok_or_else(|| Error::truncated("dictionary", bstarts_end + 4, dlen, src.len()))?;
         let zstd = if h.codec_format() == codecs::FORMAT_ZSTD {
-            Some(zstd_safe::DDict::create(raw))
+            Some(
+                zstd_safe::DDict::try_create(raw).ok_or(Error::InvalidHeader {
+                    what: "zstd dictionary",
+                    value: i64::from(dsize),
+                })?,
+            )
         } else {
             None
         };
@@ -559,6 +564,12 @@ pub fn decompress_with(chunk: &[u8], limits: &Limits) -> Result<Vec<u8>> {
 /// As [`decompress_with`].
 pub fn decompress_ctx(chunk: &[u8], params: &DParams) -> Result<Vec<u8>> {
     let h = ChunkHeader::parse(chunk)?;
+    if h.is_lazy() {
+        return Err(Error::Unsupported {
+            what: "lazy chunk (holds no data; read the blocks from the frame)",
+            id: u32::from(h.blosc2_flags()),
+        });
+    }
     if h.nbytes() > params.limits.max_nbytes {
         return Err(Error::LimitExceeded {
             what: "nbytes",

@@ -9,6 +9,7 @@ mod delta;
 mod encode;
 mod error;
 mod header;
+mod lazy;
 mod limits;
 mod lz4dict;
 #[cfg(feature = "parallel")]
@@ -31,6 +32,7 @@ pub use crate::{
         MAX_DICT_SIZE, MAX_FILTERS, MAX_OVERHEAD, MIN_BUFFERSIZE, MIN_HEADER_LENGTH, SpecialValue,
         SplitMode, VERSION_FORMAT_STABLE, VERSION_FORMAT_VL_BLOCKS,
     },
+    lazy::LazyChunk,
     limits::Limits,
     special::{nans_chunk, repeatval_chunk, special_chunk_with, uninit_chunk, zeros_chunk},
 };

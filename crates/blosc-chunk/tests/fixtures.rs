@@ -246,3 +246,26 @@ fn special_constructors_match_fixtures() {
     let v = read("misc/special_value_chunk.cdata");
     assert_eq!(blosc_chunk::repeatval_chunk(8000, &v[32..]).unwrap(), v);
 }
+
+#[test]
+fn lazy_chunk_points_at_the_frame_chunk() {
+    let lazy_bytes = std::fs::read(testdata().join("misc/lazychunk_from_frame.bin")).unwrap();
+    let lazy = blosc_chunk::LazyChunk::parse(&lazy_bytes).unwrap();
+    assert!(lazy.header().is_lazy());
+    assert_eq!(lazy.nchunk(), 0);
+    assert!(matches!(
+        blosc_chunk::decompress(&lazy_bytes),
+        Err(blosc_chunk::Error::Unsupported { .. })
+    ));
+    let frame = std::fs::read(testdata().join("frames/lz4_shuffle_meta_vlmeta.b2frame")).unwrap();
+    let (off, cbytes) = lazy.chunk_range();
+    let off = usize::try_from(off).unwrap();
+    let chunk = &frame[off..off + cbytes];
+    // Same header except the lazy bit; same block starts.
+    assert_eq!(&chunk[..31], &lazy_bytes[..31]);
+    assert_eq!(chunk[31] | 0x08, lazy_bytes[31]);
+    assert_eq!(&chunk[32..36], &lazy_bytes[32..36]);
+    let (boff, blen) = lazy.block_range(0).unwrap();
+    assert_eq!(usize::try_from(boff).unwrap() + blen, off + cbytes);
+    assert_eq!(blosc_chunk::decompress(chunk).unwrap().len(), 100_000);
+}
