@@ -33,31 +33,34 @@ impl<'a> Decoder<'a> {
         Ok(Self::new(words, 2, (u32::from(hi) << 16) | u32::from(lo)))
     }
 
-    /// Decodes one symbol.
-    #[inline(always)]
-    fn step(&mut self, slots: &[Slot; TOTAL as usize]) -> Result<i16, Underrun> {
-        // The mask keeps the index below 4096, the table length.
-        let slot = slots[(self.state & (TOTAL - 1)) as usize];
-        // (state >> 12) < 2^20 and freq <= 4096, bias < freq: the result fits in u32.
-        self.state = (self.state >> PRECISION) * u32::from(slot.freq) + u32::from(slot.bias);
-        if self.state < LOWER {
-            let w = word(self.words, self.pos).ok_or(Underrun(self.pos))?;
-            self.state = (self.state << 16) | u32::from(w);
-            self.pos += 1;
-        }
-        Ok(slot.symbol)
-    }
-
-    /// Decodes `out.len()` symbols into `out`.
+    /// Decodes `out.len()` symbols into `out` (the hot loop: state and position in locals).
     #[inline]
     pub(crate) fn decode_into(
         &mut self,
         slots: &[Slot; TOTAL as usize],
         out: &mut [i16],
     ) -> Result<(), Underrun> {
+        let words = self.words;
+        let mut state = self.state;
+        let mut pos = self.pos;
         for o in out {
-            *o = self.step(slots)?;
+            // The mask keeps the index below 4096, the table length.
+            let slot = slots[(state & (TOTAL - 1)) as usize];
+            // (state >> 12) < 2^20, freq <= 4095 and bias < freq: fits in u32.
+            state = (state >> PRECISION) * u32::from(slot.freq) + u32::from(slot.bias);
+            *o = slot.symbol;
+            if state < LOWER {
+                let Some(w) = word(words, pos) else {
+                    self.state = state;
+                    self.pos = pos;
+                    return Err(Underrun(pos));
+                };
+                state = (state << 16) | u32::from(w);
+                pos += 1;
+            }
         }
+        self.state = state;
+        self.pos = pos;
         Ok(())
     }
 
@@ -68,9 +71,25 @@ impl<'a> Decoder<'a> {
         slots: &[Slot; TOTAL as usize],
         count: u64,
     ) -> Result<(), Underrun> {
+        let words = self.words;
+        let mut state = self.state;
+        let mut pos = self.pos;
         for _ in 0..count {
-            self.step(slots)?;
+            // As in `decode_into`.
+            let slot = slots[(state & (TOTAL - 1)) as usize];
+            state = (state >> PRECISION) * u32::from(slot.freq) + u32::from(slot.bias);
+            if state < LOWER {
+                let Some(w) = word(words, pos) else {
+                    self.state = state;
+                    self.pos = pos;
+                    return Err(Underrun(pos));
+                };
+                state = (state << 16) | u32::from(w);
+                pos += 1;
+            }
         }
+        self.state = state;
+        self.pos = pos;
         Ok(())
     }
 }

@@ -359,6 +359,23 @@ impl<B: AsRef<[u8]>> DweFile<B> {
         Ok(out)
     }
 
+    /// Decodes the residuals of time step `t` into `out` (which must hold exactly V·K values),
+    /// without allocating.
+    ///
+    /// # Errors
+    /// [`Error::InvalidParameter`] for a wrong `out` length, otherwise as
+    /// [`DweFile::residuals`].
+    pub fn residuals_into(&self, t: u32, out: &mut [i16]) -> Result<()> {
+        self.check_t(t)?;
+        if out.len() != self.vk() {
+            return Err(Error::InvalidParameter {
+                what: "out",
+                reason: format!("length {} is not V·K = {}", out.len(), self.vk()),
+            });
+        }
+        self.decode_words(t, 0, out)
+    }
+
     /// The residuals of one word at time step `t` (K values), by random access.
     ///
     /// # Errors

@@ -8,6 +8,7 @@
 mod blosc2_frame;
 mod blosc_chunk;
 mod blosc_chunk_live;
+mod dwe;
 mod morton;
 mod offset;
 mod wkw;
@@ -82,6 +83,7 @@ const SECTIONS: &[Section] = &[
     ("blosc2-frame", blosc2_frame::rows),
     ("wkw", wkw::rows),
     ("offset", offset::rows),
+    ("dwe", dwe::rows),
 ];
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
