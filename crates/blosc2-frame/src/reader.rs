@@ -156,8 +156,8 @@ impl<'a> Frame<'a> {
         Ok(frame)
     }
 
-    /// Opens a frame file, or a sparse frame if `path` is a directory. Reads only header,
-    /// trailer and index; chunks are read on demand.
+    /// Opens a frame file, or a sparse frame if `path` is a directory (or its
+    /// `chunks.b2frame`). Reads only header, trailer and index; chunks are read on demand.
     ///
     /// # Errors
     /// Any validation or I/O error.
@@ -173,6 +173,14 @@ impl<'a> Frame<'a> {
         let path = path.as_ref();
         if path.is_dir() {
             return Frame::open_sparse_with(path, limits);
+        }
+        // `dir/chunks.b2frame` of a sparse frame: open the directory.
+        if path.file_name().is_some_and(|n| n == SPARSE_FRAME_FILE)
+            && let Some(dir) = path.parent()
+            && Frame::from_reader(File::open(path)?, 0, limits)
+                .is_err_and(|e| matches!(e, Error::FrameType { found: 1, .. }))
+        {
+            return Frame::open_sparse_with(dir, limits);
         }
         Frame::from_reader(File::open(path)?, 0, limits)
     }

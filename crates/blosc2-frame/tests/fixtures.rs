@@ -414,3 +414,21 @@ fn plain_frames_are_not_b2nd() {
         Err(blosc2_frame::Error::NotB2nd)
     ));
 }
+
+#[test]
+fn sparse_frame_opens_from_its_frame_file_too() {
+    let dir = testdata().join("frames/sparse_lz4.b2frame");
+    let a = Frame::open(&dir).unwrap();
+    let b = Frame::open(dir.join("chunks.b2frame")).unwrap();
+    assert!(b.is_sparse());
+    assert_eq!(a.decompress_all().unwrap(), b.decompress_all().unwrap());
+    // As a contiguous frame it is refused (type mismatch), as C does.
+    let bytes = std::fs::read(dir.join("chunks.b2frame")).unwrap();
+    assert!(matches!(
+        Frame::from_slice(&bytes),
+        Err(blosc2_frame::Error::FrameType {
+            expected: 0,
+            found: 1
+        })
+    ));
+}
