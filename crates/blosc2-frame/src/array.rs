@@ -211,25 +211,29 @@ impl<'a> B2ndArray<'a> {
                 .product();
             let special = !matches!(self.frame.index().get(ci), Some(ChunkLocation::Stored(_)));
             let whole = touched == blocks_in_chunk || special;
-            if whole {
+            // A partly covered stored chunk is read once; only its touched blocks are decoded.
+            let stored = if whole {
                 chunk_buf.resize(chunk_bytes, 0);
                 self.frame.decompress_chunk_into(ci, &mut chunk_buf)?;
-            }
+                None
+            } else {
+                Some(self.frame.chunk(ci)?)
+            };
             for_each_cell(&rlo, &rhi, &m.blockshape, |bcoord, blo, bhi| {
                 let bi = to_usize("block index", linear(bcoord, &zero, &bpc))?;
                 let boff = bi.checked_mul(block_bytes).ok_or(Error::Overflow {
                     what: "block offset",
                 })?;
-                let src: &[u8] = if whole {
-                    chunk_buf
+                let src: &[u8] = match &stored {
+                    None => chunk_buf
                         .get(boff..boff + block_bytes)
                         .ok_or(Error::Overflow {
                             what: "block range",
-                        })?
-                } else {
-                    self.frame
-                        .read_chunk_range(ci, boff as u64, &mut block_buf)?;
-                    &block_buf
+                        })?,
+                    Some(c) => {
+                        self.frame.range_of_chunk(ci, c, boff, &mut block_buf)?;
+                        &block_buf
+                    }
                 };
                 let borigin: Vec<u64> = bcoord
                     .iter()

@@ -698,29 +698,48 @@ impl<'a> Frame<'a> {
         match self.check_index(i)? {
             ChunkLocation::Stored(_) => {
                 let c = self.chunk(i)?;
-                let ch = ChunkHeader::parse(&c).map_err(|source| Error::Chunk {
-                    site: format!("chunk {i}"),
-                    source,
-                })?;
-                let ts = ch.typesize().max(1);
-                if from_us.is_multiple_of(ts) && dst.len().is_multiple_of(ts) {
-                    blosc_chunk::getitem_into(&c, from_us / ts, dst.len() / ts, dst).map_err(
-                        |source| Error::Chunk {
-                            site: format!("chunk {i}"),
-                            source,
-                        },
-                    )?;
-                } else {
-                    let full = self.decompress_chunk(i)?;
-                    let src = full.get(from_us..from_us + dst.len()).ok_or_else(|| {
-                        Error::invalid("chunk nbytes", 0, format!("chunk {i} too short"))
-                    })?;
-                    dst.copy_from_slice(src);
-                }
-                Ok(())
+                self.range_of_chunk(i, &c, from_us, dst)
             }
             special => fill_special(special, self.header.typesize as usize, dst, i),
         }
+    }
+
+    /// Fills `dst` with bytes `from..from + dst.len()` decoded from `c`, the stored chunk `i`
+    /// (already read), decoding only the blocks touched.
+    pub(crate) fn range_of_chunk(
+        &self,
+        i: usize,
+        c: &[u8],
+        from: usize,
+        dst: &mut [u8],
+    ) -> Result<()> {
+        let site = || format!("chunk {i}");
+        let ch = ChunkHeader::parse(c).map_err(|source| Error::Chunk {
+            site: site(),
+            source,
+        })?;
+        let ts = ch.typesize().max(1);
+        if from.is_multiple_of(ts) && dst.len().is_multiple_of(ts) {
+            blosc_chunk::getitem_into(c, from / ts, dst.len() / ts, dst).map_err(|source| {
+                Error::Chunk {
+                    site: site(),
+                    source,
+                }
+            })?;
+        } else {
+            let full = blosc_chunk::decompress_with(c, &self.chunk_limits()).map_err(|source| {
+                Error::Chunk {
+                    site: site(),
+                    source,
+                }
+            })?;
+            let src = from
+                .checked_add(dst.len())
+                .and_then(|end| full.get(from..end))
+                .ok_or_else(|| Error::invalid("chunk nbytes", 0, format!("chunk {i} too short")))?;
+            dst.copy_from_slice(src);
+        }
+        Ok(())
     }
 }
 

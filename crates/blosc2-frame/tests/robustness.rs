@@ -286,3 +286,32 @@ fn reading_one_chunk_costs_chunk_plus_index_not_the_file() {
     // Total for open + one chunk is a tiny fraction of the file.
     assert!(src.bytes.load(Ordering::Relaxed) < bytes.len() as u64 / 100);
 }
+
+#[test]
+fn b2nd_region_reads_only_the_chunks_it_touches() {
+    let bytes = std::fs::read(testdata().join("frames/b2nd_u2_7x9x11.b2nd")).unwrap();
+    let src = Counting {
+        inner: &bytes,
+        bytes: AtomicU64::new(0),
+        calls: AtomicU64::new(0),
+    };
+    let a = B2ndArray::new(Frame::from_reader(&src, 0, &Limits::default()).unwrap()).unwrap();
+    let f = a.frame();
+    // Chunk grid 2x2x2 over (7, 9, 11) with chunks (4, 5, 6): [0..4, 0..5, 6..11] is chunk 1 only.
+    let stored_len = |i: usize| f.chunk(i).unwrap().len() as u64;
+    let c1 = stored_len(1);
+    let before = src.bytes.load(Ordering::Relaxed);
+    let r = a.read_region(&[0, 0, 6], &[4, 5, 11]).unwrap();
+    assert_eq!(r.len(), 4 * 5 * 5 * 2);
+    let cost = src.bytes.load(Ordering::Relaxed) - before;
+    // One chunk: 16-byte header probe + the chunk (read once per touched block at most).
+    assert!(
+        cost >= c1 && cost <= 8 * (16 + c1),
+        "region read {cost} bytes, chunk is {c1}"
+    );
+    let whole: u64 = (0..f.nchunks()).map(stored_len).sum();
+    assert!(
+        cost < whole / 2,
+        "region read {cost} of {whole} chunk bytes"
+    );
+}
