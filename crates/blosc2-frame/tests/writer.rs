@@ -424,3 +424,36 @@ fn variable_size_frames_store_special_chunks_as_data() {
     assert_eq!(f.decompress_all().unwrap(), want);
     assert_eq!(f.get_slice(99, 1117).unwrap(), want[396..4468]);
 }
+
+#[test]
+fn failed_write_leaves_the_old_file_and_no_temporary() {
+    let dir = tempfile::tempdir().unwrap();
+    let cp = py_cparams(Codec::Lz4, 4, &[]);
+    let mut w = FrameWriter::new(FrameParams::new(cp, 4000)).unwrap();
+    w.append_data(&i32s(0..2500)).unwrap();
+    let target = dir.path().join("a.b2frame");
+    w.write_file(&target, Sync::Full).unwrap();
+    let old = std::fs::read(&target).unwrap();
+    // The rename cannot replace a non-empty directory: the write fails after the temporary
+    // file was complete, and must clean it up.
+    let blocked = dir.path().join("blocked");
+    std::fs::create_dir(&blocked).unwrap();
+    std::fs::write(blocked.join("keep"), b"x").unwrap();
+    assert!(w.write_file(&blocked, Sync::None).is_err());
+    // Rewriting the real file replaces it whole.
+    w.append_data(&i32s(0..1000)).unwrap_err(); // the last chunk is partial: refused
+    w.set_vlmetalayer("v", &[0xc0]).unwrap();
+    w.write_file(&target, Sync::None).unwrap();
+    let new = std::fs::read(&target).unwrap();
+    assert_ne!(new, old);
+    assert_eq!(
+        Frame::from_slice(&new).unwrap().vlmetalayer("v").unwrap(),
+        [0xc0]
+    );
+    let mut names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    assert_eq!(names, ["a.b2frame", "blocked"]);
+}
