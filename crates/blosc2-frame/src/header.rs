@@ -4,6 +4,8 @@
 //! we: the flags "string" is not UTF-8 and the metalayers that follow can hold non-msgpack data
 //! (16-D b2nd), so a generic msgpack parser is the wrong tool (notes §6.1).
 
+use blosc_chunk::{Codec, Filter, SplitMode};
+
 use crate::bytes::Bytes;
 use crate::{Error, Result};
 
@@ -244,6 +246,30 @@ impl FrameHeader {
         }
     }
 
+    /// The default codec as [`blosc_chunk::Codec`] (from [`FrameHeader::codec_id`]).
+    #[must_use]
+    pub fn codec(&self) -> Codec {
+        Codec::from_id(self.codec_id())
+    }
+
+    /// The default filter pipeline as [`blosc_chunk::Filter`]s.
+    #[must_use]
+    pub fn filter_pipeline(&self) -> [Filter; 6] {
+        self.filters.map(Filter::from_id)
+    }
+
+    /// The split mode as [`blosc_chunk::SplitMode`] (`None` for values C never writes).
+    #[must_use]
+    pub fn split_mode(&self) -> Option<SplitMode> {
+        match self.splitmode {
+            1 => Some(SplitMode::Always),
+            2 => Some(SplitMode::Never),
+            3 => Some(SplitMode::Auto),
+            4 => Some(SplitMode::ForwardCompat),
+            _ => None,
+        }
+    }
+
     /// The `general_flags` byte (offset 25).
     #[must_use]
     pub fn general_flags(&self) -> u8 {
@@ -339,6 +365,9 @@ mod tests {
         assert!(h.has_vlmetalayers);
         assert_eq!(h.filters, [1, 0, 0, 0, 0, 0]);
         assert_eq!(h.udcodec, 1);
+        assert_eq!(h.codec(), Codec::Lz4);
+        assert_eq!(h.filter_pipeline()[0], Filter::Shuffle);
+        assert_eq!(h.split_mode(), Some(SplitMode::Auto));
         assert_eq!(&h.to_bytes()[..], &bytes[..HEADER_FIXED_LEN]);
     }
 

@@ -42,6 +42,10 @@ pub struct FrameParams {
     /// How vlmetalayer contents are compressed (python-blosc2: zstd, clevel 5, typesize 1,
     /// SHUFFLE in slot 5).
     pub vlmeta_cparams: CParams,
+    /// The header's `blocksize` field, when it should differ from `cparams.blocksize`
+    /// (C-Blosc2 records the block size of the last compression in copies made by
+    /// `to_cframe`); informational only.
+    pub header_blocksize: Option<u32>,
 }
 
 impl FrameParams {
@@ -54,6 +58,7 @@ impl FrameParams {
             nthreads_compress: 1,
             nthreads_decompress: 1,
             vlmeta_cparams: vlmeta_cparams(),
+            header_blocksize: None,
         }
     }
 }
@@ -203,18 +208,13 @@ impl FrameWriter {
     pub fn from_frame(frame: &Frame<'_>) -> Result<Self> {
         let h = frame.header();
         let mut cparams = CParams::default();
-        cparams.codec = Codec::from_id(h.codec_id());
+        cparams.codec = h.codec();
         cparams.clevel = h.clevel;
         cparams.typesize = h.typesize as usize;
-        cparams.filters = h.filters.map(Filter::from_id);
+        cparams.filters = h.filter_pipeline();
         cparams.filters_meta = h.filters_meta;
         cparams.blocksize = h.blocksize as usize;
-        cparams.splitmode = match h.splitmode {
-            1 => SplitMode::Always,
-            2 => SplitMode::Never,
-            3 => SplitMode::Auto,
-            _ => SplitMode::ForwardCompat,
-        };
+        cparams.splitmode = h.split_mode().unwrap_or(SplitMode::ForwardCompat);
         cparams.nthreads = 1;
         let mut params = FrameParams::new(cparams, h.chunksize as usize);
         params.nthreads_compress = h.nthreads_compress;
@@ -656,8 +656,9 @@ impl FrameWriter {
                 .ok()
                 .filter(|&t| t <= 255)
                 .unwrap_or(1),
-            blocksize: self
-                .fill_blocksize
+            blocksize: p
+                .header_blocksize
+                .or(self.fill_blocksize)
                 .unwrap_or_else(|| u32::try_from(c.blocksize).unwrap_or(0)),
             chunksize: u32::try_from(p.chunksize).unwrap_or(0),
             nthreads_compress: p.nthreads_compress,

@@ -457,3 +457,30 @@ fn failed_write_leaves_the_old_file_and_no_temporary() {
     names.sort();
     assert_eq!(names, ["a.b2frame", "blocked"]);
 }
+
+#[test]
+fn rebuild_to_cframe_variant_byte_exact() {
+    // sc.to_cframe() of the lz4 frame: C records the block size of its last compression
+    // (40000, the partial last chunk) in the header, threads 0/1, and vlmetalayers re-compressed with
+    // BLOSC2_CPARAMS_DEFAULTS (BloscLZ, typesize 8).
+    let cp = py_cparams(Codec::Lz4, 4, &[Filter::Shuffle]);
+    let mut p = FrameParams::new(cp, 100_000);
+    p.header_blocksize = Some(40_000);
+    p.nthreads_compress = 0;
+    p.vlmeta_cparams = CParams::default();
+    let mut w = FrameWriter::new(p).unwrap();
+    w.add_metalayer("m1", &[0x93, 1, 2, 3]).unwrap();
+    w.add_metalayer("mymeta", &[0x81, 0xa1, b'a', 1]).unwrap();
+    w.append_data(&i32s(0..25_000)).unwrap();
+    w.append_data(&i32s(std::iter::repeat_n(0, 25_000)))
+        .unwrap();
+    w.append_data(&i32s((0..10_000).map(|i| i * 3))).unwrap();
+    w.set_vlmetalayer("info", b"\x81\xa5hello\xa5world")
+        .unwrap();
+    w.set_vlmetalayer("bin", &[0xc4, 3, 0, 1, 2]).unwrap();
+    assert_same(
+        &w.to_bytes().unwrap(),
+        &fixture("lz4_shuffle_meta_vlmeta.cframe.b2frame"),
+        "to_cframe frame",
+    );
+}
