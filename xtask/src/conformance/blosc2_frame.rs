@@ -204,9 +204,16 @@ fn i32s(v: impl IntoIterator<Item = i32>) -> Vec<u8> {
 
 fn rebuild(name: &str) -> Result<Vec<u8>, String> {
     match name {
-        "lz4_shuffle_meta_vlmeta.b2frame" => {
+        "lz4_shuffle_meta_vlmeta.b2frame" | "lz4_shuffle_meta_vlmeta.cframe.b2frame" => {
             let cp = py_cparams(Codec::Lz4, 4, &[Filter::Shuffle]);
-            let mut w = FrameWriter::new(FrameParams::new(cp, 100_000)).map_err(err)?;
+            let mut p = FrameParams::new(cp, 100_000);
+            if name.contains("cframe") {
+                // to_cframe(): last compression's block size, threads 0/1, default vlmeta cparams.
+                p.header_blocksize = Some(40_000);
+                p.nthreads_compress = 0;
+                p.vlmeta_cparams = CParams::default();
+            }
+            let mut w = FrameWriter::new(p).map_err(err)?;
             w.add_metalayer("m1", &[0x93, 1, 2, 3]).map_err(err)?;
             w.add_metalayer("mymeta", &[0x81, 0xa1, b'a', 1])
                 .map_err(err)?;
@@ -233,9 +240,16 @@ fn rebuild(name: &str) -> Result<Vec<u8>, String> {
             w.append_data(&d).map_err(err)?;
             w.to_bytes().map_err(err)
         }
-        "fill_special_zero.b2frame" | "fill_special_value.b2frame" => {
+        "fill_special_zero.b2frame"
+        | "fill_special_nan.b2frame"
+        | "fill_special_uninit.b2frame"
+        | "fill_special_value.b2frame" => {
             let (ts, cs, fill) = if name.contains("zero") {
                 (4, 4000, Fill::Zeros)
+            } else if name.contains("nan") {
+                (8, 8000, Fill::Nan)
+            } else if name.contains("uninit") {
+                (4, 4000, Fill::Uninit)
             } else {
                 (8, 8000, Fill::Value(3.5f64.to_le_bytes().to_vec()))
             };
@@ -274,8 +288,11 @@ fn rebuilds(ctx: &Ctx) -> Row {
     let mut row = Row::new(SECTION, "byte-exact rebuilds of python-blosc2 frames");
     for name in [
         "lz4_shuffle_meta_vlmeta.b2frame",
+        "lz4_shuffle_meta_vlmeta.cframe.b2frame",
         "zstd_delta_shuffle_many_chunks.b2frame",
         "fill_special_zero.b2frame",
+        "fill_special_nan.b2frame",
+        "fill_special_uninit.b2frame",
         "fill_special_value.b2frame",
         "b2nd_f4_20x30.b2nd",
         "b2nd_u2_7x9x11.b2nd",
