@@ -97,7 +97,7 @@ fn reads(c: &mut Criterion) {
 fn writes(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let single = one_thread();
-    for bt in [BlockType::Raw, BlockType::Lz4] {
+    for bt in [BlockType::Raw, BlockType::Lz4, BlockType::Lz4Hc] {
         for order in [Order::Fortran, Order::C] {
             let data = smooth(order);
             let mut bytes = data.as_bytes().to_vec();
@@ -111,10 +111,11 @@ fn writes(c: &mut Criterion) {
                 version: 1,
                 block_len_log2: 5,
                 file_len_log2: 3,
-                block_type: if bt == BlockType::Raw {
-                    wkwrap::BlockType::Raw
-                } else {
-                    wkwrap::BlockType::LZ4
+                // wkwrap 1.6 compresses both LZ4 types with LZ4HC level 9 (notes §4.10).
+                block_type: match bt {
+                    BlockType::Raw => wkwrap::BlockType::Raw,
+                    BlockType::Lz4 => wkwrap::BlockType::LZ4,
+                    _ => wkwrap::BlockType::LZ4HC,
                 },
                 voxel_type: wkwrap::VoxelType::U8,
                 voxel_size: 1,

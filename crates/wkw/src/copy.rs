@@ -132,6 +132,9 @@ fn transpose_plane<const N: usize>(dst: &mut [u8], src: &[u8], p: &Plane) {
         let wa = TILE.min(p.ea - a0);
         for b0 in (0..p.eb).step_by(TILE) {
             let wb = TILE.min(p.eb - b0);
+            if N == 1 && wa == TILE && wb == TILE && bytes_tile(dst, src, p, a0, b0) {
+                continue;
+            }
             for i in 0..wa {
                 let s = p.s + (a0 + i) * p.ss_a + b0 * p.ss_b;
                 let (Some(run), Some(row)) = (
@@ -157,6 +160,52 @@ fn transpose_plane<const N: usize>(dst: &mut [u8], src: &[u8], p: &Plane) {
             }
         }
     }
+}
+
+/// A full 8×8 tile of single bytes as eight `u64` rows, transposed in registers. `false` if a
+/// run is out of bounds (then nothing was written).
+#[inline]
+fn bytes_tile(dst: &mut [u8], src: &[u8], p: &Plane, a0: usize, b0: usize) -> bool {
+    let mut rows = [0u64; 8];
+    for (i, row) in rows.iter_mut().enumerate() {
+        let s = p.s + (a0 + i) * p.ss_a + b0 * p.ss_b;
+        let Some(run) = src.get(s..s + 8).and_then(|r| <[u8; 8]>::try_from(r).ok()) else {
+            return false;
+        };
+        *row = u64::from_le_bytes(run);
+    }
+    let cols = transpose_8x8(rows);
+    let last = p.d + (b0 + 7) * p.sd_b + a0 * p.sd_a;
+    if dst.len() < last + 8 {
+        return false;
+    }
+    for (j, col) in cols.iter().enumerate() {
+        let d = p.d + (b0 + j) * p.sd_b + a0 * p.sd_a;
+        if let Some(run) = dst.get_mut(d..d + 8) {
+            run.copy_from_slice(&col.to_le_bytes());
+        }
+    }
+    true
+}
+
+/// Transposes an 8×8 byte matrix held as rows (byte j of row i = element (i, j)): three rounds
+/// swapping 1-, 2- and 4-byte sub-blocks between row pairs.
+#[inline]
+pub(crate) fn transpose_8x8(mut r: [u64; 8]) -> [u64; 8] {
+    const M1: u64 = 0x00ff_00ff_00ff_00ff;
+    const M2: u64 = 0x0000_ffff_0000_ffff;
+    const M4: u64 = 0x0000_0000_ffff_ffff;
+    for (shift, mask, step) in [(8u32, M1, 1usize), (16, M2, 2), (32, M4, 4)] {
+        for base in (0..8).step_by(2 * step) {
+            for k in base..base + step {
+                let (a, b) = (r[k], r[k + step]);
+                let t = ((a >> shift) ^ b) & mask;
+                r[k + step] = b ^ t;
+                r[k] = a ^ (t << shift);
+            }
+        }
+    }
+    r
 }
 
 /// `n` elements of `ts` bytes, strides in bytes.
@@ -284,6 +333,48 @@ pub(crate) fn zero_4d(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn byte_transpose_8x8() {
+        let rows: [u64; 8] = core::array::from_fn(|i| {
+            u64::from_le_bytes(core::array::from_fn(|j| u8::try_from(i * 8 + j).unwrap()))
+        });
+        let cols = transpose_8x8(rows);
+        for (j, c) in cols.iter().enumerate() {
+            let b = c.to_le_bytes();
+            for (i, v) in b.iter().enumerate() {
+                assert_eq!(usize::from(*v), i * 8 + j);
+            }
+        }
+    }
+
+    /// u8 C (3, 20, 17, 19) array to a Fortran layout and back (tiles and edges).
+    #[test]
+    fn byte_transpose_round_trip() {
+        let ext = [3usize, 20, 17, 19];
+        let n: usize = ext.iter().product();
+        let f_str = [1, 3, 60, 1020];
+        let c_str = [20 * 17 * 19, 17 * 19, 19, 1];
+        let src: Vec<u8> = (0..n)
+            .map(|i| u8::try_from(i * 13 % 256).unwrap())
+            .collect();
+        let mut f = vec![0u8; n];
+        copy_4d(&mut f, 0, f_str, &src, 0, c_str, ext, 1);
+        for c in 0..3 {
+            for x in 0..20 {
+                for y in 0..17 {
+                    for z in 0..19 {
+                        let fo = c * f_str[0] + x * f_str[1] + y * f_str[2] + z * f_str[3];
+                        let co = c * c_str[0] + x * c_str[1] + y * c_str[2] + z * c_str[3];
+                        assert_eq!(f[fo], src[co]);
+                    }
+                }
+            }
+        }
+        let mut back = vec![0u8; n];
+        copy_4d(&mut back, 0, c_str, &f, 0, f_str, ext, 1);
+        assert_eq!(back, src);
+    }
 
     /// Fortran (2,3,4,5) u16 array to C order and back, checked element by element.
     #[test]

@@ -37,3 +37,24 @@ where
         items.into_iter().map(f).collect()
     }
 }
+
+/// Runs `f` on every item with a reusable scratch buffer of `len` zero-initialised bytes per
+/// worker (contents carry over between items), stopping at the first error.
+pub(crate) fn try_for_each_with_buf<T, F>(items: Vec<T>, len: usize, f: F) -> Result<()>
+where
+    T: Send,
+    F: Fn(T, &mut [u8]) -> Result<()> + Sync + Send,
+{
+    #[cfg(feature = "parallel")]
+    {
+        use rayon::prelude::*;
+        items
+            .into_par_iter()
+            .try_for_each_init(|| vec![0u8; len], |buf, item| f(item, buf))
+    }
+    #[cfg(not(feature = "parallel"))]
+    {
+        let mut buf = vec![0u8; len];
+        items.into_iter().try_for_each(|item| f(item, &mut buf))
+    }
+}

@@ -328,18 +328,17 @@ impl FileJob<'_> {
         let bs = u32::from(meta.block_len_log2());
         let blocks = blocks_in(&self.region, self.fbox.min, bs)?;
         let file = &file;
-        crate::par::try_for_each(blocks, |(k, bc)| {
+        crate::par::try_for_each_with_buf(blocks, block_len, |(k, bc), block| {
             let bbox = self.block_box(bc);
-            let mut block = vec![0u8; block_len];
             let start = k
                 .checked_mul(meta.block_bytes())
                 .and_then(|v| v.checked_add(meta.data_offset()))
                 .ok_or_else(|| Error::InvalidArgument("block offset overflows".into()))?;
             if !self.region.covers(&bbox) {
-                read_exact_at(file, &mut block, start).map_err(|e| Error::io(self.path, e))?;
+                read_exact_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
             }
-            self.fill_block(&mut block, &bbox)?;
-            write_all_at(file, &block, start).map_err(|e| Error::io(self.path, e))
+            self.fill_block(block, &bbox)?;
+            write_all_at(file, block, start).map_err(|e| Error::io(self.path, e))
         })?;
         if durability == Durability::Fsync {
             file.sync_data().map_err(|e| Error::io(self.path, e))?;

@@ -176,3 +176,26 @@ fn fsync_durability_writes_and_reads_back() {
         assert_eq!(reopened.read([6, 7, 3], [5, 6, 7], Order::C).unwrap(), a);
     }
 }
+
+/// The header/jump-table cache never serves a stale jump table: a file replaced behind the
+/// dataset's back (another process writing it) is re-read.
+#[test]
+fn cache_notices_replaced_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let h = Header::new(VoxelType::U8, 1, 4, 2, BlockType::Lz4).unwrap();
+    let reader = Dataset::create(dir.path(), h).unwrap();
+    let writer = Dataset::open(dir.path()).unwrap();
+    for round in 1..=5u8 {
+        let a = Array::from_bytes(VoxelType::U8, 1, [8, 8, 8], Order::C, vec![round; 512]).unwrap();
+        // Different compressed sizes each round (a varying prefix).
+        let mut b = a.clone();
+        b.as_bytes_mut()[..usize::from(round) * 37]
+            .iter_mut()
+            .enumerate()
+            .for_each(|(i, v)| *v = i as u8);
+        writer.write([0; 3], &b.view()).unwrap();
+        for _ in 0..2 {
+            assert_eq!(reader.read([0; 3], [8, 8, 8], Order::C).unwrap(), b);
+        }
+    }
+}
