@@ -64,32 +64,21 @@ impl<'a> Decoder<'a> {
         Ok(())
     }
 
-    /// Decodes and discards `count` symbols.
+    /// Decodes and discards `count` symbols (through `decode_into` on a small scratch buffer,
+    /// which measured faster than a store-free loop).
     #[inline]
     pub(crate) fn skip(
         &mut self,
         slots: &[Slot; TOTAL as usize],
         count: u64,
     ) -> Result<(), Underrun> {
-        let words = self.words;
-        let mut state = self.state;
-        let mut pos = self.pos;
-        for _ in 0..count {
-            // As in `decode_into`.
-            let slot = slots[(state & (TOTAL - 1)) as usize];
-            state = (state >> PRECISION) * u32::from(slot.freq) + u32::from(slot.bias);
-            if state < LOWER {
-                let Some(w) = word(words, pos) else {
-                    self.state = state;
-                    self.pos = pos;
-                    return Err(Underrun(pos));
-                };
-                state = (state << 16) | u32::from(w);
-                pos += 1;
-            }
+        let mut scratch = [0i16; 256];
+        let mut left = count;
+        while left > 0 {
+            let n = usize::try_from(left.min(256)).unwrap_or(256);
+            self.decode_into(slots, scratch.get_mut(..n).unwrap_or_default())?;
+            left -= n as u64;
         }
-        self.state = state;
-        self.pos = pos;
         Ok(())
     }
 }
