@@ -60,8 +60,16 @@ impl<'a> B2ndArray<'a> {
                 ));
             }
             to_usize("itemsize", cs / items)?
-        } else {
+        } else if frame.nchunks() == 0 {
             h.typesize as usize
+        } else {
+            // C-Blosc2 always gives b2nd frames a fixed chunksize; without one the metalayer's
+            // shapes could claim any chunk size.
+            return Err(Error::invalid(
+                "chunksize",
+                58,
+                "0 (variable) in a b2nd frame with chunks",
+            ));
         };
         Ok(Self {
             frame,

@@ -315,3 +315,19 @@ fn b2nd_region_reads_only_the_chunks_it_touches() {
         "region read {cost} of {whole} chunk bytes"
     );
 }
+
+#[test]
+fn b2nd_meta_cannot_claim_huge_chunks() {
+    use blosc2_frame::blosc_chunk::{CParams, Codec, Filter};
+    // A variable-size frame whose b2nd metalayer claims 2^31-1 x 2^31-1 blocks.
+    let mut cp = CParams::with_filter(Codec::Lz4, 5, 1, Filter::NoFilter);
+    cp.nthreads = 1;
+    let mut w = FrameWriter::new(FrameParams::new(cp, 0)).unwrap();
+    let big = i32::MAX as u64;
+    let meta = B2ndMeta::new(&[big, big], &[big, big], &[big, big], "|u1").unwrap();
+    w.add_metalayer("b2nd", &meta.to_bytes().unwrap()).unwrap();
+    w.append_buffer(&[1u8; 100]).unwrap();
+    let bytes = w.to_bytes().unwrap();
+    let f = Frame::from_slice(&bytes).unwrap();
+    assert!(B2ndArray::new(f).is_err());
+}
