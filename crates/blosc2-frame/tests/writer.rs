@@ -484,3 +484,17 @@ fn rebuild_to_cframe_variant_byte_exact() {
         "to_cframe frame",
     );
 }
+
+#[test]
+fn empty_frame_round_trips() {
+    let cp = py_cparams(Codec::Zstd, 8, &[]);
+    let mut w = FrameWriter::new(FrameParams::new(cp, 8000)).unwrap();
+    w.add_metalayer("m", &[0xc0]).unwrap();
+    let bytes = w.to_bytes().unwrap();
+    let f = Frame::from_slice(&bytes).unwrap();
+    assert_eq!(f.nchunks(), 0);
+    assert!(f.decompress_all().unwrap().is_empty());
+    if let Ok(p) = std::env::var("BLOSC2_FRAME_DUMP_EMPTY") {
+        std::fs::write(p, &bytes).unwrap();
+    }
+}

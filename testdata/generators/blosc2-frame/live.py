@@ -4,6 +4,7 @@ Used by `cargo xtask conformance --live` (section `blosc2-frame`):
 
     python live.py write DIR      # python-blosc2 writes reference frames into DIR
     python live.py describe PATH  # prints a JSON description of any frame/b2nd/sparse dir
+    python live.py append PATH    # python-blosc2 appends to (and edits) a frame we wrote
 
 The description is what the Rust side computes for the same file and compares:
 nchunks, nbytes, sha256 of the decompressed super-chunk (schunk[:]), metalayers (except b2nd)
@@ -55,6 +56,15 @@ def write(d):
     del z
 
 
+def append(path):
+    sc = blosc2.open(path, mode="a")
+    n = sc.chunksize // sc.typesize
+    sc.append_data(np.arange(n, dtype=f"<i{sc.typesize}").tobytes())
+    sc.insert_data(0, np.full(n, 3, dtype=f"<i{sc.typesize}").tobytes(), copy=True)
+    sc.vlmeta["added"] = [1, "two"]
+    del sc
+
+
 def describe(path):
     obj = blosc2.open(path)
     out = {}
@@ -84,5 +94,7 @@ if __name__ == "__main__":
         write(sys.argv[2])
     elif cmd == "describe":
         describe(sys.argv[2])
+    elif cmd == "append":
+        append(sys.argv[2])
     else:
         sys.exit(f"unknown command {cmd}")

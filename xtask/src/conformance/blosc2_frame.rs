@@ -572,6 +572,29 @@ fn live(ctx: &Ctx) -> Row {
         }
         Err(e) => row.case("ours write", Err(e)),
     }
+    // We write, python appends/inserts/adds a vlmetalayer in place, we read its edit.
+    let p = ours.join("appendable.b2frame");
+    let r = (|| -> Result<(), String> {
+        let cp = py_cparams(Codec::Zstd, 4, &[Filter::Shuffle]);
+        let mut w = FrameWriter::new(FrameParams::new(cp, 4000)).map_err(err)?;
+        w.add_metalayer("m", &[0x92, 1, 2]).map_err(err)?;
+        w.append_data(&i32s(0..3000)).map_err(err)?;
+        w.write_file(&p, Sync::None).map_err(err)?;
+        let out = Command::new(&python)
+            .arg(&script)
+            .arg("append")
+            .arg(&p)
+            .output()
+            .map_err(err)?;
+        if !out.status.success() {
+            return Err(String::from_utf8_lossy(&out.stderr).into_owned());
+        }
+        same(&describe(&p)?, &py_describe(&python, &script, &p)?)
+    })();
+    row.case(
+        "ours writes, python appends and inserts in place, ours reads",
+        r,
+    );
     let _ = std::fs::remove_dir_all(&tmp);
     row
 }
