@@ -24,7 +24,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use blosc2_frame::blosc_chunk::{CParams, Codec, Filter};
-use blosc2_frame::{Frame, FrameParams, FrameWriter, Sync};
+use blosc2_frame::{Frame, FrameFileWriter, FrameParams, FrameWriter, Sync};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn root() -> PathBuf {
@@ -138,7 +138,9 @@ fn read_one_chunk(c: &mut Criterion) {
     let path = bench_path("one_chunk_1GiB.b2frame", |p| {
         let mut cp = CParams::with_filter(Codec::Lz4, 0, 8, Filter::NoFilter);
         cp.nthreads = 1;
-        let mut w = FrameWriter::new(FrameParams::new(cp, CHUNK)).unwrap();
+        // Streamed to disk: the 1 GiB frame never sits in memory.
+        let mut w =
+            FrameFileWriter::create(p, FrameParams::new(cp, CHUNK), &[], Sync::None).unwrap();
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut buf = vec![0u8; CHUNK];
         for _ in 0..256 {
@@ -148,9 +150,9 @@ fn read_one_chunk(c: &mut Criterion) {
                 x ^= x << 17;
                 b.copy_from_slice(&x.to_le_bytes());
             }
-            w.append_buffer(&buf).unwrap();
+            w.append_data(&buf).unwrap();
         }
-        w.write_file(p, Sync::None).unwrap();
+        w.finish().unwrap();
     });
     let mut g = c.benchmark_group("read_one_chunk_1GiB");
     g.throughput(Throughput::Bytes(CHUNK as u64));

@@ -11,6 +11,7 @@ mod limits;
 mod offsets;
 mod reader;
 mod source;
+mod stream;
 mod trailer;
 mod writer;
 
@@ -27,5 +28,6 @@ pub use crate::{
     offsets::ChunkLocation,
     reader::{Frame, Layer, SPARSE_FRAME_FILE},
     source::ReadAt,
+    stream::FrameFileWriter,
     writer::{Fill, FrameParams, FrameWriter, Sync},
 };

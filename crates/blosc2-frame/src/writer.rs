@@ -119,7 +119,7 @@ pub enum Fill {
 
 /// One chunk of a frame being written.
 #[derive(Debug, Clone)]
-enum Entry {
+pub(crate) enum Entry {
     /// Special run of `nbytes` bytes: no stored data.
     Special(ChunkLocation, usize),
     /// Stored chunk; `file` is its sparse-frame file number when it came from one.
@@ -164,6 +164,8 @@ pub struct FrameWriter {
     fill_blocksize: Option<u32>,
     /// The sparse directory the chunks were loaded from: their files may be reused only there.
     source_dir: Option<PathBuf>,
+    /// Bytes in chunks kept outside `entries` (streamed by [`crate::FrameFileWriter`]).
+    pub(crate) streamed_nbytes: u64,
 }
 
 impl FrameWriter {
@@ -197,6 +199,7 @@ impl FrameWriter {
             index_is_fill: false,
             fill_blocksize: None,
             source_dir: None,
+            streamed_nbytes: 0,
         })
     }
 
@@ -227,6 +230,7 @@ impl FrameWriter {
             index_is_fill: false,
             fill_blocksize: None,
             source_dir: frame.sparse_dir().and_then(|d| fs::canonicalize(d).ok()),
+            streamed_nbytes: 0,
         };
         for (i, loc) in frame.index().iter().enumerate() {
             let nbytes = frame.chunk_nbytes(i)?;
@@ -258,7 +262,7 @@ impl FrameWriter {
     /// Uncompressed bytes in all chunks.
     #[must_use]
     pub fn nbytes(&self) -> u64 {
-        self.entries.iter().map(|e| e.nbytes() as u64).sum()
+        self.entries.iter().map(|e| e.nbytes() as u64).sum::<u64>() + self.streamed_nbytes
     }
 
     // ----- metalayers -------------------------------------------------------------------
@@ -365,7 +369,7 @@ impl FrameWriter {
 
     // ----- chunks -----------------------------------------------------------------------
 
-    fn entry_for(&self, chunk: Vec<u8>) -> Result<Entry> {
+    pub(crate) fn entry_for(&self, chunk: Vec<u8>) -> Result<Entry> {
         let ch = ChunkHeader::parse(&chunk).map_err(|source| Error::Chunk {
             site: "new chunk".into(),
             source,
@@ -467,7 +471,7 @@ impl FrameWriter {
         Ok(())
     }
 
-    fn compress(&self, data: &[u8]) -> Result<Vec<u8>> {
+    pub(crate) fn compress(&self, data: &[u8]) -> Result<Vec<u8>> {
         blosc_chunk::compress(data, &self.params.cparams).map_err(|source| Error::Chunk {
             site: format!("chunk {}", self.entries.len()),
             source,
@@ -672,7 +676,12 @@ impl FrameWriter {
         }
     }
 
-    fn header_bytes(&self, frame_type: FrameType, frame_len: u64, cbytes: u64) -> Result<Vec<u8>> {
+    pub(crate) fn header_bytes(
+        &self,
+        frame_type: FrameType,
+        frame_len: u64,
+        cbytes: u64,
+    ) -> Result<Vec<u8>> {
         let pairs: Vec<(String, Vec<u8>)> = self
             .metalayers
             .iter()
@@ -689,7 +698,7 @@ impl FrameWriter {
         Ok(out)
     }
 
-    fn index_chunk(&self, locs: &[ChunkLocation]) -> Result<Vec<u8>> {
+    pub(crate) fn index_chunk(&self, locs: &[ChunkLocation]) -> Result<Vec<u8>> {
         if locs.is_empty() {
             return Ok(Vec::new());
         }
@@ -705,7 +714,7 @@ impl FrameWriter {
         })
     }
 
-    fn trailer_bytes(&self) -> Result<Vec<u8>> {
+    pub(crate) fn trailer_bytes(&self) -> Result<Vec<u8>> {
         let pairs: Vec<(String, Vec<u8>)> = self
             .vlmetalayers
             .iter()
@@ -897,7 +906,7 @@ fn atomic_write(
     result
 }
 
-fn create_unique(dir: &Path, name: &std::ffi::OsStr) -> Result<(PathBuf, File)> {
+pub(crate) fn create_unique(dir: &Path, name: &std::ffi::OsStr) -> Result<(PathBuf, File)> {
     use std::sync::atomic::{AtomicU64, Ordering};
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let pid = std::process::id();
@@ -923,12 +932,12 @@ fn create_unique(dir: &Path, name: &std::ffi::OsStr) -> Result<(PathBuf, File)> 
 }
 
 #[cfg(unix)]
-fn sync_dir(dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)?.sync_all()?;
     Ok(())
 }
 
 #[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> Result<()> {
+pub(crate) fn sync_dir(_dir: &Path) -> Result<()> {
     Ok(())
 }

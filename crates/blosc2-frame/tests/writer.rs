@@ -498,3 +498,62 @@ fn empty_frame_round_trips() {
         std::fs::write(p, &bytes).unwrap();
     }
 }
+
+#[test]
+fn streamed_file_equals_in_memory_frame() {
+    use blosc2_frame::FrameFileWriter;
+    let dir = tempfile::tempdir().unwrap();
+    let cp = py_cparams(Codec::Lz4, 4, &[Filter::Shuffle]);
+    let mut w = FrameWriter::new(FrameParams::new(cp.clone(), 100_000)).unwrap();
+    w.add_metalayer("m1", &[0x93, 1, 2, 3]).unwrap();
+    w.add_metalayer("mymeta", &[0x81, 0xa1, b'a', 1]).unwrap();
+    let path = dir.path().join("s.b2frame");
+    let mut s = FrameFileWriter::create(
+        &path,
+        FrameParams::new(cp, 100_000),
+        &[("m1", &[0x93, 1, 2, 3]), ("mymeta", &[0x81, 0xa1, b'a', 1])],
+        Sync::Full,
+    )
+    .unwrap();
+    for d in [
+        i32s(0..25_000),
+        i32s(std::iter::repeat_n(0, 25_000)),
+        i32s((0..10_000).map(|i| i * 3)),
+    ] {
+        w.append_data(&d).unwrap();
+        s.append_data(&d).unwrap();
+    }
+    assert!(s.append_data(&i32s(0..10)).is_err()); // after a partial chunk
+    for (name, v) in [
+        ("info", &b"\x81\xa5hello\xa5world"[..]),
+        ("bin", &[0xc4, 3, 0, 1, 2][..]),
+    ] {
+        w.set_vlmetalayer(name, v).unwrap();
+        s.set_vlmetalayer(name, v).unwrap();
+    }
+    assert!(!path.exists(), "nothing under the real name before finish");
+    s.finish().unwrap();
+    let got = std::fs::read(&path).unwrap();
+    assert_eq!(got, w.to_bytes().unwrap());
+    assert_same(
+        &got,
+        &fixture("lz4_shuffle_meta_vlmeta.b2frame"),
+        "streamed frame",
+    );
+    // An abandoned writer leaves nothing behind.
+    let other = dir.path().join("abandoned.b2frame");
+    let mut s = FrameFileWriter::create(
+        &other,
+        FrameParams::new(py_cparams(Codec::Lz4, 4, &[]), 4000),
+        &[],
+        Sync::None,
+    )
+    .unwrap();
+    s.append_data(&i32s(0..1000)).unwrap();
+    drop(s);
+    let names: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    assert_eq!(names, ["s.b2frame"]);
+}
