@@ -151,15 +151,15 @@ fn writes(c: &mut Criterion) {
                 b.iter(|| ours.write([0; 3], &data.view()).unwrap())
             });
             g.finish();
-            // Same content on both sides.
-            let ours_read = ours
-                .read([0; 3], [SIDE; 3], Order::Fortran)
-                .unwrap()
-                .into_bytes();
-            assert_eq!(
-                peer_read(&wkwrap::Dataset::new(&peer_dir).unwrap(), [0; 3], [SIDE; 3]),
-                ours_read
-            );
+            // Same content on both sides (when both ran, i.e. no filter excluded one).
+            if peer_dir.join("z0").exists() && ours.root().join("z0").exists() {
+                let ours_read = ours
+                    .read([0; 3], [SIDE; 3], Order::Fortran)
+                    .unwrap()
+                    .into_bytes();
+                let peer = wkwrap::Dataset::new(&peer_dir).unwrap();
+                assert_eq!(peer_read(&peer, [0; 3], [SIDE; 3]), ours_read);
+            }
         }
     }
 }

@@ -24,14 +24,22 @@ pub(crate) fn copy_4d(
     // Channel and x contiguous on both sides: one memcpy per (y, z) row.
     if sd[0] == ts && ss[0] == ts && sd[1] == ts * ec && ss[1] == ts * ec {
         let run = ts * ec * ex;
-        for z in 0..ez {
-            for y in 0..ey {
-                let d = dst_off + y * sd[2] + z * sd[3];
-                let s = src_off + y * ss[2] + z * ss[3];
-                if let (Some(dr), Some(sr)) = (dst.get_mut(d..d + run), src.get(s..s + run)) {
-                    dr.copy_from_slice(sr);
-                }
-            }
+        let rows = Rows {
+            dst_off,
+            src_off,
+            sd: [sd[2], sd[3]],
+            ss: [ss[2], ss[3]],
+            ey,
+            ez,
+        };
+        // Short fixed-size rows (whole blocks of 8..64 bytes per row) as inline moves instead
+        // of a memcpy call per row.
+        match run {
+            8 => rows.copy_fixed::<8>(dst, src),
+            16 => rows.copy_fixed::<16>(dst, src),
+            32 => rows.copy_fixed::<32>(dst, src),
+            64 => rows.copy_fixed::<64>(dst, src),
+            _ => rows.copy(dst, src, run),
         }
         return;
     }
@@ -105,6 +113,46 @@ pub(crate) fn copy_4d(
                 let d = dst_off + i0 * sd[o0] + i1 * sd[o1] + i2 * sd[o2];
                 let s = src_off + i0 * ss[o0] + i1 * ss[o1] + i2 * ss[o2];
                 strided(dst, d, sd[inner], src, s, ss[inner], n, ts);
+            }
+        }
+    }
+}
+
+/// The (y, z) rows of a copy whose (c, x) part is contiguous on both sides.
+struct Rows {
+    dst_off: usize,
+    src_off: usize,
+    sd: [usize; 2],
+    ss: [usize; 2],
+    ey: usize,
+    ez: usize,
+}
+
+impl Rows {
+    fn copy(&self, dst: &mut [u8], src: &[u8], run: usize) {
+        for z in 0..self.ez {
+            for y in 0..self.ey {
+                let d = self.dst_off + y * self.sd[0] + z * self.sd[1];
+                let s = self.src_off + y * self.ss[0] + z * self.ss[1];
+                if let (Some(dr), Some(sr)) = (dst.get_mut(d..d + run), src.get(s..s + run)) {
+                    dr.copy_from_slice(sr);
+                }
+            }
+        }
+    }
+
+    fn copy_fixed<const K: usize>(&self, dst: &mut [u8], src: &[u8]) {
+        for z in 0..self.ez {
+            for y in 0..self.ey {
+                let d = self.dst_off + y * self.sd[0] + z * self.sd[1];
+                let s = self.src_off + y * self.ss[0] + z * self.ss[1];
+                let dr = dst
+                    .get_mut(d..d + K)
+                    .and_then(|r| <&mut [u8; K]>::try_from(r).ok());
+                let sr = src.get(s..s + K).and_then(|r| <&[u8; K]>::try_from(r).ok());
+                if let (Some(dr), Some(sr)) = (dr, sr) {
+                    *dr = *sr;
+                }
             }
         }
     }
