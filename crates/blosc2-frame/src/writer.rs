@@ -122,11 +122,13 @@ pub enum Fill {
 pub(crate) enum Entry {
     /// Special run of `nbytes` bytes: no stored data.
     Special(ChunkLocation, usize),
-    /// Stored chunk; `file` is its sparse-frame file number when it came from one.
+    /// Stored chunk; `file` is its sparse-frame file number when it came from one, `seq` its
+    /// number in order of addition (C-Blosc2 numbers new sparse chunk files that way).
     Data {
         chunk: Vec<u8>,
         nbytes: usize,
         file: Option<u64>,
+        seq: Option<u64>,
     },
 }
 
@@ -166,6 +168,8 @@ pub struct FrameWriter {
     source_dir: Option<PathBuf>,
     /// Bytes in chunks kept outside `entries` (streamed by [`crate::FrameFileWriter`]).
     pub(crate) streamed_nbytes: u64,
+    /// Next addition number for stored chunks.
+    next_seq: u64,
 }
 
 impl FrameWriter {
@@ -200,6 +204,7 @@ impl FrameWriter {
             fill_blocksize: None,
             source_dir: None,
             streamed_nbytes: 0,
+            next_seq: 0,
         })
     }
 
@@ -231,6 +236,7 @@ impl FrameWriter {
             fill_blocksize: None,
             source_dir: frame.sparse_dir().and_then(|d| fs::canonicalize(d).ok()),
             streamed_nbytes: 0,
+            next_seq: 0,
         };
         for (i, loc) in frame.index().iter().enumerate() {
             let nbytes = frame.chunk_nbytes(i)?;
@@ -239,11 +245,21 @@ impl FrameWriter {
                     chunk: frame.chunk(i)?.into_owned(),
                     nbytes,
                     file: frame.is_sparse().then_some(off),
+                    seq: Some(if frame.is_sparse() { off } else { i as u64 }),
                 },
                 special => Entry::Special(special, nbytes),
             };
             w.entries.push(e);
         }
+        w.next_seq = w
+            .entries
+            .iter()
+            .filter_map(|e| match e {
+                Entry::Data { seq, .. } => *seq,
+                Entry::Special(..) => None,
+            })
+            .max()
+            .map_or(0, |m| m + 1);
         Ok(w)
     }
 
@@ -388,6 +404,7 @@ impl FrameWriter {
                 chunk,
                 nbytes,
                 file: None,
+                seq: None,
             });
         }
         Ok(match ch.special() {
@@ -398,8 +415,31 @@ impl FrameWriter {
                 chunk,
                 nbytes,
                 file: None,
+                seq: None,
             },
         })
+    }
+
+    /// Gives a new stored chunk its addition number.
+    fn stamp(&mut self, e: Entry) -> Entry {
+        match e {
+            Entry::Data {
+                chunk,
+                nbytes,
+                file,
+                ..
+            } => {
+                let seq = self.next_seq;
+                self.next_seq += 1;
+                Entry::Data {
+                    chunk,
+                    nbytes,
+                    file,
+                    seq: Some(seq),
+                }
+            }
+            special => special,
+        }
     }
 
     /// Checks that a chunk of `nbytes` may sit at position `at` of a list of `len` entries
@@ -440,6 +480,7 @@ impl FrameWriter {
         let e = self.entry_for(chunk)?;
         self.check_last_full()?;
         self.check_size(e.nbytes(), self.entries.len(), self.entries.len() + 1)?;
+        let e = self.stamp(e);
         self.entries.push(e);
         self.index_is_fill = false;
         Ok(())
@@ -532,8 +573,10 @@ impl FrameWriter {
                     })?,
                     nbytes: n,
                     file: None,
+                    seq: None,
                 },
             };
+            let e = self.stamp(e);
             self.entries.push(e);
             left -= n;
         }
@@ -562,7 +605,7 @@ impl FrameWriter {
         self.check_pos(i, self.entries.len())?;
         let e = self.entry_for(chunk)?;
         self.check_size(e.nbytes(), i, self.entries.len())?;
-        self.entries[i] = e;
+        self.entries[i] = self.stamp(e);
         self.index_is_fill = false;
         Ok(())
     }
@@ -578,6 +621,7 @@ impl FrameWriter {
             self.check_last_full()?;
         }
         self.check_size(e.nbytes(), i, self.entries.len() + 1)?;
+        let e = self.stamp(e);
         self.entries.insert(i, e);
         self.index_is_fill = false;
         Ok(())
@@ -791,28 +835,39 @@ impl FrameWriter {
         let in_use_before = existing_chunk_numbers(dir)?;
         // Files of the loaded frame are reused only in the directory they came from.
         let same_dir = self.source_dir.is_some() && fs::canonicalize(dir).ok() == self.source_dir;
+        // Numbers already taken: files in the directory and the addition numbers of chunks.
         let mut next = self
             .entries
             .iter()
             .filter_map(|e| match e {
-                Entry::Data { file, .. } => *file,
+                Entry::Data { file, seq, .. } => Some(file.unwrap_or(0).max(seq.unwrap_or(0))),
                 Entry::Special(..) => None,
             })
             .chain(in_use_before.iter().copied())
             .max()
             .map_or(0, |m| m + 1);
         let mut locs = Vec::with_capacity(self.entries.len());
-        let mut used = Vec::new();
+        let mut used: Vec<u64> = Vec::new();
         let mut cbytes = 0u64;
         for e in &self.entries {
             match e {
                 Entry::Special(loc, _) => locs.push(*loc),
-                Entry::Data { chunk, file, .. } => {
+                Entry::Data {
+                    chunk, file, seq, ..
+                } => {
                     let num = match file {
-                        Some(n) if same_dir && in_use_before.contains(n) => *n,
+                        Some(n) if same_dir && in_use_before.contains(n) && !used.contains(n) => *n,
                         _ => {
-                            let n = next;
-                            next += 1;
+                            // C-Blosc2 numbers files in order of addition; fall back to fresh
+                            // numbers when that one is taken (never overwrite a file in use).
+                            let n = match seq {
+                                Some(s) if !in_use_before.contains(s) && !used.contains(s) => *s,
+                                _ => {
+                                    let n = next;
+                                    next += 1;
+                                    n
+                                }
+                            };
                             if u32::try_from(n).is_err() {
                                 return Err(Error::Overflow {
                                     what: "chunk file number",

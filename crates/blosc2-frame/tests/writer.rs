@@ -557,3 +557,44 @@ fn streamed_file_equals_in_memory_frame() {
         .collect();
     assert_eq!(names, ["s.b2frame"]);
 }
+
+#[test]
+fn rebuild_sparse_frame_byte_exact() {
+    // SChunk(chunksize=4000, CParams(typesize=4, nthreads=1, codec=LZ4), contiguous=False,
+    // meta={'m': 1}); 3 x append_data(arange(1000)*(k+1)); insert_data(1, full(1000, 5));
+    // append_data(zeros(1000)); vlmeta['k'] = 'v'
+    let mut cp = py_cparams(Codec::Lz4, 4, &[]);
+    cp.filters = CParams::default().filters;
+    let mut w = FrameWriter::new(FrameParams::new(cp.clone(), 4000)).unwrap();
+    w.add_metalayer("m", &[1]).unwrap();
+    for k in 0..3 {
+        w.append_data(&i32s((0..1000).map(|i| i * (k + 1))))
+            .unwrap();
+    }
+    w.insert_chunk(1, blosc_chunk::compress(&i32s([5; 1000]), &cp).unwrap())
+        .unwrap();
+    w.append_data(&i32s([0; 1000])).unwrap();
+    w.set_vlmetalayer("k", &[0xa1, b'v']).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.b2frame");
+    w.write_sparse(&out, Sync::None).unwrap();
+    let src = testdata().join("frames/sparse_lz4.b2frame");
+    let mut names: Vec<String> = std::fs::read_dir(&src)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    names.sort();
+    let mut ours: Vec<String> = std::fs::read_dir(&out)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().into_string().unwrap())
+        .collect();
+    ours.sort();
+    assert_eq!(ours, names);
+    for n in names {
+        assert_same(
+            &std::fs::read(out.join(&n)).unwrap(),
+            &std::fs::read(src.join(&n)).unwrap(),
+            &n,
+        );
+    }
+}
