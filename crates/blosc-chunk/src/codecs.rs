@@ -42,6 +42,30 @@ impl core::fmt::Debug for DecodeScratch {
     }
 }
 
+/// Scratch buffers larger than this are not kept between calls.
+const MAX_RETAINED_SCRATCH: usize = 8 << 20;
+
+thread_local! {
+    static DECODE_SCRATCH: core::cell::RefCell<DecodeScratch> =
+        core::cell::RefCell::new(DecodeScratch::default());
+}
+
+/// Runs `f` with this thread's reusable decoder state (a fresh one if it is already in use).
+pub(crate) fn with_decode_scratch<R>(f: impl FnOnce(&mut DecodeScratch) -> R) -> R {
+    DECODE_SCRATCH.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut s) => {
+            let r = f(&mut s);
+            if s.tmp1.capacity() > MAX_RETAINED_SCRATCH || s.tmp2.capacity() > MAX_RETAINED_SCRATCH
+            {
+                s.tmp1 = Vec::new();
+                s.tmp2 = Vec::new();
+            }
+            r
+        }
+        Err(_) => f(&mut DecodeScratch::default()),
+    })
+}
+
 /// Checks that `format` is a stream format we can decode.
 pub(crate) fn check_format(format: u8, udcodec: u8) -> Result<()> {
     match format {

@@ -408,15 +408,16 @@ fn decode_blocks(b: &Blocks<'_>, out: &mut [u8], nthreads: usize) -> Result<()> 
         return crate::parallel::decode_blocks(b, out, nthreads);
     }
     let _ = nthreads;
-    let mut scratch = DecodeScratch::default();
-    let bs = b.blocksize;
-    let (first, rest) = out.split_at_mut(bs.min(out.len()));
-    decode_block(b, 0, first, None, &mut scratch)?;
-    let dref = if b.has_delta() { Some(&*first) } else { None };
-    for (k, blk) in rest.chunks_mut(bs).enumerate() {
-        decode_block(b, k + 1, blk, dref, &mut scratch)?;
-    }
-    Ok(())
+    codecs::with_decode_scratch(|scratch| {
+        let bs = b.blocksize;
+        let (first, rest) = out.split_at_mut(bs.min(out.len()));
+        decode_block(b, 0, first, None, scratch)?;
+        let dref = if b.has_delta() { Some(&*first) } else { None };
+        for (k, blk) in rest.chunks_mut(bs).enumerate() {
+            decode_block(b, k + 1, blk, dref, scratch)?;
+        }
+        Ok(())
+    })
 }
 
 /// Decodes a VL-block chunk into `out`.

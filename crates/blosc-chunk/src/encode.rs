@@ -200,7 +200,12 @@ pub(crate) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
         has_shuffle,
         cp.splitmode,
     );
-    if cp.blocksize != 0 && nbytes >= typesize && cp.blocksize.min(nbytes) != blocksize {
+    // A requested block size below `nbytes` that is not a multiple of the type size makes
+    // C-Blosc2 3.3.5 write an undecodable chunk: refuse it. (One at or above `nbytes` is
+    // clamped; C would then write the unrounded `nbytes` into the header, also undecodable when
+    // `nbytes` is not a multiple of the type size; we write the rounded, decodable value.)
+    if cp.blocksize != 0 && cp.blocksize < nbytes && nbytes >= typesize && cp.blocksize != blocksize
+    {
         return Err(Error::InvalidParam {
             what: "blocksize",
             why: "must be a multiple of typesize (C-Blosc2 would write an undecodable chunk)",

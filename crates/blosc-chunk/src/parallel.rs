@@ -4,7 +4,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
 
-use crate::codecs::DecodeScratch;
+use crate::codecs::with_decode_scratch;
 use crate::decode::{Blocks, decode_block};
 use crate::error::{Error, Result};
 
@@ -52,20 +52,17 @@ pub(crate) fn decode_blocks(b: &Blocks<'_>, out: &mut [u8], nthreads: usize) -> 
     with_pool(nthreads, || {
         if has_delta {
             let (first, rest) = out.split_at_mut(bs.min(out.len()));
-            let mut scratch = DecodeScratch::default();
-            decode_block(b, 0, first, None, &mut scratch)?;
+            with_decode_scratch(|s| decode_block(b, 0, first, None, s))?;
             let dref: &[u8] = first;
             rest.par_chunks_mut(bs)
                 .enumerate()
-                .try_for_each_init(DecodeScratch::default, |s, (k, blk)| {
-                    decode_block(b, k + 1, blk, Some(dref), s)
+                .try_for_each(|(k, blk)| {
+                    with_decode_scratch(|s| decode_block(b, k + 1, blk, Some(dref), s))
                 })
         } else {
             out.par_chunks_mut(bs)
                 .enumerate()
-                .try_for_each_init(DecodeScratch::default, |s, (j, blk)| {
-                    decode_block(b, j, blk, None, s)
-                })
+                .try_for_each(|(j, blk)| with_decode_scratch(|s| decode_block(b, j, blk, None, s)))
         }
     })?
 }

@@ -60,56 +60,93 @@ fn copy(src: &[u8], dst: &mut [u8], len: usize) {
     dst[..len].copy_from_slice(&src[..len]);
 }
 
-/// Elements handled per inner step of the fixed-size paths.
-const LANES: usize = 16;
+fn planes<const TS: usize>(src: &[u8], n: usize) -> [&[u8]; TS] {
+    core::array::from_fn(|j| &src[j * n..(j + 1) * n])
+}
+
+/// Interleaving loops written as zips so that no index is bounds-checked and LLVM can
+/// vectorise the strided accesses.
+fn unshuffle_n<const TS: usize>(src: &[u8], dst: &mut [u8]) {
+    let n = src.len() / TS;
+    match TS {
+        2 => {
+            let [a, b] = planes::<2>(src, n);
+            for ((o, &x), &y) in dst.chunks_exact_mut(2).zip(a).zip(b) {
+                o.copy_from_slice(&[x, y]);
+            }
+        }
+        4 => {
+            let [a, b, c, d] = planes::<4>(src, n);
+            for ((((o, &x), &y), &z), &w) in dst.chunks_exact_mut(4).zip(a).zip(b).zip(c).zip(d) {
+                o.copy_from_slice(&[x, y, z, w]);
+            }
+        }
+        8 => {
+            let [a, b, c, d, e, f, g, h] = planes::<8>(src, n);
+            let it = dst
+                .chunks_exact_mut(8)
+                .zip(a)
+                .zip(b)
+                .zip(c)
+                .zip(d)
+                .zip(e)
+                .zip(f)
+                .zip(g)
+                .zip(h);
+            for ((((((((o, &p0), &p1), &p2), &p3), &p4), &p5), &p6), &p7) in it {
+                o.copy_from_slice(&[p0, p1, p2, p3, p4, p5, p6, p7]);
+            }
+        }
+        _ => {
+            let planes = planes::<TS>(src, n);
+            for (i, o) in dst.chunks_exact_mut(TS).enumerate() {
+                for (b, plane) in o.iter_mut().zip(planes.iter()) {
+                    *b = plane.get(i).copied().unwrap_or(0);
+                }
+            }
+        }
+    }
+}
 
 fn shuffle_n<const TS: usize>(src: &[u8], dst: &mut [u8]) {
     let n = src.len() / TS;
-    let mut planes: [&mut [u8]; TS] = split_planes::<TS>(dst, n);
-    let whole = n / LANES * LANES;
-    for (g, block) in src[..whole * TS].chunks_exact(TS * LANES).enumerate() {
-        let base = g * LANES;
-        for (j, plane) in planes.iter_mut().enumerate() {
-            let out = &mut plane[base..base + LANES];
-            for (e, o) in out.iter_mut().enumerate() {
-                *o = block[e * TS + j];
-            }
-        }
-    }
-    for i in whole..n {
-        for (j, plane) in planes.iter_mut().enumerate() {
-            plane[i] = src[i * TS + j];
-        }
-    }
-}
-
-fn unshuffle_n<const TS: usize>(src: &[u8], dst: &mut [u8]) {
-    let n = src.len() / TS;
-    let planes: [&[u8]; TS] = core::array::from_fn(|j| &src[j * n..(j + 1) * n]);
-    let whole = n / LANES * LANES;
-    for (g, block) in dst[..whole * TS].chunks_exact_mut(TS * LANES).enumerate() {
-        let base = g * LANES;
-        for (j, plane) in planes.iter().enumerate() {
-            let inp = &plane[base..base + LANES];
-            for (e, &b) in inp.iter().enumerate() {
-                block[e * TS + j] = b;
-            }
-        }
-    }
-    for i in whole..n {
-        for (j, plane) in planes.iter().enumerate() {
-            dst[i * TS + j] = plane[i];
-        }
-    }
-}
-
-fn split_planes<const TS: usize>(dst: &mut [u8], n: usize) -> [&mut [u8]; TS] {
-    let mut rest = dst;
-    core::array::from_fn(|_| {
+    let mut rest = &mut dst[..n * TS];
+    let mut outs: [&mut [u8]; TS] = core::array::from_fn(|_| {
         let (head, tail) = core::mem::take(&mut rest).split_at_mut(n);
         rest = tail;
         head
-    })
+    });
+    match TS {
+        2 => {
+            let [a, b] = &mut outs[..] else { return };
+            for ((e, x), y) in src.chunks_exact(2).zip(a.iter_mut()).zip(b.iter_mut()) {
+                *x = e[0];
+                *y = e[1];
+            }
+        }
+        4 => {
+            let [a, b, c, d] = &mut outs[..] else { return };
+            // Slicing to exact lengths lets LLVM prove every index in range and vectorise
+            // the stride-4 loads.
+            let (a, b, c, d) = (&mut a[..n], &mut b[..n], &mut c[..n], &mut d[..n]);
+            let src = &src[..4 * n];
+            for i in 0..n {
+                a[i] = src[4 * i];
+                b[i] = src[4 * i + 1];
+                c[i] = src[4 * i + 2];
+                d[i] = src[4 * i + 3];
+            }
+        }
+        _ => {
+            for (i, e) in src.chunks_exact(TS).enumerate() {
+                for (&b, out) in e.iter().zip(outs.iter_mut()) {
+                    if let Some(o) = out.get_mut(i) {
+                        *o = b;
+                    }
+                }
+            }
+        }
+    }
 }
 
 #[cfg(test)]
