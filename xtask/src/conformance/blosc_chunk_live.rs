@@ -127,12 +127,24 @@ fn run(ctx: &Ctx, row: &mut Row) -> Result<(), String> {
             Err("python could not decode our chunk".to_string())
         };
         row.case(format!("{} ours -> python", c.name), verdict);
+        // C-Blosc2 3.3.5 leaves the trailing `nbytes % typesize` bytes of the DELTA output
+        // unwritten (stale buffer bytes end up in the chunk; notes §3.4): those bytes cannot
+        // round-trip through C's chunk, and its bytes cannot be matched without copying that
+        // data loss. blosc-chunk passes them through (python decodes our chunk exactly).
+        let c_delta_bug = c.filter == Filter::Delta && c.data.len() % c.typesize != 0;
+        let keep = if c_delta_bug { c.data.len() - c.data.len() % c.typesize } else { c.data.len() };
         let back = blosc_chunk::decompress(&py).map_err(|e| e.to_string());
         row.case(
             format!("{} python -> ours", c.name),
-            back.and_then(|b| if b == c.data { Ok(()) } else { Err("different bytes".into()) }),
+            back.and_then(|b| {
+                if b.len() == c.data.len() && b[..keep] == c.data[..keep] {
+                    Ok(())
+                } else {
+                    Err("different bytes".into())
+                }
+            }),
         );
-        if c.codec != Codec::Zlib {
+        if c.codec != Codec::Zlib && !c_delta_bug {
             row.case(
                 format!("{} byte-exact", c.name),
                 if py == ours { Ok(()) } else { Err(format!("ours {} bytes, C {}", ours.len(), py.len())) },
