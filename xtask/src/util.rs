@@ -53,9 +53,17 @@ pub(crate) fn python_venv(packages: &[&str]) -> Result<Option<PathBuf>, String> 
         exec(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
     }
     if !packages.is_empty() {
-        exec(Command::new(&python)
-            .args(["-m", "pip", "install", "--quiet", "--disable-pip-version-check"])
-            .args(packages))?;
+        exec(
+            Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args(packages),
+        )?;
     }
     Ok(Some(python))
 }

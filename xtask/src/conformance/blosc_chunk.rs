@@ -50,7 +50,10 @@ fn load_entries(dir: &Path) -> Result<Vec<Value>, String> {
 }
 
 fn sha_hex(b: &[u8]) -> String {
-    Sha256::digest(b).iter().map(|x| format!("{x:02x}")).collect()
+    Sha256::digest(b)
+        .iter()
+        .map(|x| format!("{x:02x}"))
+        .collect()
 }
 
 fn decode_one(dir: &Path, e: &Value) -> Result<(), String> {
@@ -95,7 +98,8 @@ fn arg<'a>(call: &'a str, key: &str) -> Option<&'a str> {
 /// plain compress call (special constructors, dictionaries, legacy files).
 pub(crate) fn recorded_params(e: &Value, h: &ChunkHeader) -> Option<CParams> {
     let call = e["call"].as_str()?;
-    if !(call.contains("compress2(") || call.contains("compress(")) || call.contains("use_dict=True")
+    if !(call.contains("compress2(") || call.contains("compress("))
+        || call.contains("use_dict=True")
     {
         return None;
     }
@@ -143,8 +147,12 @@ fn reencode_rows(dir: &Path, entries: &[Value]) -> Row {
             row.case(path, Err("unreadable".into()));
             continue;
         };
-        let Ok(h) = ChunkHeader::parse(&chunk) else { continue };
-        let Some(mut cp) = recorded_params(e, &h) else { continue };
+        let Ok(h) = ChunkHeader::parse(&chunk) else {
+            continue;
+        };
+        let Some(mut cp) = recorded_params(e, &h) else {
+            continue;
+        };
         // C-Blosc2 links zlib-ng; its deflate streams differ from stock zlib (decode-only).
         if cp.codec == Codec::Zlib && !h.is_memcpyed() {
             continue;
@@ -155,7 +163,11 @@ fn reencode_rows(dir: &Path, entries: &[Value]) -> Row {
             cp.nthreads = 2;
             let two = blosc_chunk::compress(&data, &cp).map_err(|e| e.to_string())?;
             if one != chunk {
-                return Err(format!("differs (ours {} bytes, C {})", one.len(), chunk.len()));
+                return Err(format!(
+                    "differs (ours {} bytes, C {})",
+                    one.len(),
+                    chunk.len()
+                ));
             }
             if two != one {
                 return Err("2-thread output differs".into());
@@ -172,9 +184,18 @@ fn specials(dir: &Path) -> Row {
     let read = |p: &str| std::fs::read(dir.join(p)).unwrap_or_default();
     let value = read("misc/special_value_chunk.cdata");
     let cases: [(&str, blosc_chunk::Result<Vec<u8>>); 4] = [
-        ("misc/special_zero_chunk.cdata", blosc_chunk::zeros_chunk(4000, 4)),
-        ("misc/special_nan_chunk.cdata", blosc_chunk::nans_chunk(8000, 8)),
-        ("misc/special_uninit_chunk.cdata", blosc_chunk::uninit_chunk(4000, 4)),
+        (
+            "misc/special_zero_chunk.cdata",
+            blosc_chunk::zeros_chunk(4000, 4),
+        ),
+        (
+            "misc/special_nan_chunk.cdata",
+            blosc_chunk::nans_chunk(8000, 8),
+        ),
+        (
+            "misc/special_uninit_chunk.cdata",
+            blosc_chunk::uninit_chunk(4000, 4),
+        ),
         (
             "misc/special_value_chunk.cdata",
             blosc_chunk::repeatval_chunk(8000, value.get(32..).unwrap_or_default()),

@@ -32,8 +32,19 @@ fn cases() -> Vec<Case> {
         seed ^= seed << 17;
         seed
     };
-    let codecs = [Codec::BloscLz, Codec::Lz4, Codec::Lz4Hc, Codec::Zlib, Codec::Zstd];
-    let filters = [Filter::NoFilter, Filter::Shuffle, Filter::BitShuffle, Filter::Delta];
+    let codecs = [
+        Codec::BloscLz,
+        Codec::Lz4,
+        Codec::Lz4Hc,
+        Codec::Zlib,
+        Codec::Zstd,
+    ];
+    let filters = [
+        Filter::NoFilter,
+        Filter::Shuffle,
+        Filter::BitShuffle,
+        Filter::Delta,
+    ];
     let mut k = 0usize;
     for &codec in &codecs {
         for &filter in &filters {
@@ -72,7 +83,10 @@ fn params(c: &Case) -> CParams {
 }
 
 pub(crate) fn live(ctx: &Ctx) -> Row {
-    let mut row = Row::new(SECTION, "--live round trip + byte-exact vs python-blosc2 4.14.1");
+    let mut row = Row::new(
+        SECTION,
+        "--live round trip + byte-exact vs python-blosc2 4.14.1",
+    );
     if let Err(why) = run(ctx, &mut row) {
         row.case("python-blosc2", Err(why));
     }
@@ -132,7 +146,11 @@ fn run(ctx: &Ctx, row: &mut Row) -> Result<(), String> {
         // round-trip through C's chunk, and its bytes cannot be matched without copying that
         // data loss. blosc-chunk passes them through (python decodes our chunk exactly).
         let c_delta_bug = c.filter == Filter::Delta && c.data.len() % c.typesize != 0;
-        let keep = if c_delta_bug { c.data.len() - c.data.len() % c.typesize } else { c.data.len() };
+        let keep = if c_delta_bug {
+            c.data.len() - c.data.len() % c.typesize
+        } else {
+            c.data.len()
+        };
         let back = blosc_chunk::decompress(&py).map_err(|e| e.to_string());
         row.case(
             format!("{} python -> ours", c.name),
@@ -147,7 +165,11 @@ fn run(ctx: &Ctx, row: &mut Row) -> Result<(), String> {
         if c.codec != Codec::Zlib && !c_delta_bug {
             row.case(
                 format!("{} byte-exact", c.name),
-                if py == ours { Ok(()) } else { Err(format!("ours {} bytes, C {}", ours.len(), py.len())) },
+                if py == ours {
+                    Ok(())
+                } else {
+                    Err(format!("ours {} bytes, C {}", ours.len(), py.len()))
+                },
             );
         }
     }
