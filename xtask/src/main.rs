@@ -6,6 +6,7 @@
 mod ci;
 mod conformance;
 mod fixtures;
+mod fuzz;
 mod util;
 
 use std::process::ExitCode;
@@ -27,6 +28,11 @@ const TASKS: &[Task] = &[
         "conformance",
         conformance::run,
         "check every crate against reference-made fixtures and print the summary table [--live]",
+    ),
+    (
+        "fuzz",
+        fuzz::run,
+        "seed corpora and run every fuzz target [--secs N] [--target T] [--nice]",
     ),
     (
         "fixtures",

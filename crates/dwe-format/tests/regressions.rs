@@ -1,0 +1,81 @@
+//! Replays the kept fuzz findings and hand-made hostile files in
+//! `testdata/regressions/dwe-format/dwe_read/` through the reader entry points the `dwe_read`
+//! fuzz target drives (detected and forced layouts, whole-file and partial decodes, `verify`):
+//! each must give `Ok` or a typed `Err`, never a panic, and partial reads must agree with the
+//! whole-file decode.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::cast_possible_truncation,
+    reason = "a failed unwrap is a failed test; test sizes are small"
+)]
+
+use std::path::PathBuf;
+
+use dwe_format::{Layout, Limits, OpenOptions, Prefix};
+
+fn files(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/regressions/dwe-format")
+        .join(target);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<_> = entries
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "md"))
+        .map(|p| {
+            let b = std::fs::read(&p).unwrap();
+            (p, b)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+fn read(data: &[u8]) {
+    let limits = Limits {
+        max_table_bytes: 16 << 20,
+        max_timestep_values: 1 << 22,
+        max_total_values: 1 << 24,
+        ..Limits::default()
+    };
+    for layout in [Layout::Block, Layout::Stream] {
+        let _ = Prefix::parse(data, layout);
+    }
+    let base = OpenOptions::new().limits(limits);
+    for opts in [
+        base,
+        base.layout(Layout::Block),
+        base.layout(Layout::Stream),
+        base.check_integrity(true),
+    ] {
+        let f = match opts.open(data) {
+            Ok(f) => f,
+            Err(e) => {
+                assert!(!e.to_string().is_empty());
+                continue;
+            }
+        };
+        let (t_n, v, k) = (f.num_timesteps(), f.vocab_size(), f.embedding_dim());
+        let _ = f.verify();
+        assert!(f.vector(v, 0).is_err() && f.vector(0, t_n).is_err());
+        let (word, t) = (v / 2, t_n / 2);
+        if let (Ok(all), Ok(vec)) = (f.decode_all(), f.vector(word, t)) {
+            let at = ((t * v + word) * k) as usize;
+            assert_eq!(vec.as_slice(), &all[at..at + k as usize]);
+        }
+        let _ = f.trajectory(word);
+    }
+}
+
+#[test]
+fn dwe_read_regressions_replay() {
+    let mut failed = Vec::new();
+    for (path, data) in &files("dwe_read") {
+        if std::panic::catch_unwind(|| read(data)).is_err() {
+            failed.push(path.display().to_string());
+        }
+    }
+    assert!(failed.is_empty(), "regressions failing: {failed:#?}");
+}
