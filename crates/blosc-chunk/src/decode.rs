@@ -581,6 +581,28 @@ pub fn decompress_ctx(chunk: &[u8], params: &DParams) -> Result<Vec<u8>> {
     if h.cbytes() > chunk.len() {
         return Err(Error::truncated("chunk", 0, h.cbytes(), chunk.len()));
     }
+    // Refuse chunks too short for their own layout before allocating `nbytes` (a 40-byte chunk
+    // claiming 2 GiB must not allocate 2 GiB first): the payload of a memcpyed chunk, or the
+    // bstarts table, must fit in `cbytes`.
+    if h.special().is_none() && h.nbytes() > 0 {
+        let hl = h.header_len();
+        let needed = if h.is_memcpyed() {
+            h.nbytes().checked_add(hl)
+        } else {
+            h.nblocks().checked_mul(4).and_then(|n| n.checked_add(hl))
+        };
+        match needed {
+            Some(n) if n <= h.cbytes() => {}
+            _ => {
+                return Err(Error::truncated(
+                    "chunk",
+                    0,
+                    needed.unwrap_or(usize::MAX),
+                    h.cbytes(),
+                ));
+            }
+        }
+    }
     let mut out = vec![0u8; h.nbytes()];
     decode_into(chunk, &mut out, params)?;
     Ok(out)
