@@ -40,7 +40,8 @@ pub struct CParams {
     /// 0 = all cores). Needs the `parallel` feature.
     pub nthreads: usize,
     /// Write a 16-byte Blosc1 header instead of the 32-byte extended one. Only SHUFFLE or
-    /// BITSHUFFLE in slot 5 and DELTA in slot 4 can be expressed.
+    /// BITSHUFFLE in slot 5 and DELTA in slot 4 can be expressed (other pipelines are refused);
+    /// `filters_meta` cannot be stored and is ignored.
     pub blosc1_header: bool,
 }
 
@@ -179,6 +180,24 @@ pub(crate) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
                 why: "a Blosc1 header cannot hold both shuffle and bitshuffle",
             });
         }
+        // The header applies delta first, then one (bit)shuffle: any other pipeline (repeated
+        // or reordered filters) would silently decode to different data, so it is refused.
+        let seq: Vec<Filter> = filters
+            .iter()
+            .copied()
+            .filter(|f| *f != Filter::NoFilter)
+            .collect();
+        if !matches!(
+            seq.as_slice(),
+            [] | [Filter::Delta]
+                | [Filter::Shuffle | Filter::BitShuffle]
+                | [Filter::Delta, Filter::Shuffle | Filter::BitShuffle]
+        ) {
+            return Err(Error::InvalidParam {
+                what: "filters",
+                why: "a Blosc1 header holds at most delta followed by one shuffle or bitshuffle",
+            });
+        }
         if byte_shuffle && typesize > 1 {
             mapped[5] = Filter::Shuffle;
         } else if bit_shuffle {
@@ -253,7 +272,12 @@ pub(crate) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
         clevel: cp.clevel,
         typesize,
         filters,
-        filters_meta: cp.filters_meta,
+        // A Blosc1 header has no room for filter metadata: the decoder uses the defaults.
+        filters_meta: if cp.blosc1_header {
+            [0; MAX_FILTERS]
+        } else {
+            cp.filters_meta
+        },
         extended,
         blocksize,
         nblocks,

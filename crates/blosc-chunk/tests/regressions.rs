@@ -72,3 +72,91 @@ fn decompress_regressions_replay() {
     }
     assert!(failed.is_empty(), "regressions failing: {failed:#?}");
 }
+
+/// Fuzz finding (`blosc_roundtrip`, kept as
+/// `testdata/regressions/blosc-chunk/blosc_roundtrip/crash-blosc1-header-reordered-filters`,
+/// an `arbitrary` input replayed by `cargo xtask fuzz`): with `blosc1_header`, a pipeline the
+/// 16-byte header cannot express (filters repeated or in another order than delta → shuffle)
+/// was silently collapsed, and the chunk decoded to different data. It must be refused, and
+/// every expressible pipeline must round-trip.
+#[test]
+fn blosc1_header_never_changes_the_filter_pipeline() {
+    use blosc_chunk::{CParams, Codec, Filter, SplitMode, compress, decompress};
+    let data: Vec<u8> = (0..32u8)
+        .map(|i| if (14..19).contains(&i) { 65 } else { 193 })
+        .collect();
+    let mut p = CParams::default();
+    p.codec = Codec::BloscLz;
+    p.clevel = 1;
+    p.typesize = 5;
+    p.filters = [
+        Filter::NoFilter,
+        Filter::NoFilter,
+        Filter::Delta,
+        Filter::Shuffle,
+        Filter::Delta,
+        Filter::Shuffle,
+    ];
+    p.filters_meta = [35, 0, 159, 32, 193, 193];
+    p.blocksize = 115_137;
+    p.splitmode = SplitMode::Never;
+    p.blosc1_header = true;
+    assert!(
+        compress(&data, &p).is_err(),
+        "an inexpressible pipeline must be refused"
+    );
+    p.blocksize = 0;
+    // Expressible pipelines round-trip (filters_meta, which the header cannot hold, is ignored).
+    for filters in [
+        [Filter::NoFilter; 6],
+        [
+            Filter::Delta,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+        ],
+        [
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::Delta,
+            Filter::Shuffle,
+        ],
+        [
+            Filter::Delta,
+            Filter::BitShuffle,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+        ],
+    ] {
+        p.filters = filters;
+        let chunk = compress(&data, &p).unwrap();
+        assert_eq!(decompress(&chunk).unwrap(), data, "{filters:?}");
+    }
+    for filters in [
+        [
+            Filter::Shuffle,
+            Filter::Delta,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+        ],
+        [
+            Filter::Delta,
+            Filter::Delta,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+            Filter::NoFilter,
+        ],
+    ] {
+        p.filters = filters;
+        assert!(compress(&data, &p).is_err(), "{filters:?} must be refused");
+    }
+}
