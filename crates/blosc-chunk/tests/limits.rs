@@ -1,12 +1,15 @@
 //! Resource limits: small hostile chunks that claim huge sizes are refused before any large
 //! allocation. A counting global allocator measures the peak heap growth of each call.
 
-#![allow(unsafe_code, reason = "a counting global allocator needs `unsafe impl GlobalAlloc`")]
+#![allow(
+    unsafe_code,
+    reason = "a counting global allocator needs `unsafe impl GlobalAlloc`"
+)]
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
 use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::{Mutex, PoisonError};
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use blosc_chunk::{Limits, decompress, decompress_with, getitem, zeros_chunk};
 
@@ -119,13 +122,19 @@ fn special_chunk_beyond_max_nbytes_is_refused_before_allocating() {
     assert_eq!(chunk.len(), 32);
     let (peak, r) = peak_during(|| decompress_with(&chunk, &Limits::with_max_nbytes(1 << 20)));
     let err = r.unwrap_err();
-    assert!(err.to_string().contains("limit") || err.to_string().contains("exceed"), "{err}");
+    assert!(
+        err.to_string().contains("limit") || err.to_string().contains("exceed"),
+        "{err}"
+    );
     assert!(peak < SMALL, "refusing it allocated {peak} bytes");
     // Within the cap the same kind of chunk decodes, allocating about its size.
     let small = zeros_chunk(1 << 16, 1).unwrap();
     let (peak, r) = peak_during(|| decompress_with(&small, &Limits::with_max_nbytes(1 << 20)));
     assert_eq!(r.unwrap(), vec![0u8; 1 << 16]);
-    assert!((1 << 16..SMALL).contains(&peak), "decoding 64 KiB allocated {peak} bytes");
+    assert!(
+        (1 << 16..SMALL).contains(&peak),
+        "decoding 64 KiB allocated {peak} bytes"
+    );
 }
 
 #[test]
