@@ -157,6 +157,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             .output()
             .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
         let log = String::from_utf8_lossy(&out.stderr);
+        // The whole log (crash reports are long) goes to fuzz/target/fuzz-logs/<target>.log.
+        let logs = fuzz.join("target").join("fuzz-logs");
+        if fs::create_dir_all(&logs).is_ok() {
+            let _ = fs::write(logs.join(format!("{}.log", t.name)), log.as_bytes());
+        }
         let tail: Vec<&str> = log.lines().rev().take(40).collect();
         for line in tail.iter().rev() {
             eprintln!("{line}");
