@@ -1,0 +1,179 @@
+//! Crash safety: a child process writes in a loop and is SIGKILLed at pseudo-random moments,
+//! 100 times per scenario; after every kill the dataset must read without error and hold a
+//! consistent state.
+//!
+//! * compressed (LZ4) files are replaced atomically: every file holds entirely the content of
+//!   one write, never a mix, and leftover temporary files are never listed as data;
+//! * raw files are updated in place block by block: every block holds entirely the content of
+//!   one write (blocks of one write may differ).
+//!
+//! The test binary is its own child: `kill_child` does nothing unless `WKW_KILL_CHILD` is set.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::cast_possible_truncation,
+    reason = "a failed unwrap is a failed test; test sizes are small"
+)]
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use wkw::{Array, BlockType, Dataset, Header, Order, VoxelType};
+
+const KILLS: usize = 100;
+const ENV: &str = "WKW_KILL_CHILD";
+/// 8³-voxel blocks, 4³ blocks per file: 32³-voxel files.
+const FILE: u32 = 32;
+/// Every write: x in 16..48 (half of file x0, half of file x1), all of y and z.
+const BOX_AT: [u32; 3] = [16, 0, 0];
+const BOX: [u32; 3] = [32, 32, 32];
+/// Content outside the written box.
+const BACKGROUND: u8 = 0xAA;
+
+fn header(block_type: BlockType) -> Header {
+    Header::new(VoxelType::U8, 1, 8, 4, block_type).unwrap()
+}
+
+fn fill(shape: [u32; 3], v: u8) -> Array {
+    let n = shape.iter().map(|&s| s as usize).product();
+    Array::from_bytes(VoxelType::U8, 1, shape, Order::Fortran, vec![v; n]).unwrap()
+}
+
+/// The child: writes generations 1, 2, 3, … (the box filled with the generation number, mod
+/// 255 and never the background) until killed.
+#[test]
+fn kill_child() {
+    let Ok(spec) = std::env::var(ENV) else {
+        return;
+    };
+    let root = Path::new(&spec);
+    let ds = Dataset::open(root).unwrap();
+    for g in 0u32.. {
+        let v = (g % 200) as u8 + 1;
+        ds.write(BOX_AT, &fill(BOX, v).view()).unwrap();
+    }
+}
+
+/// A small deterministic pseudo-random sequence (kill delays).
+struct Lcg(u64);
+
+impl Lcg {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+}
+
+/// Checks the invariants; returns the value of each touched block region in file x0 and x1.
+fn check(root: &Path, block_type: BlockType) -> Vec<u8> {
+    let ds = Dataset::open(root).unwrap();
+    let files = ds.list_files().unwrap();
+    let names: Vec<_> = files.iter().map(|(i, _)| *i).collect();
+    assert_eq!(
+        names,
+        vec![[0, 0, 0], [1, 0, 0]],
+        "stray files listed as data"
+    );
+    let report = wkw::verify(root, wkw::Options::default(), &|_| {}).unwrap();
+    assert!(report.is_ok(), "verify after a kill: {report:?}");
+    let all = ds
+        .read([0; 3], [2 * FILE, FILE, FILE], Order::Fortran)
+        .unwrap();
+    let b = all.as_bytes();
+    // Fortran order: x fastest.
+    let at = |x: u32, y: u32, z: u32| b[((z * FILE + y) * 2 * FILE + x) as usize];
+    for z in 0..FILE {
+        for y in 0..FILE {
+            for x in (0..16).chain(48..64) {
+                assert_eq!(at(x, y, z), BACKGROUND, "outside the box at ({x},{y},{z})");
+            }
+        }
+    }
+    // Unit of atomicity: a whole file (compressed) or one 8³ block (raw).
+    let unit = if block_type.is_compressed() { FILE } else { 8 };
+    let mut values = Vec::new();
+    for ux in (16..48).step_by(unit as usize) {
+        for uy in (0..FILE).step_by(unit as usize) {
+            for uz in (0..FILE).step_by(unit as usize) {
+                let want = at(ux, uy, uz);
+                let x_end = if block_type.is_compressed() {
+                    (ux / FILE + 1) * FILE
+                } else {
+                    ux + unit
+                }
+                .min(48);
+                for z in uz..uz + unit {
+                    for y in uy..uy + unit {
+                        for x in ux..x_end {
+                            assert_eq!(
+                                at(x, y, z),
+                                want,
+                                "a mix of writes inside one {} at ({x},{y},{z})",
+                                if block_type.is_compressed() {
+                                    "file"
+                                } else {
+                                    "block"
+                                }
+                            );
+                        }
+                    }
+                }
+                values.push(want);
+            }
+        }
+    }
+    values
+}
+
+fn scenario(block_type: BlockType, seed: u64) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let ds = Dataset::create(root, header(block_type)).unwrap();
+    ds.write([0; 3], &fill([2 * FILE, FILE, FILE], BACKGROUND).view())
+        .unwrap();
+    let exe = std::env::current_exe().unwrap();
+    let mut rng = Lcg(seed);
+    let mut changed = 0;
+    let mut last = check(root, block_type);
+    for _ in 0..KILLS {
+        let mut child = Command::new(&exe)
+            .args(["--exact", "kill_child", "--nocapture", "--test-threads=1"])
+            .env(ENV, root)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(Duration::from_micros(2_000 + rng.next() % 40_000));
+        child.kill().unwrap(); // SIGKILL
+        child.wait().unwrap();
+        let now = check(root, block_type);
+        if now != last {
+            changed += 1;
+        }
+        last = now;
+    }
+    // The kills must have landed while the child was writing, not only before it started.
+    assert!(
+        changed >= KILLS / 4,
+        "only {changed} of {KILLS} kills saw new data"
+    );
+    // Whatever the kills left behind, the dataset is still writable (no stale lock).
+    let ds = Dataset::open(root).unwrap();
+    ds.write(BOX_AT, &fill(BOX, 250).view()).unwrap();
+    assert!(check(root, block_type).iter().all(|&v| v == 250));
+}
+
+#[test]
+fn compressed_writes_survive_sigkill() {
+    scenario(BlockType::Lz4, 1);
+}
+
+#[test]
+fn raw_writes_survive_sigkill_per_block() {
+    scenario(BlockType::Raw, 2);
+}
