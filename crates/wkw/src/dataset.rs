@@ -56,6 +56,28 @@ impl Dataset {
         fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         let path = root.join(HEADER_FILE_NAME);
         let header = header.with_data_offset(0);
+        // Written under a temporary name and hard-linked into place (which never replaces an
+        // existing file): a process killed here leaves no empty or partial header.wkw.
+        let tmp = crate::writer::TempFile::create(&path)?;
+        crate::storage::write_all_at(&tmp.file, &header.to_bytes(), 0)
+            .map_err(|e| Error::io(&tmp.path, e))?;
+        if options.durability == crate::Durability::Fsync {
+            tmp.file.sync_all().map_err(|e| Error::io(&tmp.path, e))?;
+        }
+        match fs::hard_link(&tmp.path, &path) {
+            Ok(()) => {
+                drop(tmp);
+                if options.durability == crate::Durability::Fsync {
+                    crate::writer::sync_dir(root)?;
+                }
+                return Ok(Self::from_parts(root.to_path_buf(), header, options));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                return Err(Error::AlreadyExists { path });
+            }
+            // File systems without hard links: create the header in place.
+            Err(_) => drop(tmp),
+        }
         let mut f = match fs::OpenOptions::new()
             .write(true)
             .create_new(true)
