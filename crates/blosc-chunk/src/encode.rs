@@ -235,6 +235,9 @@ pub(crate) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
     } else {
         nbytes.div_ceil(blocksize)
     };
+    // Blocks are split into `typesize` streams only when they divide evenly (a user block size
+    // below the type size can reach here); otherwise the header must say "don't split", or
+    // decoders expect `typesize` streams and refuse the chunk.
     let split = tune::split_block(
         cp.splitmode,
         cp.codec,
@@ -242,7 +245,7 @@ pub(crate) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
         has_shuffle,
         typesize,
         blocksize,
-    );
+    ) && blocksize.is_multiple_of(typesize);
     let extended = !cp.blosc1_header;
     let header_len = if extended {
         EXTENDED_HEADER_LENGTH

@@ -160,3 +160,36 @@ fn blosc1_header_never_changes_the_filter_pipeline() {
         assert!(compress(&data, &p).is_err(), "{filters:?} must be refused");
     }
 }
+
+/// Fuzz finding (`blosc_roundtrip`, kept as
+/// `testdata/regressions/blosc-chunk/blosc_roundtrip/crash-split-block-smaller-than-typesize`):
+/// a user block size below the type size (18 < 39) with `SplitMode::Always` wrote one stream
+/// per block without the "don't split" flag, and the decoder (expecting `typesize` streams)
+/// refused our own chunk.
+#[test]
+fn split_mode_with_a_block_smaller_than_the_type_round_trips() {
+    use blosc_chunk::{CParams, Codec, Filter, SplitMode, compress, decompress};
+    let mut data = vec![194u8];
+    data.extend([13; 6]);
+    data.extend([255; 34]);
+    data.extend([13, 13, 223, 255, 255, 243]);
+    for blosc1_header in [false, true] {
+        for splitmode in [SplitMode::Always, SplitMode::Auto, SplitMode::ForwardCompat] {
+            let mut p = CParams::default();
+            p.codec = Codec::Zlib;
+            p.clevel = 1;
+            p.typesize = 39;
+            p.filters = [Filter::NoFilter; 6];
+            p.blocksize = 18;
+            p.splitmode = splitmode;
+            p.nthreads = 2;
+            p.blosc1_header = blosc1_header;
+            let chunk = compress(&data, &p).unwrap();
+            assert_eq!(
+                decompress(&chunk).unwrap(),
+                data,
+                "{splitmode:?} {blosc1_header}"
+            );
+        }
+    }
+}
