@@ -127,12 +127,14 @@ fn special_chunk_beyond_max_nbytes_is_refused_before_allocating() {
         "{err}"
     );
     assert!(peak < SMALL, "refusing it allocated {peak} bytes");
-    // Within the cap the same kind of chunk decodes, allocating about its size.
+    // Within the cap the same kind of chunk decodes, allocating about its size. The counters are
+    // process-wide, so the test harness freeing a few bytes on another thread can pull the
+    // measured peak slightly below 64 KiB: the lower bound only shows the counter is live.
     let small = zeros_chunk(1 << 16, 1).unwrap();
     let (peak, r) = peak_during(|| decompress_with(&small, &Limits::with_max_nbytes(1 << 20)));
     assert_eq!(r.unwrap(), vec![0u8; 1 << 16]);
     assert!(
-        (1 << 16..SMALL).contains(&peak),
+        (1 << 15..SMALL).contains(&peak),
         "decoding 64 KiB allocated {peak} bytes"
     );
 }
