@@ -9,6 +9,8 @@
 
 use core::arch::x86_64::{_pdep_u32, _pdep_u64, _pext_u32, _pext_u64};
 
+use crate::portable::unpack3;
+
 const X3_64: u64 = 0x1249_2492_4924_9249;
 const X3_32: u32 = 0x0924_9249;
 const X2_64: u64 = 0x5555_5555_5555_5555;
@@ -46,7 +48,14 @@ impl Bmi2 {
     #[must_use]
     pub fn decode_3d_u64(self, key: u64) -> [u32; 3] {
         // SAFETY: `self` exists only if BMI2 was detected on this CPU.
-        unpack3(unsafe { dec3_64(key) })
+        unpack3(widen(unsafe { dec3_64(key) }))
+    }
+
+    /// [`Self::decode_3d_u64`] packed as by `portable::pack3`, for the dispatcher.
+    #[inline(always)]
+    pub(crate) fn decode_3d_u64_packed(self, key: u64) -> u128 {
+        // SAFETY: `self` exists only if BMI2 was detected on this CPU.
+        widen(unsafe { dec3_64(key) })
     }
 
     /// 3-D u32 key, coordinates masked to 10 bits.
@@ -62,7 +71,14 @@ impl Bmi2 {
     #[must_use]
     pub fn decode_3d_u32(self, key: u32) -> [u32; 3] {
         // SAFETY: `self` exists only if BMI2 was detected on this CPU.
-        unpack3(unsafe { dec3_32(key) })
+        unpack3(widen(unsafe { dec3_32(key) }))
+    }
+
+    /// [`Self::decode_3d_u32`] packed as by `portable::pack3`, for the dispatcher.
+    #[inline(always)]
+    pub(crate) fn decode_3d_u32_packed(self, key: u32) -> u128 {
+        // SAFETY: `self` exists only if BMI2 was detected on this CPU.
+        widen(unsafe { dec3_32(key) })
     }
 
     /// 2-D u64 key.
@@ -97,6 +113,12 @@ impl Bmi2 {
     }
 }
 
+/// `(x | y << 32, z)` as `x | y << 32 | z << 64`.
+#[inline(always)]
+fn widen((xy, z): (u64, u32)) -> u128 {
+    u128::from(xy) | u128::from(z) << 64
+}
+
 // The non-inlinable `#[target_feature]` functions take scalars and return scalars or a
 // (u64, u32) pair, which travel in registers: returning `[u32; 3]` goes through memory, and
 // the caller's wide reload of three narrow stores stalls store forwarding (measured: 9 ns
@@ -116,12 +138,6 @@ fn dec3_64(key: u64) -> (u64, u32) {
     #[allow(clippy::cast_possible_truncation)] // pext into a 21-bit mask yields at most 21 bits
     let z = _pext_u64(key, X3_64 << 2) as u32;
     (xy, z)
-}
-
-#[inline(always)]
-#[allow(clippy::cast_possible_truncation)] // splitting a packed pair of u32 values
-fn unpack3((xy, z): (u64, u32)) -> [u32; 3] {
-    [xy as u32, (xy >> 32) as u32, z]
 }
 
 #[target_feature(enable = "bmi2")]
@@ -162,7 +178,7 @@ fn dec3_64_slice(keys: &[u64], out: &mut [[u32; 3]]) -> u64 {
     let mut seen = 0;
     for (k, o) in keys.iter().zip(out.iter_mut()) {
         seen |= *k;
-        *o = unpack3(dec3_64(*k));
+        *o = unpack3(widen(dec3_64(*k)));
     }
     seen
 }

