@@ -596,20 +596,7 @@ impl<'a> Frame<'a> {
         match self.check_index(i)? {
             ChunkLocation::Stored(_) => {
                 let c = self.chunk(i)?;
-                let ch = ChunkHeader::parse(&c).map_err(|source| Error::Chunk {
-                    site: format!("chunk {i}"),
-                    source,
-                })?;
-                if ch.nbytes() != n {
-                    return Err(Error::invalid(
-                        "chunk nbytes",
-                        0,
-                        format!(
-                            "chunk {i} holds {} bytes, the frame expects {n}",
-                            ch.nbytes()
-                        ),
-                    ));
-                }
+                self.checked_chunk_header(i, &c, n)?;
                 blosc_chunk::decompress_into(&c, out).map_err(|source| Error::Chunk {
                     site: format!("chunk {i}"),
                     source,
@@ -704,6 +691,27 @@ impl<'a> Frame<'a> {
         }
     }
 
+    /// The header of `c`, the stored chunk `i`, after checking that it holds the `n` bytes the
+    /// frame expects (a chunk claiming more would make every partial read decode blocks the
+    /// frame never accounted for).
+    fn checked_chunk_header(&self, i: usize, c: &[u8], n: usize) -> Result<ChunkHeader> {
+        let ch = ChunkHeader::parse(c).map_err(|source| Error::Chunk {
+            site: format!("chunk {i}"),
+            source,
+        })?;
+        if ch.nbytes() != n {
+            return Err(Error::invalid(
+                "chunk nbytes",
+                0,
+                format!(
+                    "chunk {i} holds {} bytes, the frame expects {n}",
+                    ch.nbytes()
+                ),
+            ));
+        }
+        Ok(ch)
+    }
+
     /// Fills `dst` with bytes `from..from + dst.len()` decoded from `c`, the stored chunk `i`
     /// (already read), decoding only the blocks touched.
     pub(crate) fn range_of_chunk(
@@ -714,10 +722,7 @@ impl<'a> Frame<'a> {
         dst: &mut [u8],
     ) -> Result<()> {
         let site = || format!("chunk {i}");
-        let ch = ChunkHeader::parse(c).map_err(|source| Error::Chunk {
-            site: site(),
-            source,
-        })?;
+        let ch = self.checked_chunk_header(i, c, self.chunk_nbytes(i)?)?;
         let ts = ch.typesize().max(1);
         if from.is_multiple_of(ts) && dst.len().is_multiple_of(ts) {
             blosc_chunk::getitem_into(c, from / ts, dst.len() / ts, dst).map_err(|source| {

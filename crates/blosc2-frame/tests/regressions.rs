@@ -149,3 +149,22 @@ fn b2nd_read_regressions_replay() {
 fn frame_sparse_regressions_replay() {
     replay_all("frame_sparse", frame_sparse);
 }
+
+/// Fuzz finding (b2nd_read, slow unit: 134 s under the fuzzer): chunks claiming 640 MiB in
+/// 48 MiB blocks inside a frame that expects 3200-byte chunks. Whole-array reads refused them,
+/// but partial region reads decoded the touched 48 MiB blocks once per b2nd block. Every read
+/// path now checks a stored chunk's `nbytes` against the frame before decoding.
+#[test]
+fn region_reads_refuse_chunks_larger_than_the_frame_says() {
+    let data = files("b2nd_read")
+        .into_iter()
+        .find(|(p, _)| p.ends_with("slow-b2nd-region"))
+        .expect("regression file present")
+        .1;
+    let frame = Frame::from_slice_with(&data, &limits()).unwrap();
+    let array = B2ndArray::new(frame).unwrap();
+    for (start, stop) in [(vec![16, 13], vec![38, 30]), (vec![0, 0], vec![50, 40])] {
+        let err = array.read_region(&start, &stop).unwrap_err();
+        assert!(err.to_string().contains("chunk nbytes"), "{err}");
+    }
+}
