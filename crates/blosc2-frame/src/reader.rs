@@ -484,9 +484,22 @@ impl<'a> Frame<'a> {
                     .and_then(|b| b.try_into().ok())
                     .unwrap_or([0xff; 4]);
                 let n = i32::from_le_bytes(raw);
-                usize::try_from(n).map_err(|_| {
+                let n = u64::try_from(n).map_err(|_| {
                     Error::invalid("chunk nbytes", 0, format!("chunk {i}: negative nbytes {n}"))
-                })
+                })?;
+                // No chunk can hold more than the whole frame: without this bound, an index
+                // pointing many entries at one chunk claiming a huge size multiplies the work.
+                if n > self.header.nbytes {
+                    return Err(Error::invalid(
+                        "chunk nbytes",
+                        0,
+                        format!(
+                            "chunk {i} holds {n} bytes, more than the frame's {}",
+                            self.header.nbytes
+                        ),
+                    ));
+                }
+                to_usize("chunk nbytes", n)
             }
             _ => Err(Error::invalid(
                 "chunk offset",

@@ -168,3 +168,27 @@ fn region_reads_refuse_chunks_larger_than_the_frame_says() {
         assert!(err.to_string().contains("chunk nbytes"), "{err}");
     }
 }
+
+/// Fuzz finding (frame_sparse, slow unit: 32 s under the fuzzer, 6 s in release): a sparse
+/// frame of variable-size chunks (20 000 bytes in all) whose 7973 index entries all point at one
+/// chunk claiming far more. Each entry decoded that chunk again. A stored chunk may not claim
+/// more bytes than the whole frame.
+#[test]
+fn variable_chunks_larger_than_the_frame_are_refused() {
+    let data = files("frame_sparse")
+        .into_iter()
+        .find(|(p, _)| p.ends_with("slow-sparse-variable-chunks"))
+        .expect("regression file present")
+        .1;
+    let recs = records(&data, 9);
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(blosc2_frame::SPARSE_FRAME_FILE), recs[0]).unwrap();
+    for (k, r) in recs.iter().skip(1).enumerate() {
+        std::fs::write(dir.path().join(format!("{k:08X}.chunk")), r).unwrap();
+    }
+    let frame = Frame::open_sparse_with(dir.path(), &limits()).unwrap();
+    assert!(frame.nchunks() > 1000);
+    let err = frame.chunk_nbytes(0).unwrap_err();
+    assert!(err.to_string().contains("more than the frame"), "{err}");
+    assert!(frame.decompress_chunk(0).is_err());
+}
