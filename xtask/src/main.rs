@@ -22,7 +22,7 @@ const TASKS: &[Task] = &[
     (
         "ci",
         ci::run,
-        "fmt check, clippy -D warnings, tests, rustdoc -D warnings, cargo deny (bans licenses sources)",
+        "fmt check, clippy -D warnings, tests, rustdoc -D warnings, cargo deny (bans licenses sources) [--skip-tests]",
     ),
     (
         "conformance",
