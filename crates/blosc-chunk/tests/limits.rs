@@ -1,77 +1,14 @@
 //! Resource limits: small hostile chunks that claim huge sizes are refused before any large
 //! allocation. A counting global allocator measures the peak heap growth of each call.
 
-#![allow(
-    unsafe_code,
-    reason = "a counting global allocator needs `unsafe impl GlobalAlloc`"
-)]
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
-
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
 
 use blosc_chunk::{Limits, decompress, decompress_with, getitem, zeros_chunk};
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call forwards to `System` unchanged; the counters are only bookkeeping.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let now = CURRENT.fetch_add(new_size - layout.size(), Ordering::Relaxed)
-                    + (new_size - layout.size());
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
+use testkit::{lock_serial, peak_during};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Tests in this binary run one at a time so the counters see only their own allocations.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Peak heap growth (bytes) while `f` runs, and its result.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (usize, T) {
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let out = f();
-    (PEAK.load(Ordering::Relaxed).saturating_sub(base), out)
-}
+static GLOBAL: testkit::CountingAlloc = testkit::CountingAlloc;
 
 /// Nothing a refused input does may come near this (the inputs claim ~2 GiB).
 const SMALL: usize = 1 << 20;
@@ -91,7 +28,7 @@ const HUGE: i32 = i32::MAX - 32;
 
 #[test]
 fn chunk_claiming_2_gib_of_data_is_refused_before_allocating() {
-    let _g = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let _g = lock_serial();
     // Extended header (flags 0x05), 2 GiB claimed, 256 KiB blocks, one block offset, no data.
     let mut chunk = header(0x05, HUGE, 1 << 18, 40, 0);
     chunk.extend_from_slice(&40i32.to_le_bytes());
@@ -106,7 +43,7 @@ fn chunk_claiming_2_gib_of_data_is_refused_before_allocating() {
 
 #[test]
 fn memcpyed_chunk_claiming_2_gib_is_refused_before_allocating() {
-    let _g = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let _g = lock_serial();
     // flags 0x07: extended + memcpyed, but only the 32-byte header is present.
     let chunk = header(0x07, HUGE, 1 << 18, 32, 0);
     let (peak, r) = peak_during(|| decompress(&chunk));
@@ -116,7 +53,7 @@ fn memcpyed_chunk_claiming_2_gib_is_refused_before_allocating() {
 
 #[test]
 fn special_chunk_beyond_max_nbytes_is_refused_before_allocating() {
-    let _g = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let _g = lock_serial();
     // A valid 32-byte "all zeros" chunk of 2 GiB: legitimate data, but above the caller's cap.
     let chunk = zeros_chunk(usize::try_from(HUGE).unwrap(), 1).unwrap();
     assert_eq!(chunk.len(), 32);
@@ -141,7 +78,7 @@ fn special_chunk_beyond_max_nbytes_is_refused_before_allocating() {
 
 #[test]
 fn default_limit_is_the_format_maximum() {
-    let _g = SERIAL.lock().unwrap_or_else(PoisonError::into_inner);
+    let _g = lock_serial();
     assert_eq!(Limits::default().max_nbytes, blosc_chunk::MAX_BUFFERSIZE);
     // Above the default maximum (C-Blosc2's BLOSC2_MAX_BUFFERSIZE): refused by default.
     let chunk = header(0x05, i32::MAX, 1 << 18, 32, 0x10);

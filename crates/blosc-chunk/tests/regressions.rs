@@ -5,28 +5,7 @@
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
-use std::path::PathBuf;
-
 use blosc_chunk::{ChunkHeader, LazyChunk, Limits, decompress_into, decompress_with, getitem};
-
-fn files(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/regressions/blosc-chunk")
-        .join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<_> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "md"))
-        .map(|p| {
-            let b = std::fs::read(&p).unwrap();
-            (p, b)
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 /// The `blosc_decompress` fuzz target's checks; returns whether the chunk decoded.
 fn replay(data: &[u8]) -> bool {
@@ -63,14 +42,9 @@ fn replay(data: &[u8]) -> bool {
 
 #[test]
 fn decompress_regressions_replay() {
-    let files = files("blosc_decompress");
-    let mut failed = Vec::new();
-    for (path, data) in &files {
-        if std::panic::catch_unwind(|| replay(data)).is_err() {
-            failed.push(path.display().to_string());
-        }
-    }
-    assert!(failed.is_empty(), "regressions failing: {failed:#?}");
+    testkit::replay_all("blosc-chunk", "blosc_decompress", |d| {
+        replay(d);
+    });
 }
 
 /// Fuzz finding (`blosc_roundtrip`, kept as

@@ -8,23 +8,12 @@
 )]
 
 use std::sync::Barrier;
+use testkit::Lcg;
 
 use blosc2_frame::blosc_chunk::{CParams, Codec, Filter};
 use blosc2_frame::{Frame, FrameParams, FrameWriter, Sync};
 
 const THREADS: usize = 8;
-
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-}
 
 /// Reads of every kind, as (what, result) pairs.
 fn reads(frame: &Frame<'_>, order: &[usize]) -> Vec<(usize, Vec<u8>)> {
@@ -57,7 +46,7 @@ fn check(frame: &Frame<'_>) {
                 let mut order = all.clone();
                 let mut rng = Lcg(t as u64 + 5);
                 for i in (1..order.len()).rev() {
-                    order.swap(i, rng.next() as usize % (i + 1));
+                    order.swap(i, rng.next_u64() as usize % (i + 1));
                 }
                 barrier.wait();
                 for (k, got) in reads(frame, &order) {
@@ -75,7 +64,7 @@ fn parallel_readers_see_serial_results() {
     let mut w = FrameWriter::new(FrameParams::new(cp, 16_384)).unwrap();
     let mut rng = Lcg(42);
     let data: Vec<u8> = (0..200_000u32)
-        .map(|i| (i / 64) as u8 ^ (rng.next() as u8 & 3))
+        .map(|i| (i / 64) as u8 ^ (rng.next_u64() as u8 & 3))
         .collect();
     w.append_data(&data).unwrap();
     w.set_vlmetalayer("note", b"concurrent readers").unwrap();

@@ -18,6 +18,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use testkit::Lcg;
 
 use blosc2_frame::blosc_chunk::CParams;
 use blosc2_frame::{Frame, FrameFileWriter, FrameParams, FrameWriter, Sync};
@@ -115,19 +116,6 @@ fn kill_child() {
     }
 }
 
-/// A small deterministic pseudo-random sequence (kill delays).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-}
-
 fn run(mode: &str, target: &Path, seed: u64, mut after_kill: impl FnMut() -> Option<u32>) {
     let exe = std::env::current_exe().unwrap();
     let mut rng = Lcg(seed);
@@ -141,7 +129,7 @@ fn run(mode: &str, target: &Path, seed: u64, mut after_kill: impl FnMut() -> Opt
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_micros(2_000 + rng.next() % 40_000));
+        std::thread::sleep(Duration::from_micros(2_000 + rng.next_u64() % 40_000));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let now = after_kill();

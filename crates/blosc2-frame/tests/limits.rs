@@ -3,87 +3,20 @@
 //! the peak heap growth of each call.
 
 #![allow(
-    unsafe_code,
-    reason = "a counting global allocator needs `unsafe impl GlobalAlloc`"
-)]
-#![allow(
     clippy::unwrap_used,
     clippy::cast_possible_truncation,
     reason = "a failed unwrap is a failed test; test sizes are small"
 )]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
-
 use blosc2_frame::blosc_chunk::{CParams, zeros_chunk};
 use blosc2_frame::{Frame, FrameParams, FrameWriter, Limits};
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call forwards to `System` unchanged; the counters are only bookkeeping.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let now = CURRENT.fetch_add(new_size - layout.size(), Ordering::Relaxed)
-                    + (new_size - layout.size());
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
+use testkit::{lock_serial, peak_during};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Tests in this binary run one at a time so the counters see only their own allocations.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Peak heap growth (bytes) while `f` runs, and its result.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (usize, T) {
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let out = f();
-    (PEAK.load(Ordering::Relaxed).saturating_sub(base), out)
-}
+static GLOBAL: testkit::CountingAlloc = testkit::CountingAlloc;
 
 const SMALL: usize = 1 << 20;
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// A valid frame of three 8-byte chunks.
 fn small_frame() -> Vec<u8> {
@@ -104,7 +37,7 @@ fn nbytes_at(frame: &[u8]) -> usize {
 
 #[test]
 fn header_claiming_2_pow_37_chunks_is_refused_before_allocating() {
-    let _g = lock();
+    let _g = lock_serial();
     let mut f = small_frame();
     assert_eq!(Frame::from_slice(&f).unwrap().nchunks(), 3);
     let at = nbytes_at(&f);
@@ -124,7 +57,7 @@ fn header_claiming_2_pow_37_chunks_is_refused_before_allocating() {
 
 #[test]
 fn max_nchunks_is_applied() {
-    let _g = lock();
+    let _g = lock_serial();
     let f = small_frame();
     let mut l = Limits::default();
     l.max_nchunks = 2;
@@ -135,7 +68,7 @@ fn max_nchunks_is_applied() {
 
 #[test]
 fn chunk_and_output_sizes_are_capped_before_allocating() {
-    let _g = lock();
+    let _g = lock_serial();
     // A legitimate frame holding one 1 GiB all-zeros chunk: a few hundred bytes on disk.
     let mut cp = CParams::default();
     cp.typesize = 1;

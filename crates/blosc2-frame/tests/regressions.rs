@@ -15,22 +15,7 @@ use std::path::PathBuf;
 use blosc2_frame::{B2ND_METALAYER, B2ndArray, B2ndMeta, Frame, FrameWriter, Limits};
 
 fn files(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/regressions/blosc2-frame")
-        .join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<_> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "md"))
-        .map(|p| {
-            let b = std::fs::read(&p).unwrap();
-            (p, b)
-        })
-        .collect();
-    out.sort();
-    out
+    testkit::regression_files("blosc2-frame", target)
 }
 
 fn limits() -> Limits {
@@ -42,15 +27,7 @@ fn limits() -> Limits {
 }
 
 fn replay_all(target: &str, f: fn(&[u8])) -> usize {
-    let files = files(target);
-    let mut failed = Vec::new();
-    for (path, data) in &files {
-        if std::panic::catch_unwind(|| f(data)).is_err() {
-            failed.push(path.display().to_string());
-        }
-    }
-    assert!(failed.is_empty(), "regressions failing: {failed:#?}");
-    files.len()
+    testkit::replay_all("blosc2-frame", target, f)
 }
 
 fn frame_read(data: &[u8]) {

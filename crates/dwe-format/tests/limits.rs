@@ -3,88 +3,21 @@
 //! global allocator measures the peak heap growth of each call.
 
 #![allow(
-    unsafe_code,
-    reason = "a counting global allocator needs `unsafe impl GlobalAlloc`"
-)]
-#![allow(
     clippy::unwrap_used,
     clippy::cast_possible_truncation,
     reason = "a failed unwrap is a failed test; test sizes are small"
 )]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
-
 use std::path::PathBuf;
 
 use dwe_format::{Limits, OpenOptions};
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call forwards to `System` unchanged; the counters are only bookkeeping.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let now = CURRENT.fetch_add(new_size - layout.size(), Ordering::Relaxed)
-                    + (new_size - layout.size());
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
+use testkit::{lock_serial, peak_during};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Tests in this binary run one at a time so the counters see only their own allocations.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Peak heap growth (bytes) while `f` runs, and its result.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (usize, T) {
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let out = f();
-    (PEAK.load(Ordering::Relaxed).saturating_sub(base), out)
-}
+static GLOBAL: testkit::CountingAlloc = testkit::CountingAlloc;
 
 const SMALL: usize = 1 << 20;
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 fn fixture(layout: &str, name: &str) -> Vec<u8> {
     let p = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -100,7 +33,7 @@ fn set_word(data: &mut [u8], i: usize, v: u32) {
 
 #[test]
 fn headers_claiming_huge_dimensions_are_refused_before_allocating() {
-    let _g = lock();
+    let _g = lock_serial();
     for (layout, name) in [
         ("stream", "random_6_100_16_j20.dwe"),
         ("block", "random_6_100_16_c20.dwe"),
@@ -134,7 +67,7 @@ fn headers_claiming_huge_dimensions_are_refused_before_allocating() {
 
 #[test]
 fn whole_file_decodes_respect_the_caps() {
-    let _g = lock();
+    let _g = lock_serial();
     let data = fixture("stream", "random_6_100_16_j20.dwe");
     // T·V·K = 9600 values: above a 1000-value cap for whole-file decodes.
     let l = Limits {

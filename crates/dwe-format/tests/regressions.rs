@@ -10,28 +10,7 @@
     reason = "a failed unwrap is a failed test; test sizes are small"
 )]
 
-use std::path::PathBuf;
-
 use dwe_format::{Layout, Limits, OpenOptions, Prefix};
-
-fn files(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/regressions/dwe-format")
-        .join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<_> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "md"))
-        .map(|p| {
-            let b = std::fs::read(&p).unwrap();
-            (p, b)
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 fn read(data: &[u8]) {
     let limits = Limits {
@@ -73,11 +52,5 @@ fn read(data: &[u8]) {
 
 #[test]
 fn dwe_read_regressions_replay() {
-    let mut failed = Vec::new();
-    for (path, data) in &files("dwe_read") {
-        if std::panic::catch_unwind(|| read(data)).is_err() {
-            failed.push(path.display().to_string());
-        }
-    }
-    assert!(failed.is_empty(), "regressions failing: {failed:#?}");
+    testkit::replay_all("dwe-format", "dwe_read", read);
 }

@@ -5,30 +5,9 @@
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
-use std::path::PathBuf;
-
 use offset_codec::{
     CodecConfiguration, Limits, OffsetCodec, OffsetConfiguration, PadConfiguration,
 };
-
-fn files(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/regressions/offset-codec")
-        .join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<_> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "md"))
-        .map(|p| {
-            let b = std::fs::read(&p).unwrap();
-            (p, b)
-        })
-        .collect();
-    out.sort();
-    out
-}
 
 fn check(config: CodecConfiguration) {
     assert_eq!(
@@ -62,11 +41,5 @@ fn replay(data: &[u8]) {
 
 #[test]
 fn offset_config_regressions_replay() {
-    let mut failed = Vec::new();
-    for (path, data) in &files("offset_config") {
-        if std::panic::catch_unwind(|| replay(data)).is_err() {
-            failed.push(path.display().to_string());
-        }
-    }
-    assert!(failed.is_empty(), "regressions failing: {failed:#?}");
+    testkit::replay_all("offset-codec", "offset_config", replay);
 }

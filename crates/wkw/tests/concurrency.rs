@@ -10,27 +10,16 @@
 )]
 
 use std::sync::Barrier;
+use testkit::Lcg;
 
 use wkw::{Array, BlockType, Dataset, Header, Order, VoxelType};
 
 const THREADS: usize = 8;
 
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
-    }
-}
-
 fn pattern(shape: [u32; 3], seed: u64) -> Array {
     let n: usize = shape.iter().map(|&s| s as usize).product::<usize>() * 2;
     let mut rng = Lcg(seed);
-    let data = (0..n).map(|_| rng.next() as u8).collect();
+    let data = (0..n).map(|_| rng.next_u64() as u8).collect();
     Array::from_bytes(VoxelType::U16, 1, shape, Order::Fortran, data).unwrap()
 }
 
@@ -70,7 +59,7 @@ fn parallel_readers_see_serial_results() {
                     let mut rng = Lcg(t as u64 + 100);
                     barrier.wait();
                     for _ in 0..40 {
-                        let i = rng.next() as usize % boxes.len();
+                        let i = rng.next_u64() as usize % boxes.len();
                         let (at, shape) = boxes[i];
                         assert_eq!(ds.read(at, shape, Order::C).unwrap(), serial[i], "box {i}");
                     }
@@ -105,7 +94,7 @@ fn disjoint_writers(block_type: BlockType, boxes_per_thread: usize, edge: u32) {
                 let mut mine: Vec<usize> = (0..boxes_per_thread).map(|k| k * THREADS + t).collect();
                 let mut rng = Lcg(t as u64 + 1);
                 for i in (1..mine.len()).rev() {
-                    mine.swap(i, rng.next() as usize % (i + 1));
+                    mine.swap(i, rng.next_u64() as usize % (i + 1));
                 }
                 barrier.wait();
                 for c in mine {

@@ -26,6 +26,7 @@
 use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::Duration;
+use testkit::Lcg;
 
 use wkw::{Array, BlockType, Dataset, Header, Order, VoxelType};
 
@@ -68,19 +69,6 @@ fn kill_child() {
     for g in 0u32.. {
         let v = (g % 200) as u8 + 1;
         ds.write(BOX_AT, &fill(BOX, v).view()).unwrap();
-    }
-}
-
-/// A small deterministic pseudo-random sequence (kill delays).
-struct Lcg(u64);
-
-impl Lcg {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6_364_136_223_846_793_005)
-            .wrapping_add(1_442_695_040_888_963_407);
-        self.0 >> 33
     }
 }
 
@@ -178,7 +166,7 @@ fn scenario(block_type: BlockType, seed: u64) {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_micros(2_000 + rng.next() % 40_000));
+        std::thread::sleep(Duration::from_micros(2_000 + rng.next_u64() % 40_000));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         let now = check(root, block_type);
@@ -252,7 +240,7 @@ fn compress_survives_sigkill() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        std::thread::sleep(Duration::from_micros(2_000 + rng.next() % 40_000));
+        std::thread::sleep(Duration::from_micros(2_000 + rng.next_u64() % 40_000));
         child.kill().unwrap(); // SIGKILL
         child.wait().unwrap();
         assert_eq!(snapshot(&src), before, "the source changed");

@@ -3,88 +3,21 @@
 //! allocator measures the peak heap growth of each call.
 
 #![allow(
-    unsafe_code,
-    reason = "a counting global allocator needs `unsafe impl GlobalAlloc`"
-)]
-#![allow(
     clippy::unwrap_used,
     clippy::cast_possible_truncation,
     reason = "a failed unwrap is a failed test; test sizes are small"
 )]
 
-use std::alloc::{GlobalAlloc, Layout, System};
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
-
 use std::path::Path;
 
 use wkw::{BlockType, Dataset, Header, Limits, Options, Order, VoxelType};
 
-struct Counting;
-
-static CURRENT: AtomicUsize = AtomicUsize::new(0);
-static PEAK: AtomicUsize = AtomicUsize::new(0);
-
-// SAFETY: every call forwards to `System` unchanged; the counters are only bookkeeping.
-unsafe impl GlobalAlloc for Counting {
-    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.alloc_zeroed(layout) };
-        if !p.is_null() {
-            let now = CURRENT.fetch_add(layout.size(), Ordering::Relaxed) + layout.size();
-            PEAK.fetch_max(now, Ordering::Relaxed);
-        }
-        p
-    }
-    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
-        // SAFETY: same contract as the caller's.
-        unsafe { System.dealloc(ptr, layout) };
-        CURRENT.fetch_sub(layout.size(), Ordering::Relaxed);
-    }
-    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
-        // SAFETY: same contract as the caller's.
-        let p = unsafe { System.realloc(ptr, layout, new_size) };
-        if !p.is_null() {
-            if new_size >= layout.size() {
-                let now = CURRENT.fetch_add(new_size - layout.size(), Ordering::Relaxed)
-                    + (new_size - layout.size());
-                PEAK.fetch_max(now, Ordering::Relaxed);
-            } else {
-                CURRENT.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
-            }
-        }
-        p
-    }
-}
+use testkit::{lock_serial, peak_during};
 
 #[global_allocator]
-static GLOBAL: Counting = Counting;
-
-/// Tests in this binary run one at a time so the counters see only their own allocations.
-static SERIAL: Mutex<()> = Mutex::new(());
-
-/// Peak heap growth (bytes) while `f` runs, and its result.
-fn peak_during<T>(f: impl FnOnce() -> T) -> (usize, T) {
-    let base = CURRENT.load(Ordering::Relaxed);
-    PEAK.store(base, Ordering::Relaxed);
-    let out = f();
-    (PEAK.load(Ordering::Relaxed).saturating_sub(base), out)
-}
+static GLOBAL: testkit::CountingAlloc = testkit::CountingAlloc;
 
 const SMALL: usize = 1 << 20;
-
-fn lock() -> std::sync::MutexGuard<'static, ()> {
-    SERIAL.lock().unwrap_or_else(PoisonError::into_inner)
-}
 
 /// A raw 16-byte WKW header.
 fn header(per_dim_log2: u8, block_type: u8, voxel_type: u8, voxel_size: u8, off: u64) -> Vec<u8> {
@@ -103,7 +36,7 @@ fn dataset(root: &Path, dataset_header: &[u8], file: &[u8]) {
 
 #[test]
 fn jump_table_of_2_pow_45_entries_is_refused_before_allocating() {
-    let _g = lock();
+    let _g = lock_serial();
     let dir = tempfile::tempdir().unwrap();
     // 2^15 blocks per dimension (2^45 per file) of LZ4 blocks: a 256 TiB jump table claimed by a
     // 24-byte file.
@@ -129,7 +62,7 @@ fn jump_table_of_2_pow_45_entries_is_refused_before_allocating() {
 
 #[test]
 fn huge_blocks_are_refused_before_allocating() {
-    let _g = lock();
+    let _g = lock_serial();
     let dir = tempfile::tempdir().unwrap();
     // 2^15-voxel blocks of 255-byte voxels: one block claims 2^45 * 255 bytes. LZ4, one block
     // per file, whose jump table entry points at 8 bytes of garbage.
@@ -149,7 +82,7 @@ fn huge_blocks_are_refused_before_allocating() {
 
 #[test]
 fn huge_read_requests_are_refused_before_allocating() {
-    let _g = lock();
+    let _g = lock_serial();
     let dir = tempfile::tempdir().unwrap();
     let h = Header::new(VoxelType::U64, 1, 8, 4, BlockType::Lz4).unwrap();
     let ds = Dataset::create(dir.path(), h).unwrap();

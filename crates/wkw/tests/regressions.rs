@@ -9,40 +9,15 @@
     reason = "a failed unwrap is a failed test; test sizes are small"
 )]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use wkw::{
     Array, BlockType, Dataset, Header, HeaderCheck, Limits, MissingOrCorrupt, Options, Order,
     VoxelType,
 };
 
-fn files(target: &str) -> Vec<(PathBuf, Vec<u8>)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("../../testdata/regressions/wkw")
-        .join(target);
-    let Ok(entries) = std::fs::read_dir(&dir) else {
-        return Vec::new();
-    };
-    let mut out: Vec<_> = entries
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "md"))
-        .map(|p| {
-            let b = std::fs::read(&p).unwrap();
-            (p, b)
-        })
-        .collect();
-    out.sort();
-    out
-}
-
 fn replay_all(target: &str, f: fn(&[u8])) {
-    let mut failed = Vec::new();
-    for (path, data) in &files(target) {
-        if std::panic::catch_unwind(|| f(data)).is_err() {
-            failed.push(path.display().to_string());
-        }
-    }
-    assert!(failed.is_empty(), "regressions failing: {failed:#?}");
+    let _ = testkit::replay_all("wkw", target, f);
 }
 
 const MAX_READ: u64 = 32 << 20;

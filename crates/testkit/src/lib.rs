@@ -1,0 +1,78 @@
+//! Test support shared by the integration tests of the scifmt crates. Not published: each crate
+//! uses it as a path-only dev-dependency (stripped from the published manifest).
+//!
+//! * [`CountingAlloc`] and [`peak_during`]: measure the peak heap growth of a call, so limits
+//!   tests can show that a hostile input is refused before any large allocation;
+//! * [`regression_files`]: the kept fuzz findings of one crate and fuzz target;
+//! * [`Lcg`]: a small deterministic pseudo-random sequence for schedules and kill delays.
+
+mod alloc;
+
+pub use alloc::{CountingAlloc, lock_serial, peak_during};
+
+use std::path::PathBuf;
+
+/// The files of `testdata/regressions/<krate>/<target>/` (not `*.md`), sorted by path, with
+/// their bytes; empty if the folder does not exist.
+///
+/// # Panics
+/// If a listed file cannot be read (a broken checkout fails the test loudly).
+#[must_use]
+#[allow(
+    clippy::expect_used,
+    reason = "test support: a broken checkout is a failed test"
+)]
+pub fn regression_files(krate: &str, target: &str) -> Vec<(PathBuf, Vec<u8>)> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/regressions")
+        .join(krate)
+        .join(target);
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut out: Vec<_> = entries
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.is_file() && p.extension().is_none_or(|x| x != "md"))
+        .map(|p| {
+            let b = std::fs::read(&p).expect("read regression file");
+            (p, b)
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Runs `f` on every regression file of `krate`/`target`, catching panics, and fails with the
+/// list of files that panicked. Returns how many files were replayed.
+///
+/// # Panics
+/// If any replay panicked.
+pub fn replay_all(
+    krate: &str,
+    target: &str,
+    f: impl Fn(&[u8]) + std::panic::RefUnwindSafe,
+) -> usize {
+    let files = regression_files(krate, target);
+    let failed: Vec<String> = files
+        .iter()
+        .filter(|(_, data)| std::panic::catch_unwind(|| f(data)).is_err())
+        .map(|(path, _)| path.display().to_string())
+        .collect();
+    assert!(failed.is_empty(), "regressions failing: {failed:#?}");
+    files.len()
+}
+
+/// A 64-bit linear congruential generator (Knuth's MMIX constants); `next_u64` yields 31 bits.
+#[derive(Debug, Clone)]
+pub struct Lcg(pub u64);
+
+impl Lcg {
+    /// The next pseudo-random value (31 bits).
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        self.0 >> 33
+    }
+}
