@@ -4,7 +4,9 @@ use std::io::Read;
 use std::path::Path;
 
 use blosc_chunk::ChunkHeader;
-use blosc2_frame::{B2ndArray, ChunkLocation, Frame, FrameParams, FrameWriter, Sync};
+use blosc2_frame::{
+    B2ndArray, ChunkLocation, Frame, FrameFileWriter, FrameParams, FrameWriter, Sync,
+};
 use serde_json::{Map, Value, json};
 
 use crate::CParamArgs;
@@ -181,7 +183,9 @@ pub(crate) struct CreateArgs<'a> {
     pub(crate) sparse: bool,
 }
 
-/// `frame create IN OUT …`: reads the input one chunk at a time.
+/// `frame create IN OUT …`: reads the input one chunk at a time. A contiguous frame is
+/// streamed to disk (`FrameFileWriter`: one chunk in memory, temporary file renamed at the
+/// end); a sparse frame keeps the compressed chunks in memory until its directory is written.
 pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
     if a.chunksize == 0 || a.chunksize > blosc_chunk::MAX_BUFFERSIZE {
         return Err(Fail::usage(format!(
@@ -189,11 +193,38 @@ pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
             blosc_chunk::MAX_BUFFERSIZE
         )));
     }
-    let params = cparams(a.cparams)?;
-    let mut w = FrameWriter::new(FrameParams::new(params, a.chunksize)).at(a.output)?;
-    for (name, bytes) in a.meta {
-        w.add_metalayer(name, bytes).at(a.output)?;
+    let params = FrameParams::new(cparams(a.cparams)?, a.chunksize);
+    if a.sparse {
+        let mut w = FrameWriter::new(params).at(a.output)?;
+        for (name, bytes) in a.meta {
+            w.add_metalayer(name, bytes).at(a.output)?;
+        }
+        feed_chunks(a, |piece| w.append_buffer(piece))?;
+        for (name, bytes) in a.vlmeta {
+            w.set_vlmetalayer(name, bytes).at(a.output)?;
+        }
+        w.write_sparse(a.output, Sync::None).at(a.output)
+    } else {
+        let meta: Vec<(&str, &[u8])> = a
+            .meta
+            .iter()
+            .map(|(n, b)| (n.as_str(), b.as_slice()))
+            .collect();
+        let mut w = FrameFileWriter::create(a.output, params, &meta, Sync::None).at(a.output)?;
+        feed_chunks(a, |piece| w.append_data(piece))?;
+        for (name, bytes) in a.vlmeta {
+            w.set_vlmetalayer(name, bytes).at(a.output)?;
+        }
+        w.finish().at(a.output)
     }
+}
+
+/// Reads the input in `chunksize` pieces (the last may be shorter) and hands each to `append`,
+/// with a progress bar in bytes.
+fn feed_chunks(
+    a: &CreateArgs<'_>,
+    mut append: impl FnMut(&[u8]) -> blosc2_frame::Result<()>,
+) -> CliResult {
     let mut file = open_input(a.input)?;
     let meta = file.metadata().at(a.input)?;
     let total = meta.len();
@@ -212,22 +243,14 @@ pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
         if n == 0 {
             break;
         }
-        let piece = buf.get(..n).unwrap_or_default();
-        w.append_buffer(piece).at(a.input)?;
+        append(buf.get(..n).unwrap_or_default()).at(a.input)?;
         bar.inc(n as u64);
         if n < buf.len() {
             break;
         }
     }
     bar.finish_and_clear();
-    for (name, bytes) in a.vlmeta {
-        w.set_vlmetalayer(name, bytes).at(a.output)?;
-    }
-    if a.sparse {
-        w.write_sparse(a.output, Sync::None).at(a.output)
-    } else {
-        w.write_file(a.output, Sync::None).at(a.output)
-    }
+    Ok(())
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.
