@@ -5,7 +5,7 @@ use std::path::Path;
 use dwe_format::{Dims, DweFile, Layout, OpenOptions, WriteLayout};
 use serde_json::{Map, Value, json};
 
-use crate::util::{At, CliResult, Fail, Output, print_object, progress, read_input, spinner};
+use crate::util::{At, CliResult, Fail, Output, print_object, progress, read_input};
 
 fn open(path: &Path) -> CliResult<DweFile<Vec<u8>>> {
     OpenOptions::new().read_file(path).at(path)
@@ -193,14 +193,16 @@ pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
             ])
         })
         .collect();
-    let bar = spinner("encoding");
-    let result = dwe_format::write_file(
+    // Two steps per time step: its entropy model, then its encoding.
+    let bar = progress(2 * u64::from(t), "encode");
+    let result = dwe_format::write_file_with_progress(
         a.output,
         &values,
         Dims::new(t, v, k),
         a.scale,
         layout,
         false,
+        &mut |done, _| bar.set_position(done),
     );
     bar.finish_and_clear();
     result.map_err(|e| match e {

@@ -42,7 +42,7 @@ pub(crate) fn run(path: &Path, json: bool) -> CliResult {
         if head.starts_with(&dwe_format::MAGIC) {
             crate::dwe::info_map(path)?
         } else if head.starts_with(&wkw::MAGIC) {
-            crate::wkw_cmd::file_info(path, meta.len())?
+            crate::wkw_cmd::file_info(path)?
         } else {
             detect_blosc(path, head, meta.len())?
         }

@@ -182,16 +182,6 @@ pub(crate) fn progress_bytes(len: u64, what: &str) -> ProgressBar {
         .with_message(what.to_owned())
 }
 
-/// A spinner for work without measurable steps; hidden when stderr is not a terminal.
-pub(crate) fn spinner(what: &str) -> ProgressBar {
-    if !std::io::stderr().is_terminal() {
-        return ProgressBar::hidden();
-    }
-    let bar = ProgressBar::new_spinner().with_message(what.to_owned());
-    bar.enable_steady_tick(std::time::Duration::from_millis(120));
-    bar
-}
-
 /// Parses `X,Y,Z` (three unsigned integers).
 pub(crate) fn parse_xyz(s: &str) -> Result<[u32; 3], String> {
     let v = parse_list::<u32>(s)?;

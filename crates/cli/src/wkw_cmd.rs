@@ -87,15 +87,38 @@ pub(crate) fn dataset_info(dataset: &Path) -> CliResult<Map<String, Value>> {
 }
 
 /// Header of a single `.wkw` file.
-pub(crate) fn file_info(path: &Path, len: u64) -> CliResult<Map<String, Value>> {
-    let mut head = [0u8; 16];
-    let mut f = open_input(path)?;
-    read_at(&mut f, path, 0, &mut head)?;
-    let h = Header::parse(&head).at(path)?;
+/// Header and stored structure of a single `.wkw` data file: for compressed files the jump
+/// table summary (stored bytes, smallest / largest block, ratio); nothing is decompressed.
+pub(crate) fn file_info(path: &Path) -> CliResult<Map<String, Value>> {
+    let info = wkw::inspect_file(path, &wkw::Limits::default()).at(path)?;
+    let h = &info.header;
     let mut m = Map::new();
     m.insert("format".into(), json!("wkw-file"));
-    m.insert("file_len_bytes".into(), json!(len));
-    header_fields(&mut m, &h);
+    m.insert("file_len_bytes".into(), json!(info.file_len));
+    header_fields(&mut m, h);
+    let stored = info.stored_block_bytes();
+    m.insert("stored_block_bytes".into(), json!(stored));
+    if let Some(lengths) = &info.block_lengths {
+        let raw = h.blocks_per_file().saturating_mul(h.block_bytes());
+        m.insert(
+            "min_block_bytes".into(),
+            json!(lengths.iter().min().copied().unwrap_or(0)),
+        );
+        m.insert(
+            "max_block_bytes".into(),
+            json!(lengths.iter().max().copied().unwrap_or(0)),
+        );
+        #[allow(clippy::cast_precision_loss, reason = "a ratio for display")]
+        let ratio = if stored == 0 {
+            0.0
+        } else {
+            raw as f64 / stored as f64
+        };
+        m.insert(
+            "compression_ratio".into(),
+            json!((ratio * 1000.0).round() / 1000.0),
+        );
+    }
     Ok(m)
 }
 

@@ -107,6 +107,15 @@ fn wkw_info_and_file_info() {
     assert_eq!(info["data_offset"], 0x210);
     assert_eq!(info["voxel_size"], 6);
     assert_eq!(info["block_type"], "lz4");
+    // Structure from the jump table: 64 blocks stored between dataOffset and the file's end.
+    let len = std::fs::metadata(&file).unwrap().len();
+    assert_eq!(info["stored_block_bytes"], len - 0x210);
+    let (min, max) = (
+        info["min_block_bytes"].as_u64().unwrap(),
+        info["max_block_bytes"].as_u64().unwrap(),
+    );
+    assert!(0 < min && min <= max && max <= len - 0x210, "{info}");
+    assert!(info["compression_ratio"].as_f64().unwrap() > 0.0);
     let text = ok(&[
         "wkw",
         "info",

@@ -27,5 +27,8 @@ pub use crate::{
     quantise::{encode_f32, quantise},
     reader::{DweFile, OpenOptions},
     tree::tree_order,
-    writer::{Dims, WriteLayout, encode, residuals, write_file},
+    writer::{
+        Dims, WriteLayout, encode, encode_with_progress, residuals, write_file,
+        write_file_with_progress,
+    },
 };

@@ -188,6 +188,22 @@ pub fn encode(
     scale_factor: f32,
     layout: WriteLayout,
 ) -> Result<Vec<u8>> {
+    encode_with_progress(values, dims, scale_factor, layout, &mut |_, _| {})
+}
+
+/// Like [`encode`], calling `progress(done, total)` as the work advances: once per time step
+/// when its entropy model is built, then once per time step when it is encoded
+/// (`total = 2 × T`; `done` rises by one each call and ends at `total`). The output is the same.
+///
+/// # Errors
+/// As [`encode`].
+pub fn encode_with_progress(
+    values: &[i16],
+    dims: Dims,
+    scale_factor: f32,
+    layout: WriteLayout,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<Vec<u8>> {
     let vk = check_dims(values, dims)?;
     match layout {
         WriteLayout::Block { chunk_size } => {
@@ -202,29 +218,48 @@ pub fn encode(
         }
     }
     let res = residuals(values, dims)?;
+    let total = 2 * u64::from(dims.num_timesteps);
+    let mut done = 0u64;
+    let mut step_done = || {
+        done += 1;
+        progress(done, total);
+    };
     let mut counts = vec![0u64; 1 << 16];
     let mut models = Vec::with_capacity(us(dims.num_timesteps));
     for (t, step) in (0u32..).zip(res.chunks(vk)) {
         models.push(model_for(step, t, &mut counts)?);
+        step_done();
     }
+    let e = Encoding {
+        res: &res,
+        dims,
+        vk,
+        scale_factor,
+        models: &models,
+    };
     match layout {
-        WriteLayout::Block { chunk_size } => {
-            write_block(&res, dims, vk, chunk_size, scale_factor, &models)
-        }
-        WriteLayout::Stream { jump_interval } => {
-            write_stream(&res, dims, vk, jump_interval, scale_factor, &models)
-        }
+        WriteLayout::Block { chunk_size } => write_block(&e, chunk_size, &mut step_done),
+        WriteLayout::Stream { jump_interval } => write_stream(&e, jump_interval, &mut step_done),
     }
 }
 
-fn write_stream(
-    res: &[i16],
+/// What both layout writers need: residuals `[T][V][K]` and one entropy model per time step.
+struct Encoding<'a> {
+    res: &'a [i16],
     dims: Dims,
     vk: usize,
-    interval: u32,
     scale_factor: f32,
-    models: &[EntropyModel],
-) -> Result<Vec<u8>> {
+    models: &'a [EntropyModel],
+}
+
+fn write_stream(e: &Encoding<'_>, interval: u32, step_done: &mut dyn FnMut()) -> Result<Vec<u8>> {
+    let Encoding {
+        res,
+        dims,
+        vk,
+        scale_factor,
+        models,
+    } = *e;
     let k = us(dims.embedding_dim);
     let j = us(interval);
     let v = us(dims.vocab_size);
@@ -246,6 +281,7 @@ fn write_stream(
                 *row = (enc.words.len(), enc.state);
             }
         }
+        step_done();
     }
     let n = enc.words.len();
     let mut out = Vec::new();
@@ -281,14 +317,14 @@ fn write_stream(
     Ok(out)
 }
 
-fn write_block(
-    res: &[i16],
-    dims: Dims,
-    vk: usize,
-    chunk_size: u32,
-    scale_factor: f32,
-    models: &[EntropyModel],
-) -> Result<Vec<u8>> {
+fn write_block(e: &Encoding<'_>, chunk_size: u32, step_done: &mut dyn FnMut()) -> Result<Vec<u8>> {
+    let Encoding {
+        res,
+        dims,
+        vk,
+        scale_factor,
+        models,
+    } = *e;
     let k = us(dims.embedding_dim);
     let c_len = us(chunk_size) * k;
     let t_count = us(dims.num_timesteps);
@@ -319,6 +355,7 @@ fn write_block(
                 chunk_words.push(0);
             }
         }
+        step_done();
     }
     // Layout: header, timestep_addrs, meta blocks back to back, chunks.
     let mut meta_addr = Vec::with_capacity(t_count);
@@ -378,7 +415,31 @@ pub fn write_file(
     layout: WriteLayout,
     fsync: bool,
 ) -> Result<()> {
-    let bytes = encode(values, dims, scale_factor, layout)?;
+    write_file_with_progress(
+        path,
+        values,
+        dims,
+        scale_factor,
+        layout,
+        fsync,
+        &mut |_, _| {},
+    )
+}
+
+/// [`write_file`] reporting progress as [`encode_with_progress`] does.
+///
+/// # Errors
+/// As [`write_file`].
+pub fn write_file_with_progress(
+    path: impl AsRef<Path>,
+    values: &[i16],
+    dims: Dims,
+    scale_factor: f32,
+    layout: WriteLayout,
+    fsync: bool,
+    progress: &mut dyn FnMut(u64, u64),
+) -> Result<()> {
+    let bytes = encode_with_progress(values, dims, scale_factor, layout, progress)?;
     replace_atomically(path.as_ref(), &bytes, fsync)
 }
 

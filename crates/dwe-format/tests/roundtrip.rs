@@ -311,3 +311,44 @@ fn read_file_respects_the_size_limit() {
         .unwrap_err();
     assert!(matches!(err, Error::LimitExceeded { .. }));
 }
+
+/// `encode_with_progress` reports 1, 2, …, 2T out of 2T (models, then encoded time steps) and
+/// writes exactly what `encode` writes; `write_file_with_progress` likewise.
+#[test]
+fn progress_counts_every_time_step_twice_and_changes_nothing() {
+    let dims = Dims::new(7, 12, 5);
+    let values: Vec<i16> = (0..7 * 12 * 5)
+        .map(|i| ((i * 37) % 23 - 11) as i16)
+        .collect();
+    for layout in [
+        WriteLayout::Block { chunk_size: 4 },
+        WriteLayout::Stream { jump_interval: 5 },
+    ] {
+        let mut seen = Vec::new();
+        let with = dwe_format::encode_with_progress(&values, dims, 0.01, layout, &mut |d, t| {
+            seen.push((d, t));
+        })
+        .unwrap();
+        assert_eq!(with, encode(&values, dims, 0.01, layout).unwrap());
+        let expected: Vec<(u64, u64)> = (1..=14).map(|d| (d, 14)).collect();
+        assert_eq!(seen, expected);
+
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("p.dwe");
+        let mut calls = 0;
+        dwe_format::write_file_with_progress(
+            &path,
+            &values,
+            dims,
+            0.01,
+            layout,
+            false,
+            &mut |_, _| {
+                calls += 1;
+            },
+        )
+        .unwrap();
+        assert_eq!(calls, 14);
+        assert_eq!(std::fs::read(&path).unwrap(), with);
+    }
+}

@@ -16,6 +16,60 @@ pub(crate) struct FileMeta {
     pub(crate) len: u64,
 }
 
+/// The structure of one data file as stored: header, length and, for compressed files, the
+/// stored length of every block (from the jump table). Made by [`inspect_file`] without
+/// decompressing anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FileInfo {
+    /// The file's own header.
+    pub header: Header,
+    /// File length in bytes.
+    pub file_len: u64,
+    /// Compressed files: the stored (compressed) length of each block in Morton order; `None`
+    /// for raw files, whose blocks all take `header.block_bytes()`.
+    pub block_lengths: Option<Vec<u64>>,
+}
+
+impl FileInfo {
+    /// Bytes of block data: the sum of the stored block lengths (compressed files), or the raw
+    /// blocks' total.
+    #[must_use]
+    pub fn stored_block_bytes(&self) -> u64 {
+        match &self.block_lengths {
+            Some(l) => l.iter().sum(),
+            None => self
+                .header
+                .blocks_per_file()
+                .saturating_mul(self.header.block_bytes()),
+        }
+    }
+}
+
+/// Reads and validates the header and (for compressed files) the jump table of the data file
+/// at `path`, checking the same invariants as a [`crate::Dataset`] read: data offset, monotone
+/// jump table inside the file, no block longer than the LZ4 bound, sizes within `limits`.
+///
+/// # Errors
+/// [`Error::Io`] if the file cannot be read, [`Error::Format`] for a bad header or jump table,
+/// [`Error::LimitExceeded`] beyond `limits`.
+pub fn inspect_file(path: impl AsRef<std::path::Path>, limits: &Limits) -> Result<FileInfo> {
+    let path = path.as_ref();
+    let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
+    let file = crate::storage::FsFile::new(file).map_err(|e| Error::io(path, e))?;
+    let meta = FileMeta::parse(&file, limits, path).map_err(|f| match f {
+        OpenFailure::Unreadable(e) => Error::format(path, e),
+        OpenFailure::Hard(e) => e,
+    })?;
+    let block_lengths = meta
+        .jump
+        .map(|j| j.windows(2).map(|w| w[1] - w[0]).collect());
+    Ok(FileInfo {
+        header: meta.header,
+        file_len: meta.len,
+        block_lengths,
+    })
+}
+
 /// Why a file could not be opened.
 #[derive(Debug)]
 pub(crate) enum OpenFailure {

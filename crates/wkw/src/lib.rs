@@ -22,6 +22,7 @@ pub use crate::{
     compress::{FileReport, Progress, VerifyReport, compress, verify},
     dataset::{Dataset, HEADER_FILE_NAME},
     error::{Error, FormatError, Result},
+    file::{FileInfo, inspect_file},
     header::{BlockType, Header, MAGIC, VERSION, VoxelType},
     limits::Limits,
     options::{Durability, HeaderCheck, MissingOrCorrupt, Options},

@@ -362,3 +362,38 @@ fn compress_f4_gives_f6_content() {
         );
     }
 }
+
+/// `inspect_file` on reference-made files: compressed files list one stored length per block,
+/// summing to the bytes between the data offset and the end of the last block (the jump
+/// table's last entry, read here independently); raw files have none.
+#[test]
+fn inspect_file_reports_the_jump_table_of_reference_files() {
+    let limits = wkw::Limits::default();
+    for name in DATASETS {
+        let ds = Dataset::open(testdata().join(name)).unwrap();
+        for (_, path) in ds.list_files().unwrap() {
+            let info = wkw::inspect_file(&path, &limits).unwrap();
+            let bytes = std::fs::read(&path).unwrap();
+            assert_eq!(info.file_len, bytes.len() as u64);
+            assert_eq!(info.header, Header::parse(&bytes[..16]).unwrap());
+            let n = info.header.blocks_per_file();
+            match &info.block_lengths {
+                Some(lengths) => {
+                    assert!(info.header.block_type().is_compressed());
+                    assert_eq!(lengths.len() as u64, n);
+                    let at = 16 + 8 * (n as usize - 1);
+                    let last_end = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+                    assert_eq!(
+                        info.stored_block_bytes(),
+                        last_end - info.header.data_offset()
+                    );
+                }
+                None => {
+                    assert_eq!(info.header.block_type(), BlockType::Raw);
+                    assert_eq!(info.stored_block_bytes(), n * info.header.block_bytes());
+                }
+            }
+        }
+    }
+    assert!(wkw::inspect_file(testdata().join("no-such-file.wkw"), &limits).is_err());
+}
