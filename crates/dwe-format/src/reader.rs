@@ -274,7 +274,20 @@ impl<B: AsRef<[u8]>> DweFile<B> {
                             CheckedErr::Other(e) => e,
                         })
                 } else {
-                    dec.decode_into(table, out).map_err(underrun)
+                    // Long runs: a second decoder starts at the jump-table row nearest the
+                    // middle and both halves decode interleaved (`decode_pair_into`).
+                    let words = out.len() / k.max(1);
+                    let mid = (first_word + words / 2) / s.interval * s.interval;
+                    if words >= 2 * s.interval && mid > first_word {
+                        let (offset, state) =
+                            self.jump_row(s, us(t) * s.points + mid / s.interval)?;
+                        let mut second = Decoder::new(src, offset, state);
+                        let (a, b) = out.split_at_mut((mid - first_word) * k);
+                        dec.decode_pair_into(&mut second, table, a, b)
+                            .map_err(|(_, u)| underrun(u))
+                    } else {
+                        dec.decode_into(table, out).map_err(underrun)
+                    }
                 }
             }
             Index::Block(b) => self.decode_block_words(b, t, first_word, out),
@@ -314,29 +327,52 @@ impl<B: AsRef<[u8]>> DweFile<B> {
         let k = self.k();
         let data = self.data.as_ref();
         let chunk_table = b.chunk_tables.get(us(t)).copied().unwrap_or_default();
-        let mut word = first_word;
-        while !out.is_empty() {
-            let c = word / b.chunk_size;
-            let within = word % b.chunk_size;
-            let addr = us(u32_at(data, chunk_table + 4 * c, "chunk_addrs")?);
-            let base = 4 * addr;
+        // Decoder at the start of chunk `c`, and the byte offset of its words (for errors).
+        let open = |c: usize| -> Result<(Decoder<'_>, usize)> {
+            let base = 4 * us(u32_at(data, chunk_table + 4 * c, "chunk_addrs")?);
             let src = data.get(base..).unwrap_or_default();
-            let underrun = |u: Underrun| Error::WordUnderrun {
-                timestep: t,
-                offset: (base + 2 * u.0) as u64,
-            };
-            let mut dec = Decoder::for_chunk(src).map_err(underrun)?;
-            dec.skip(table, (k * within) as u64).map_err(underrun)?;
-            let n_words = (b.chunk_size - within).min(out.len() / k.max(1));
-            let (head, tail) = core::mem::take(&mut out).split_at_mut(n_words * k);
-            dec.decode_into(table, head).map_err(underrun)?;
-            if self.check_integrity && within == 0 && n_words == b.chunk_size && dec.state != LOWER
-            {
+            let dec = Decoder::for_chunk(src).map_err(|u| underrun_at(t, base, u))?;
+            Ok((dec, base))
+        };
+        let end_check = |c: usize, dec: &Decoder<'_>| -> Result<()> {
+            if self.check_integrity && dec.state != LOWER {
                 return Err(Error::Integrity {
                     what: format!("end state of chunk {c} of time step {t}"),
                     expected: u64::from(LOWER),
                     found: u64::from(dec.state),
                 });
+            }
+            Ok(())
+        };
+        let chunk_len = b.chunk_size * k;
+        let mut word = first_word;
+        while !out.is_empty() {
+            let c = word / b.chunk_size;
+            let within = word % b.chunk_size;
+            if within == 0 && out.len() >= 2 * chunk_len && chunk_len > 0 {
+                // Two whole chunks: independent streams, decoded interleaved.
+                let (mut d0, base0) = open(c)?;
+                let (mut d1, base1) = open(c + 1)?;
+                let (pair, tail) = core::mem::take(&mut out).split_at_mut(2 * chunk_len);
+                let (h0, h1) = pair.split_at_mut(chunk_len);
+                d0.decode_pair_into(&mut d1, table, h0, h1)
+                    .map_err(|(side, u)| {
+                        underrun_at(t, if side == 0 { base0 } else { base1 }, u)
+                    })?;
+                end_check(c, &d0)?;
+                end_check(c + 1, &d1)?;
+                out = tail;
+                word += 2 * b.chunk_size;
+                continue;
+            }
+            let (mut dec, base) = open(c)?;
+            let underrun = |u: Underrun| underrun_at(t, base, u);
+            dec.skip(table, (k * within) as u64).map_err(underrun)?;
+            let n_words = (b.chunk_size - within).min(out.len() / k.max(1));
+            let (head, tail) = core::mem::take(&mut out).split_at_mut(n_words * k);
+            dec.decode_into(table, head).map_err(underrun)?;
+            if within == 0 && n_words == b.chunk_size {
+                end_check(c, &dec)?;
             }
             out = tail;
             word += n_words;
@@ -689,5 +725,13 @@ fn row_mismatch(row: usize, offset: usize, state: u32, dec: &Decoder<'_>) -> Err
         what: format!("jump table row {row} {what} (reached by sequential decoding)"),
         expected,
         found,
+    }
+}
+
+/// A decoder underrun at u16 word `u.0` of the words starting at byte `base`.
+fn underrun_at(t: u32, base: usize, u: Underrun) -> Error {
+    Error::WordUnderrun {
+        timestep: t,
+        offset: (base + 2 * u.0) as u64,
     }
 }
