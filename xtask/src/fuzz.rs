@@ -4,7 +4,8 @@
 //! Needs `cargo-fuzz` (`cargo install cargo-fuzz --locked`) and a C++ compiler; the nightly
 //! flags cargo-fuzz passes to rustc are enabled on the stable toolchain with
 //! `RUSTC_BOOTSTRAP=1` (see `fuzz/README.md`). Every run uses an RSS limit and a malloc limit of
-//! 2 GiB, so running out of memory is reported like a crash. Corpora live in
+//! 2 GiB, so running out of memory is reported like a crash, a 60 s per-input timeout, and a
+//! target that leaves a new `slow-unit-*` (an input taking over 10 s) fails too. Corpora live in
 //! `fuzz/corpus/<target>` (git-ignored) and are seeded, without overwriting, from `testdata/`;
 //! `testdata/regressions/<crate>/<target>/` is passed as a second, read-only corpus so every kept crasher
 //! is replayed first.
@@ -52,6 +53,8 @@ const fn target(
 /// Memory limits passed to libFuzzer (MiB).
 const RSS_LIMIT_MB: u32 = 2048;
 const MALLOC_LIMIT_MB: u32 = 2048;
+/// One input running longer than this many seconds is reported as a crash (`timeout-*`).
+const TIMEOUT_SECS: u32 = 60;
 
 struct Args {
     secs: u64,
@@ -143,6 +146,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             .arg(format!("-max_total_time={}", args.secs))
             .arg(format!("-rss_limit_mb={RSS_LIMIT_MB}"))
             .arg(format!("-malloc_limit_mb={MALLOC_LIMIT_MB}"))
+            .arg(format!("-timeout={TIMEOUT_SECS}"))
             .arg("-print_final_stats=1");
         if let Some(d) = t.dict {
             cmd.arg(format!(
@@ -151,6 +155,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             ));
         }
         eprintln!("$ {cmd:?}");
+        let started = std::time::SystemTime::now();
         let out = cmd
             .stdout(Stdio::inherit())
             .stderr(Stdio::piped())
@@ -168,17 +173,21 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
         let execs = stat(&log, "stat::number_of_executed_units").unwrap_or(0);
         let files = fs::read_dir(&corpus).map(Iterator::count).unwrap_or(0);
-        if !out.status.success() {
+        // libFuzzer keeps inputs slower than 10 s as `slow-unit-*` without failing: a CPU
+        // amplification on hostile input is a bug like a crash.
+        let slow = new_slow_units(&fuzz.join("artifacts").join(t.name), started);
+        let ok = out.status.success() && slow == 0;
+        if !ok {
             failed.push(t.name);
         }
-        rows.push((t.name, execs, files, out.status.success()));
+        rows.push((t.name, execs, files, ok));
     }
     eprintln!("\n| target | seconds | executions | corpus files | result |\n|---|---|---|---|---|");
     for (name, execs, files, ok) in &rows {
         let result = if *ok {
             "clean"
         } else {
-            "FAILED (see fuzz/artifacts)"
+            "FAILED (crash, timeout or slow unit: see fuzz/artifacts)"
         };
         eprintln!("| {name} | {} | {execs} | {files} | {result} |", args.secs);
     }
@@ -187,6 +196,22 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     } else {
         Err(format!("fuzz targets failed: {}", failed.join(", ")))
     }
+}
+
+/// Number of `slow-unit-*` files in `dir` written at or after `since`.
+fn new_slow_units(dir: &Path, since: std::time::SystemTime) -> usize {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return 0;
+    };
+    entries
+        .filter_map(Result::ok)
+        .filter(|e| e.file_name().to_string_lossy().starts_with("slow-unit-"))
+        .filter(|e| {
+            e.metadata()
+                .and_then(|m| m.modified())
+                .is_ok_and(|m| m >= since)
+        })
+        .count()
 }
 
 fn cargo_bin() -> std::ffi::OsString {
