@@ -381,7 +381,7 @@ fn inspect_file_reports_the_jump_table_of_reference_files() {
                 Some(lengths) => {
                     assert!(info.header.block_type().is_compressed());
                     assert_eq!(lengths.len() as u64, n);
-                    let at = 16 + 8 * (n as usize - 1);
+                    let at = 16 + 8 * (usize::try_from(n).unwrap() - 1);
                     let last_end = u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
                     assert_eq!(
                         info.stored_block_bytes(),
