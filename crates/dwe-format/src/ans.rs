@@ -43,25 +43,17 @@ impl<'a> Decoder<'a> {
         let words = self.words;
         let mut state = self.state;
         let mut pos = self.pos;
+        let mut result = Ok(());
         for o in out {
-            // The mask keeps the index below 4096, the table length.
-            let slot = slots[(state & (TOTAL - 1)) as usize];
-            // (state >> 12) < 2^20, freq <= 4095 and bias < freq: fits in u32.
-            state = (state >> PRECISION) * u32::from(slot.freq) + u32::from(slot.bias);
-            *o = slot.symbol;
-            if state < LOWER {
-                let Some(w) = word(words, pos) else {
-                    self.state = state;
-                    self.pos = pos;
-                    return Err(Underrun(pos));
-                };
-                state = (state << 16) | u32::from(w);
-                pos += 1;
+            *o = step(slots, &mut state);
+            if !refill(words, &mut state, &mut pos) {
+                result = Err(Underrun(pos));
+                break;
             }
         }
         self.state = state;
         self.pos = pos;
-        Ok(())
+        result
     }
 
     /// Decodes `out` with `self` and `other_out` with `other`, two independent streams, in one
@@ -84,27 +76,15 @@ impl<'a> Decoder<'a> {
         let (mut sa, mut pa, mut sb, mut pb) = (self.state, self.pos, other.state, other.pos);
         let mut failed = None;
         for (oa, ob) in out_a.iter_mut().zip(out_b.iter_mut()) {
-            let slot_a = slots[(sa & (TOTAL - 1)) as usize];
-            let slot_b = slots[(sb & (TOTAL - 1)) as usize];
-            sa = (sa >> PRECISION) * u32::from(slot_a.freq) + u32::from(slot_a.bias);
-            sb = (sb >> PRECISION) * u32::from(slot_b.freq) + u32::from(slot_b.bias);
-            *oa = slot_a.symbol;
-            *ob = slot_b.symbol;
-            if sa < LOWER {
-                let Some(w) = word(wa, pa) else {
-                    failed = Some(true);
-                    break;
-                };
-                sa = (sa << 16) | u32::from(w);
-                pa += 1;
+            *oa = step(slots, &mut sa);
+            *ob = step(slots, &mut sb);
+            if !refill(wa, &mut sa, &mut pa) {
+                failed = Some(true);
+                break;
             }
-            if sb < LOWER {
-                let Some(w) = word(wb, pb) else {
-                    failed = Some(false);
-                    break;
-                };
-                sb = (sb << 16) | u32::from(w);
-                pb += 1;
+            if !refill(wb, &mut sb, &mut pb) {
+                failed = Some(false);
+                break;
             }
         }
         (self.state, self.pos, other.state, other.pos) = (sa, pa, sb, pb);
@@ -135,6 +115,29 @@ impl<'a> Decoder<'a> {
         }
         Ok(())
     }
+}
+
+/// Decodes one symbol: looks up the slot of `state`'s low 12 bits and advances the state.
+#[inline(always)]
+fn step(slots: &[Slot; TOTAL as usize], state: &mut u32) -> i16 {
+    // The mask keeps the index below 4096, the table length.
+    let slot = slots[(*state & (TOTAL - 1)) as usize];
+    // (state >> 12) < 2^20, freq <= 4095 and bias < freq: fits in u32.
+    *state = (*state >> PRECISION) * u32::from(slot.freq) + u32::from(slot.bias);
+    slot.symbol
+}
+
+/// Refills a state that fell below [`LOWER`] with the next word; `false` if the source ended.
+#[inline(always)]
+fn refill(words: &[u8], state: &mut u32, pos: &mut usize) -> bool {
+    if *state < LOWER {
+        let Some(w) = word(words, *pos) else {
+            return false;
+        };
+        *state = (*state << 16) | u32::from(w);
+        *pos += 1;
+    }
+    true
 }
 
 /// The u16 word at index `i` of a little-endian word source.

@@ -252,13 +252,25 @@ struct Encoding<'a> {
     models: &'a [EntropyModel],
 }
 
+impl Encoding<'_> {
+    /// The residuals of time step `t`, with `table` filled from its model.
+    fn step(&self, t: u32, table: &mut EncodeTable) -> Result<&[i16]> {
+        let model = self
+            .models
+            .get(us(t))
+            .ok_or_else(|| param("models", "missing"))?;
+        table.fill(model);
+        let at = us(t) * self.vk;
+        Ok(self.res.get(at..at + self.vk).unwrap_or_default())
+    }
+}
+
 fn write_stream(e: &Encoding<'_>, interval: u32, step_done: &mut dyn FnMut()) -> Result<Vec<u8>> {
     let Encoding {
-        res,
         dims,
-        vk,
         scale_factor,
         models,
+        ..
     } = *e;
     let k = us(dims.embedding_dim);
     let j = us(interval);
@@ -268,11 +280,7 @@ fn write_stream(e: &Encoding<'_>, interval: u32, step_done: &mut dyn FnMut()) ->
     let mut enc = Encoder::new();
     let mut table = EncodeTable::new();
     for &t in tree::tree_order(dims.num_timesteps).iter().rev() {
-        let model = models
-            .get(us(t))
-            .ok_or_else(|| param("models", "missing"))?;
-        table.fill(model);
-        let step = res.get(us(t) * vk..us(t) * vk + vk).unwrap_or_default();
+        let step = e.step(t, &mut table)?;
         for (i, word) in step.chunks(k).enumerate().rev() {
             encode_symbols(&mut enc, &table, word.iter().rev())?;
             if i % j == 0
@@ -319,11 +327,10 @@ fn write_stream(e: &Encoding<'_>, interval: u32, step_done: &mut dyn FnMut()) ->
 
 fn write_block(e: &Encoding<'_>, chunk_size: u32, step_done: &mut dyn FnMut()) -> Result<Vec<u8>> {
     let Encoding {
-        res,
         dims,
-        vk,
         scale_factor,
         models,
+        ..
     } = *e;
     let k = us(dims.embedding_dim);
     let c_len = us(chunk_size) * k;
@@ -336,11 +343,7 @@ fn write_block(e: &Encoding<'_>, chunk_size: u32, step_done: &mut dyn FnMut()) -
     let mut table = EncodeTable::new();
     let mut enc = Encoder::new();
     for t in tree::tree_order(dims.num_timesteps) {
-        let model = models
-            .get(us(t))
-            .ok_or_else(|| param("models", "missing"))?;
-        table.fill(model);
-        let step = res.get(us(t) * vk..us(t) * vk + vk).unwrap_or_default();
+        let step = e.step(t, &mut table)?;
         for (c, chunk) in step.chunks(c_len).enumerate() {
             enc.state = crate::ans::LOWER;
             enc.words.clear();
