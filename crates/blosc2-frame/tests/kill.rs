@@ -16,9 +16,7 @@
 )]
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
-use testkit::Lcg;
+use testkit::{Lcg, run_and_kill};
 
 use blosc2_frame::blosc_chunk::CParams;
 use blosc2_frame::{Frame, FrameFileWriter, FrameParams, FrameWriter, Sync};
@@ -117,21 +115,12 @@ fn kill_child() {
 }
 
 fn run(mode: &str, target: &Path, seed: u64, mut after_kill: impl FnMut() -> Option<u32>) {
-    let exe = std::env::current_exe().unwrap();
     let mut rng = Lcg(seed);
     let mut last = after_kill();
     let mut changed = 0;
+    let spec = format!("{mode}:{}", target.display());
     for _ in 0..KILLS {
-        let mut child = Command::new(&exe)
-            .args(["--exact", "kill_child", "--nocapture", "--test-threads=1"])
-            .env(ENV, format!("{mode}:{}", target.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_micros(2_000 + rng.next_u64() % 40_000));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        run_and_kill("kill_child", ENV, &spec, &mut rng);
         let now = after_kill();
         if now != last {
             changed += 1;

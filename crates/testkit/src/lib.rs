@@ -62,6 +62,33 @@ pub fn replay_all(
     files.len()
 }
 
+/// Starts this test binary again running only the test `child_test` with `var=value` in its
+/// environment (the child test does its work only when it sees the variable), lets it run for a
+/// pseudo-random 2–42 ms drawn from `rng`, then SIGKILLs it and waits for it: one round of a
+/// kill test.
+///
+/// # Panics
+/// If the child cannot be started, killed or waited for.
+#[allow(
+    clippy::expect_used,
+    reason = "test support: a failed spawn is a failed test"
+)]
+pub fn run_and_kill(child_test: &str, var: &str, value: &str, rng: &mut Lcg) {
+    let exe = std::env::current_exe().expect("current test binary");
+    let mut child = std::process::Command::new(exe)
+        .args(["--exact", child_test, "--nocapture", "--test-threads=1"])
+        .env(var, value)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start the child");
+    std::thread::sleep(std::time::Duration::from_micros(
+        2_000 + rng.next_u64() % 40_000,
+    ));
+    child.kill().expect("SIGKILL the child");
+    child.wait().expect("reap the child");
+}
+
 /// A 64-bit linear congruential generator (Knuth's MMIX constants); `next_u64` yields 31 bits.
 #[derive(Debug, Clone)]
 pub struct Lcg(pub u64);

@@ -24,9 +24,7 @@
 )]
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
-use testkit::Lcg;
+use testkit::{Lcg, run_and_kill};
 
 use wkw::{Array, BlockType, Dataset, Header, Order, VoxelType};
 
@@ -154,21 +152,12 @@ fn scenario(block_type: BlockType, seed: u64) {
     let ds = Dataset::create(root, header(block_type)).unwrap();
     ds.write([0; 3], &fill([2 * FILE, FILE, FILE], BACKGROUND).view())
         .unwrap();
-    let exe = std::env::current_exe().unwrap();
     let mut rng = Lcg(seed);
     let mut changed = 0;
     let mut last = check(root, block_type);
+    let spec = root.display().to_string();
     for _ in 0..KILLS {
-        let mut child = Command::new(&exe)
-            .args(["--exact", "kill_child", "--nocapture", "--test-threads=1"])
-            .env(ENV, root)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_micros(2_000 + rng.next_u64() % 40_000));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        run_and_kill("kill_child", ENV, &spec, &mut rng);
         let now = check(root, block_type);
         if now != last {
             changed += 1;
@@ -229,20 +218,11 @@ fn compress_survives_sigkill() {
         v
     };
     let before = snapshot(&src);
-    let exe = std::env::current_exe().unwrap();
     let mut rng = Lcg(3);
     let (mut complete, mut partial, mut absent) = (0, 0, 0);
+    let spec = format!("compress:{}", base.display());
     for _ in 0..KILLS {
-        let mut child = Command::new(&exe)
-            .args(["--exact", "kill_child", "--nocapture", "--test-threads=1"])
-            .env(ENV, format!("compress:{}", base.display()))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        std::thread::sleep(Duration::from_micros(2_000 + rng.next_u64() % 40_000));
-        child.kill().unwrap(); // SIGKILL
-        child.wait().unwrap();
+        run_and_kill("kill_child", ENV, &spec, &mut rng);
         assert_eq!(snapshot(&src), before, "the source changed");
         for e in std::fs::read_dir(base).unwrap() {
             let dst = e.unwrap().path();
