@@ -62,10 +62,13 @@ impl<'a> Decoder<'a> {
     ///
     /// On an underrun, both decoders' states and positions are saved and the error names the
     /// failing side (0 = `self`, 1 = `other`) and its word index.
+    ///
+    /// `slots` decodes `self`'s stream, `other_slots` the other's (the same table for two halves
+    /// of one time step, different ones for two time steps).
     pub(crate) fn decode_pair_into(
         &mut self,
         other: &mut Self,
-        slots: &[Slot; TOTAL as usize],
+        (slots, other_slots): (&[Slot; TOTAL as usize], &[Slot; TOTAL as usize]),
         out: &mut [i16],
         other_out: &mut [i16],
     ) -> Result<(), (u8, Underrun)> {
@@ -77,7 +80,7 @@ impl<'a> Decoder<'a> {
         let mut failed = None;
         for (oa, ob) in out_a.iter_mut().zip(out_b.iter_mut()) {
             *oa = step(slots, &mut sa);
-            *ob = step(slots, &mut sb);
+            *ob = step(other_slots, &mut sb);
             if !refill(wa, &mut sa, &mut pa) {
                 failed = Some(true);
                 break;
@@ -93,9 +96,33 @@ impl<'a> Decoder<'a> {
             Some(false) => Err((1, Underrun(pb))),
             None => {
                 self.decode_into(slots, rest_a).map_err(|u| (0, u))?;
-                other.decode_into(slots, rest_b).map_err(|u| (1, u))
+                other.decode_into(other_slots, rest_b).map_err(|u| (1, u))
             }
         }
+    }
+
+    /// Decodes and discards `count` symbols of each of two streams, interleaved (as
+    /// [`Decoder::decode_pair_into`]).
+    pub(crate) fn skip_pair(
+        &mut self,
+        other: &mut Self,
+        tables: (&[Slot; TOTAL as usize], &[Slot; TOTAL as usize]),
+        count: u64,
+    ) -> Result<(), (u8, Underrun)> {
+        let mut a = [0i16; 256];
+        let mut b = [0i16; 256];
+        let mut left = count;
+        while left > 0 {
+            let n = usize::try_from(left.min(256)).unwrap_or(256);
+            self.decode_pair_into(
+                other,
+                tables,
+                a.get_mut(..n).unwrap_or_default(),
+                b.get_mut(..n).unwrap_or_default(),
+            )?;
+            left -= n as u64;
+        }
+        Ok(())
     }
 
     /// Decodes and discards `count` symbols (through `decode_into` on a small scratch buffer,
@@ -251,7 +278,7 @@ mod tests {
             let mut da = Decoder::for_chunk(&ca).unwrap();
             let mut db = Decoder::for_chunk(&cb).unwrap();
             let (mut oa, mut ob) = (vec![0i16; la], vec![0i16; lb]);
-            da.decode_pair_into(&mut db, &dt.slots, &mut oa, &mut ob)
+            da.decode_pair_into(&mut db, (&dt.slots, &dt.slots), &mut oa, &mut ob)
                 .unwrap();
             assert_eq!((oa, ob), (ma, mb));
             assert_eq!((da.state, db.state), (LOWER, LOWER));
@@ -262,7 +289,7 @@ mod tests {
         let mut da = Decoder::for_chunk(&ca[..ca.len() / 2]).unwrap();
         let mut db = Decoder::for_chunk(&ca).unwrap();
         let (mut oa, mut ob) = (vec![0i16; 200], vec![0i16; 200]);
-        let err = da.decode_pair_into(&mut db, &dt.slots, &mut oa, &mut ob);
+        let err = da.decode_pair_into(&mut db, (&dt.slots, &dt.slots), &mut oa, &mut ob);
         assert_eq!(err, Err((0, Underrun(ca.len() / 4))));
     }
 

@@ -7,7 +7,7 @@ use crate::bytes::{u32_at, us};
 use crate::header::Header;
 use crate::layout::{self, BlockIndex, Index, Layout, StreamIndex};
 use crate::limits::Limits;
-use crate::model::{DecodeTable, EntropyModel};
+use crate::model::{DecodeTable, EntropyModel, Slot, TOTAL};
 use crate::tree::{self, interior_preorder, path_to};
 use crate::{Error, Result};
 
@@ -283,7 +283,7 @@ impl<B: AsRef<[u8]>> DweFile<B> {
                             self.jump_row(s, us(t) * s.points + mid / s.interval)?;
                         let mut second = Decoder::new(src, offset, state);
                         let (a, b) = out.split_at_mut((mid - first_word) * k);
-                        dec.decode_pair_into(&mut second, table, a, b)
+                        dec.decode_pair_into(&mut second, (table, table), a, b)
                             .map_err(|(_, u)| underrun(u))
                     } else {
                         dec.decode_into(table, out).map_err(underrun)
@@ -292,6 +292,36 @@ impl<B: AsRef<[u8]>> DweFile<B> {
             }
             Index::Block(b) => self.decode_block_words(b, t, first_word, out),
         }
+    }
+
+    /// The residuals of word `word` at two time steps (`a.len()` = `b.len()` = K): in the stream
+    /// layout both decodes (jump to the row, skip, decode) run interleaved; otherwise one after
+    /// the other.
+    fn decode_word_pair(
+        &self,
+        word: usize,
+        (ta, a): (u32, &mut [i16]),
+        (tb, b): (u32, &mut [i16]),
+    ) -> Result<()> {
+        let Index::Stream(s) = &self.index else {
+            self.decode_words(ta, word, a)?;
+            return self.decode_words(tb, word, b);
+        };
+        let src = self.data.as_ref().get(s.section..).unwrap_or_default();
+        let open = |t: u32| -> Result<Decoder<'_>> {
+            let (offset, state) = self.jump_row(s, us(t) * s.points + word / s.interval)?;
+            Ok(Decoder::new(src, offset, state))
+        };
+        let (mut da, mut db) = (open(ta)?, open(tb)?);
+        let tables: (&[Slot; TOTAL as usize], &[Slot; TOTAL as usize]) =
+            (&self.table(ta)?.slots, &self.table(tb)?.slots);
+        let underrun = |(side, u): (u8, Underrun)| Error::WordUnderrun {
+            timestep: if side == 0 { ta } else { tb },
+            offset: (s.section + 2 * u.0) as u64,
+        };
+        da.skip_pair(&mut db, tables, (self.k() * (word % s.interval)) as u64)
+            .map_err(underrun)?;
+        da.decode_pair_into(&mut db, tables, a, b).map_err(underrun)
     }
 
     /// Full-time-step stream decode that compares against every jump-table row it passes.
@@ -355,7 +385,7 @@ impl<B: AsRef<[u8]>> DweFile<B> {
                 let (mut d1, base1) = open(c + 1)?;
                 let (pair, tail) = core::mem::take(&mut out).split_at_mut(2 * chunk_len);
                 let (h0, h1) = pair.split_at_mut(chunk_len);
-                d0.decode_pair_into(&mut d1, table, h0, h1)
+                d0.decode_pair_into(&mut d1, (table, table), h0, h1)
                     .map_err(|(side, u)| {
                         underrun_at(t, if side == 0 { base0 } else { base1 }, u)
                     })?;
@@ -464,13 +494,33 @@ impl<B: AsRef<[u8]>> DweFile<B> {
         }
         let w = us(word);
         let k = self.k();
-        let mut left = vec![0; k];
-        let mut right = vec![0; k];
+        // The residuals of every time step needed (0, T−1, the bisection path to t) are
+        // independent: decode them two at a time, then reconstruct along the path.
+        let path = path_to(self.header.num_timesteps, t);
+        let steps: Vec<u32> = [0, last]
+            .into_iter()
+            .chain(path.iter().map(|n| n.t))
+            .collect();
+        let mut rows = vec![0i16; steps.len() * k];
+        for (pair, out) in steps.chunks(2).zip(rows.chunks_mut(2 * k)) {
+            match *pair {
+                [ta, tb] => {
+                    let (a, b) = out.split_at_mut(k);
+                    self.decode_word_pair(w, (ta, a), (tb, b))?;
+                }
+                _ => {
+                    for (&ts, row) in pair.iter().zip(out.chunks_mut(k)) {
+                        self.decode_words(ts, w, row)?;
+                    }
+                }
+            }
+        }
+        let mut rows = rows.chunks(k).map(<[i16]>::to_vec);
+        let mut left = rows.next().unwrap_or_default();
+        let mut right = rows.next().unwrap_or_default();
         let mut cur = vec![0; k];
-        self.decode_words(0, w, &mut left)?;
-        self.decode_words(last, w, &mut right)?;
-        for node in path_to(self.header.num_timesteps, t) {
-            self.decode_words(node.t, w, &mut cur)?;
+        for node in path {
+            cur = rows.next().unwrap_or_default();
             tree::reconstruct_in_place(&mut cur, &left, &right);
             match t.cmp(&node.t) {
                 core::cmp::Ordering::Equal => break,
