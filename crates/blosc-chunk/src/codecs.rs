@@ -34,6 +34,8 @@ pub(crate) struct DecodeScratch {
     zstd: Option<zstd_safe::DCtx<'static>>,
     pub(crate) tmp1: Vec<u8>,
     pub(crate) tmp2: Vec<u8>,
+    /// Scratch of the bit unshuffle.
+    pub(crate) bits: Vec<u8>,
 }
 
 impl core::fmt::Debug for DecodeScratch {
@@ -55,10 +57,13 @@ pub(crate) fn with_decode_scratch<R>(f: impl FnOnce(&mut DecodeScratch) -> R) ->
     DECODE_SCRATCH.with(|cell| match cell.try_borrow_mut() {
         Ok(mut s) => {
             let r = f(&mut s);
-            if s.tmp1.capacity() > MAX_RETAINED_SCRATCH || s.tmp2.capacity() > MAX_RETAINED_SCRATCH
+            if [&s.tmp1, &s.tmp2, &s.bits]
+                .iter()
+                .any(|v| v.capacity() > MAX_RETAINED_SCRATCH)
             {
                 s.tmp1 = Vec::new();
                 s.tmp2 = Vec::new();
+                s.bits = Vec::new();
             }
             r
         }

@@ -337,6 +337,7 @@ pub(crate) fn decode_block(
     let mut cur = if moves == 0 { Buf::Out } else { Buf::Tmp1 };
     let mut tmp1 = core::mem::take(&mut scratch.tmp1);
     let mut tmp2 = core::mem::take(&mut scratch.tmp2);
+    let mut bits = core::mem::take(&mut scratch.bits);
     if moves > 0 && tmp1.len() < bsize {
         tmp1.resize(bsize, 0);
     }
@@ -385,9 +386,9 @@ pub(crate) fn decode_block(
                 }
                 Filter::BitShuffle => {
                     if b.h.version() == 2 {
-                        bitshuffle::bitunshuffle_v2(ts, s, d);
+                        bitshuffle::bitunshuffle_v2(ts, s, d, &mut bits);
                     } else {
-                        bitshuffle::bitunshuffle(ts, s, d);
+                        bitshuffle::bitunshuffle(ts, s, d, &mut bits);
                     }
                 }
                 _ => d.copy_from_slice(s),
@@ -398,6 +399,7 @@ pub(crate) fn decode_block(
     })();
     scratch.tmp1 = tmp1;
     scratch.tmp2 = tmp2;
+    scratch.bits = bits;
     result
 }
 
@@ -501,7 +503,7 @@ fn apply_backward_simple(b: &Blocks<'_>, src: &[u8], dst: &mut [u8], dref: Optio
             }
             Filter::BitShuffle => {
                 let mut next = vec![0; cur.len()];
-                bitshuffle::bitunshuffle(ts, &cur, &mut next);
+                bitshuffle::bitunshuffle(ts, &cur, &mut next, &mut Vec::new());
                 cur = next;
             }
             Filter::Delta => match dref {

@@ -337,6 +337,8 @@ impl Plan {
 pub(crate) struct FilterBufs {
     a: Vec<u8>,
     b: Vec<u8>,
+    /// Scratch of the bit shuffle.
+    bits: Vec<u8>,
 }
 
 /// Runs the forward pipeline on block `j`; returns the filtered bytes.
@@ -375,7 +377,7 @@ pub(crate) fn forward<'a>(
                 let group = if meta == 0 { ts } else { usize::from(meta) };
                 shuffle::shuffle(group, s, d);
             }
-            Filter::BitShuffle => bitshuffle::bitshuffle(ts, s, d),
+            Filter::BitShuffle => bitshuffle::bitshuffle(ts, s, d, &mut bufs.bits),
             Filter::Delta => delta::encode(ts, offset, dref, s, d),
             Filter::TruncPrec => truncprec::encode(ts, meta, s, d)?,
             _ => d.copy_from_slice(s),

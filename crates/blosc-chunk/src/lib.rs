@@ -15,6 +15,8 @@ mod lz4dict;
 #[cfg(feature = "parallel")]
 mod parallel;
 mod shuffle;
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+mod simd;
 mod special;
 mod truncprec;
 mod tune;

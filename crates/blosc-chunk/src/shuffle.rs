@@ -1,8 +1,9 @@
 //! Byte shuffle: byte `j` of every element is grouped into plane `j`.
 //!
 //! With `n = len / ts` elements, output byte `j*n + i` is input byte `i*ts + j`; the trailing
-//! `len % ts` bytes are copied unchanged. Fixed-size fast paths for the common type sizes let
-//! the compiler keep everything in registers and vectorise.
+//! `len % ts` bytes are copied unchanged. On x86-64 the type sizes 2, 4, 8 and 16 run through
+//! the SSE2 kernels of [`crate::simd`] (tiles of 16 elements); elsewhere, and for the last
+//! partial tile, fixed-size portable loops that LLVM can vectorise.
 
 /// Shuffles `src` into `dst` (same length) with type size `ts`.
 pub(crate) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8]) {
@@ -12,6 +13,22 @@ pub(crate) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8]) {
         return;
     }
     let n = len / ts;
+    let body = n * ts;
+    let done = simd_shuffle(ts, src, dst, n);
+    if done > 0 {
+        for (j, plane) in dst[..body].chunks_exact_mut(n).enumerate() {
+            for (i, o) in plane.iter_mut().enumerate().skip(done) {
+                *o = src[i * ts + j];
+            }
+        }
+    } else {
+        shuffle_scalar(ts, n, &src[..body], &mut dst[..body]);
+    }
+    dst[body..len].copy_from_slice(&src[body..len]);
+}
+
+/// Portable shuffle of whole elements (`n` of `ts` bytes).
+fn shuffle_scalar(ts: usize, n: usize, src: &[u8], dst: &mut [u8]) {
     let body = n * ts;
     match ts {
         2 => shuffle_n::<2>(&src[..body], &mut dst[..body]),
@@ -26,7 +43,6 @@ pub(crate) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8]) {
             }
         }
     }
-    dst[body..len].copy_from_slice(&src[body..len]);
 }
 
 /// Inverse of [`shuffle`].
@@ -37,6 +53,22 @@ pub(crate) fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8]) {
         return;
     }
     let n = len / ts;
+    let body = n * ts;
+    let done = simd_unshuffle(ts, src, dst, n);
+    if done > 0 {
+        for (j, plane) in src[..body].chunks_exact(n).enumerate() {
+            for (i, &b) in plane.iter().enumerate().skip(done) {
+                dst[i * ts + j] = b;
+            }
+        }
+    } else {
+        unshuffle_scalar(ts, n, &src[..body], &mut dst[..body]);
+    }
+    dst[body..len].copy_from_slice(&src[body..len]);
+}
+
+/// Portable unshuffle of whole elements (`n` of `ts` bytes).
+fn unshuffle_scalar(ts: usize, n: usize, src: &[u8], dst: &mut [u8]) {
     let body = n * ts;
     match ts {
         2 => unshuffle_n::<2>(&src[..body], &mut dst[..body]),
@@ -53,7 +85,28 @@ pub(crate) fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8]) {
             }
         }
     }
-    dst[body..len].copy_from_slice(&src[body..len]);
+}
+
+/// Elements shuffled by the SIMD kernel (a prefix of whole 16-element tiles; 0 if none).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+fn simd_shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize {
+    crate::simd::shuffle(ts, src, dst, n)
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+fn simd_shuffle(_: usize, _: &[u8], _: &mut [u8], _: usize) -> usize {
+    0
+}
+
+/// Elements unshuffled by the SIMD kernel (as [`simd_shuffle`]).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+fn simd_unshuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize {
+    crate::simd::unshuffle(ts, src, dst, n)
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
+fn simd_unshuffle(_: usize, _: &[u8], _: &mut [u8], _: usize) -> usize {
+    0
 }
 
 fn copy(src: &[u8], dst: &mut [u8], len: usize) {
