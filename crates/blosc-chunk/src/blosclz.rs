@@ -71,15 +71,24 @@ pub(crate) fn decompress(input: &[u8], output: &mut [u8]) -> Option<usize> {
                 None
             };
             let Some(next) = next else { break };
-            copy_match(output, op, distance, len);
+            if op + len + 16 <= olen {
+                copy_match_wild(output, op, distance, len);
+            } else {
+                copy_match(output, op, distance, len);
+            }
             op += len;
             ctrl = next;
         } else {
             let run = ctrl + 1;
-            if op + run > olen || ip + run > ilen {
+            if op + MAX_COPY <= olen && ip + MAX_COPY <= ilen {
+                // A run is at most 32 bytes: copy a fixed 32 (the overrun is overwritten by
+                // the following tokens).
+                output[op..op + MAX_COPY].copy_from_slice(&input[ip..ip + MAX_COPY]);
+            } else if op + run > olen || ip + run > ilen {
                 return None;
+            } else {
+                output[op..op + run].copy_from_slice(&input[ip..ip + run]);
             }
-            output[op..op + run].copy_from_slice(&input[ip..ip + run]);
             op += run;
             ip += run;
             if ip >= ilen {
@@ -90,6 +99,50 @@ pub(crate) fn decompress(input: &[u8], output: &mut [u8]) -> Option<usize> {
         }
     }
     Some(op)
+}
+
+/// [`copy_match`] for a match followed by at least 16 bytes of `out`: copies in 16-byte steps
+/// that may run past the match (the overrun is overwritten by the following tokens). Every
+/// step reads bytes at least 16 behind the ones it writes, so it reads final bytes.
+#[inline]
+fn copy_match_wild(out: &mut [u8], op: usize, distance: usize, len: usize) {
+    let step = if distance >= 16 {
+        distance
+    } else if distance == 1 {
+        let b = out[op - 1];
+        out[op..op + len].fill(b);
+        return;
+    } else if 16 % distance == 0 {
+        // Period 2, 4 or 8: store a 16-byte pattern register.
+        let seed = &out[op - distance..op];
+        let word = match *seed {
+            [a, b] => u64::from(u16::from_le_bytes([a, b])) * 0x0001_0001_0001_0001,
+            [a, b, c, d] => u64::from(u32::from_le_bytes([a, b, c, d])) * 0x0000_0001_0000_0001,
+            _ => seed.iter().rev().fold(0, |w, &b| (w << 8) | u64::from(b)),
+        };
+        let pat = (u128::from(word) * ((1u128 << 64) | 1)).to_le_bytes();
+        for c in out[op..op + len.next_multiple_of(16)].chunks_exact_mut(16) {
+            c.copy_from_slice(&pat);
+        }
+        return;
+    } else {
+        // The match repeats with period `distance`, hence with any multiple of it: write the
+        // first multiple >= 16 byte by byte, then copy 16 at a time from that far back.
+        let step = distance * 16usize.div_ceil(distance);
+        for k in 0..step.min(len) {
+            out[op + k] = out[op + k - distance];
+        }
+        if len <= step {
+            return;
+        }
+        step
+    };
+    let mut k = if distance >= 16 { 0 } else { step };
+    while k < len {
+        let from = op + k - step;
+        out.copy_within(from..from + 16, op + k);
+        k += 16;
+    }
 }
 
 /// LZ77 copy of `len` bytes from `op - distance` to `op` (overlap allowed); bounds checked by

@@ -39,15 +39,16 @@ fn store(b: &mut [u8; 16], v: __m128i) {
     unsafe { _mm_storeu_si128(b.as_mut_ptr().cast(), v) }
 }
 
-/// The 16 bytes of `s` at `off` (callers check the bounds up front).
+/// `len` 16-byte vectors of `s` from byte `off` (callers check the bounds up front).
 #[inline]
-fn at(s: &[u8], off: usize) -> &[u8; 16] {
-    &s[off..].as_chunks::<16>().0[0]
+fn vectors(s: &[u8], off: usize, len: usize) -> &[[u8; 16]] {
+    &s[off..off + 16 * len].as_chunks::<16>().0[..len]
 }
 
+/// Mutable [`vectors`].
 #[inline]
-fn at_mut(s: &mut [u8], off: usize) -> &mut [u8; 16] {
-    &mut s[off..].as_chunks_mut::<16>().0[0]
+fn vectors_mut(s: &mut [u8], off: usize, len: usize) -> &mut [[u8; 16]] {
+    &mut s[off..off + 16 * len].as_chunks_mut::<16>().0[..len]
 }
 
 /// One interleaving step: output `2k` / `2k+1` are the low / high byte interleave of inputs
@@ -84,19 +85,36 @@ fn transpose8x2(x: __m128i) -> __m128i {
 #[target_feature(enable = "sse2")]
 fn shuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) -> usize {
     let tiles = n / 16;
-    for t in 0..tiles {
+    let input = vectors(src, 0, tiles * TS);
+    let mut planes: [&mut [[u8; 16]]; TS] = split_planes(dst, n, tiles);
+    for (t, tile) in input.chunks_exact(TS).enumerate() {
         let mut v = [_mm_setzero_si128(); TS];
-        for (i, x) in v.iter_mut().enumerate() {
-            *x = load(at(src, t * 16 * TS + 16 * i));
+        for (x, bytes) in v.iter_mut().zip(tile) {
+            *x = load(bytes);
         }
         for _ in 0..4 {
             v = zip_step(&v);
         }
-        for (b, x) in v.iter().enumerate() {
-            store(at_mut(dst, b * n + 16 * t), *x);
+        for (x, plane) in v.iter().zip(planes.iter_mut()) {
+            store(&mut plane[t], *x);
         }
     }
     tiles * 16
+}
+
+/// The first `tiles` vectors of each of the `TS` planes (`n` bytes apart) of `dst`.
+fn split_planes<const TS: usize>(
+    dst: &mut [u8],
+    n: usize,
+    tiles: usize,
+) -> [&mut [[u8; 16]]; TS] {
+    let mut rest = dst;
+    core::array::from_fn(|_| {
+        let at = n.min(rest.len());
+        let (plane, tail) = core::mem::take(&mut rest).split_at_mut(at);
+        rest = tail;
+        vectors_mut(plane, 0, tiles)
+    })
 }
 
 /// Inverse of [`shuffle_tiles`]: `log2(TS)` steps.
@@ -104,16 +122,18 @@ fn shuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) -> usize
 fn unshuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) -> usize {
     let tiles = n / 16;
     let steps = TS.trailing_zeros();
-    for t in 0..tiles {
+    let planes: [&[[u8; 16]]; TS] = core::array::from_fn(|b| vectors(src, b * n, tiles));
+    let output = vectors_mut(dst, 0, tiles * TS);
+    for (t, tile) in output.chunks_exact_mut(TS).enumerate() {
         let mut v = [_mm_setzero_si128(); TS];
-        for (b, x) in v.iter_mut().enumerate() {
-            *x = load(at(src, b * n + 16 * t));
+        for (x, plane) in v.iter_mut().zip(planes) {
+            *x = load(&plane[t]);
         }
         for _ in 0..steps {
             v = zip_step(&v);
         }
-        for (i, x) in v.iter().enumerate() {
-            store(at_mut(dst, t * 16 * TS + 16 * i), *x);
+        for (x, bytes) in v.iter().zip(tile) {
+            store(bytes, *x);
         }
     }
     tiles * 16
@@ -124,16 +144,18 @@ fn unshuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) -> usi
 #[target_feature(enable = "sse2")]
 fn bit_transpose_tiles(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
     let tiles = groups / 16;
-    for t in 0..tiles {
+    let input = vectors(src, 0, 8 * tiles);
+    let mut rows: [&mut [[u8; 16]]; 8] = split_planes(dst, groups, tiles);
+    for (t, tile) in input.chunks_exact(8).enumerate() {
         let mut v = [_mm_setzero_si128(); 8];
-        for (m, x) in v.iter_mut().enumerate() {
-            *x = transpose8x2(load(at(src, 128 * t + 16 * m)));
+        for (x, bytes) in v.iter_mut().zip(tile) {
+            *x = transpose8x2(load(bytes));
         }
         for _ in 0..4 {
             v = zip_step(&v);
         }
-        for (k, x) in v.iter().enumerate() {
-            store(at_mut(dst, k * groups + 16 * t), *x);
+        for (x, row) in v.iter().zip(rows.iter_mut()) {
+            store(&mut row[t], *x);
         }
     }
     tiles * 16
@@ -143,16 +165,18 @@ fn bit_transpose_tiles(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
 #[target_feature(enable = "sse2")]
 fn bit_untranspose_tiles(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
     let tiles = groups / 16;
-    for t in 0..tiles {
+    let rows: [&[[u8; 16]]; 8] = core::array::from_fn(|k| vectors(src, k * groups, tiles));
+    let output = vectors_mut(dst, 0, 8 * tiles);
+    for (t, tile) in output.chunks_exact_mut(8).enumerate() {
         let mut v = [_mm_setzero_si128(); 8];
-        for (k, x) in v.iter_mut().enumerate() {
-            *x = load(at(src, k * groups + 16 * t));
+        for (x, row) in v.iter_mut().zip(rows) {
+            *x = load(&row[t]);
         }
         for _ in 0..3 {
             v = zip_step(&v);
         }
-        for (m, x) in v.iter().enumerate() {
-            store(at_mut(dst, 128 * t + 16 * m), transpose8x2(*x));
+        for (x, bytes) in v.iter().zip(tile) {
+            store(bytes, transpose8x2(*x));
         }
     }
     tiles * 16
