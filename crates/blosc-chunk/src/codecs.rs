@@ -47,6 +47,42 @@ impl core::fmt::Debug for DecodeScratch {
 /// Scratch buffers larger than this are not kept between calls.
 const MAX_RETAINED_SCRATCH: usize = 8 << 20;
 
+/// Per-thread state reused across calls; [`Scratch::trim`] drops what is too big to keep.
+pub(crate) trait Scratch: Default + 'static {
+    /// Releases buffers above [`MAX_RETAINED_SCRATCH`].
+    fn trim(&mut self);
+}
+
+/// Empties `v` if its capacity is above [`MAX_RETAINED_SCRATCH`].
+pub(crate) fn trim_buf(v: &mut Vec<u8>) {
+    if v.capacity() > MAX_RETAINED_SCRATCH {
+        *v = Vec::new();
+    }
+}
+
+impl Scratch for DecodeScratch {
+    fn trim(&mut self) {
+        trim_buf(&mut self.tmp1);
+        trim_buf(&mut self.tmp2);
+        trim_buf(&mut self.bits);
+    }
+}
+
+/// Runs `f` with this thread's state in `key` (a fresh one if it is already in use).
+pub(crate) fn with_scratch<T: Scratch, R>(
+    key: &'static std::thread::LocalKey<core::cell::RefCell<T>>,
+    f: impl FnOnce(&mut T) -> R,
+) -> R {
+    key.with(|cell| match cell.try_borrow_mut() {
+        Ok(mut s) => {
+            let r = f(&mut s);
+            s.trim();
+            r
+        }
+        Err(_) => f(&mut T::default()),
+    })
+}
+
 thread_local! {
     static DECODE_SCRATCH: core::cell::RefCell<DecodeScratch> =
         core::cell::RefCell::new(DecodeScratch::default());
@@ -54,21 +90,7 @@ thread_local! {
 
 /// Runs `f` with this thread's reusable decoder state (a fresh one if it is already in use).
 pub(crate) fn with_decode_scratch<R>(f: impl FnOnce(&mut DecodeScratch) -> R) -> R {
-    DECODE_SCRATCH.with(|cell| match cell.try_borrow_mut() {
-        Ok(mut s) => {
-            let r = f(&mut s);
-            if [&s.tmp1, &s.tmp2, &s.bits]
-                .iter()
-                .any(|v| v.capacity() > MAX_RETAINED_SCRATCH)
-            {
-                s.tmp1 = Vec::new();
-                s.tmp2 = Vec::new();
-                s.bits = Vec::new();
-            }
-            r
-        }
-        Err(_) => f(&mut DecodeScratch::default()),
-    })
+    with_scratch(&DECODE_SCRATCH, f)
 }
 
 /// Checks that `format` is a stream format we can decode.
@@ -126,6 +148,8 @@ pub(crate) fn decompress_stream(
 pub(crate) struct EncodeScratch {
     zstd: Option<zstd_safe::CCtx<'static>>,
     pub(crate) htab: Vec<u32>,
+    /// Output buffer of one stream.
+    pub(crate) stream: Vec<u8>,
 }
 
 impl core::fmt::Debug for EncodeScratch {

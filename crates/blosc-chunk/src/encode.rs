@@ -322,6 +322,14 @@ impl Plan {
     }
 
     /// The memcpyed chunk: header + raw input.
+    /// The output buffer before the first block: header and block-start table (zeros), with
+    /// room for the whole budget.
+    pub(crate) fn output_start(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.destsize + 8);
+        out.resize(self.header_len + 4 * self.nblocks, 0);
+        out
+    }
+
     fn memcpy_chunk(&self, data: &[u8]) -> Result<Vec<u8>> {
         let cbytes = self.header_len + data.len();
         let mut out = vec![0u8; cbytes];
@@ -339,6 +347,32 @@ pub(crate) struct FilterBufs {
     b: Vec<u8>,
     /// Scratch of the bit shuffle.
     bits: Vec<u8>,
+}
+
+/// Per-thread encoder state, kept between calls.
+#[derive(Debug, Default)]
+pub(crate) struct EncodeState {
+    pub(crate) bufs: FilterBufs,
+    pub(crate) codec: EncodeScratch,
+}
+
+impl codecs::Scratch for EncodeState {
+    fn trim(&mut self) {
+        codecs::trim_buf(&mut self.bufs.a);
+        codecs::trim_buf(&mut self.bufs.b);
+        codecs::trim_buf(&mut self.bufs.bits);
+        codecs::trim_buf(&mut self.codec.stream);
+    }
+}
+
+thread_local! {
+    static ENCODE_STATE: core::cell::RefCell<EncodeState> =
+        core::cell::RefCell::new(EncodeState::default());
+}
+
+/// Runs `f` with this thread's reusable encoder state.
+pub(crate) fn with_encode_state<R>(f: impl FnOnce(&mut EncodeState) -> R) -> R {
+    codecs::with_scratch(&ENCODE_STATE, f)
 }
 
 /// Runs the forward pipeline on block `j`; returns the filtered bytes.
@@ -392,28 +426,30 @@ pub(crate) fn forward<'a>(
     })
 }
 
-fn is_run(s: &[u8]) -> bool {
-    match s.split_first() {
-        Some((&v, rest)) => rest.iter().all(|&b| b == v),
-        None => false,
-    }
+/// Whether `s` is one byte value repeated (and not empty).
+pub(crate) fn is_run(s: &[u8]) -> bool {
+    let Some(&v) = s.first() else {
+        return false;
+    };
+    // Whole 32-byte words compare as vectors.
+    let (words, tail) = s.as_chunks::<32>();
+    words.iter().all(|w| *w == [v; 32]) && tail.iter().all(|&b| b == v)
 }
 
 /// Outcome of encoding one block at a position of the serial output.
 pub(crate) enum BlockResult {
-    /// New `ntbytes`.
-    Done(usize),
+    /// Appended.
+    Done,
     /// Budget exhausted: the whole chunk becomes memcpyed.
     GiveUp,
 }
 
-/// Encodes the (already filtered) block at `out[ntbytes..]`, following C's serial budget
-/// rules exactly (`destsize = nbytes + 32`).
+/// Appends the (already filtered) block to `out` (the serial output so far), following C's
+/// serial budget rules exactly (`destsize = nbytes + 32`).
 pub(crate) fn encode_block(
     p: &Plan,
     filtered: &[u8],
-    out: &mut [u8],
-    mut ntbytes: usize,
+    out: &mut Vec<u8>,
     scratch: &mut EncodeScratch,
 ) -> BlockResult {
     let bsize = filtered.len();
@@ -421,19 +457,17 @@ pub(crate) fn encode_block(
     let neblock = bsize / nstreams;
     for s in 0..nstreams {
         let stream = &filtered[s * neblock..(s + 1) * neblock];
-        let csize_pos = ntbytes;
-        ntbytes += 4;
+        let csize_pos = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let ntbytes = out.len();
         if p.extended && is_run(stream) {
             if ntbytes > p.destsize {
                 return BlockResult::GiveUp;
             }
             let v = stream[0];
-            if v == 0 {
-                out[csize_pos..csize_pos + 4].copy_from_slice(&0i32.to_le_bytes());
-            } else {
-                out[csize_pos..csize_pos + 4].copy_from_slice(&(-i32::from(v)).to_le_bytes());
-                out[ntbytes] = 1;
-                ntbytes += 1;
+            if v != 0 {
+                out[csize_pos..ntbytes].copy_from_slice(&(-i32::from(v)).to_le_bytes());
+                out.push(1);
             }
             continue;
         }
@@ -444,25 +478,28 @@ pub(crate) fn encode_block(
             }
             maxout = p.destsize - ntbytes;
         }
-        let mut cbytes = codecs::compress_stream(
-            p.codec,
-            p.clevel,
-            stream,
-            &mut out[ntbytes..ntbytes + maxout],
-            scratch,
-        );
-        if cbytes == 0 || cbytes >= neblock {
+        // Compress into the reused stream buffer, so that `out` never needs zero-filling.
+        let mut buf = core::mem::take(&mut scratch.stream);
+        if buf.len() < maxout {
+            buf.resize(maxout, 0);
+        }
+        let c = codecs::compress_stream(p.codec, p.clevel, stream, &mut buf[..maxout], scratch);
+        let cbytes = if c == 0 || c >= neblock {
             if ntbytes + neblock > p.destsize {
+                scratch.stream = buf;
                 return BlockResult::GiveUp;
             }
-            out[ntbytes..ntbytes + neblock].copy_from_slice(stream);
-            cbytes = neblock;
-        }
+            out.extend_from_slice(stream);
+            neblock
+        } else {
+            out.extend_from_slice(&buf[..c]);
+            c
+        };
+        scratch.stream = buf;
         let cs = i32::try_from(cbytes).unwrap_or(i32::MAX);
-        out[csize_pos..csize_pos + 4].copy_from_slice(&cs.to_le_bytes());
-        ntbytes += cbytes;
+        out[csize_pos..ntbytes].copy_from_slice(&cs.to_le_bytes());
     }
-    BlockResult::Done(ntbytes)
+    BlockResult::Done
 }
 
 /// Total number of streams in the chunk.
@@ -509,19 +546,22 @@ pub fn compress(data: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
             None => p.memcpy_chunk(data),
         };
     }
-    let mut out = vec![0u8; p.destsize + 8];
-    let mut ntbytes = p.header_len + 4 * p.nblocks;
-    let mut bufs = FilterBufs::default();
-    let mut scratch = EncodeScratch::default();
-    for j in 0..p.nblocks {
-        let bstart = i32::try_from(ntbytes).unwrap_or(i32::MAX);
-        let pos = p.header_len + 4 * j;
-        out[pos..pos + 4].copy_from_slice(&bstart.to_le_bytes());
-        let filtered = forward(&p, data, j, &mut bufs)?;
-        match encode_block(&p, filtered, &mut out, ntbytes, &mut scratch) {
-            BlockResult::Done(n) => ntbytes = n,
-            BlockResult::GiveUp => return p.memcpy_chunk(data),
+    let mut out = p.output_start();
+    let done = with_encode_state(|st| -> Result<bool> {
+        for j in 0..p.nblocks {
+            let bstart = i32::try_from(out.len()).unwrap_or(i32::MAX);
+            let pos = p.header_len + 4 * j;
+            out[pos..pos + 4].copy_from_slice(&bstart.to_le_bytes());
+            let filtered = forward(&p, data, j, &mut st.bufs)?;
+            if let BlockResult::GiveUp = encode_block(&p, filtered, &mut out, &mut st.codec) {
+                return Ok(false);
+            }
         }
+        Ok(true)
+    })?;
+    if !done {
+        return p.memcpy_chunk(data);
     }
+    let ntbytes = out.len();
     finish(&p, out, ntbytes)
 }

@@ -68,7 +68,9 @@ pub(crate) fn decode_blocks(b: &Blocks<'_>, out: &mut [u8], nthreads: usize) -> 
 }
 
 use crate::codecs::{self, EncodeScratch};
-use crate::encode::{BlockResult, FilterBufs, Plan, encode_block, forward};
+use crate::encode::{
+    BlockResult, FilterBufs, Plan, encode_block, forward, is_run, with_encode_state,
+};
 
 enum StreamKind {
     Run(u8),
@@ -93,48 +95,36 @@ fn encode_unbounded(
     let bsize = filtered.len();
     let nstreams = p.nstreams(bsize);
     let neblock = bsize / nstreams;
-    let mut bytes = vec![0u8; bsize + 5 * nstreams];
+    let mut bytes = Vec::with_capacity(bsize + 5 * nstreams);
     let mut streams = Vec::with_capacity(nstreams);
-    let mut pos = 0;
-    for s in 0..nstreams {
-        let stream = &filtered[s * neblock..(s + 1) * neblock];
-        let csize_pos = pos;
-        pos += 4;
-        if p.extended && stream.iter().all(|&b| b == stream[0]) {
+    let mut buf = core::mem::take(&mut scratch.stream);
+    if buf.len() < neblock {
+        buf.resize(neblock, 0);
+    }
+    for stream in filtered.chunks_exact(neblock).take(nstreams) {
+        if p.extended && is_run(stream) {
             let v = stream[0];
-            if v == 0 {
-                bytes[csize_pos..pos].copy_from_slice(&0i32.to_le_bytes());
-            } else {
-                bytes[csize_pos..pos].copy_from_slice(&(-i32::from(v)).to_le_bytes());
-                bytes[pos] = 1;
-                pos += 1;
+            bytes.extend_from_slice(&(-i32::from(v)).to_le_bytes());
+            if v != 0 {
+                bytes.push(1);
             }
             streams.push(StreamKind::Run(v));
             continue;
         }
-        let c = codecs::compress_stream(
-            p.codec,
-            p.clevel,
-            stream,
-            &mut bytes[pos..pos + neblock],
-            scratch,
-        );
-        let c = if c == 0 || c >= neblock {
-            bytes[pos..pos + neblock].copy_from_slice(stream);
-            streams.push(StreamKind::Raw);
-            neblock
+        let c = codecs::compress_stream(p.codec, p.clevel, stream, &mut buf[..neblock], scratch);
+        let (kind, payload) = if c == 0 || c >= neblock {
+            (StreamKind::Raw, stream)
         } else {
-            streams.push(StreamKind::Coded(c));
-            c
+            (StreamKind::Coded(c), &buf[..c])
         };
-        let cs = i32::try_from(c).unwrap_or(i32::MAX);
-        bytes[csize_pos..csize_pos + 4].copy_from_slice(&cs.to_le_bytes());
-        pos += c;
+        let cs = i32::try_from(payload.len()).unwrap_or(i32::MAX);
+        bytes.extend_from_slice(&cs.to_le_bytes());
+        bytes.extend_from_slice(payload);
+        streams.push(kind);
     }
-    bytes.truncate(pos);
+    scratch.stream = buf;
     Ok(EncodedBlock { bytes, streams })
 }
-
 /// Whether the block fits at `ntbytes` with exactly the decisions the serial encoder would
 /// make (no stream hits the chunk budget). Returns the new `ntbytes` if so.
 fn fits_unconstrained(
@@ -179,40 +169,44 @@ pub(crate) fn encode_blocks(
     let blocks: Vec<EncodedBlock> = with_pool(nthreads, || {
         (0..p.nblocks)
             .into_par_iter()
-            .map_init(
-                || (FilterBufs::default(), EncodeScratch::default()),
-                |(bufs, scratch), j| encode_unbounded(p, data, j, bufs, scratch),
-            )
+            .map(|j| {
+                with_encode_state(|st| encode_unbounded(p, data, j, &mut st.bufs, &mut st.codec))
+            })
             .collect::<Result<Vec<_>>>()
     })??;
-    let mut out = vec![0u8; p.destsize + 8];
-    let mut ntbytes = p.header_len + 4 * p.nblocks;
+    let mut out = p.output_start();
     let mut serial_from = None;
     for (j, blk) in blocks.iter().enumerate() {
+        let ntbytes = out.len();
         let Some(next) = fits_unconstrained(p, blk, p.bsize(j), ntbytes) else {
             serial_from = Some(j);
             break;
         };
+        debug_assert_eq!(next, ntbytes + blk.bytes.len());
         let pos = p.header_len + 4 * j;
         out[pos..pos + 4]
             .copy_from_slice(&i32::try_from(ntbytes).unwrap_or(i32::MAX).to_le_bytes());
-        out[ntbytes..next].copy_from_slice(&blk.bytes);
-        ntbytes = next;
+        out.extend_from_slice(&blk.bytes);
     }
     if let Some(start) = serial_from {
         // Near the budget: redo the remaining blocks exactly as the serial encoder does.
-        let mut bufs = FilterBufs::default();
-        let mut scratch = EncodeScratch::default();
-        for j in start..p.nblocks {
-            let pos = p.header_len + 4 * j;
-            out[pos..pos + 4]
-                .copy_from_slice(&i32::try_from(ntbytes).unwrap_or(i32::MAX).to_le_bytes());
-            let filtered = forward(p, data, j, &mut bufs)?;
-            match encode_block(p, filtered, &mut out, ntbytes, &mut scratch) {
-                BlockResult::Done(n) => ntbytes = n,
-                BlockResult::GiveUp => return Ok(None),
+        let done = with_encode_state(|st| -> Result<bool> {
+            for j in start..p.nblocks {
+                let pos = p.header_len + 4 * j;
+                let ntbytes = out.len();
+                out[pos..pos + 4]
+                    .copy_from_slice(&i32::try_from(ntbytes).unwrap_or(i32::MAX).to_le_bytes());
+                let filtered = forward(p, data, j, &mut st.bufs)?;
+                if let BlockResult::GiveUp = encode_block(p, filtered, &mut out, &mut st.codec) {
+                    return Ok(false);
+                }
             }
+            Ok(true)
+        })?;
+        if !done {
+            return Ok(None);
         }
     }
+    let ntbytes = out.len();
     Ok(Some((out, ntbytes)))
 }

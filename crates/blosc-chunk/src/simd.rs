@@ -103,11 +103,7 @@ fn shuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) -> usize
 }
 
 /// The first `tiles` vectors of each of the `TS` planes (`n` bytes apart) of `dst`.
-fn split_planes<const TS: usize>(
-    dst: &mut [u8],
-    n: usize,
-    tiles: usize,
-) -> [&mut [[u8; 16]]; TS] {
+fn split_planes<const TS: usize>(dst: &mut [u8], n: usize, tiles: usize) -> [&mut [[u8; 16]]; TS] {
     let mut rest = dst;
     core::array::from_fn(|_| {
         let at = n.min(rest.len());
