@@ -27,7 +27,7 @@ const TASKS: &[Task] = &[
     (
         "conformance",
         conformance::run,
-        "check every crate against reference-made fixtures and print the summary table [--live]",
+        "check every crate against reference-made fixtures and print the summary table [--live] [--only SECTION]",
     ),
     (
         "fuzz",

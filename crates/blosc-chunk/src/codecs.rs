@@ -150,6 +150,8 @@ pub(crate) struct EncodeScratch {
     pub(crate) htab: Vec<u32>,
     /// Output buffer of one stream.
     pub(crate) stream: Vec<u8>,
+    /// The dictionary of the chunk being encoded, if it has one.
+    pub(crate) dict: Option<crate::dict::DictEncoder>,
 }
 
 impl core::fmt::Debug for EncodeScratch {
@@ -178,6 +180,17 @@ pub(crate) fn compress_stream(
 ) -> usize {
     if dst.is_empty() {
         return 0;
+    }
+    if let Some(d) = scratch.dict.as_mut() {
+        return match d {
+            crate::dict::DictEncoder::Zstd(cdict) => {
+                let cctx = scratch.zstd.get_or_insert_with(zstd_safe::CCtx::create);
+                cctx.compress_using_cdict(dst, src, cdict).unwrap_or(0)
+            }
+            crate::dict::DictEncoder::Lz4(stream) => {
+                stream.compress(src, dst, 10 - i32::from(clevel), i32::from(clevel))
+            }
+        };
     }
     match codec {
         Codec::BloscLz => blosclz::compress(clevel, src, dst, &mut scratch.htab),

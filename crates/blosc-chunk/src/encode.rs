@@ -4,11 +4,12 @@
 use crate::bitshuffle;
 use crate::codecs::{self, EncodeScratch};
 use crate::delta;
+use crate::dict;
 use crate::error::{Error, Result};
 use crate::header::{
-    Codec, EXTENDED_HEADER_LENGTH, FLAG_BITSHUFFLE, FLAG_DELTA, FLAG_DONT_SPLIT, FLAG_MEMCPYED,
-    FLAG_SHUFFLE, Filter, HeaderFields, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD, MIN_BUFFERSIZE,
-    MIN_HEADER_LENGTH, SplitMode, VERSION_FORMAT_STABLE,
+    B2FLAG_USEDICT, Codec, EXTENDED_HEADER_LENGTH, FLAG_BITSHUFFLE, FLAG_DELTA, FLAG_DONT_SPLIT,
+    FLAG_MEMCPYED, FLAG_SHUFFLE, Filter, HeaderFields, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD,
+    MIN_BUFFERSIZE, MIN_HEADER_LENGTH, SplitMode, VERSION_FORMAT_STABLE,
 };
 use crate::shuffle;
 use crate::truncprec;
@@ -43,6 +44,11 @@ pub struct CParams {
     /// BITSHUFFLE in slot 5 and DELTA in slot 4 can be expressed (other pipelines are refused);
     /// `filters_meta` cannot be stored and is ignored.
     pub blosc1_header: bool,
+    /// Build a dictionary from the chunk and compress every stream with it (C-Blosc2's
+    /// `use_dict`; zstd, LZ4 and LZ4HC only, extended header only). Inputs too small for a
+    /// useful dictionary (under 5 120 bytes) are compressed without one. Dictionary chunks are
+    /// encoded on one thread.
+    pub use_dict: bool,
 }
 
 impl Default for CParams {
@@ -66,6 +72,7 @@ impl Default for CParams {
             splitmode: SplitMode::ForwardCompat,
             nthreads: 1,
             blosc1_header: false,
+            use_dict: false,
         }
     }
 }
@@ -104,6 +111,7 @@ pub(crate) struct Plan {
     pub(crate) header_len: usize,
     pub(crate) flags: u8,
     pub(crate) memcpyed: bool,
+    pub(crate) use_dict: bool,
 }
 
 fn filter_flags(filters: &[Filter; MAX_FILTERS]) -> u8 {
@@ -145,6 +153,12 @@ pub(crate) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
             id: u32::from(cp.codec.id()),
         });
     };
+    if cp.use_dict && (!dict::supports(cp.codec) || cp.blosc1_header) {
+        return Err(Error::InvalidParam {
+            what: "use_dict",
+            why: "dictionaries need zstd, lz4 or lz4hc and the extended header",
+        });
+    }
     let typesize = if cp.typesize > 255 { 1 } else { cp.typesize };
     let mut filters = cp.filters;
     for f in &filters {
@@ -290,6 +304,7 @@ pub(crate) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
         header_len,
         flags,
         memcpyed,
+        use_dict: cp.use_dict,
     })
 }
 
@@ -321,7 +336,6 @@ impl Plan {
         }
     }
 
-    /// The memcpyed chunk: header + raw input.
     /// The output buffer before the first block: header and block-start table (zeros), with
     /// room for the whole budget.
     pub(crate) fn output_start(&self) -> Vec<u8> {
@@ -330,6 +344,14 @@ impl Plan {
         out
     }
 
+    /// Records that block `j` starts at the current end of `out`.
+    pub(crate) fn write_bstart(&self, out: &mut [u8], j: usize) {
+        let start = i32::try_from(out.len()).unwrap_or(i32::MAX).to_le_bytes();
+        let pos = self.header_len + 4 * j;
+        out[pos..pos + 4].copy_from_slice(&start);
+    }
+
+    /// The memcpyed chunk: header + raw input.
     fn memcpy_chunk(&self, data: &[u8]) -> Result<Vec<u8>> {
         let cbytes = self.header_len + data.len();
         let mut out = vec![0u8; cbytes];
@@ -508,7 +530,7 @@ fn total_streams(p: &Plan) -> usize {
 }
 
 /// Assembles the final chunk from `out` (the serial layout, `ntbytes` long).
-fn finish(p: &Plan, mut out: Vec<u8>, ntbytes: usize) -> Result<Vec<u8>> {
+fn finish(p: &Plan, mut out: Vec<u8>, ntbytes: usize, blosc2_flags: u8) -> Result<Vec<u8>> {
     if p.extended && ntbytes == p.header_len + 4 * p.nblocks + 4 * total_streams(p) {
         // Every stream is a zero run: a zero special chunk.
         out.truncate(p.header_len);
@@ -517,7 +539,8 @@ fn finish(p: &Plan, mut out: Vec<u8>, ntbytes: usize) -> Result<Vec<u8>> {
         return Ok(out);
     }
     out.truncate(ntbytes);
-    p.header(p.flags, ntbytes, 0).write(&mut out, p.extended)?;
+    p.header(p.flags, ntbytes, blosc2_flags)
+        .write(&mut out, p.extended)?;
     Ok(out)
 }
 
@@ -540,28 +563,65 @@ pub fn compress(data: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
         return p.memcpy_chunk(data);
     }
     #[cfg(feature = "parallel")]
-    if crate::parallel::use_threads(cparams.nthreads, p.nblocks) {
+    if crate::parallel::use_threads(cparams.nthreads, p.nblocks) && !p.use_dict {
         return match crate::parallel::encode_blocks(&p, data, cparams.nthreads)? {
-            Some((out, ntbytes)) => finish(&p, out, ntbytes),
+            Some((out, ntbytes)) => finish(&p, out, ntbytes, 0),
             None => p.memcpy_chunk(data),
         };
     }
-    let mut out = p.output_start();
-    let done = with_encode_state(|st| -> Result<bool> {
-        for j in 0..p.nblocks {
-            let bstart = i32::try_from(out.len()).unwrap_or(i32::MAX);
-            let pos = p.header_len + 4 * j;
-            out[pos..pos + 4].copy_from_slice(&bstart.to_le_bytes());
-            let filtered = forward(&p, data, j, &mut st.bufs)?;
-            if let BlockResult::GiveUp = encode_block(&p, filtered, &mut out, &mut st.codec) {
-                return Ok(false);
-            }
+    with_encode_state(|st| {
+        if p.use_dict {
+            compress_with_dict(&p, data, st)
+        } else {
+            compress_serial(&p, data, st)
         }
-        Ok(true)
-    })?;
-    if !done {
+    })
+}
+
+/// C-Blosc2's serial encoder.
+fn compress_serial(p: &Plan, data: &[u8], st: &mut EncodeState) -> Result<Vec<u8>> {
+    let mut out = p.output_start();
+    for j in 0..p.nblocks {
+        p.write_bstart(&mut out, j);
+        let filtered = forward(p, data, j, &mut st.bufs)?;
+        if let BlockResult::GiveUp = encode_block(p, filtered, &mut out, &mut st.codec) {
+            return p.memcpy_chunk(data);
+        }
+    }
+    let ntbytes = out.len();
+    finish(p, out, ntbytes, 0)
+}
+
+/// A dictionary chunk: a first pass filters every block, the dictionary is built from the
+/// result (see [`crate::dict`]) and stored after the block starts, then every stream is
+/// compressed with it.
+fn compress_with_dict(p: &Plan, data: &[u8], st: &mut EncodeState) -> Result<Vec<u8>> {
+    let mut copied = Vec::with_capacity(p.nbytes);
+    for j in 0..p.nblocks {
+        copied.extend_from_slice(forward(p, data, j, &mut st.bufs)?);
+    }
+    let streams_per_block = if p.split { p.typesize } else { 1 };
+    let Some(dict) = dict::build(p.codec, p.nblocks, streams_per_block, &copied)? else {
+        return compress_serial(p, data, st);
+    };
+    let mut out = p.output_start();
+    out.extend_from_slice(&i32::try_from(dict.len()).unwrap_or(i32::MAX).to_le_bytes());
+    out.extend_from_slice(&dict);
+    st.codec.dict = Some(dict::encoder(p.codec, &dict)?);
+    let mut fits = true;
+    for (j, filtered) in copied.chunks(p.blocksize).enumerate() {
+        p.write_bstart(&mut out, j);
+        if let BlockResult::GiveUp = encode_block(p, filtered, &mut out, &mut st.codec) {
+            fits = false;
+            break;
+        }
+    }
+    st.codec.dict = None;
+    if !fits {
+        // C-Blosc2 3.3.5 keeps the USEDICT flag on this memcpyed chunk and then cannot decode
+        // it ("Cannot decompress"); without the flag it can. We write the readable chunk.
         return p.memcpy_chunk(data);
     }
     let ntbytes = out.len();
-    finish(&p, out, ntbytes)
+    finish(p, out, ntbytes, B2FLAG_USEDICT)
 }

@@ -6,12 +6,14 @@ mod blosclz;
 mod codecs;
 mod decode;
 mod delta;
+mod dict;
 mod encode;
 mod error;
 mod header;
 mod lazy;
 mod limits;
 mod lz4dict;
+mod lz4ffi;
 #[cfg(feature = "parallel")]
 mod parallel;
 mod shuffle;

@@ -94,8 +94,14 @@ pub(crate) fn decompress(input: &Path, output: &Path) -> CliResult {
 }
 
 /// `blosc compress IN OUT …`.
-pub(crate) fn compress(input: &Path, output: &Path, args: &CParamArgs) -> CliResult {
-    let params = cparams(args)?;
+pub(crate) fn compress(
+    input: &Path,
+    output: &Path,
+    args: &CParamArgs,
+    use_dict: bool,
+) -> CliResult {
+    let mut params = cparams(args)?;
+    params.use_dict = use_dict;
     let data = read_input(input)?;
     let chunk = blosc_chunk::compress(&data, &params).at(input)?;
     write_output(output, &chunk)

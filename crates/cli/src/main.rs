@@ -132,7 +132,7 @@ enum BloscCmd {
     },
     /// Compress a file into one chunk (byte-identical to C-Blosc2 for all codecs but zlib).
     #[command(
-        after_help = "Example:\n  scifmt blosc compress data.raw data.cdata --typesize 4 --codec lz4 --filter shuffle --blocksize 4096 --splitmode auto"
+        after_help = "Examples:\n  scifmt blosc compress data.raw data.cdata --typesize 4 --codec lz4 --filter shuffle --blocksize 4096 --splitmode auto\n  scifmt blosc compress text.raw text.cdata --typesize 1 --codec zstd --filter none --use-dict"
     )]
     Compress {
         /// Raw bytes.
@@ -141,6 +141,10 @@ enum BloscCmd {
         output: PathBuf,
         #[command(flatten)]
         cparams: CParamArgs,
+        /// Build a dictionary from the data and compress with it (zstd, lz4, lz4hc; C-Blosc2's
+        /// `use_dict`).
+        #[arg(long)]
+        use_dict: bool,
     },
 }
 
@@ -507,7 +511,8 @@ fn run(cmd: Cmd) -> CliResult {
             input,
             output,
             cparams,
-        }) => blosc::compress(&input, &output, &cparams),
+            use_dict,
+        }) => blosc::compress(&input, &output, &cparams, use_dict),
         Cmd::Frame(FrameCmd::Extract { input, output }) => frame::extract(&input, &output),
         Cmd::Frame(FrameCmd::Chunks { input, json }) => frame::chunks(&input, json),
         Cmd::Frame(FrameCmd::Meta { input, json }) => frame::meta(&input, json),

@@ -124,6 +124,37 @@ fn blosc_compress_is_byte_identical_to_c_blosc2_on_the_chunk_matrix() {
 }
 
 #[test]
+fn blosc_compress_use_dict_is_byte_identical_to_c_blosc2() {
+    let dir = tmp();
+    let raw = dir.path().join("in.raw");
+    let out = dir.path().join("out.cdata");
+    for codec in ["lz4", "lz4hc", "zstd"] {
+        let fixture = testdata(&format!("blosc/misc/{codec}_dict_text.cdata"));
+        ok(&[
+            "blosc".as_ref(),
+            "decompress".as_ref(),
+            fixture.as_os_str(),
+            raw.as_os_str(),
+        ]);
+        ok(&[
+            "blosc".as_ref(),
+            "compress".as_ref(),
+            raw.as_os_str(),
+            out.as_os_str(),
+            "--typesize=1".as_ref(),
+            format!("--codec={codec}").as_ref(),
+            "--filter=none".as_ref(),
+            "--use-dict".as_ref(),
+        ]);
+        assert_eq!(
+            std::fs::read(&out).unwrap(),
+            std::fs::read(&fixture).unwrap(),
+            "{codec}"
+        );
+    }
+}
+
+#[test]
 fn blosc_compress_defaults_and_threads_round_trip() {
     let dir = tmp();
     let raw = dir.path().join("in.raw");

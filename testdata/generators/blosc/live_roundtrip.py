@@ -1,7 +1,7 @@
 """Live cross-check for `cargo xtask conformance --live` (blosc-chunk section).
 
 Usage: python live_roundtrip.py <dir>
-<dir>/cases.json lists cases {name, codec, clevel, typesize, filter, splitmode}; for each case
+<dir>/cases.json lists cases {name, codec, clevel, typesize, filter, splitmode, use_dict}; for each case
 <dir>/<name>.raw holds the input and <dir>/<name>.ours the chunk made by blosc-chunk.
 This script (python-blosc2 4.14.1, nthreads=1, BLOSC_* env cleared):
   1. decompresses <name>.ours with blosc2.decompress and compares with <name>.raw;
@@ -34,6 +34,6 @@ for c in cases:
              "never": blosc2.SplitMode.NEVER_SPLIT}[c["splitmode"]]
     py = blosc2.compress2(raw, codec=blosc2.Codec(c["codec"]), clevel=c["clevel"],
                           typesize=c["typesize"], nthreads=1, filters=[blosc2.Filter(c["filter"])],
-                          splitmode=split)
+                          splitmode=split, use_dict=c.get("use_dict", False))
     open(os.path.join(d, name + ".py"), "wb").write(py)
 json.dump(results, open(os.path.join(d, "results.json"), "w"))

@@ -94,13 +94,11 @@ fn arg<'a>(call: &'a str, key: &str) -> Option<&'a str> {
 }
 
 /// Parameters recorded for a fixture: codec/typesize/filters from its header, clevel,
-/// blocksize and splitmode from the recorded python call. `None` for chunks not made by a
-/// plain compress call (special constructors, dictionaries, legacy files).
+/// blocksize, splitmode and `use_dict` from the recorded python call. `None` for chunks not
+/// made by a compress call (special constructors, legacy files).
 pub(crate) fn recorded_params(e: &Value, h: &ChunkHeader) -> Option<CParams> {
     let call = e["call"].as_str()?;
-    if !(call.contains("compress2(") || call.contains("compress("))
-        || call.contains("use_dict=True")
-    {
+    if !(call.contains("compress2(") || call.contains("compress(")) {
         return None;
     }
     let blosc1 = call.contains("BLOSC_BLOSC1_COMPAT=1");
@@ -133,6 +131,7 @@ pub(crate) fn recorded_params(e: &Value, h: &ChunkHeader) -> Option<CParams> {
         }
         cp.blosc1_header = true;
     }
+    cp.use_dict = call.contains("use_dict=True");
     Some(cp)
 }
 

@@ -88,10 +88,17 @@ const SECTIONS: &[Section] = &[
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut live = false;
-    for a in args {
+    let mut only: Option<&str> = None;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
         match a.as_str() {
             "--live" => live = true,
-            other => return Err(format!("unexpected argument `{other}` (expected --live)")),
+            "--only" => only = it.next().map(String::as_str),
+            other => {
+                return Err(format!(
+                    "unexpected argument `{other}` (expected --live, --only SECTION)"
+                ));
+            }
         }
     }
     let ctx = Ctx {
@@ -100,6 +107,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     };
     let mut rows = Vec::new();
     for (name, section) in SECTIONS {
+        if only.is_some_and(|o| o != *name) {
+            continue;
+        }
         eprintln!("conformance: {name} …");
         rows.extend(section(&ctx));
     }
