@@ -1,5 +1,6 @@
 //! Block-parallel decoding and encoding on rayon thread pools (feature `parallel`).
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use rayon::prelude::*;
@@ -15,56 +16,100 @@ pub(crate) fn use_threads(nthreads: usize, nblocks: usize) -> bool {
 
 static POOLS: Mutex<Vec<(usize, Arc<rayon::ThreadPool>)>> = Mutex::new(Vec::new());
 
-/// Runs `f` on a pool with `nthreads` threads (0 = rayon's global pool). Pools are built once
-/// per thread count and cached.
-pub(crate) fn with_pool<R: Send>(nthreads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
+/// The cached pool with `nthreads` threads (`None` = rayon's global pool for 0). Pools are
+/// built once per thread count.
+fn pool(nthreads: usize) -> Result<Option<Arc<rayon::ThreadPool>>> {
     if nthreads == 0 {
-        return Ok(f());
+        return Ok(None);
     }
-    let pool = {
-        let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Some((_, p)) = pools.iter().find(|(n, _)| *n == nthreads) {
-            Arc::clone(p)
-        } else {
-            let p = rayon::ThreadPoolBuilder::new()
-                .num_threads(nthreads)
-                .build()
-                .map_err(|e| Error::Codec {
-                    codec: "thread pool",
-                    why: e.to_string(),
-                })?;
-            let p = Arc::new(p);
-            pools.push((nthreads, Arc::clone(&p)));
-            p
-        }
-    };
-    Ok(pool.install(f))
+    let mut pools = POOLS.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, p)) = pools.iter().find(|(n, _)| *n == nthreads) {
+        return Ok(Some(Arc::clone(p)));
+    }
+    let p = rayon::ThreadPoolBuilder::new()
+        .num_threads(nthreads)
+        .build()
+        .map_err(|e| Error::Codec {
+            codec: "thread pool",
+            why: e.to_string(),
+        })?;
+    let p = Arc::new(p);
+    pools.push((nthreads, Arc::clone(&p)));
+    Ok(Some(p))
 }
 
-/// Decodes all blocks in parallel. With the delta filter, block 0 is decoded first because
-/// every other block refers to it.
+/// Runs `f` on the pool with `nthreads` threads (0 = rayon's global pool).
+pub(crate) fn with_pool<R: Send>(nthreads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
+    Ok(match pool(nthreads)? {
+        Some(p) => p.install(f),
+        None => f(),
+    })
+}
+
+/// Runs `work` on the calling thread and on `nthreads - 1` threads of the pool at once (the
+/// caller works too, so no hand-off is needed before the first block starts).
+fn on_threads<'a>(nthreads: usize, work: &'a (dyn Fn() + Sync)) -> Result<()> {
+    let helpers = if nthreads == 0 {
+        rayon::current_num_threads()
+    } else {
+        nthreads
+    }
+    .saturating_sub(1);
+    let pool = pool(nthreads)?;
+    let run = |s: &rayon::Scope<'a>| {
+        for _ in 0..helpers {
+            s.spawn(|_| work());
+        }
+        work();
+    };
+    match pool {
+        Some(p) => p.in_place_scope(run),
+        None => rayon::in_place_scope(run),
+    }
+    Ok(())
+}
+
+/// Decodes all blocks in parallel: every thread takes the next undecoded block until none is
+/// left. With the delta filter, block 0 is decoded first because every other block refers to
+/// it.
 pub(crate) fn decode_blocks(b: &Blocks<'_>, out: &mut [u8], nthreads: usize) -> Result<()> {
     let bs = b.blocksize;
     let has_delta = b
         .pipeline
         .iter()
         .any(|(f, _)| *f == crate::header::Filter::Delta);
-    with_pool(nthreads, || {
-        if has_delta {
-            let (first, rest) = out.split_at_mut(bs.min(out.len()));
-            with_decode_scratch(|s| decode_block(b, 0, first, None, s))?;
-            let dref: &[u8] = first;
-            rest.par_chunks_mut(bs)
-                .enumerate()
-                .try_for_each(|(k, blk)| {
-                    with_decode_scratch(|s| decode_block(b, k + 1, blk, Some(dref), s))
-                })
-        } else {
-            out.par_chunks_mut(bs)
-                .enumerate()
-                .try_for_each(|(j, blk)| with_decode_scratch(|s| decode_block(b, j, blk, None, s)))
+    let (first, rest) = out.split_at_mut(bs.min(out.len()));
+    let mut slots: Vec<Mutex<Option<(usize, &mut [u8])>>> = Vec::with_capacity(b.nblocks);
+    let dref: Option<&[u8]> = if has_delta {
+        with_decode_scratch(|s| decode_block(b, 0, first, None, s))?;
+        Some(first)
+    } else {
+        slots.push(Mutex::new(Some((0, first))));
+        None
+    };
+    for (k, blk) in rest.chunks_mut(bs).enumerate() {
+        slots.push(Mutex::new(Some((k + 1, blk))));
+    }
+    let next = AtomicUsize::new(0);
+    let failed: Mutex<Option<Error>> = Mutex::new(None);
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(slot) = slots.get(i) else { break };
+            let taken = slot.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let Some((j, blk)) = taken else { continue };
+            if let Err(e) = with_decode_scratch(|s| decode_block(b, j, blk, dref, s)) {
+                *failed.lock().unwrap_or_else(PoisonError::into_inner) = Some(e);
+                next.store(usize::MAX / 2, Ordering::Relaxed);
+                break;
+            }
         }
-    })?
+    };
+    on_threads(nthreads, &work)?;
+    match failed.into_inner().unwrap_or_else(PoisonError::into_inner) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
 }
 
 use crate::codecs::{self, EncodeScratch};
