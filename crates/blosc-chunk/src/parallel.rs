@@ -69,6 +69,9 @@ fn on_threads<'a>(nthreads: usize, work: &'a (dyn Fn() + Sync)) -> Result<()> {
     Ok(())
 }
 
+/// A block waiting to be decoded: its index and output; taken by the thread that decodes it.
+type Slot<'a> = Mutex<Option<(usize, &'a mut [u8])>>;
+
 /// Decodes all blocks in parallel: every thread takes the next undecoded block until none is
 /// left. With the delta filter, block 0 is decoded first because every other block refers to
 /// it.
@@ -79,7 +82,7 @@ pub(crate) fn decode_blocks(b: &Blocks<'_>, out: &mut [u8], nthreads: usize) -> 
         .iter()
         .any(|(f, _)| *f == crate::header::Filter::Delta);
     let (first, rest) = out.split_at_mut(bs.min(out.len()));
-    let mut slots: Vec<Mutex<Option<(usize, &mut [u8])>>> = Vec::with_capacity(b.nblocks);
+    let mut slots: Vec<Slot<'_>> = Vec::with_capacity(b.nblocks);
     let dref: Option<&[u8]> = if has_delta {
         with_decode_scratch(|s| decode_block(b, 0, first, None, s))?;
         Some(first)
