@@ -1,4 +1,5 @@
-//! Writing a large contiguous frame to a file chunk by chunk, without holding it in memory.
+//! Writing a large new frame chunk by chunk, without holding it in memory: a contiguous file
+//! or a sparse-frame directory.
 
 use std::fs::{self, File};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
@@ -6,31 +7,68 @@ use std::path::{Path, PathBuf};
 
 use crate::header::FrameType;
 use crate::offsets::ChunkLocation;
-use crate::writer::{Entry, FrameParams, FrameWriter, Sync, create_unique, sync_dir};
+use crate::reader::SPARSE_FRAME_FILE;
+use crate::writer::{
+    Entry, FrameParams, FrameWriter, Sync, atomic_write, chunk_file_name, create_unique,
+    existing_chunk_numbers, sync_dir,
+};
 use crate::{Error, Result};
 
-/// Streams a new contiguous frame to a file: chunks go straight to disk, the index and trailer
-/// are written by [`FrameFileWriter::finish`].
+/// Where the chunks go.
+#[derive(Debug)]
+enum Sink {
+    /// One temporary file renamed over the target by `finish`; `None` once finished.
+    Contiguous {
+        out: Option<BufWriter<File>>,
+        tmp: PathBuf,
+        header_len: u64,
+    },
+    /// One file per stored chunk in the target directory; `chunks.b2frame` by `finish`.
+    Sparse {
+        /// Chunk file numbers present when the writer started (an older frame's chunks).
+        old: Vec<u64>,
+        /// Chunk files written so far, in order.
+        written: Vec<u64>,
+        /// Number of the next chunk file.
+        next: u64,
+        /// The writer created the directory (removed again if the writer is abandoned).
+        created_dir: bool,
+        finished: bool,
+    },
+}
+
+/// Streams a new frame to disk: chunks go straight to a file (contiguous frame,
+/// [`FrameFileWriter::create`]) or to chunk files of a directory (sparse frame,
+/// [`FrameFileWriter::create_sparse`]); the index and trailer are written by
+/// [`FrameFileWriter::finish`]. Memory holds the chunk being written and 8 bytes of index per
+/// chunk.
 ///
-/// The frame is written to a uniquely named temporary file next to the target and renamed over
-/// it only by `finish`; dropping the writer (or an error, or a crash) leaves the target
-/// untouched and the temporary file is removed (on drop). The bytes are the same as
+/// A contiguous frame is written to a uniquely named temporary file next to the target and
+/// renamed over it only by `finish`; dropping the writer (or an error, or a crash) leaves the
+/// target untouched and the temporary file is removed (on drop). The bytes are the same as
 /// [`FrameWriter::write_file`] would produce for the same operations.
+///
+/// A sparse frame writes each stored chunk to its own file (`%08X.chunk`, numbered in order of
+/// addition from 0 in a new or empty directory, above every existing number otherwise, so an
+/// older frame's chunk files are never overwritten); `finish` replaces `chunks.b2frame`
+/// atomically, then deletes the older frame's chunk files. Dropping the writer unfinished
+/// removes the chunk files it wrote (and the directory, if it created it and it is empty); a
+/// crash leaves the older frame readable, plus unreferenced chunk files. In a new or empty
+/// directory, every file is byte-identical to [`FrameWriter::write_sparse`]'s.
 #[derive(Debug)]
 pub struct FrameFileWriter {
     meta: FrameWriter,
-    out: Option<BufWriter<File>>,
-    tmp: PathBuf,
+    sink: Sink,
     target: PathBuf,
     sync: Sync,
     locs: Vec<ChunkLocation>,
     cbytes: u64,
     last_nbytes: Option<usize>,
-    header_len: u64,
 }
 
 impl FrameFileWriter {
-    /// Starts a frame at `path` with `metalayers` (fixed from now on, as in C-Blosc2).
+    /// Starts a contiguous frame at `path` with `metalayers` (fixed from now on, as in
+    /// C-Blosc2).
     ///
     /// # Errors
     /// As [`FrameWriter::new`] and [`FrameWriter::add_metalayer`], or I/O errors.
@@ -41,14 +79,8 @@ impl FrameFileWriter {
         sync: Sync,
     ) -> Result<Self> {
         let target = path.as_ref().to_path_buf();
-        let mut meta = FrameWriter::new(params)?;
-        for (name, content) in metalayers {
-            meta.add_metalayer(name, content)?;
-        }
-        let dir = target
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."));
+        let meta = writer_with(params, metalayers)?;
+        let dir = parent_dir(&target);
         let name = target.file_name().ok_or_else(|| {
             Error::InvalidArgument(format!("{} has no file name", target.display()))
         })?;
@@ -63,14 +95,57 @@ impl FrameFileWriter {
         }
         Ok(Self {
             meta,
-            out: Some(out),
-            tmp,
+            sink: Sink::Contiguous {
+                out: Some(out),
+                tmp,
+                header_len,
+            },
             target,
             sync,
             locs: Vec::new(),
             cbytes: 0,
             last_nbytes: None,
-            header_len,
+        })
+    }
+
+    /// Starts a sparse frame in directory `dir` (created if missing) with `metalayers` (fixed
+    /// from now on). An existing sparse frame in `dir` stays readable until `finish` replaces
+    /// it.
+    ///
+    /// # Errors
+    /// As [`FrameWriter::new`] and [`FrameWriter::add_metalayer`], or I/O errors (creating or
+    /// listing the directory).
+    pub fn create_sparse(
+        dir: impl AsRef<Path>,
+        params: FrameParams,
+        metalayers: &[(&str, &[u8])],
+        sync: Sync,
+    ) -> Result<Self> {
+        let target = dir.as_ref().to_path_buf();
+        let meta = writer_with(params, metalayers)?;
+        let created_dir = !target.is_dir();
+        fs::create_dir_all(&target)?;
+        let old = existing_chunk_numbers(&target)?;
+        let next = match old.iter().max() {
+            None => 0,
+            Some(&m) => m.checked_add(1).ok_or(Error::Overflow {
+                what: "chunk file number",
+            })?,
+        };
+        Ok(Self {
+            meta,
+            sink: Sink::Sparse {
+                old,
+                written: Vec::new(),
+                next,
+                created_dir,
+                finished: false,
+            },
+            target,
+            sync,
+            locs: Vec::new(),
+            cbytes: 0,
+            last_nbytes: None,
         })
     }
 
@@ -80,10 +155,41 @@ impl FrameFileWriter {
         self.locs.len()
     }
 
-    fn out(&mut self) -> Result<&mut BufWriter<File>> {
-        self.out
-            .as_mut()
-            .ok_or_else(|| Error::InvalidArgument("the frame is already finished".into()))
+    /// Stores one compressed chunk; returns its index entry.
+    fn store(&mut self, chunk: &[u8]) -> Result<ChunkLocation> {
+        match &mut self.sink {
+            Sink::Contiguous { out, .. } => {
+                let out = out.as_mut().ok_or_else(|| {
+                    Error::InvalidArgument("the frame is already finished".into())
+                })?;
+                out.write_all(chunk)?;
+                Ok(ChunkLocation::Stored(self.cbytes))
+            }
+            Sink::Sparse {
+                written,
+                next,
+                finished,
+                ..
+            } => {
+                if *finished {
+                    return Err(Error::InvalidArgument(
+                        "the frame is already finished".into(),
+                    ));
+                }
+                let n = *next;
+                if u32::try_from(n).is_err() {
+                    return Err(Error::Overflow {
+                        what: "chunk file number",
+                    });
+                }
+                atomic_write(&self.target.join(chunk_file_name(n)), self.sync, |f| {
+                    Ok(f.write_all(chunk)?)
+                })?;
+                written.push(n);
+                *next = n + 1;
+                Ok(ChunkLocation::Stored(n))
+            }
+        }
     }
 
     /// Appends an already compressed chunk (special zero/NaN/uninit chunks become special
@@ -112,8 +218,8 @@ impl FrameFileWriter {
         match e {
             Entry::Special(loc, _) => self.locs.push(loc),
             Entry::Data { chunk, .. } => {
-                self.out()?.write_all(&chunk)?;
-                self.locs.push(ChunkLocation::Stored(self.cbytes));
+                let loc = self.store(&chunk)?;
+                self.locs.push(loc);
                 self.cbytes = self
                     .cbytes
                     .checked_add(chunk.len() as u64)
@@ -151,58 +257,133 @@ impl FrameFileWriter {
         self.meta.set_vlmetalayer(name, content)
     }
 
-    /// Writes index and trailer, patches the header, optionally fsyncs, and renames the file
-    /// over the target.
+    /// Writes index and trailer (and, for a contiguous frame, patches the header),
+    /// optionally fsyncs, and puts the frame in place: renames the file over the target, or
+    /// replaces the directory's `chunks.b2frame` and deletes the older frame's chunk files.
     ///
     /// # Errors
-    /// I/O errors (the temporary file is removed and the target left as it was).
+    /// I/O errors (the temporary file, or the chunk files written, are removed and the target
+    /// left as it was).
     pub fn finish(mut self) -> Result<()> {
-        let mut out = self
-            .out
-            .take()
-            .ok_or_else(|| Error::InvalidArgument("already finished".into()))?;
-        let r = (|| -> Result<()> {
-            let index = self.meta.index_chunk(&self.locs)?;
-            let trailer = self.meta.trailer_bytes()?;
-            let frame_len = [self.cbytes, index.len() as u64, trailer.len() as u64]
-                .iter()
-                .try_fold(self.header_len, |a, &b| a.checked_add(b))
-                .ok_or(Error::Overflow { what: "frame_len" })?;
-            out.write_all(&index)?;
-            out.write_all(&trailer)?;
-            let header = self
-                .meta
-                .header_bytes(FrameType::Contiguous, frame_len, self.cbytes)?;
-            out.seek(SeekFrom::Start(0))?;
-            out.write_all(&header)?;
-            let file = out.into_inner().map_err(|e| Error::Io(e.into_error()))?;
-            if self.sync == Sync::Full {
-                file.sync_all()?;
+        let index = self.meta.index_chunk(&self.locs)?;
+        let trailer = self.meta.trailer_bytes()?;
+        match &mut self.sink {
+            Sink::Contiguous {
+                out,
+                tmp,
+                header_len,
+            } => {
+                let mut out = out
+                    .take()
+                    .ok_or_else(|| Error::InvalidArgument("already finished".into()))?;
+                let r = (|| -> Result<()> {
+                    let frame_len = [self.cbytes, index.len() as u64, trailer.len() as u64]
+                        .iter()
+                        .try_fold(*header_len, |a, &b| a.checked_add(b))
+                        .ok_or(Error::Overflow { what: "frame_len" })?;
+                    out.write_all(&index)?;
+                    out.write_all(&trailer)?;
+                    let header =
+                        self.meta
+                            .header_bytes(FrameType::Contiguous, frame_len, self.cbytes)?;
+                    out.seek(SeekFrom::Start(0))?;
+                    out.write_all(&header)?;
+                    let file = out.into_inner().map_err(|e| Error::Io(e.into_error()))?;
+                    if self.sync == Sync::Full {
+                        file.sync_all()?;
+                    }
+                    drop(file);
+                    fs::rename(&*tmp, &self.target)?;
+                    if self.sync == Sync::Full {
+                        sync_dir(parent_dir(&self.target))?;
+                    }
+                    Ok(())
+                })();
+                if r.is_err() {
+                    let _ = fs::remove_file(&*tmp);
+                }
+                r
             }
-            drop(file);
-            fs::rename(&self.tmp, &self.target)?;
-            if self.sync == Sync::Full {
-                let dir = self
-                    .target
-                    .parent()
-                    .filter(|p| !p.as_os_str().is_empty())
-                    .unwrap_or(Path::new("."));
-                sync_dir(dir)?;
+            Sink::Sparse {
+                old,
+                written,
+                finished,
+                ..
+            } => {
+                if *finished {
+                    return Err(Error::InvalidArgument("already finished".into()));
+                }
+                let hlen = self
+                    .meta
+                    .header_bytes(FrameType::Sparse, 0, self.cbytes)?
+                    .len() as u64;
+                let frame_len = [index.len() as u64, trailer.len() as u64]
+                    .iter()
+                    .try_fold(hlen, |a, &b| a.checked_add(b))
+                    .ok_or(Error::Overflow { what: "frame_len" })?;
+                let header = self
+                    .meta
+                    .header_bytes(FrameType::Sparse, frame_len, self.cbytes)?;
+                atomic_write(&self.target.join(SPARSE_FRAME_FILE), self.sync, |f| {
+                    f.write_all(&header)?;
+                    f.write_all(&index)?;
+                    f.write_all(&trailer)?;
+                    Ok(())
+                })?;
+                // The new frame is in place: from here on the writer's files are its chunks.
+                *finished = true;
+                for &n in old.iter() {
+                    fs::remove_file(self.target.join(chunk_file_name(n)))?;
+                }
+                written.clear();
+                Ok(())
             }
-            Ok(())
-        })();
-        if r.is_err() {
-            let _ = fs::remove_file(&self.tmp);
         }
-        r
     }
+}
+
+/// A metadata-only writer holding `params` and `metalayers`.
+fn writer_with(params: FrameParams, metalayers: &[(&str, &[u8])]) -> Result<FrameWriter> {
+    let mut meta = FrameWriter::new(params)?;
+    for (name, content) in metalayers {
+        meta.add_metalayer(name, content)?;
+    }
+    Ok(meta)
+}
+
+fn parent_dir(path: &Path) -> &Path {
+    path.parent()
+        .filter(|p| !p.as_os_str().is_empty())
+        .unwrap_or(Path::new("."))
 }
 
 impl Drop for FrameFileWriter {
     fn drop(&mut self) {
-        // Not finished: discard the partial temporary file.
-        if self.out.take().is_some() {
-            let _ = fs::remove_file(&self.tmp);
+        match &mut self.sink {
+            // Not finished: discard the partial temporary file.
+            Sink::Contiguous { out, tmp, .. } => {
+                if out.take().is_some() {
+                    let _ = fs::remove_file(&*tmp);
+                }
+            }
+            // Not finished (or `finish` failed): discard the chunk files nothing references.
+            Sink::Sparse {
+                written,
+                created_dir,
+                finished,
+                ..
+            } => {
+                if *finished {
+                    return;
+                }
+                for &n in written.iter() {
+                    let _ = fs::remove_file(self.target.join(chunk_file_name(n)));
+                }
+                if *created_dir {
+                    // Fails (and keeps the directory) unless it is empty.
+                    let _ = fs::remove_dir(&self.target);
+                }
+            }
         }
     }
 }

@@ -907,12 +907,12 @@ impl FrameWriter {
     }
 }
 
-fn chunk_file_name(n: u64) -> String {
+pub(crate) fn chunk_file_name(n: u64) -> String {
     format!("{n:08X}.chunk")
 }
 
 /// Chunk file numbers present in `dir` (`%08X.chunk` names).
-fn existing_chunk_numbers(dir: &Path) -> Result<Vec<u64>> {
+pub(crate) fn existing_chunk_numbers(dir: &Path) -> Result<Vec<u64>> {
     let mut v = Vec::new();
     for e in fs::read_dir(dir)? {
         let name = e?.file_name();
@@ -928,7 +928,7 @@ fn existing_chunk_numbers(dir: &Path) -> Result<Vec<u64>> {
 }
 
 /// Writes via a unique temporary sibling file and renames it over `path`.
-fn atomic_write(
+pub(crate) fn atomic_write(
     path: &Path,
     sync: Sync,
     body: impl FnOnce(&mut std::io::BufWriter<File>) -> Result<()>,

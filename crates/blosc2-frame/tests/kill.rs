@@ -3,8 +3,8 @@
 //! scenario. After every kill the frame must open and hold exactly one generation's state:
 //! `gen` = n, n + 1 chunks, chunk i ≥ 1 filled with byte i, chunk 0 filled with byte n,.
 //! Scenarios: a contiguous file (`write_file`), a sparse
-//! directory (`write_sparse`), and a streamed file (`FrameFileWriter`, whose target is either
-//! absent or complete).
+//! directory (`write_sparse`), a streamed file and a streamed sparse directory
+//! (`FrameFileWriter::create` / `create_sparse`, whose target is either absent or complete).
 //!
 //! The test binary is its own child: `kill_child` does nothing unless `FRAME_KILL_CHILD` is set.
 
@@ -99,9 +99,13 @@ fn kill_child() {
                 }
             }
             _ => {
-                // Streamed: each round rewrites the whole file through a FrameFileWriter.
+                // Streamed: each round rewrites the whole frame through a FrameFileWriter.
                 for n in [3u32, 7] {
-                    let mut s = FrameFileWriter::create(path, params(), &[], Sync::None).unwrap();
+                    let mut s = if mode == "stream-sparse" {
+                        FrameFileWriter::create_sparse(path, params(), &[], Sync::None).unwrap()
+                    } else {
+                        FrameFileWriter::create(path, params(), &[], Sync::None).unwrap()
+                    };
                     s.append_data(&[n as u8; CHUNK]).unwrap();
                     for i in 1..=n {
                         s.append_data(&[i as u8; CHUNK]).unwrap();
@@ -167,6 +171,24 @@ fn streamed_file_is_absent_or_complete_after_sigkill() {
         }
         opened += 1;
         let n = check(&Frame::open(&path).unwrap());
+        assert!(n == 3 || n == 7, "generation {n}");
+        Some(n)
+    });
+    assert!(opened > 0);
+}
+
+#[test]
+fn streamed_sparse_frame_is_absent_or_complete_after_sigkill() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("stream-sparse.b2frame");
+    let mut opened = 0;
+    run("stream-sparse", &root, 14, || {
+        if !root.join(blosc2_frame::SPARSE_FRAME_FILE).exists() {
+            return None;
+        }
+        opened += 1;
+        let frame = Frame::open_sparse_with(&root, &blosc2_frame::Limits::default()).unwrap();
+        let n = check(&frame);
         assert!(n == 3 || n == 7, "generation {n}");
         Some(n)
     });

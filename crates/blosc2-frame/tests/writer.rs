@@ -598,3 +598,116 @@ fn rebuild_sparse_frame_byte_exact() {
         );
     }
 }
+
+/// Every file of a directory, sorted by name.
+fn dir_files(dir: &std::path::Path) -> Vec<(String, Vec<u8>)> {
+    let mut v: Vec<(String, Vec<u8>)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            (
+                e.file_name().into_string().unwrap(),
+                std::fs::read(e.path()).unwrap(),
+            )
+        })
+        .collect();
+    v.sort();
+    v
+}
+
+#[test]
+fn streamed_sparse_frame_equals_write_sparse() {
+    use blosc2_frame::FrameFileWriter;
+    let dir = tempfile::tempdir().unwrap();
+    let cp = py_cparams(Codec::Lz4, 4, &[Filter::Shuffle]);
+    let meta: [(&str, &[u8]); 2] = [("m1", &[0x93, 1, 2, 3]), ("mymeta", &[0x81, 0xa1, b'a', 1])];
+    let mut w = FrameWriter::new(FrameParams::new(cp.clone(), 100_000)).unwrap();
+    for (n, c) in meta {
+        w.add_metalayer(n, c).unwrap();
+    }
+    let want = dir.path().join("want.b2frame");
+    let got = dir.path().join("got.b2frame");
+    let mut s = FrameFileWriter::create_sparse(
+        &got,
+        FrameParams::new(cp.clone(), 100_000),
+        &meta,
+        Sync::Full,
+    )
+    .unwrap();
+    // A zero run between stored chunks: special offsets take no chunk file number.
+    for d in [
+        i32s(0..25_000),
+        i32s(std::iter::repeat_n(0, 25_000)),
+        i32s((0..25_000).map(|i| i % 7)),
+        i32s((0..10_000).map(|i| i * 3)),
+    ] {
+        w.append_data(&d).unwrap();
+        s.append_data(&d).unwrap();
+    }
+    assert!(s.append_data(&i32s(0..10)).is_err()); // after a partial chunk
+    for (name, v) in [
+        ("info", &b"\x81\xa5hello\xa5world"[..]),
+        ("bin", &[0xc4, 3, 0, 1, 2][..]),
+    ] {
+        w.set_vlmetalayer(name, v).unwrap();
+        s.set_vlmetalayer(name, v).unwrap();
+    }
+    assert!(!got.join("chunks.b2frame").exists());
+    assert_eq!(s.nchunks(), 4);
+    s.finish().unwrap();
+    w.write_sparse(&want, Sync::None).unwrap();
+    let (g, wt) = (dir_files(&got), dir_files(&want));
+    assert_eq!(
+        g.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
+        [
+            "00000000.chunk",
+            "00000001.chunk",
+            "00000002.chunk",
+            "chunks.b2frame"
+        ]
+    );
+    assert_eq!(g, wt);
+    let f = Frame::open(&got).unwrap();
+    assert_eq!(f.nchunks(), 4);
+    assert_eq!(f.metalayer("mymeta"), Some(&[0x81, 0xa1, b'a', 1][..]));
+    assert_eq!(f.vlmetalayer("bin").unwrap(), [0xc4, 3, 0, 1, 2]);
+
+    // Replacing that frame: an abandoned writer removes its chunk files and leaves the old
+    // frame as it was; a finished one numbers its files above the old ones and deletes them.
+    let before = dir_files(&got);
+    let small = FrameParams::new(py_cparams(Codec::Lz4, 4, &[]), 4000);
+    let mut s = FrameFileWriter::create_sparse(&got, small.clone(), &[], Sync::None).unwrap();
+    s.append_data(&i32s(0..2500)).unwrap();
+    drop(s);
+    assert_eq!(dir_files(&got), before);
+    let mut s = FrameFileWriter::create_sparse(&got, small, &[], Sync::None).unwrap();
+    s.append_data(&i32s(0..2500)).unwrap();
+    s.finish().unwrap();
+    let names: Vec<String> = dir_files(&got).into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "00000003.chunk",
+            "00000004.chunk",
+            "00000005.chunk",
+            "chunks.b2frame"
+        ]
+    );
+    assert_eq!(
+        Frame::open(&got).unwrap().decompress_all().unwrap(),
+        i32s(0..2500)
+    );
+
+    // An abandoned writer that created its directory removes it.
+    let fresh = dir.path().join("fresh.b2frame");
+    let mut s = FrameFileWriter::create_sparse(
+        &fresh,
+        FrameParams::new(py_cparams(Codec::Lz4, 4, &[]), 4000),
+        &[],
+        Sync::None,
+    )
+    .unwrap();
+    s.append_data(&i32s(0..1000)).unwrap();
+    drop(s);
+    assert!(!fresh.exists());
+}

@@ -4,9 +4,7 @@ use std::io::Read;
 use std::path::Path;
 
 use blosc_chunk::ChunkHeader;
-use blosc2_frame::{
-    B2ndArray, ChunkLocation, Frame, FrameFileWriter, FrameParams, FrameWriter, Sync,
-};
+use blosc2_frame::{B2ndArray, ChunkLocation, Frame, FrameFileWriter, FrameParams, Sync};
 use serde_json::{Map, Value, json};
 
 use crate::CParamArgs;
@@ -183,9 +181,9 @@ pub(crate) struct CreateArgs<'a> {
     pub(crate) sparse: bool,
 }
 
-/// `frame create IN OUT …`: reads the input one chunk at a time. A contiguous frame is
-/// streamed to disk (`FrameFileWriter`: one chunk in memory, temporary file renamed at the
-/// end); a sparse frame keeps the compressed chunks in memory until its directory is written.
+/// `frame create IN OUT …`: reads the input one chunk at a time and streams the frame to disk
+/// with `FrameFileWriter` (one chunk in memory): a contiguous frame through a temporary file
+/// renamed at the end, a sparse frame as chunk files plus `chunks.b2frame` written at the end.
 pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
     if a.chunksize == 0 || a.chunksize > blosc_chunk::MAX_BUFFERSIZE {
         return Err(Fail::usage(format!(
@@ -194,29 +192,22 @@ pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
         )));
     }
     let params = FrameParams::new(cparams(a.cparams)?, a.chunksize);
-    if a.sparse {
-        let mut w = FrameWriter::new(params).at(a.output)?;
-        for (name, bytes) in a.meta {
-            w.add_metalayer(name, bytes).at(a.output)?;
-        }
-        feed_chunks(a, |piece| w.append_buffer(piece))?;
-        for (name, bytes) in a.vlmeta {
-            w.set_vlmetalayer(name, bytes).at(a.output)?;
-        }
-        w.write_sparse(a.output, Sync::None).at(a.output)
+    let meta: Vec<(&str, &[u8])> = a
+        .meta
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect();
+    let mut w = if a.sparse {
+        FrameFileWriter::create_sparse(a.output, params, &meta, Sync::None)
     } else {
-        let meta: Vec<(&str, &[u8])> = a
-            .meta
-            .iter()
-            .map(|(n, b)| (n.as_str(), b.as_slice()))
-            .collect();
-        let mut w = FrameFileWriter::create(a.output, params, &meta, Sync::None).at(a.output)?;
-        feed_chunks(a, |piece| w.append_data(piece))?;
-        for (name, bytes) in a.vlmeta {
-            w.set_vlmetalayer(name, bytes).at(a.output)?;
-        }
-        w.finish().at(a.output)
+        FrameFileWriter::create(a.output, params, &meta, Sync::None)
     }
+    .at(a.output)?;
+    feed_chunks(a, |piece| w.append_data(piece))?;
+    for (name, bytes) in a.vlmeta {
+        w.set_vlmetalayer(name, bytes).at(a.output)?;
+    }
+    w.finish().at(a.output)
 }
 
 /// Reads the input in `chunksize` pieces (the last may be shorter) and hands each to `append`,
