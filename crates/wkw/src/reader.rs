@@ -102,8 +102,8 @@ impl Dataset {
         if layout.order == Order::Fortran {
             let units = split_units(&bx, layout, data, bs)?;
             return crate::par::try_for_each(units, |unit| {
-                BUFFERS.with_borrow_mut(|(buf, scratch)| {
-                    self.fill_unit(unit, &bx, files, buf, scratch)
+                BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
+                    self.fill_unit(unit, &bx, files, buf, scratch, stage)
                 })
             });
         }
@@ -121,6 +121,7 @@ impl Dataset {
         files: &HashMap<[u32; 3], Resolved>,
         buf: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
+        stage: &mut Vec<u8>,
     ) -> Result<()> {
         let h = &self.header;
         let (fs, bs) = (h.file_len_vx_log2(), u32::from(h.block_len_log2()));
@@ -226,16 +227,36 @@ impl Dataset {
             }
             let src = buf.get(..need).ok_or_else(|| internal("group"))?;
             let src_row = blen * vs;
+            // The group's part of each destination row: bytes `gx..gx + gw`.
+            let gx = runs.first().map_or(0, |r| r.0);
+            let gw = runs.last().map_or(0, |r| r.0 + r.2) - gx;
+            let stage_len = gw * ny;
+            if stage.len() < stage_len {
+                stage.resize(stage_len, 0);
+            }
+            let stage = stage
+                .get_mut(..stage_len)
+                .ok_or_else(|| internal("stage"))?;
             for (iz, seg) in unit.segs.iter_mut().enumerate() {
                 let base = ((zl + iz) * blen + yl) * src_row;
                 for &(d, s, len) in &runs {
                     let piece = Piece {
-                        d,
+                        d: d - gx,
                         s: base + s,
-                        row_bytes,
+                        row_bytes: gw,
                         src_row,
                     };
-                    piece.copy(seg, src, len);
+                    piece.copy(stage, src, len);
+                }
+                // One sequential copy per segment (or per row piece) into the destination.
+                if gw == row_bytes && seg.len() == stage.len() {
+                    seg.copy_from_slice(stage);
+                } else {
+                    for (row, st) in seg.chunks_exact_mut(row_bytes).zip(stage.chunks_exact(gw)) {
+                        if let Some(r) = row.get_mut(gx..gx + gw) {
+                            r.copy_from_slice(st);
+                        }
+                    }
                 }
             }
             g0 = g1 + 1;
@@ -328,8 +349,8 @@ const GROUP_BYTES: usize = 2 << 20;
 std::thread_local! {
     /// Per-thread block and compressed-bytes buffers of Fortran-order reads, reused across
     /// units and calls.
-    static BUFFERS: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = const {
-        std::cell::RefCell::new((Vec::new(), Vec::new()))
+    static BUFFERS: std::cell::RefCell<(Vec<u8>, Vec<u8>, Vec<u8>)> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new()))
     };
 }
 
