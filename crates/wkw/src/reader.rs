@@ -47,6 +47,23 @@ impl Dataset {
                     }),
                 limit,
             })?;
+        let bx = VBox::new(offset, shape)?;
+        if order == Order::Fortran && !bx.is_empty() && self.one_group(&bx) {
+            // Every byte is written by exactly one unit: no zero-initialisation.
+            let files = self.resolve_files(&bx)?;
+            let files = &files;
+            let bs = u32::from(self.header.block_len_log2());
+            let data = crate::uninit::build(len, |whole| {
+                let units = split_units(&bx, layout, whole, bs)?;
+                let done = crate::par::try_map(units, |unit| {
+                    BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
+                        self.fill_unit(unit, &bx, files, buf, scratch, stage)
+                    })
+                })?;
+                Ok(done.into_iter().flatten().collect())
+            })?;
+            return Ok(Array::from_parts(layout, data));
+        }
         let mut data = vec![0u8; len];
         self.read_impl(offset, layout, &mut data, true)?;
         Ok(Array::from_parts(layout, data))
@@ -91,12 +108,7 @@ impl Dataset {
         if bx.is_empty() {
             return Ok(());
         }
-        let fs = self.header.file_len_vx_log2();
-        let (flo, fhi) = bx.cube_range(fs);
-        let mut files = HashMap::new();
-        for idx in files_in(flo, fhi) {
-            files.insert(idx, self.resolve(idx)?);
-        }
+        let files = self.resolve_files(&bx)?;
         let bs = u32::from(self.header.block_len_log2());
         let files = &files;
         if layout.order == Order::Fortran {
@@ -104,6 +116,7 @@ impl Dataset {
             return crate::par::try_for_each(units, |unit| {
                 BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
                     self.fill_unit(unit, &bx, files, buf, scratch, stage)
+                        .map(|_| ())
                 })
             });
         }
@@ -111,18 +124,39 @@ impl Dataset {
         crate::par::try_for_each(slabs, |slab| self.fill_slab(slab, files, layout, zeroed))
     }
 
+    /// Opens every data file the box touches.
+    fn resolve_files(&self, bx: &VBox) -> Result<HashMap<[u32; 3], Resolved>> {
+        let (flo, fhi) = bx.cube_range(self.header.file_len_vx_log2());
+        let mut files = HashMap::new();
+        for idx in files_in(flo, fhi) {
+            files.insert(idx, self.resolve(idx)?);
+        }
+        Ok(files)
+    }
+
+    /// Whether the blocks of one block row of the box fit in one group ([`GROUP_BYTES`]), so
+    /// that [`Dataset::fill_unit`] writes each destination segment with one copy.
+    fn one_group(&self, bx: &VBox) -> bool {
+        let bs = u32::from(self.header.block_len_log2());
+        let n = ((bx.max[0] - 1) >> bs) - (bx.min[0] >> bs) + 1;
+        n.checked_mul(self.header.block_bytes())
+            .is_some_and(|b| b <= GROUP_BYTES as u64)
+    }
+
     /// Fills one Fortran-order [`Unit`]: reads the blocks of its block row (up to
     /// [`GROUP_BYTES`] at a time, consecutive blocks of a file with one read), then writes the
     /// destination rows in memory order, each row assembled from the blocks' row pieces.
-    fn fill_unit(
+    /// Returns the proofs of the segments written whole (all of them when the row's blocks
+    /// make one group).
+    fn fill_unit<S: SegOut>(
         &self,
-        mut unit: Unit<'_>,
+        unit: Unit<S>,
         bx: &VBox,
         files: &HashMap<[u32; 3], Resolved>,
         buf: &mut Vec<u8>,
         scratch: &mut Vec<u8>,
         stage: &mut Vec<u8>,
-    ) -> Result<()> {
+    ) -> Result<Vec<S::Done>> {
         let h = &self.header;
         let (fs, bs) = (h.file_len_vx_log2(), u32::from(h.block_len_log2()));
         let shift = fs - bs;
@@ -138,7 +172,7 @@ impl Dataset {
         let row_bytes = ex.checked_mul(vs).ok_or_else(|| internal("row size"))?;
         let (nz, ny) = (unit.segs.len(), unit.ny);
         if nz == 0 || ny == 0 || row_bytes == 0 {
-            return Ok(());
+            return Ok(Vec::new());
         }
         let (bz, by) = (unit.z0 >> bs, unit.y0 >> bs);
         let zl = usize::try_from(unit.z0 - (bz << bs)).map_err(|_| internal("z"))?;
@@ -154,6 +188,9 @@ impl Dataset {
         let per_group = (GROUP_BYTES / block_len.max(1)).max(1) as u64;
         let to_u32 = |v: u64| u32::try_from(v).map_err(|_| internal("block index"));
         let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        let single = bx_hi - bx_lo < per_group;
+        let mut segs = unit.segs;
+        let mut done = Vec::with_capacity(if single { segs.len() } else { 0 });
         let mut g0 = bx_lo;
         while g0 <= bx_hi {
             let g1 = (g0 + per_group - 1).min(bx_hi);
@@ -237,7 +274,7 @@ impl Dataset {
             let stage = stage
                 .get_mut(..stage_len)
                 .ok_or_else(|| internal("stage"))?;
-            for (iz, seg) in unit.segs.iter_mut().enumerate() {
+            let assemble = |iz: usize, stage: &mut [u8]| {
                 let base = ((zl + iz) * blen + yl) * src_row;
                 for &(d, s, len) in &runs {
                     let piece = Piece {
@@ -248,10 +285,17 @@ impl Dataset {
                     };
                     piece.copy(stage, src, len);
                 }
-                // One sequential copy per segment (or per row piece) into the destination.
-                if gw == row_bytes && seg.len() == stage.len() {
-                    seg.copy_from_slice(stage);
-                } else {
+            };
+            if single {
+                // Whole segments: one sequential copy each into the destination.
+                for (iz, seg) in std::mem::take(&mut segs).into_iter().enumerate() {
+                    assemble(iz, stage);
+                    done.push(seg.put(stage).ok_or_else(|| internal("segment length"))?);
+                }
+            } else {
+                for (iz, seg) in segs.iter_mut().enumerate() {
+                    assemble(iz, stage);
+                    let seg = seg.rows().ok_or_else(|| internal("partial rows"))?;
                     for (row, st) in seg.chunks_exact_mut(row_bytes).zip(stage.chunks_exact(gw)) {
                         if let Some(r) = row.get_mut(gx..gx + gw) {
                             r.copy_from_slice(st);
@@ -261,7 +305,7 @@ impl Dataset {
             }
             g0 = g1 + 1;
         }
-        Ok(())
+        Ok(done)
     }
 
     fn fill_slab(
@@ -442,11 +486,56 @@ fn overlapping<const K: usize>(d: &mut [u8], s: &[u8]) {
 /// A Fortran-order work unit: the voxels of the box with `z0 ≤ z < z0 + segs.len()` and
 /// `y0 ≤ y < y0 + ny` (inside one block layer and one block row), all of the box's x. Its
 /// destination is one contiguous segment of `ny` rows per z plane.
-struct Unit<'a> {
+struct Unit<S> {
     z0: u64,
     y0: u64,
     ny: usize,
-    segs: Vec<&'a mut [u8]>,
+    segs: Vec<S>,
+}
+
+/// A destination segment of a Fortran-order read: part of a caller's buffer, or of a new
+/// array's not yet initialised buffer ([`crate::uninit::Seg`]).
+trait SegOut: Sized + Send {
+    /// Proof of a whole-segment write.
+    type Done: Send;
+    fn seg_len(&self) -> usize;
+    fn split(self, n: usize) -> Option<(Self, Self)>;
+    /// Writes the whole segment from `src` (`None` if the lengths differ).
+    fn put(self, src: &[u8]) -> Option<Self::Done>;
+    /// The bytes, for piecewise writes (only initialised buffers).
+    fn rows(&mut self) -> Option<&mut [u8]>;
+}
+
+impl SegOut for &mut [u8] {
+    type Done = ();
+    fn seg_len(&self) -> usize {
+        self.len()
+    }
+    fn split(self, n: usize) -> Option<(Self, Self)> {
+        self.split_at_mut_checked(n)
+    }
+    fn put(self, src: &[u8]) -> Option<()> {
+        (self.len() == src.len()).then(|| self.copy_from_slice(src))
+    }
+    fn rows(&mut self) -> Option<&mut [u8]> {
+        Some(self)
+    }
+}
+
+impl<'b> SegOut for crate::uninit::Seg<'b> {
+    type Done = crate::uninit::Filled<'b>;
+    fn seg_len(&self) -> usize {
+        self.len()
+    }
+    fn split(self, n: usize) -> Option<(Self, Self)> {
+        self.split_at(n)
+    }
+    fn put(self, src: &[u8]) -> Option<Self::Done> {
+        self.fill(src)
+    }
+    fn rows(&mut self) -> Option<&mut [u8]> {
+        None
+    }
 }
 
 /// Block-aligned pieces `[lo, hi)` of `[min, max)`.
@@ -462,12 +551,7 @@ fn block_bounds(min: u64, max: u64, bs: u32) -> Vec<(u64, u64)> {
 }
 
 /// Splits the Fortran-order destination of box `bx` into [`Unit`]s (block layer × block row).
-fn split_units<'a>(
-    bx: &VBox,
-    layout: Layout,
-    data: &'a mut [u8],
-    bs: u32,
-) -> Result<Vec<Unit<'a>>> {
+fn split_units<S: SegOut>(bx: &VBox, layout: Layout, data: S, bs: u32) -> Result<Vec<Unit<S>>> {
     let bad = |what: &str| Error::ArrayMismatch(format!("read destination: {what}"));
     let [ex, ey, ez] = bx.extent();
     let row = ex
@@ -476,13 +560,13 @@ fn split_units<'a>(
     let plane = row
         .checked_mul(ey)
         .ok_or_else(|| bad("plane size overflows usize"))?;
-    if plane == 0 || plane.checked_mul(ez) != Some(data.len()) {
+    if plane == 0 || plane.checked_mul(ez) != Some(data.seg_len()) {
         return Err(bad("buffer does not match the box"));
     }
     let ys = block_bounds(bx.min[1], bx.max[1], bs);
     let zs = block_bounds(bx.min[2], bx.max[2], bs);
-    let mut units: Vec<Unit<'a>> = Vec::with_capacity(ys.len() * zs.len());
-    let mut planes = data.chunks_exact_mut(plane);
+    let mut units: Vec<Unit<S>> = Vec::with_capacity(ys.len() * zs.len());
+    let mut rest = Some(data);
     for &(zlo, zhi) in &zs {
         let first = units.len();
         let nz = usize::try_from(zhi - zlo).map_err(|_| bad("slab"))?;
@@ -495,14 +579,19 @@ fn split_units<'a>(
             });
         }
         for _ in 0..nz {
-            let mut rest = planes.next().ok_or_else(|| bad("too few planes"))?;
             for u in units.get_mut(first..).unwrap_or_default() {
                 let n = u.ny.checked_mul(row).ok_or_else(|| bad("segment"))?;
-                let (head, tail) = rest.split_at_mut_checked(n).ok_or_else(|| bad("segment"))?;
+                let (head, tail) = rest
+                    .take()
+                    .and_then(|r| r.split(n))
+                    .ok_or_else(|| bad("segment"))?;
                 u.segs.push(head);
-                rest = tail;
+                rest = Some(tail);
             }
         }
+    }
+    if rest.is_some_and(|r| r.seg_len() != 0) {
+        return Err(bad("buffer longer than the box"));
     }
     Ok(units)
 }
