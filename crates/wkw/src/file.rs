@@ -235,7 +235,7 @@ impl FileMeta {
         path: &std::path::Path,
     ) -> Result<()> {
         let block_len = usize::try_from(self.header.block_bytes()).unwrap_or(usize::MAX);
-        if block_len == 0 || out.len() % block_len != 0 {
+        if block_len == 0 || !out.len().is_multiple_of(block_len) {
             return Err(Error::InvalidArgument(format!(
                 "buffer of {} bytes for blocks of {block_len}",
                 out.len()
