@@ -17,6 +17,36 @@ pub(crate) fn copy_4d(
     extent: [usize; 4],
     ts: usize,
 ) {
+    copy_4d_impl(dst, dst_off, sd, src, src_off, ss, extent, ts, true);
+}
+
+/// [`copy_4d`] transposing directly, never through a staging buffer (the caller staged).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn copy_4d_direct(
+    dst: &mut [u8],
+    dst_off: usize,
+    sd: [usize; 4],
+    src: &[u8],
+    src_off: usize,
+    ss: [usize; 4],
+    extent: [usize; 4],
+    ts: usize,
+) {
+    copy_4d_impl(dst, dst_off, sd, src, src_off, ss, extent, ts, false);
+}
+
+#[allow(clippy::too_many_arguments)]
+fn copy_4d_impl(
+    dst: &mut [u8],
+    dst_off: usize,
+    sd: [usize; 4],
+    src: &[u8],
+    src_off: usize,
+    ss: [usize; 4],
+    extent: [usize; 4],
+    ts: usize,
+    stage: bool,
+) {
     if extent.contains(&0) {
         return;
     }
@@ -46,15 +76,22 @@ pub(crate) fn copy_4d(
     // z contiguous on both sides (C ↔ C): one memcpy per (c, x, y) row.
     if sd[3] == ts && ss[3] == ts {
         let run = ts * ez;
+        // The same (y, z) row kernels with the roles of the outer axes permuted.
         for c in 0..ec {
-            for x in 0..ex {
-                for y in 0..ey {
-                    let d = dst_off + c * sd[0] + x * sd[1] + y * sd[2];
-                    let s = src_off + c * ss[0] + x * ss[1] + y * ss[2];
-                    if let (Some(dr), Some(sr)) = (dst.get_mut(d..d + run), src.get(s..s + run)) {
-                        dr.copy_from_slice(sr);
-                    }
-                }
+            let rows = Rows {
+                dst_off: dst_off + c * sd[0],
+                src_off: src_off + c * ss[0],
+                sd: [sd[2], sd[1]],
+                ss: [ss[2], ss[1]],
+                ey,
+                ez: ex,
+            };
+            match run {
+                8 => rows.copy_fixed::<8>(dst, src),
+                16 => rows.copy_fixed::<16>(dst, src),
+                32 => rows.copy_fixed::<32>(dst, src),
+                64 => rows.copy_fixed::<64>(dst, src),
+                _ => rows.copy(dst, src, run),
             }
         }
         return;
@@ -67,27 +104,16 @@ pub(crate) fn copy_4d(
     {
         let others: Vec<usize> = (0..4).filter(|&x| x != a && x != b).collect();
         if let [o0, o1] = others[..] {
-            for i0 in 0..extent[o0] {
-                for i1 in 0..extent[o1] {
-                    let d = dst_off + i0 * sd[o0] + i1 * sd[o1];
-                    let s = src_off + i0 * ss[o0] + i1 * ss[o1];
-                    let plane = Plane {
-                        d,
-                        s,
-                        sd_a: sd[a],
-                        sd_b: sd[b],
-                        ss_a: ss[a],
-                        ss_b: ss[b],
-                        ea: extent[a],
-                        eb: extent[b],
-                    };
-                    match ts {
-                        1 => transpose_plane::<1>(dst, src, &plane),
-                        2 => transpose_plane::<2>(dst, src, &plane),
-                        4 => transpose_plane::<4>(dst, src, &plane),
-                        _ => transpose_plane::<8>(dst, src, &plane),
-                    }
-                }
+            let t = Transpose {
+                a,
+                b,
+                o0,
+                o1,
+                extent,
+                ts,
+            };
+            if !(stage && staged(dst, dst_off, sd, src, src_off, ss, &t)) {
+                t.tiles(dst, dst_off, sd, src, src_off, ss);
             }
             return;
         }
@@ -156,6 +182,120 @@ impl Rows {
             }
         }
     }
+}
+
+/// A transpose of a 4-D box: axis `a` is contiguous in the destination, `b` in the source,
+/// `o0`, `o1` the other two.
+struct Transpose {
+    a: usize,
+    b: usize,
+    o0: usize,
+    o1: usize,
+    extent: [usize; 4],
+    ts: usize,
+}
+
+impl Transpose {
+    /// The (a, b) planes in 8×8 tiles.
+    fn tiles(
+        &self,
+        dst: &mut [u8],
+        dst_off: usize,
+        sd: [usize; 4],
+        src: &[u8],
+        src_off: usize,
+        ss: [usize; 4],
+    ) {
+        let (a, b, o0, o1) = (self.a, self.b, self.o0, self.o1);
+        for i0 in 0..self.extent[o0] {
+            for i1 in 0..self.extent[o1] {
+                let plane = Plane {
+                    d: dst_off + i0 * sd[o0] + i1 * sd[o1],
+                    s: src_off + i0 * ss[o0] + i1 * ss[o1],
+                    sd_a: sd[a],
+                    sd_b: sd[b],
+                    ss_a: ss[a],
+                    ss_b: ss[b],
+                    ea: self.extent[a],
+                    eb: self.extent[b],
+                };
+                match self.ts {
+                    1 => transpose_plane::<1>(dst, src, &plane),
+                    2 => transpose_plane::<2>(dst, src, &plane),
+                    4 => transpose_plane::<4>(dst, src, &plane),
+                    _ => transpose_plane::<8>(dst, src, &plane),
+                }
+            }
+        }
+    }
+}
+
+/// Largest box (bytes) transposed through a staging copy.
+const STAGE_MAX: usize = 1 << 20;
+
+std::thread_local! {
+    /// Per-thread staging buffer of [`staged`].
+    static STAGE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A block-sized transpose against a large array (the larger buffer) in two passes: the
+/// array's part is first copied row by row to (or finally from) a compact staging buffer with
+/// the array's axis order, padded so that its rows do not share cache sets, and the 8×8 tile
+/// transpose runs between the staging buffer and the small buffer. Transposing straight from a
+/// large array reads (or writes) 8 rows one array stride apart per tile; with power-of-two
+/// strides (e.g. 256² bytes) they all map to the same cache set and miss on every tile.
+/// `false` if not applicable (nothing was written).
+fn staged(
+    dst: &mut [u8],
+    dst_off: usize,
+    sd: [usize; 4],
+    src: &[u8],
+    src_off: usize,
+    ss: [usize; 4],
+    t: &Transpose,
+) -> bool {
+    let big_is_src = src.len() > dst.len();
+    let big = if big_is_src { ss } else { sd };
+    let small_len = if big_is_src { dst.len() } else { src.len() };
+    let Some(bytes) = t.extent.iter().try_fold(t.ts, |acc, &e| acc.checked_mul(e)) else {
+        return false;
+    };
+    // Only worth it when the large side is much larger than the box (a block of an array).
+    if !(4096..=STAGE_MAX).contains(&bytes) || small_len.saturating_mul(4) > big_len(dst, src) {
+        return false;
+    }
+    let mut order = [0usize, 1, 2, 3];
+    order.sort_by_key(|&ax| (big[ax], ax));
+    let mut tstr = [0usize; 4];
+    let mut st = t.ts;
+    for (i, &ax) in order.iter().enumerate() {
+        tstr[ax] = st;
+        st = st * t.extent[ax] + if i >= 1 { 64 } else { 0 };
+    }
+    let contiguous = |s: [usize; 4]| (0..4).find(|&ax| s[ax] == t.ts && t.extent[ax] > 1);
+    if contiguous(tstr) != contiguous(big) {
+        return false;
+    }
+    STAGE.with_borrow_mut(|stage| {
+        if stage.len() < st {
+            stage.resize(st, 0);
+        }
+        let Some(stage) = stage.get_mut(..st) else {
+            return false;
+        };
+        if big_is_src {
+            copy_4d_direct(stage, 0, tstr, src, src_off, ss, t.extent, t.ts);
+            t.tiles(dst, dst_off, sd, stage, 0, tstr);
+        } else {
+            t.tiles(stage, 0, tstr, src, src_off, ss);
+            copy_4d_direct(dst, dst_off, sd, stage, 0, tstr, t.extent, t.ts);
+        }
+        true
+    })
+}
+
+fn big_len(dst: &[u8], src: &[u8]) -> usize {
+    dst.len().max(src.len())
 }
 
 /// A 2-D slice of a transpose: axis `a` is contiguous in `dst`, axis `b` in `src`.

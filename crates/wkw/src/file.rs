@@ -205,6 +205,118 @@ impl FileMeta {
         }
     }
 
+    /// Byte range of block `k`, checked to lie inside the file.
+    fn checked_range(&self, k: u64, path: &std::path::Path) -> Result<(u64, u64)> {
+        let bad = |end| {
+            Error::format(
+                path,
+                FormatError::BlockPastEnd {
+                    index: k,
+                    end,
+                    file_len: self.len,
+                },
+            )
+        };
+        let (start, end) = self.block_range(k).ok_or_else(|| bad(u64::MAX))?;
+        if end > self.len {
+            return Err(bad(end));
+        }
+        Ok((start, end))
+    }
+
+    /// Reads the consecutive blocks `k..k + n` into `out` (`n` raw blocks back to back) with
+    /// one read of the file, using `scratch` for compressed bytes.
+    pub(crate) fn read_blocks(
+        &self,
+        file: &dyn StorageFile,
+        k: u64,
+        scratch: &mut Vec<u8>,
+        out: &mut [u8],
+        path: &std::path::Path,
+    ) -> Result<()> {
+        let block_len = usize::try_from(self.header.block_bytes()).unwrap_or(usize::MAX);
+        if block_len == 0 || !out.len().is_multiple_of(block_len) {
+            return Err(Error::InvalidArgument(format!(
+                "buffer of {} bytes for blocks of {block_len}",
+                out.len()
+            )));
+        }
+        let n = (out.len() / block_len) as u64;
+        if n == 0 {
+            return Ok(());
+        }
+        let last = k
+            .checked_add(n - 1)
+            .ok_or_else(|| Error::InvalidArgument("block index overflows".into()))?;
+        // Every block checked in order, so an error names the first bad one.
+        let (start, _) = self.checked_range(k, path)?;
+        let mut end = 0;
+        for idx in k..=last {
+            end = self.checked_range(idx, path)?.1;
+        }
+        if self.jump.is_none() {
+            return file
+                .read_exact_at(out, start)
+                .map_err(|e| Error::io(path, e));
+        }
+        // Bounded by n times the lz4 bound checked in `parse`.
+        let total = usize::try_from(end - start).map_err(|_| {
+            Error::format(
+                path,
+                FormatError::BlockTooLong {
+                    index: k,
+                    length: end - start,
+                    bound: 0,
+                },
+            )
+        })?;
+        scratch.resize(total, 0);
+        file.read_exact_at(scratch, start)
+            .map_err(|e| Error::io(path, e))?;
+        for (i, dst) in (0..n).zip(out.chunks_exact_mut(block_len)) {
+            let idx = k + i;
+            let (s, e) = self.checked_range(idx, path)?;
+            let src = usize::try_from(s - start)
+                .ok()
+                .zip(usize::try_from(e - start).ok())
+                .and_then(|(a, b)| scratch.get(a..b));
+            if !src.is_some_and(|src| lz4::decompress_exact(src, dst)) {
+                return Err(Error::format(
+                    path,
+                    FormatError::Decompress {
+                        index: idx,
+                        offset: s,
+                        expected: dst.len() as u64,
+                    },
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Raw files: reads bytes `lo..lo + out.len()` of block `k` into `out`.
+    pub(crate) fn read_raw_part(
+        &self,
+        file: &dyn StorageFile,
+        k: u64,
+        lo: u64,
+        out: &mut [u8],
+        path: &std::path::Path,
+    ) -> Result<()> {
+        let (start, end) = self.checked_range(k, path)?;
+        let from = start
+            .checked_add(lo)
+            .filter(|f| f.checked_add(out.len() as u64).is_some_and(|t| t <= end));
+        let (Some(from), None) = (from, &self.jump) else {
+            return Err(Error::InvalidArgument(format!(
+                "part {lo}+{} of block {k}",
+                out.len()
+            )));
+        };
+        file.read_exact_at(out, from)
+            .map_err(|e| Error::io(path, e))
+    }
+
     /// Reads block `k` into `out` (exactly one raw block), using `scratch` for compressed bytes.
     pub(crate) fn read_block(
         &self,

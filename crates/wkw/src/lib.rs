@@ -15,6 +15,7 @@ mod options;
 mod par;
 mod reader;
 mod storage;
+mod uninit;
 mod writer;
 
 pub use crate::{

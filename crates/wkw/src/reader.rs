@@ -47,6 +47,23 @@ impl Dataset {
                     }),
                 limit,
             })?;
+        let bx = VBox::new(offset, shape)?;
+        if order == Order::Fortran && !bx.is_empty() && self.one_group(&bx) {
+            // Every byte is written by exactly one unit: no zero-initialisation.
+            let files = self.resolve_files(&bx)?;
+            let files = &files;
+            let bs = u32::from(self.header.block_len_log2());
+            let data = crate::uninit::build(len, |whole| {
+                let units = split_units(&bx, layout, whole, bs)?;
+                let done = crate::par::try_map(units, |unit| {
+                    BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
+                        self.fill_unit(unit, &bx, files, buf, scratch, stage)
+                    })
+                })?;
+                Ok(done.into_iter().flatten().collect())
+            })?;
+            return Ok(Array::from_parts(layout, data));
+        }
         let mut data = vec![0u8; len];
         self.read_impl(offset, layout, &mut data, true)?;
         Ok(Array::from_parts(layout, data))
@@ -91,15 +108,204 @@ impl Dataset {
         if bx.is_empty() {
             return Ok(());
         }
-        let fs = self.header.file_len_vx_log2();
-        let (flo, fhi) = bx.cube_range(fs);
+        let files = self.resolve_files(&bx)?;
+        let bs = u32::from(self.header.block_len_log2());
+        let files = &files;
+        if layout.order == Order::Fortran {
+            let units = split_units(&bx, layout, data, bs)?;
+            return crate::par::try_for_each(units, |unit| {
+                BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
+                    self.fill_unit(unit, &bx, files, buf, scratch, stage)
+                        .map(|_| ())
+                })
+            });
+        }
+        let slabs = split_slabs(&bx, layout, data, bs)?;
+        crate::par::try_for_each(slabs, |slab| self.fill_slab(slab, files, layout, zeroed))
+    }
+
+    /// Opens every data file the box touches.
+    fn resolve_files(&self, bx: &VBox) -> Result<HashMap<[u32; 3], Resolved>> {
+        let (flo, fhi) = bx.cube_range(self.header.file_len_vx_log2());
         let mut files = HashMap::new();
         for idx in files_in(flo, fhi) {
             files.insert(idx, self.resolve(idx)?);
         }
-        let slabs = split_slabs(&bx, layout, data, u32::from(self.header.block_len_log2()))?;
-        let files = &files;
-        crate::par::try_for_each(slabs, |slab| self.fill_slab(slab, files, layout, zeroed))
+        Ok(files)
+    }
+
+    /// Whether the blocks of one block row of the box fit in one group ([`GROUP_BYTES`]), so
+    /// that [`Dataset::fill_unit`] writes each destination segment with one copy.
+    fn one_group(&self, bx: &VBox) -> bool {
+        let bs = u32::from(self.header.block_len_log2());
+        let n = ((bx.max[0] - 1) >> bs) - (bx.min[0] >> bs) + 1;
+        n.checked_mul(self.header.block_bytes())
+            .is_some_and(|b| b <= GROUP_BYTES as u64)
+    }
+
+    /// Fills one Fortran-order [`Unit`]: reads the blocks of its block row (up to
+    /// [`GROUP_BYTES`] at a time, consecutive blocks of a file with one read), then writes the
+    /// destination rows in memory order, each row assembled from the blocks' row pieces.
+    /// Returns the proofs of the segments written whole (all of them when the row's blocks
+    /// make one group).
+    fn fill_unit<S: SegOut>(
+        &self,
+        unit: Unit<S>,
+        bx: &VBox,
+        files: &HashMap<[u32; 3], Resolved>,
+        buf: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+        stage: &mut Vec<u8>,
+    ) -> Result<Vec<S::Done>> {
+        let h = &self.header;
+        let (fs, bs) = (h.file_len_vx_log2(), u32::from(h.block_len_log2()));
+        let shift = fs - bs;
+        let vs = usize::from(h.voxel_size());
+        let blen = 1usize << bs;
+        let block_len = usize::try_from(h.block_bytes()).map_err(|_| Error::LimitExceeded {
+            what: "raw block",
+            requested: h.block_bytes(),
+            limit: usize::MAX as u64,
+        })?;
+        let internal = |what: &str| Error::InvalidArgument(format!("read unit: {what}"));
+        let [ex, _, _] = bx.extent();
+        let row_bytes = ex.checked_mul(vs).ok_or_else(|| internal("row size"))?;
+        let (nz, ny) = (unit.segs.len(), unit.ny);
+        if nz == 0 || ny == 0 || row_bytes == 0 {
+            return Ok(Vec::new());
+        }
+        let (bz, by) = (unit.z0 >> bs, unit.y0 >> bs);
+        let zl = usize::try_from(unit.z0 - (bz << bs)).map_err(|_| internal("z"))?;
+        let yl = usize::try_from(unit.y0 - (by << bs)).map_err(|_| internal("y"))?;
+        if zl + nz > blen || yl + ny > blen {
+            return Err(internal("unit crosses a block"));
+        }
+        let whole = zl == 0 && yl == 0 && nz == blen && ny == blen;
+        // The bytes of a block the unit needs: from its first row to the end of its last.
+        let span_lo = (zl * blen + yl) * blen * vs;
+        let span_hi = ((zl + nz - 1) * blen + yl + ny) * blen * vs;
+        let (bx_lo, bx_hi) = (bx.min[0] >> bs, (bx.max[0] - 1) >> bs);
+        let per_group = (GROUP_BYTES / block_len.max(1)).max(1) as u64;
+        let to_u32 = |v: u64| u32::try_from(v).map_err(|_| internal("block index"));
+        let mut runs: Vec<(usize, usize, usize)> = Vec::new();
+        let single = bx_hi - bx_lo < per_group;
+        let mut segs = unit.segs;
+        let mut done = Vec::with_capacity(if single { segs.len() } else { 0 });
+        let mut g0 = bx_lo;
+        while g0 <= bx_hi {
+            let g1 = (g0 + per_group - 1).min(bx_hi);
+            let n = usize::try_from(g1 - g0 + 1).map_err(|_| internal("group"))?;
+            let need = n
+                .checked_mul(block_len)
+                .ok_or_else(|| internal("group size"))?;
+            if buf.len() < need {
+                buf.resize(need, 0);
+            }
+            // Read the group's blocks into consecutive slots of `buf`.
+            let mut j = 0usize;
+            while j < n {
+                let b = g0 + j as u64;
+                let fidx = [
+                    to_u32(b >> shift)?,
+                    to_u32(by >> shift)?,
+                    to_u32(bz >> shift)?,
+                ];
+                let mask = (1u64 << shift) - 1;
+                let local = [to_u32(b & mask)?, to_u32(by & mask)?, to_u32(bz & mask)?];
+                let k = morton_code::encode_3d_u64(local)
+                    .map_err(|e| Error::InvalidArgument(format!("block index: {e}")))?;
+                let slot_at = |j: usize| j * block_len;
+                let Some(Resolved::Present { file, meta, path }) = files.get(&fidx) else {
+                    if let Some(slot) = buf.get_mut(slot_at(j) + span_lo..slot_at(j) + span_hi) {
+                        slot.fill(0);
+                    }
+                    j += 1;
+                    continue;
+                };
+                if whole || meta.jump.is_some() {
+                    // Consecutive blocks of this file (same file index, next Morton index).
+                    let mut m = 1usize;
+                    while j + m < n && whole {
+                        let nb = b + m as u64;
+                        if nb >> shift != b >> shift || (nb & mask) == 0 {
+                            break;
+                        }
+                        let nk =
+                            morton_code::encode_3d_u64([to_u32(nb & mask)?, local[1], local[2]])
+                                .map_err(|e| Error::InvalidArgument(format!("block index: {e}")))?;
+                        if nk != k + m as u64 {
+                            break;
+                        }
+                        m += 1;
+                    }
+                    let out = buf
+                        .get_mut(slot_at(j)..slot_at(j + m))
+                        .ok_or_else(|| internal("slot"))?;
+                    meta.read_blocks(file.as_ref(), k, scratch, out, path)?;
+                    j += m;
+                } else {
+                    let out = buf
+                        .get_mut(slot_at(j) + span_lo..slot_at(j) + span_hi)
+                        .ok_or_else(|| internal("slot"))?;
+                    meta.read_raw_part(file.as_ref(), k, span_lo as u64, out, path)?;
+                    j += 1;
+                }
+            }
+            // Row pieces: (offset in the destination row, offset in `buf`, length).
+            runs.clear();
+            for j in 0..n {
+                let b = g0 + j as u64;
+                let (lo, hi) = ((b << bs).max(bx.min[0]), ((b + 1) << bs).min(bx.max[0]));
+                let d = usize::try_from(lo - bx.min[0]).map_err(|_| internal("x"))? * vs;
+                let s = j * block_len
+                    + usize::try_from(lo - (b << bs)).map_err(|_| internal("x"))? * vs;
+                let len = usize::try_from(hi - lo).map_err(|_| internal("x"))? * vs;
+                runs.push((d, s, len));
+            }
+            let src = buf.get(..need).ok_or_else(|| internal("group"))?;
+            let src_row = blen * vs;
+            // The group's part of each destination row: bytes `gx..gx + gw`.
+            let gx = runs.first().map_or(0, |r| r.0);
+            let gw = runs.last().map_or(0, |r| r.0 + r.2) - gx;
+            let stage_len = gw * ny;
+            if stage.len() < stage_len {
+                stage.resize(stage_len, 0);
+            }
+            let stage = stage
+                .get_mut(..stage_len)
+                .ok_or_else(|| internal("stage"))?;
+            let assemble = |iz: usize, stage: &mut [u8]| {
+                let base = ((zl + iz) * blen + yl) * src_row;
+                for &(d, s, len) in &runs {
+                    let piece = Piece {
+                        d: d - gx,
+                        s: base + s,
+                        row_bytes: gw,
+                        src_row,
+                    };
+                    piece.copy(stage, src, len);
+                }
+            };
+            if single {
+                // Whole segments: one sequential copy each into the destination.
+                for (iz, seg) in std::mem::take(&mut segs).into_iter().enumerate() {
+                    assemble(iz, stage);
+                    done.push(seg.put(stage).ok_or_else(|| internal("segment length"))?);
+                }
+            } else {
+                for (iz, seg) in segs.iter_mut().enumerate() {
+                    assemble(iz, stage);
+                    let seg = seg.rows().ok_or_else(|| internal("partial rows"))?;
+                    for (row, st) in seg.chunks_exact_mut(row_bytes).zip(stage.chunks_exact(gw)) {
+                        if let Some(r) = row.get_mut(gx..gx + gw) {
+                            r.copy_from_slice(st);
+                        }
+                    }
+                }
+            }
+            g0 = g1 + 1;
+        }
+        Ok(done)
     }
 
     fn fill_slab(
@@ -179,6 +385,215 @@ impl Dataset {
         }
         Ok(())
     }
+}
+
+/// Bytes of blocks read at once by one worker of a Fortran-order read.
+const GROUP_BYTES: usize = 2 << 20;
+
+std::thread_local! {
+    /// Per-thread block and compressed-bytes buffers of Fortran-order reads, reused across
+    /// units and calls.
+    static BUFFERS: std::cell::RefCell<(Vec<u8>, Vec<u8>, Vec<u8>)> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new(), Vec::new()))
+    };
+}
+
+/// One block's piece of every row of a destination segment: `len` bytes at `d` in each
+/// destination row (rows `row_bytes` apart) from `s` in the block buffer (rows `src_row`
+/// apart).
+struct Piece {
+    d: usize,
+    s: usize,
+    row_bytes: usize,
+    src_row: usize,
+}
+
+impl Piece {
+    #[inline]
+    fn copy(&self, seg: &mut [u8], src: &[u8], len: usize) {
+        match len {
+            32 => self.fixed::<32>(seg, src),
+            64 => self.fixed::<64>(seg, src),
+            16 => self.fixed::<16>(seg, src),
+            128 => self.fixed::<128>(seg, src),
+            8 => self.fixed::<8>(seg, src),
+            _ => self.any(seg, src, len),
+        }
+    }
+
+    fn fixed<const K: usize>(&self, seg: &mut [u8], src: &[u8]) {
+        let mut s = self.s;
+        for row in seg.chunks_exact_mut(self.row_bytes) {
+            let dr = row
+                .get_mut(self.d..self.d + K)
+                .and_then(|r| <&mut [u8; K]>::try_from(r).ok());
+            let sr = src.get(s..s + K).and_then(|r| <&[u8; K]>::try_from(r).ok());
+            if let (Some(dr), Some(sr)) = (dr, sr) {
+                *dr = *sr;
+            }
+            s += self.src_row;
+        }
+    }
+
+    /// Other lengths: two overlapping fixed-size moves up to 64 bytes (no `memcpy` call per
+    /// row), `copy_from_slice` above.
+    fn any(&self, seg: &mut [u8], src: &[u8], len: usize) {
+        match len {
+            0 => {}
+            1..8 => self.each(seg, src, len, |d, s| d.copy_from_slice(s)),
+            8..16 => self.each(seg, src, len, overlapping::<8>),
+            16..32 => self.each(seg, src, len, overlapping::<16>),
+            32..=64 => self.each(seg, src, len, overlapping::<32>),
+            _ => self.each(seg, src, len, |d, s| d.copy_from_slice(s)),
+        }
+    }
+
+    #[inline(always)]
+    fn each(&self, seg: &mut [u8], src: &[u8], len: usize, f: impl Fn(&mut [u8], &[u8])) {
+        let mut s = self.s;
+        for row in seg.chunks_exact_mut(self.row_bytes) {
+            if let (Some(dr), Some(sr)) = (row.get_mut(self.d..self.d + len), src.get(s..s + len)) {
+                f(dr, sr);
+            }
+            s += self.src_row;
+        }
+    }
+}
+
+/// Copies `s` to `d` (equal lengths in `K..=2K`) as two possibly overlapping `K`-byte moves.
+#[inline(always)]
+fn overlapping<const K: usize>(d: &mut [u8], s: &[u8]) {
+    let n = d.len();
+    if n < K || s.len() != n {
+        return;
+    }
+    let (Ok(d0), Ok(s0)) = (
+        <&mut [u8; K]>::try_from(&mut d[..K]),
+        <&[u8; K]>::try_from(&s[..K]),
+    ) else {
+        return;
+    };
+    *d0 = *s0;
+    let (Ok(d1), Ok(s1)) = (
+        <&mut [u8; K]>::try_from(&mut d[n - K..]),
+        <&[u8; K]>::try_from(&s[n - K..]),
+    ) else {
+        return;
+    };
+    *d1 = *s1;
+}
+
+/// A Fortran-order work unit: the voxels of the box with `z0 ≤ z < z0 + segs.len()` and
+/// `y0 ≤ y < y0 + ny` (inside one block layer and one block row), all of the box's x. Its
+/// destination is one contiguous segment of `ny` rows per z plane.
+struct Unit<S> {
+    z0: u64,
+    y0: u64,
+    ny: usize,
+    segs: Vec<S>,
+}
+
+/// A destination segment of a Fortran-order read: part of a caller's buffer, or of a new
+/// array's not yet initialised buffer ([`crate::uninit::Seg`]).
+trait SegOut: Sized + Send {
+    /// Proof of a whole-segment write.
+    type Done: Send;
+    fn seg_len(&self) -> usize;
+    fn split(self, n: usize) -> Option<(Self, Self)>;
+    /// Writes the whole segment from `src` (`None` if the lengths differ).
+    fn put(self, src: &[u8]) -> Option<Self::Done>;
+    /// The bytes, for piecewise writes (only initialised buffers).
+    fn rows(&mut self) -> Option<&mut [u8]>;
+}
+
+impl SegOut for &mut [u8] {
+    type Done = ();
+    fn seg_len(&self) -> usize {
+        self.len()
+    }
+    fn split(self, n: usize) -> Option<(Self, Self)> {
+        self.split_at_mut_checked(n)
+    }
+    fn put(self, src: &[u8]) -> Option<()> {
+        (self.len() == src.len()).then(|| self.copy_from_slice(src))
+    }
+    fn rows(&mut self) -> Option<&mut [u8]> {
+        Some(self)
+    }
+}
+
+impl<'b> SegOut for crate::uninit::Seg<'b> {
+    type Done = crate::uninit::Filled<'b>;
+    fn seg_len(&self) -> usize {
+        self.len()
+    }
+    fn split(self, n: usize) -> Option<(Self, Self)> {
+        self.split_at(n)
+    }
+    fn put(self, src: &[u8]) -> Option<Self::Done> {
+        self.fill(src)
+    }
+    fn rows(&mut self) -> Option<&mut [u8]> {
+        None
+    }
+}
+
+/// Block-aligned pieces `[lo, hi)` of `[min, max)`.
+fn block_bounds(min: u64, max: u64, bs: u32) -> Vec<(u64, u64)> {
+    let mut out = Vec::new();
+    let mut lo = min;
+    while lo < max {
+        let hi = (((lo >> bs) + 1) << bs).min(max);
+        out.push((lo, hi));
+        lo = hi;
+    }
+    out
+}
+
+/// Splits the Fortran-order destination of box `bx` into [`Unit`]s (block layer × block row).
+fn split_units<S: SegOut>(bx: &VBox, layout: Layout, data: S, bs: u32) -> Result<Vec<Unit<S>>> {
+    let bad = |what: &str| Error::ArrayMismatch(format!("read destination: {what}"));
+    let [ex, ey, ez] = bx.extent();
+    let row = ex
+        .checked_mul(layout.voxel_size())
+        .ok_or_else(|| bad("row size overflows usize"))?;
+    let plane = row
+        .checked_mul(ey)
+        .ok_or_else(|| bad("plane size overflows usize"))?;
+    if plane == 0 || plane.checked_mul(ez) != Some(data.seg_len()) {
+        return Err(bad("buffer does not match the box"));
+    }
+    let ys = block_bounds(bx.min[1], bx.max[1], bs);
+    let zs = block_bounds(bx.min[2], bx.max[2], bs);
+    let mut units: Vec<Unit<S>> = Vec::with_capacity(ys.len() * zs.len());
+    let mut rest = Some(data);
+    for &(zlo, zhi) in &zs {
+        let first = units.len();
+        let nz = usize::try_from(zhi - zlo).map_err(|_| bad("slab"))?;
+        for &(ylo, yhi) in &ys {
+            units.push(Unit {
+                z0: zlo,
+                y0: ylo,
+                ny: usize::try_from(yhi - ylo).map_err(|_| bad("row"))?,
+                segs: Vec::with_capacity(nz),
+            });
+        }
+        for _ in 0..nz {
+            for u in units.get_mut(first..).unwrap_or_default() {
+                let n = u.ny.checked_mul(row).ok_or_else(|| bad("segment"))?;
+                let (head, tail) = rest
+                    .take()
+                    .and_then(|r| r.split(n))
+                    .ok_or_else(|| bad("segment"))?;
+                u.segs.push(head);
+                rest = Some(tail);
+            }
+        }
+    }
+    if rest.is_some_and(|r| r.seg_len() != 0) {
+        return Err(bad("buffer longer than the box"));
+    }
+    Ok(units)
 }
 
 /// Splits the destination of box `bx` into block-layer slabs along its slowest axis.

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use crate::array::ArrayView;
-use crate::copy::copy_4d;
+use crate::array::{ArrayView, Order};
+use crate::copy::{copy_4d, copy_4d_direct};
 use crate::dataset::Dataset;
 use crate::error::{Error, FormatError, Result};
 use crate::file::{FileMeta, OpenFailure};
@@ -211,6 +211,39 @@ pub(crate) fn write_compressed_head(
     write_all_at(file, &head, 0).map_err(|e| Error::io(path, e))
 }
 
+/// A staged column of source voxels: the box starting at `min`, byte strides (c, x, y, z).
+struct Staged {
+    min: [u64; 3],
+    strides: [usize; 4],
+}
+
+std::thread_local! {
+    /// Per-thread column stage and block buffer of C-order writes.
+    static COLUMN: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = const {
+        std::cell::RefCell::new((Vec::new(), Vec::new()))
+    };
+}
+
+/// Groups blocks (Morton index, block coordinates) into columns of equal (x, y), each sorted
+/// by z.
+fn columns(mut blocks: Vec<(u64, [u32; 3])>) -> Vec<Vec<(u64, [u32; 3])>> {
+    blocks.sort_unstable_by_key(|&(_, c)| (c[1], c[0], c[2]));
+    let mut out: Vec<Vec<(u64, [u32; 3])>> = Vec::new();
+    for b in blocks {
+        match out.last_mut() {
+            Some(col)
+                if col
+                    .last()
+                    .is_some_and(|l| l.1[0] == b.1[0] && l.1[1] == b.1[1]) =>
+            {
+                col.push(b);
+            }
+            _ => out.push(vec![b]),
+        }
+    }
+    out
+}
+
 struct FileJob<'a> {
     ds: &'a Dataset,
     path: &'a Path,
@@ -258,6 +291,102 @@ impl FileJob<'_> {
             self.src.data,
             s,
             sstr,
+            [usize::from(h.num_channels()), ex, ey, ez],
+            ts,
+        );
+        Ok(())
+    }
+
+    /// Copies the source part of the column of blocks `col` (inside the write region) into
+    /// `stage` in the source's axis order, compact, with padded x and channel strides (so that
+    /// transposing from it does not hit one cache set per tile); `None` if the column does not
+    /// touch the region.
+    fn stage_column(&self, col: &[(u64, [u32; 3])], stage: &mut Vec<u8>) -> Result<Option<Staged>> {
+        let (Some(&(_, first)), Some(&(_, last))) = (col.first(), col.last()) else {
+            return Ok(None);
+        };
+        let span = VBox {
+            min: self.block_box(first).min,
+            max: self.block_box(last).max,
+        };
+        let part = self.region.intersect(&span);
+        if part.is_empty() {
+            return Ok(None);
+        }
+        let h = self.header();
+        let ts = usize::from(h.voxel_type().size());
+        let nc = usize::from(h.num_channels());
+        let [ex, ey, ez] = part.extent();
+        let bad = || Error::InvalidArgument("column stage size overflows".into());
+        // C order: z fastest, then y, x, channel.
+        let sz = ts;
+        let sy = ez.checked_mul(ts).ok_or_else(bad)?;
+        let sx = sy
+            .checked_mul(ey)
+            .and_then(|v| v.checked_add(64))
+            .ok_or_else(bad)?;
+        let sc = sx
+            .checked_mul(ex)
+            .and_then(|v| v.checked_add(64))
+            .ok_or_else(bad)?;
+        let len = sc.checked_mul(nc).ok_or_else(bad)?;
+        if stage.len() < len {
+            stage.resize(len, 0);
+        }
+        let strides = [sc, sx, sy, sz];
+        let sstr = self.src.layout.strides();
+        let s = try_offset_of(part.min, self.bx.min, [sstr[1], sstr[2], sstr[3]])?;
+        copy_4d(
+            stage,
+            0,
+            strides,
+            self.src.data,
+            s,
+            sstr,
+            [nc, ex, ey, ez],
+            ts,
+        );
+        Ok(Some(Staged {
+            min: part.min,
+            strides,
+        }))
+    }
+
+    /// [`FileJob::fill_block`] from a staged column (or from the source if `staged` is
+    /// `None`).
+    fn fill_block_from(
+        &self,
+        block: &mut [u8],
+        bbox: &VBox,
+        staged: Option<&Staged>,
+        stage: &[u8],
+    ) -> Result<()> {
+        let Some(st) = staged else {
+            return self.fill_block(block, bbox);
+        };
+        let h = self.header();
+        let ts = usize::from(h.voxel_type().size());
+        let vs = usize::from(h.voxel_size());
+        let blen = 1usize << h.block_len_log2();
+        let bstr = [vs, vs * blen, vs * blen * blen];
+        let rr = self.region.intersect(bbox);
+        if rr.is_empty() {
+            return Ok(());
+        }
+        let d = try_offset_of(rr.min, bbox.min, bstr)?;
+        let s = try_offset_of(
+            rr.min,
+            st.min,
+            [st.strides[1], st.strides[2], st.strides[3]],
+        )?;
+        let [ex, ey, ez] = rr.extent();
+        copy_4d_direct(
+            block,
+            d,
+            [ts, bstr[0], bstr[1], bstr[2]],
+            stage,
+            s,
+            st.strides,
             [usize::from(h.num_channels()), ex, ey, ez],
             ts,
         );
@@ -328,6 +457,40 @@ impl FileJob<'_> {
         let bs = u32::from(meta.block_len_log2());
         let blocks = blocks_in(&self.region, self.fbox.min, bs)?;
         let file = &file;
+        if self.src.layout.order == Order::C {
+            // Transposing: one task per column of blocks, its source staged once.
+            let cols = columns(blocks);
+            return crate::par::try_for_each(cols, |col| {
+                COLUMN.with_borrow_mut(|(stage, block)| {
+                    if block.len() != block_len {
+                        *block = vec![0u8; block_len];
+                    }
+                    let staged = self.stage_column(&col, stage)?;
+                    for &(k, bc) in &col {
+                        let bbox = self.block_box(bc);
+                        let start = k
+                            .checked_mul(meta.block_bytes())
+                            .and_then(|v| v.checked_add(meta.data_offset()))
+                            .ok_or_else(|| {
+                                Error::InvalidArgument("block offset overflows".into())
+                            })?;
+                        if !self.region.covers(&bbox) {
+                            read_exact_at(file, block, start)
+                                .map_err(|e| Error::io(self.path, e))?;
+                        }
+                        self.fill_block_from(block, &bbox, staged.as_ref(), stage)?;
+                        write_all_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
+                    }
+                    Ok(())
+                })
+            })
+            .and_then(|()| {
+                if durability == Durability::Fsync {
+                    file.sync_data().map_err(|e| Error::io(self.path, e))?;
+                }
+                Ok(())
+            });
+        }
         crate::par::try_for_each_with_buf(blocks, block_len, |(k, bc), block| {
             let bbox = self.block_box(bc);
             let start = k
@@ -372,9 +535,51 @@ impl FileJob<'_> {
         while k0 < n {
             let k1 = (k0 + per_chunk).min(n);
             let ks: Vec<u64> = (k0..k1).collect();
-            let encoded = crate::par::try_map(ks, |k| {
-                self.encode_block(k, existing.as_ref(), &zero_block, block_len, block_type)
-            })?;
+            let encoded = if self.src.layout.order == Order::C {
+                // Transposing: one task per column of blocks, its source staged once.
+                let cols = columns(
+                    ks.into_iter()
+                        .map(|k| {
+                            morton_code::decode_3d_u64(k)
+                                .map(|c| (k, c))
+                                .map_err(|e| Error::InvalidArgument(format!("block index: {e}")))
+                        })
+                        .collect::<Result<Vec<_>>>()?,
+                );
+                let per_col = crate::par::try_map(cols, |col| {
+                    COLUMN.with_borrow_mut(|(stage, _)| {
+                        let staged = self.stage_column(&col, stage)?;
+                        col.iter()
+                            .map(|&(k, _)| {
+                                let st = staged.as_ref().map(|c| (c, stage.as_slice()));
+                                self.encode_block(
+                                    k,
+                                    existing.as_ref(),
+                                    &zero_block,
+                                    block_len,
+                                    block_type,
+                                    st,
+                                )
+                                .map(|b| (k, b))
+                            })
+                            .collect::<Result<Vec<_>>>()
+                    })
+                })?;
+                let mut all: Vec<(u64, Vec<u8>)> = per_col.into_iter().flatten().collect();
+                all.sort_unstable_by_key(|e| e.0);
+                all.into_iter().map(|e| e.1).collect()
+            } else {
+                crate::par::try_map(ks, |k| {
+                    self.encode_block(
+                        k,
+                        existing.as_ref(),
+                        &zero_block,
+                        block_len,
+                        block_type,
+                        None,
+                    )
+                })?
+            };
             for bytes in encoded {
                 write_all_at(&tmp.file, &bytes, pos).map_err(|e| Error::io(&tmp.path, e))?;
                 pos += bytes.len() as u64;
@@ -396,6 +601,7 @@ impl FileJob<'_> {
         zero_block: &[u8],
         block_len: usize,
         block_type: crate::BlockType,
+        staged: Option<(&Staged, &[u8])>,
     ) -> Result<Vec<u8>> {
         let bc = morton_code::decode_3d_u64(k)
             .map_err(|e| Error::InvalidArgument(format!("block index {k}: {e}")))?;
@@ -421,7 +627,10 @@ impl FileJob<'_> {
             let mut scratch = Vec::new();
             m.read_block(f, k, &mut scratch, &mut block, self.path)?;
         }
-        self.fill_block(&mut block, &bbox)?;
+        match staged {
+            Some((st, stage)) => self.fill_block_from(&mut block, &bbox, Some(st), stage)?,
+            None => self.fill_block(&mut block, &bbox)?,
+        }
         lz4::compress(&block, block_type)
     }
 }
