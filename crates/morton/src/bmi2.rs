@@ -163,12 +163,19 @@ fn dec2_64(key: u64) -> u64 {
     _pext_u64(key, X2_64) | (_pext_u64(key, X2_64 << 1) << 32)
 }
 
+/// Points per block of [`enc3_64_slice`]: small enough to stay in L1 between the two passes.
+const ENC_BLOCK: usize = 64;
+
 #[target_feature(enable = "bmi2")]
 fn enc3_64_slice(points: &[[u32; 3]], out: &mut [u64]) -> u32 {
+    // Per block: OR all coordinates as one flat slice (vectorised), then encode from L1. An
+    // OR per point inside the pdep loop measured 20-25 % slower than the plain pdep loop.
     let mut seen = 0;
-    for (p, o) in points.iter().zip(out.iter_mut()) {
-        seen |= p[0] | p[1] | p[2];
-        *o = enc3_64(p[0], p[1], p[2]);
+    for (ps, os) in points.chunks(ENC_BLOCK).zip(out.chunks_mut(ENC_BLOCK)) {
+        seen |= ps.as_flattened().iter().fold(0, |s, &v| s | v);
+        for (p, o) in ps.iter().zip(os.iter_mut()) {
+            *o = enc3_64(p[0], p[1], p[2]);
+        }
     }
     seen
 }
