@@ -259,12 +259,15 @@ fn fill_pattern(out: &mut [u8], pat: &[u8]) {
     }
 }
 
-/// Decodes the streams of block `j` into `dst` (`bsize` bytes, filtered form).
-fn decode_streams(
-    b: &Blocks<'_>,
+/// Decodes the streams of block `j` into `dst` (`bsize` bytes, filtered form). A stream stored
+/// raw whose slot exists in `raw` (stream `s` → `raw[s]`) is not copied: the slot gets its
+/// bytes in the chunk instead, and that part of `dst` is left as it was.
+fn decode_streams<'a>(
+    b: &Blocks<'a>,
     j: usize,
     dst: &mut [u8],
     scratch: &mut DecodeScratch,
+    raw: &mut [Option<&'a [u8]>],
 ) -> Result<()> {
     let bsize = dst.len();
     let nstreams = b.h.nstreams(bsize);
@@ -302,7 +305,10 @@ fn decode_streams(
                 .and_then(|end| src.get(off..end))
                 .ok_or_else(|| Error::truncated("stream", off, cs, src.len()))?;
             if cs == neblock {
-                d.copy_from_slice(payload);
+                match raw.get_mut(s) {
+                    Some(slot) => *slot = Some(payload),
+                    None => d.copy_from_slice(payload),
+                }
             } else if !codecs::decompress_stream(b.format, payload, d, b.dict.as_ref(), scratch) {
                 return Err(Error::corrupt("codec data", j, off));
             }
@@ -329,6 +335,10 @@ pub(crate) fn decode_block(
     scratch: &mut DecodeScratch,
 ) -> Result<()> {
     let bsize = out.len();
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    if unshuffle_split_block(b, j, out, scratch)? {
+        return Ok(());
+    }
     let moves = b
         .pipeline
         .iter()
@@ -346,8 +356,8 @@ pub(crate) fn decode_block(
     }
     let result = (|| {
         match cur {
-            Buf::Out => decode_streams(b, j, out, scratch)?,
-            _ => decode_streams(b, j, &mut tmp1[..bsize], scratch)?,
+            Buf::Out => decode_streams(b, j, out, scratch, &mut [])?,
+            _ => decode_streams(b, j, &mut tmp1[..bsize], scratch, &mut [])?,
         }
         let ts = b.h.typesize();
         let mut moved = 0;
@@ -401,6 +411,50 @@ pub(crate) fn decode_block(
     scratch.tmp2 = tmp2;
     scratch.bits = bits;
     result
+}
+
+/// The common case of a split, byte-shuffled block (pipeline exactly one shuffle of the type
+/// size 2, 4, 8 or 16, one stream per byte plane): unshuffles straight from the planes, taking
+/// the planes stored raw from the chunk instead of copying them into the scratch block first
+/// (C-Blosc2 copies them). Returns `false`, having done nothing, if the block is not of that
+/// kind.
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+fn unshuffle_split_block(
+    b: &Blocks<'_>,
+    j: usize,
+    out: &mut [u8],
+    scratch: &mut DecodeScratch,
+) -> Result<bool> {
+    let bsize = out.len();
+    let ts = b.h.typesize();
+    let [(Filter::Shuffle, meta)] = b.pipeline.as_slice() else {
+        return Ok(false);
+    };
+    if !matches!(ts, 2 | 4 | 8 | 16)
+        || !(*meta == 0 || usize::from(*meta) == ts)
+        || b.h.nstreams(bsize) != ts
+        || !bsize.is_multiple_of(ts)
+    {
+        return Ok(false);
+    }
+    let n = bsize / ts;
+    let mut tmp1 = core::mem::take(&mut scratch.tmp1);
+    if tmp1.len() < bsize {
+        tmp1.resize(bsize, 0);
+    }
+    let mut raw: [Option<&[u8]>; 16] = [None; 16];
+    let result = decode_streams(b, j, &mut tmp1[..bsize], scratch, &mut raw[..ts]).map(|()| {
+        let planes: [&[u8]; 16] = core::array::from_fn(|s| match raw[s] {
+            Some(p) => p,
+            None => tmp1.get(s * n..(s + 1) * n).unwrap_or_default(),
+        });
+        shuffle::unshuffle_planes(&planes[..ts], out, n)
+    });
+    scratch.tmp1 = tmp1;
+    match result? {
+        true => Ok(true),
+        false => Err(Error::corrupt("filter pipeline", j, 0)),
+    }
 }
 
 /// Decodes all blocks of `b` into `out` (`nbytes` bytes).

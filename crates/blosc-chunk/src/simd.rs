@@ -113,12 +113,13 @@ fn split_planes<const TS: usize>(dst: &mut [u8], n: usize, tiles: usize) -> [&mu
     })
 }
 
-/// Inverse of [`shuffle_tiles`]: `log2(TS)` steps.
+/// Inverse of [`shuffle_tiles`]: `log2(TS)` steps. Plane `b` is `planes[b]` (each at least `n`
+/// bytes; checked by the caller).
 #[target_feature(enable = "sse2")]
-fn unshuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) -> usize {
+fn unshuffle_tiles<const TS: usize>(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
     let tiles = n / 16;
     let steps = TS.trailing_zeros();
-    let planes: [&[[u8; 16]]; TS] = core::array::from_fn(|b| vectors(src, b * n, tiles));
+    let planes: [&[[u8; 16]]; TS] = core::array::from_fn(|b| vectors(planes[b], 0, tiles));
     let output = vectors_mut(dst, 0, tiles * TS);
     for (t, tile) in output.chunks_exact_mut(TS).enumerate() {
         let mut v = [_mm_setzero_si128(); TS];
@@ -200,16 +201,25 @@ pub(crate) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize 
 
 /// Inverse of [`shuffle`].
 pub(crate) fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize {
-    if src.len() < n * ts || dst.len() < n * ts {
+    let planes: [&[u8]; 16] =
+        core::array::from_fn(|b| src.get(b * n..(b + 1) * n).unwrap_or_default());
+    unshuffle_planes(planes.get(..ts).unwrap_or_default(), dst, n)
+}
+
+/// [`unshuffle`] with the `ts = planes.len()` planes given separately (each at least `n`
+/// bytes, else nothing is done).
+pub(crate) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+    let ts = planes.len();
+    if dst.len() < n * ts || planes.iter().any(|p| p.len() < n) {
         return 0;
     }
     // SAFETY: as in `shuffle`.
     unsafe {
         match ts {
-            2 => unshuffle_tiles::<2>(src, dst, n),
-            4 => unshuffle_tiles::<4>(src, dst, n),
-            8 => unshuffle_tiles::<8>(src, dst, n),
-            16 => unshuffle_tiles::<16>(src, dst, n),
+            2 => unshuffle_tiles::<2>(planes, dst, n),
+            4 => unshuffle_tiles::<4>(planes, dst, n),
+            8 => unshuffle_tiles::<8>(planes, dst, n),
+            16 => unshuffle_tiles::<16>(planes, dst, n),
             _ => 0,
         }
     }

@@ -129,3 +129,55 @@ fn empty_and_tiny_inputs() {
         assert_eq!(blosc_chunk::decompress(&chunk).unwrap(), data);
     }
 }
+
+/// Split, byte-shuffled blocks whose planes are partly stored raw (noise) and partly
+/// compressed or runs: the decoder unshuffles raw planes straight from the chunk; every
+/// codec, type size with a SIMD kernel, a partial last block and both getitem and full decode.
+#[test]
+#[allow(clippy::cast_possible_truncation, reason = "test patterns wrap on purpose")]
+fn split_shuffle_with_raw_planes() {
+    let mut s = 0x2545_f491_4f6c_dd1du64;
+    for ts in [2usize, 4, 8, 16] {
+        let n = 10_000 + 7; // not a multiple of the block size: a partial last block
+        let mut data = Vec::with_capacity(n * ts);
+        for i in 0..n {
+            for j in 0..ts {
+                s ^= s << 13;
+                s ^= s >> 7;
+                s ^= s << 17;
+                data.push(match j % 3 {
+                    0 => s as u8,         // noise: stored raw
+                    1 => (i / 256) as u8, // compressible
+                    _ => 0x5a,            // a run
+                });
+            }
+        }
+        for codec in [
+            Codec::BloscLz,
+            Codec::Lz4,
+            Codec::Lz4Hc,
+            Codec::Zlib,
+            Codec::Zstd,
+        ] {
+            let mut p = CParams::default();
+            p.codec = codec;
+            p.typesize = ts;
+            p.clevel = 5;
+            p.blocksize = 4096;
+            p.splitmode = SplitMode::Always;
+            p.filters = [Filter::NoFilter; 6];
+            p.filters[5] = Filter::Shuffle;
+            let chunk = blosc_chunk::compress(&data, &p).unwrap();
+            assert_eq!(
+                blosc_chunk::decompress(&chunk).unwrap(),
+                data,
+                "{codec:?} ts {ts}"
+            );
+            let mut out = vec![0u8; data.len()];
+            blosc_chunk::decompress_into_ctx(&chunk, &mut out, &DParams::with_threads(2)).unwrap();
+            assert_eq!(out, data, "{codec:?} ts {ts}, 2 threads");
+            let got = blosc_chunk::getitem(&chunk, 1000, 3000).unwrap();
+            assert_eq!(got, data[1000 * ts..4000 * ts], "{codec:?} ts {ts} getitem");
+        }
+    }
+}
