@@ -17,6 +17,7 @@ struct Input {
     splitmode: u8,
     nthreads: u8,
     blosc1_header: bool,
+    use_dict: bool,
     data: Vec<u8>,
 }
 
@@ -59,6 +60,10 @@ fuzz_target!(|inp: Input| {
     };
     p.nthreads = usize::from(inp.nthreads % 3).max(1);
     p.blosc1_header = inp.blosc1_header;
+    // Dictionaries exist for zstd, LZ4 and LZ4HC in the extended header only.
+    p.use_dict = inp.use_dict
+        && !p.blosc1_header
+        && matches!(p.codec, Codec::Lz4 | Codec::Lz4Hc | Codec::Zstd);
 
     let Ok(chunk) = compress(&inp.data, &p) else {
         return;

@@ -1,7 +1,8 @@
 //! wkw: a dataset read over an arbitrary small directory tree. Record 0 is `header.wkw`;
 //! record k ≥ 1 becomes the file at `z{z}/y{y}/x{x}.wkw` with x, y, z from bits 0–1, 2–3, 4–5 of
 //! its tag; tag bit 6 makes it a directory instead (a hostile tree), bit 7 a stray file next to
-//! it. Reads of a 2×2×2-file box must agree with reads of each file's own box.
+//! it. Reads of a 2×2×2-file box must agree with reads of each file's own box, and Fortran-order
+//! reads (block rows, output filled without zero-initialisation) with C-order reads.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -54,6 +55,18 @@ fuzz_target!(|data: &[u8]| {
         let Ok(big) = ds.read([0; 3], [2 * f; 3], Order::C) else {
             continue;
         };
+        let fort = ds
+            .read([0; 3], [2 * f; 3], Order::Fortran)
+            .expect("the C-order read of the same box succeeded");
+        assert_eq!(fort.to_order(Order::C).as_bytes(), big.as_bytes());
+        let shape = [2 * f - 1, (2 * f).saturating_sub(2), (2 * f).saturating_sub(3)];
+        if shape.iter().all(|&s| s > 0) {
+            let fu = ds.read([1, 2, 3], shape, Order::Fortran);
+            let cu = ds.read([1, 2, 3], shape, Order::C);
+            if let (Ok(fu), Ok(cu)) = (fu, cu) {
+                assert_eq!(fu.to_order(Order::C).as_bytes(), cu.as_bytes());
+            }
+        }
         // C order: (channel, x, y, z) with z fastest; elements of the voxel type's size.
         let ts = usize::from(h.voxel_type().size());
         let ch = usize::from(h.num_channels());

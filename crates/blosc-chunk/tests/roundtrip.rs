@@ -134,7 +134,10 @@ fn empty_and_tiny_inputs() {
 /// compressed or runs: the decoder unshuffles raw planes straight from the chunk; every
 /// codec, type size with a SIMD kernel, a partial last block and both getitem and full decode.
 #[test]
-#[allow(clippy::cast_possible_truncation, reason = "test patterns wrap on purpose")]
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "test patterns wrap on purpose"
+)]
 fn split_shuffle_with_raw_planes() {
     let mut s = 0x2545_f491_4f6c_dd1du64;
     for ts in [2usize, 4, 8, 16] {
