@@ -326,45 +326,6 @@ impl FileMeta {
         out: &mut [u8],
         path: &std::path::Path,
     ) -> Result<()> {
-        let bad = |e| Error::format(path, e);
-        let (start, end) = self.block_range(k).ok_or_else(|| {
-            bad(FormatError::BlockPastEnd {
-                index: k,
-                end: u64::MAX,
-                file_len: self.len,
-            })
-        })?;
-        if end > self.len {
-            return Err(bad(FormatError::BlockPastEnd {
-                index: k,
-                end,
-                file_len: self.len,
-            }));
-        }
-        if self.jump.is_none() {
-            return file
-                .read_exact_at(out, start)
-                .map_err(|e| Error::io(path, e));
-        }
-        // Bounded by the lz4 bound check in `parse`.
-        let n = usize::try_from(end - start).map_err(|_| {
-            bad(FormatError::BlockTooLong {
-                index: k,
-                length: end - start,
-                bound: 0,
-            })
-        })?;
-        scratch.resize(n, 0);
-        file.read_exact_at(scratch, start)
-            .map_err(|e| Error::io(path, e))?;
-        if lz4::decompress_exact(scratch, out) {
-            Ok(())
-        } else {
-            Err(bad(FormatError::Decompress {
-                index: k,
-                offset: start,
-                expected: out.len() as u64,
-            }))
-        }
+        self.read_blocks(file, k, scratch, out, path)
     }
 }

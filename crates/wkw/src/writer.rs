@@ -271,30 +271,7 @@ impl FileJob<'_> {
 
     /// Copies the source voxels inside `bbox` into the raw block `block`.
     fn fill_block(&self, block: &mut [u8], bbox: &VBox) -> Result<()> {
-        let h = self.header();
-        let ts = usize::from(h.voxel_type().size());
-        let vs = usize::from(h.voxel_size());
-        let blen = 1usize << h.block_len_log2();
-        let bstr = [vs, vs * blen, vs * blen * blen];
-        let rr = self.region.intersect(bbox);
-        if rr.is_empty() {
-            return Ok(());
-        }
-        let sstr = self.src.layout.strides();
-        let d = try_offset_of(rr.min, bbox.min, bstr)?;
-        let s = try_offset_of(rr.min, self.bx.min, [sstr[1], sstr[2], sstr[3]])?;
-        let [ex, ey, ez] = rr.extent();
-        copy_4d(
-            block,
-            d,
-            [ts, bstr[0], bstr[1], bstr[2]],
-            self.src.data,
-            s,
-            sstr,
-            [usize::from(h.num_channels()), ex, ey, ez],
-            ts,
-        );
-        Ok(())
+        self.fill_block_from(block, bbox, None, &[])
     }
 
     /// Copies the source part of the column of blocks `col` (inside the write region) into
@@ -361,8 +338,10 @@ impl FileJob<'_> {
         staged: Option<&Staged>,
         stage: &[u8],
     ) -> Result<()> {
-        let Some(st) = staged else {
-            return self.fill_block(block, bbox);
+        // The source: the caller's array, or a staged column already in block-friendly order.
+        let (src, src_min, sstr) = match staged {
+            Some(st) => (stage, st.min, st.strides),
+            None => (self.src.data, self.bx.min, self.src.layout.strides()),
         };
         let h = self.header();
         let ts = usize::from(h.voxel_type().size());
@@ -374,22 +353,15 @@ impl FileJob<'_> {
             return Ok(());
         }
         let d = try_offset_of(rr.min, bbox.min, bstr)?;
-        let s = try_offset_of(
-            rr.min,
-            st.min,
-            [st.strides[1], st.strides[2], st.strides[3]],
-        )?;
+        let s = try_offset_of(rr.min, src_min, [sstr[1], sstr[2], sstr[3]])?;
         let [ex, ey, ez] = rr.extent();
-        copy_4d_direct(
-            block,
-            d,
-            [ts, bstr[0], bstr[1], bstr[2]],
-            stage,
-            s,
-            st.strides,
-            [usize::from(h.num_channels()), ex, ey, ez],
-            ts,
-        );
+        let dst_str = [ts, bstr[0], bstr[1], bstr[2]];
+        let extent = [usize::from(h.num_channels()), ex, ey, ez];
+        if staged.is_some() {
+            copy_4d_direct(block, d, dst_str, src, s, sstr, extent, ts);
+        } else {
+            copy_4d(block, d, dst_str, src, s, sstr, extent, ts);
+        }
         Ok(())
     }
 
