@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
-use wkw::{Array, BlockType, Dataset, Header, Order, VoxelType};
+use wkw::{Array, BlockType, Dataset, Header, Options, Order, Threads, VoxelType};
 
 const SIDE: u32 = 256;
 
@@ -38,6 +38,12 @@ fn make(root: &Path, bt: BlockType, data: &Array) -> PathBuf {
     dir
 }
 
+/// The same dataset with [`Threads::Caller`]: the work stays on the benchmark's thread.
+fn on_caller(ds: &Dataset) -> Dataset {
+    Dataset::open_with(ds.root(), Options::default().threads(Threads::Caller)).unwrap()
+}
+
+/// `compress` runs on rayon's current pool; one thread = inside a one-thread pool.
 fn one_thread() -> rayon::ThreadPool {
     rayon::ThreadPoolBuilder::new()
         .num_threads(1)
@@ -60,10 +66,10 @@ fn peer_read(ds: &wkwrap::Dataset, off: [u32; 3], shape: [u32; 3]) -> Vec<u8> {
 fn reads(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let data = smooth(Order::Fortran);
-    let single = one_thread();
     for bt in [BlockType::Raw, BlockType::Lz4, BlockType::Lz4Hc] {
         let dir = make(tmp.path(), bt, &data);
         let ours = Dataset::open(&dir).unwrap();
+        let single = on_caller(&ours);
         let peer = wkwrap::Dataset::new(&dir).unwrap();
         assert_eq!(
             peer_read(&peer, [0; 3], [SIDE; 3]),
@@ -81,7 +87,7 @@ fn reads(c: &mut Criterion) {
             ));
             g.bench_function("wkwrap", |b| b.iter(|| peer_read(&peer, off, shape)));
             g.bench_function("ours_1_thread", |b| {
-                b.iter(|| single.install(|| ours.read(off, shape, Order::Fortran).unwrap()))
+                b.iter(|| single.read(off, shape, Order::Fortran).unwrap())
             });
             g.bench_function("ours", |b| {
                 b.iter(|| ours.read(off, shape, Order::Fortran).unwrap())
@@ -96,7 +102,6 @@ fn reads(c: &mut Criterion) {
 
 fn writes(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
-    let single = one_thread();
     for bt in [BlockType::Raw, BlockType::Lz4, BlockType::Lz4Hc] {
         for order in [Order::Fortran, Order::C] {
             let data = smooth(order);
@@ -106,6 +111,7 @@ fn writes(c: &mut Criterion) {
                 header(bt),
             )
             .unwrap();
+            let single = on_caller(&ours);
             let peer_dir = tmp.path().join(format!("peer-{bt:?}-{order:?}"));
             let peer_header = wkwrap::Header {
                 version: 1,
@@ -145,7 +151,7 @@ fn writes(c: &mut Criterion) {
                 })
             });
             g.bench_function("ours_1_thread", |b| {
-                b.iter(|| single.install(|| ours.write([0; 3], &data.view()).unwrap()))
+                b.iter(|| single.write([0; 3], &data.view()).unwrap())
             });
             g.bench_function("ours", |b| {
                 b.iter(|| ours.write([0; 3], &data.view()).unwrap())

@@ -81,7 +81,7 @@ pub fn compress(
     let files = source.list_files()?;
     let total = files.len();
     let done = AtomicUsize::new(0);
-    crate::par::try_for_each(files, |(idx, path)| {
+    crate::par::try_for_each(source.options().threads, files, |(idx, path)| {
         convert_file(&source, &target, idx, &path)?;
         let d = done.fetch_add(1, Ordering::Relaxed) + 1;
         progress(Progress {
@@ -124,7 +124,7 @@ fn convert_file(source: &Dataset, target: &Dataset, idx: [u32; 3], path: &Path) 
     let mut k0 = 0;
     while k0 < n {
         let k1 = (k0 + per_chunk).min(n);
-        let blocks = crate::par::try_map((k0..k1).collect(), |k| {
+        let blocks = crate::par::try_map(source.options().threads, (k0..k1).collect(), |k| {
             let mut block = vec![0u8; block_len];
             let mut scratch = Vec::new();
             meta.read_block(&f, k, &mut scratch, &mut block, path)?;
@@ -162,7 +162,7 @@ pub fn verify(
     let files = ds.list_files()?;
     let total = files.len();
     let done = AtomicUsize::new(0);
-    let files = crate::par::try_map(files, |(index, path)| {
+    let files = crate::par::try_map(ds.options().threads, files, |(index, path)| {
         let problem = verify_file(&ds, &path).err();
         let d = done.fetch_add(1, Ordering::Relaxed) + 1;
         progress(Progress {

@@ -26,5 +26,5 @@ pub use crate::{
     file::{FileInfo, inspect_file},
     header::{BlockType, Header, MAGIC, VERSION, VoxelType},
     limits::Limits,
-    options::{Durability, HeaderCheck, MissingOrCorrupt, Options},
+    options::{Durability, HeaderCheck, MissingOrCorrupt, Options, Threads},
 };

@@ -1,4 +1,5 @@
-//! How a dataset treats missing or corrupt files, mismatching headers and durability.
+//! How a dataset treats missing or corrupt files, mismatching headers and durability, and
+//! which threads do its work.
 
 use crate::limits::Limits;
 
@@ -41,6 +42,20 @@ pub enum Durability {
     Fsync,
 }
 
+/// Which threads process the blocks and files of one read, write, `compress` or `verify`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[non_exhaustive]
+pub enum Threads {
+    /// Rayon's current pool: the global one, or the pool of a surrounding
+    /// `rayon::ThreadPool::install`. Without the `parallel` feature this is the same as
+    /// [`Threads::Caller`].
+    #[default]
+    Rayon,
+    /// Only the calling thread: no hand-off to a pool (the fastest choice for small boxes, or
+    /// when the application already runs one read per core).
+    Caller,
+}
+
 /// Options of a [`crate::Dataset`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[non_exhaustive]
@@ -55,6 +70,8 @@ pub struct Options {
     pub durability: Durability,
     /// Number of parsed file headers/jump tables kept for repeated reads (0 disables the cache).
     pub cache_capacity: usize,
+    /// Which threads do the work.
+    pub threads: Threads,
 }
 
 impl Default for Options {
@@ -65,6 +82,7 @@ impl Default for Options {
             header_check: HeaderCheck::default(),
             durability: Durability::default(),
             cache_capacity: 64,
+            threads: Threads::default(),
         }
     }
 }
@@ -98,6 +116,12 @@ impl Options {
     #[must_use]
     pub fn cache_capacity(mut self, entries: usize) -> Self {
         self.cache_capacity = entries;
+        self
+    }
+    /// Sets [`Options::threads`].
+    #[must_use]
+    pub fn threads(mut self, threads: Threads) -> Self {
+        self.threads = threads;
         self
     }
 }

@@ -55,7 +55,7 @@ impl Dataset {
             let bs = u32::from(self.header.block_len_log2());
             let data = crate::uninit::build(len, |whole| {
                 let units = split_units(&bx, layout, whole, bs)?;
-                let done = crate::par::try_map(units, |unit| {
+                let done = crate::par::try_map(self.options.threads, units, |unit| {
                     BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
                         self.fill_unit(unit, &bx, files, buf, scratch, stage)
                     })
@@ -113,7 +113,7 @@ impl Dataset {
         let files = &files;
         if layout.order == Order::Fortran {
             let units = split_units(&bx, layout, data, bs)?;
-            return crate::par::try_for_each(units, |unit| {
+            return crate::par::try_for_each(self.options.threads, units, |unit| {
                 BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
                     self.fill_unit(unit, &bx, files, buf, scratch, stage)
                         .map(|_| ())
@@ -121,7 +121,9 @@ impl Dataset {
             });
         }
         let slabs = split_slabs(&bx, layout, data, bs)?;
-        crate::par::try_for_each(slabs, |slab| self.fill_slab(slab, files, layout, zeroed))
+        crate::par::try_for_each(self.options.threads, slabs, |slab| {
+            self.fill_slab(slab, files, layout, zeroed)
+        })
     }
 
     /// Opens every data file the box touches.

@@ -47,7 +47,7 @@ impl Dataset {
         }
         let (flo, fhi) = bx.cube_range(self.header.file_len_vx_log2());
         let files: Vec<[u32; 3]> = files_in(flo, fhi).collect();
-        crate::par::try_for_each(files, |idx| {
+        crate::par::try_for_each(self.options.threads, files, |idx| {
             let r = self.write_file(idx, &bx, data);
             self.cache.invalidate(idx);
             r
@@ -432,7 +432,7 @@ impl FileJob<'_> {
         if self.src.layout.order == Order::C {
             // Transposing: one task per column of blocks, its source staged once.
             let cols = columns(blocks);
-            return crate::par::try_for_each(cols, |col| {
+            return crate::par::try_for_each(self.ds.options.threads, cols, |col| {
                 COLUMN.with_borrow_mut(|(stage, block)| {
                     if block.len() != block_len {
                         *block = vec![0u8; block_len];
@@ -463,18 +463,23 @@ impl FileJob<'_> {
                 Ok(())
             });
         }
-        crate::par::try_for_each_with_buf(blocks, block_len, |(k, bc), block| {
-            let bbox = self.block_box(bc);
-            let start = k
-                .checked_mul(meta.block_bytes())
-                .and_then(|v| v.checked_add(meta.data_offset()))
-                .ok_or_else(|| Error::InvalidArgument("block offset overflows".into()))?;
-            if !self.region.covers(&bbox) {
-                read_exact_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
-            }
-            self.fill_block(block, &bbox)?;
-            write_all_at(file, block, start).map_err(|e| Error::io(self.path, e))
-        })?;
+        crate::par::try_for_each_with_buf(
+            self.ds.options.threads,
+            blocks,
+            block_len,
+            |(k, bc), block| {
+                let bbox = self.block_box(bc);
+                let start = k
+                    .checked_mul(meta.block_bytes())
+                    .and_then(|v| v.checked_add(meta.data_offset()))
+                    .ok_or_else(|| Error::InvalidArgument("block offset overflows".into()))?;
+                if !self.region.covers(&bbox) {
+                    read_exact_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
+                }
+                self.fill_block(block, &bbox)?;
+                write_all_at(file, block, start).map_err(|e| Error::io(self.path, e))
+            },
+        )?;
         if durability == Durability::Fsync {
             file.sync_data().map_err(|e| Error::io(self.path, e))?;
         }
@@ -518,7 +523,7 @@ impl FileJob<'_> {
                         })
                         .collect::<Result<Vec<_>>>()?,
                 );
-                let per_col = crate::par::try_map(cols, |col| {
+                let per_col = crate::par::try_map(self.ds.options.threads, cols, |col| {
                     COLUMN.with_borrow_mut(|(stage, _)| {
                         let staged = self.stage_column(&col, stage)?;
                         col.iter()
@@ -541,7 +546,7 @@ impl FileJob<'_> {
                 all.sort_unstable_by_key(|e| e.0);
                 all.into_iter().map(|e| e.1).collect()
             } else {
-                crate::par::try_map(ks, |k| {
+                crate::par::try_map(self.ds.options.threads, ks, |k| {
                     self.encode_block(
                         k,
                         existing.as_ref(),

@@ -58,9 +58,16 @@ proptest! {
         h in header(),
         ops in proptest::collection::vec(write_op(), 1..4),
         read in write_op(),
+        caller in any::<bool>(),
     ) {
+        // Both ways of running: rayon's pool and the calling thread only.
+        let opts = if caller {
+            wkw::Options::default().threads(wkw::Threads::Caller)
+        } else {
+            wkw::Options::default()
+        };
         let dir = tempfile::tempdir().unwrap();
-        let ds = Dataset::create(dir.path().join("ds"), h).unwrap();
+        let ds = Dataset::create_with(dir.path().join("ds"), h, opts).unwrap();
         let vs = usize::from(h.voxel_size());
         let ts = usize::from(h.voxel_type().size());
         let nc = usize::from(h.num_channels());
@@ -87,7 +94,7 @@ proptest! {
         // Whole model region, both orders, from a fresh handle too.
         let whole = ds.read([0; 3], [SIDE; 3], Order::Fortran).unwrap();
         prop_assert!(whole.as_bytes() == &model[..]);
-        let fresh = Dataset::open(dir.path().join("ds")).unwrap();
+        let fresh = Dataset::open_with(dir.path().join("ds"), opts).unwrap();
         let c = fresh.read([0; 3], [SIDE; 3], Order::C).unwrap();
         prop_assert!(c.to_order(Order::Fortran).as_bytes() == &model[..]);
         // A random box via read_into in the op's order.
@@ -107,7 +114,7 @@ proptest! {
                 }
             }
         }
-        let report = wkw::verify(dir.path().join("ds"), wkw::Options::default(), &|_| ()).unwrap();
+        let report = wkw::verify(dir.path().join("ds"), opts, &|_| ()).unwrap();
         prop_assert!(report.is_ok());
     }
 }
