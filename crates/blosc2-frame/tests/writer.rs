@@ -523,14 +523,7 @@ fn streamed_file_equals_in_memory_frame() {
         w.append_data(&d).unwrap();
         s.append_data(&d).unwrap();
     }
-    assert!(s.append_data(&i32s(0..10)).is_err()); // after a partial chunk
-    for (name, v) in [
-        ("info", &b"\x81\xa5hello\xa5world"[..]),
-        ("bin", &[0xc4, 3, 0, 1, 2][..]),
-    ] {
-        w.set_vlmetalayer(name, v).unwrap();
-        s.set_vlmetalayer(name, v).unwrap();
-    }
+    finish_feeding(&mut w, &mut s);
     assert!(!path.exists(), "nothing under the real name before finish");
     s.finish().unwrap();
     let got = std::fs::read(&path).unwrap();
@@ -644,14 +637,7 @@ fn streamed_sparse_frame_equals_write_sparse() {
         w.append_data(&d).unwrap();
         s.append_data(&d).unwrap();
     }
-    assert!(s.append_data(&i32s(0..10)).is_err()); // after a partial chunk
-    for (name, v) in [
-        ("info", &b"\x81\xa5hello\xa5world"[..]),
-        ("bin", &[0xc4, 3, 0, 1, 2][..]),
-    ] {
-        w.set_vlmetalayer(name, v).unwrap();
-        s.set_vlmetalayer(name, v).unwrap();
-    }
+    finish_feeding(&mut w, &mut s);
     assert!(!got.join("chunks.b2frame").exists());
     assert_eq!(s.nchunks(), 4);
     s.finish().unwrap();
@@ -710,4 +696,17 @@ fn streamed_sparse_frame_equals_write_sparse() {
     s.append_data(&i32s(0..1000)).unwrap();
     drop(s);
     assert!(!fresh.exists());
+}
+
+/// The common end of the streamed-writer tests: a write after a partial chunk is refused, and
+/// both writers get the fixture's two vlmetalayers.
+fn finish_feeding(w: &mut FrameWriter, s: &mut blosc2_frame::FrameFileWriter) {
+    assert!(s.append_data(&i32s(0..10)).is_err()); // after a partial chunk
+    for (name, v) in [
+        ("info", &b"\x81\xa5hello\xa5world"[..]),
+        ("bin", &[0xc4, 3, 0, 1, 2][..]),
+    ] {
+        w.set_vlmetalayer(name, v).unwrap();
+        s.set_vlmetalayer(name, v).unwrap();
+    }
 }
