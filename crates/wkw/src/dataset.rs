@@ -42,7 +42,8 @@ impl Dataset {
     /// Creates a dataset: the root directory (with parents) and `header.wkw` (dataOffset 0).
     ///
     /// # Errors
-    /// [`Error::AlreadyExists`] if `header.wkw` exists, [`Error::Io`] on I/O failure.
+    /// [`Error::AlreadyExists`] if `header.wkw` exists, [`Error::Io`] on I/O failure,
+    /// [`Error::LimitExceeded`] if a block is larger than [`crate::Limits::max_block_bytes`].
     pub fn create(root: impl AsRef<Path>, header: Header) -> Result<Self> {
         Self::create_with(root, header, Options::default())
     }
@@ -53,6 +54,7 @@ impl Dataset {
     /// As [`Dataset::create`].
     pub fn create_with(root: impl AsRef<Path>, header: Header, options: Options) -> Result<Self> {
         let root = root.as_ref();
+        check_block_limit(&header, &options)?;
         fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         let path = root.join(HEADER_FILE_NAME);
         let header = header.with_data_offset(0);
@@ -100,7 +102,9 @@ impl Dataset {
     /// Opens an existing dataset with default [`Options`].
     ///
     /// # Errors
-    /// [`Error::NotADataset`] without `header.wkw`; [`Error::Format`] if it is invalid.
+    /// [`Error::NotADataset`] without `header.wkw`; [`Error::Format`] if it is invalid;
+    /// [`Error::LimitExceeded`] if its blocks are larger than
+    /// [`crate::Limits::max_block_bytes`].
     pub fn open(root: impl AsRef<Path>) -> Result<Self> {
         Self::open_with(root, Options::default())
     }
@@ -122,6 +126,7 @@ impl Dataset {
             Err(e) => return Err(Error::io(&path, e)),
         };
         let header = Header::parse(&bytes).map_err(|e| Error::format(&path, e))?;
+        check_block_limit(&header, &options)?;
         if header.data_offset() != 0 && options.header_check == HeaderCheck::Strict {
             return Err(Error::format(
                 &path,
@@ -219,4 +224,19 @@ impl Dataset {
         )
         .map_err(|e| Error::format(path, e))
     }
+}
+
+/// Every read and write handles whole raw blocks of the dataset's geometry (also for missing
+/// files, read as zeros), so a block larger than [`crate::Limits::max_block_bytes`] is refused
+/// when the dataset is opened or created, before anything is allocated for it.
+fn check_block_limit(header: &Header, options: &Options) -> Result<()> {
+    let requested = header.block_bytes();
+    if requested > options.limits.max_block_bytes {
+        return Err(Error::LimitExceeded {
+            what: "raw block",
+            requested,
+            limit: options.limits.max_block_bytes,
+        });
+    }
+    Ok(())
 }

@@ -80,6 +80,47 @@ fn huge_blocks_are_refused_before_allocating() {
     assert!(peak < SMALL, "refusing it allocated {peak} bytes");
 }
 
+/// Fuzz finding (`wkw_file`, session 6): with the data file unreadable and read as zeros, a
+/// small read still handled whole blocks of `header.wkw`'s geometry and allocated one of
+/// 2^36 bytes. Such a dataset is now refused when it is opened or created.
+#[test]
+fn huge_blocks_of_header_wkw_are_refused_at_open_and_create() {
+    use wkw::MissingOrCorrupt;
+    let _g = lock_serial();
+    let dir = tempfile::tempdir().unwrap();
+    // 2^11-voxel blocks of 8-byte voxels (2^36 bytes), one block per file; the data file is
+    // garbage, so it reads as zeros under the lenient policy.
+    let hdr = header(0x0b, 2, 10, 8, 0);
+    dataset(dir.path(), &hdr, b"not a wkw file");
+    let opts = Options::default().missing_or_corrupt(MissingOrCorrupt::Zeros);
+    let (peak, r) = peak_during(|| {
+        Dataset::open_with(dir.path(), opts)
+            .and_then(|ds| ds.read([0; 3], [4, 4, 4], Order::Fortran))
+    });
+    assert!(
+        matches!(
+            r,
+            Err(wkw::Error::LimitExceeded {
+                what: "raw block",
+                ..
+            })
+        ),
+        "got {r:?}"
+    );
+    assert!(peak < SMALL, "refusing it allocated {peak} bytes");
+    let h = Header::parse(&hdr).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    assert!(matches!(
+        Dataset::create_with(other.path().join("ds"), h, opts),
+        Err(wkw::Error::LimitExceeded { .. })
+    ));
+    assert!(!other.path().join("ds").exists(), "nothing created");
+    // A caller who raises the limit gets the dataset.
+    let mut big = Limits::default();
+    big.max_block_bytes = u64::MAX;
+    assert!(Dataset::open_with(dir.path(), opts.limits(big)).is_ok());
+}
+
 #[test]
 fn huge_read_requests_are_refused_before_allocating() {
     let _g = lock_serial();
