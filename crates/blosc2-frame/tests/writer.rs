@@ -535,15 +535,7 @@ fn streamed_file_equals_in_memory_frame() {
     );
     // An abandoned writer leaves nothing behind.
     let other = dir.path().join("abandoned.b2frame");
-    let mut s = FrameFileWriter::create(
-        &other,
-        FrameParams::new(py_cparams(Codec::Lz4, 4, &[]), 4000),
-        &[],
-        Sync::None,
-    )
-    .unwrap();
-    s.append_data(&i32s(0..1000)).unwrap();
-    drop(s);
+    abandon_writer(&other, false);
     let names: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()
         .map(|e| e.unwrap().file_name().into_string().unwrap())
@@ -686,15 +678,7 @@ fn streamed_sparse_frame_equals_write_sparse() {
 
     // An abandoned writer that created its directory removes it.
     let fresh = dir.path().join("fresh.b2frame");
-    let mut s = FrameFileWriter::create_sparse(
-        &fresh,
-        FrameParams::new(py_cparams(Codec::Lz4, 4, &[]), 4000),
-        &[],
-        Sync::None,
-    )
-    .unwrap();
-    s.append_data(&i32s(0..1000)).unwrap();
-    drop(s);
+    abandon_writer(&fresh, true);
     assert!(!fresh.exists());
 }
 
@@ -709,4 +693,18 @@ fn finish_feeding(w: &mut FrameWriter, s: &mut blosc2_frame::FrameFileWriter) {
         w.set_vlmetalayer(name, v).unwrap();
         s.set_vlmetalayer(name, v).unwrap();
     }
+}
+
+/// Starts a streamed frame at `path` (sparse or contiguous), appends a partial chunk and drops
+/// the writer without finishing it.
+fn abandon_writer(path: &std::path::Path, sparse: bool) {
+    use blosc2_frame::FrameFileWriter;
+    let params = FrameParams::new(py_cparams(Codec::Lz4, 4, &[]), 4000);
+    let mut s = if sparse {
+        FrameFileWriter::create_sparse(path, params, &[], Sync::None)
+    } else {
+        FrameFileWriter::create(path, params, &[], Sync::None)
+    }
+    .unwrap();
+    s.append_data(&i32s(0..1000)).unwrap();
 }
