@@ -2,6 +2,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod array;
+mod column;
 mod compress;
 mod copy;
 mod dataset;

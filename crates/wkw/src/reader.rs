@@ -7,7 +7,8 @@
 use std::collections::HashMap;
 
 use crate::array::{Array, ArrayViewMut, Layout, Order};
-use crate::copy::{copy_4d, zero_4d};
+use crate::column::{Staged, block_box, columns};
+use crate::copy::{copy_4d, copy_4d_direct, zero_4d};
 use crate::dataset::{Dataset, Resolved};
 use crate::error::{Error, Result};
 use crate::geometry::{VBox, blocks_in, files_in, try_offset_of};
@@ -310,6 +311,9 @@ impl Dataset {
         Ok(done)
     }
 
+    /// Fills one C-order [`Slab`] column by column (blocks of equal x and y in a file): each
+    /// block of the column is transposed into a C-order stage ([`Staged`]), then the stage is
+    /// copied to the destination in z runs as long as the column.
     fn fill_slab(
         &self,
         mut slab: Slab<'_>,
@@ -323,69 +327,70 @@ impl Dataset {
         let vs = usize::from(h.voxel_size());
         let nc = usize::from(h.num_channels());
         let blen = 1usize << bs;
-        let bstr = [vs, vs * blen, vs * blen * blen];
+        let block_str = [ts, vs, vs * blen, vs * blen * blen];
         let dst_str = layout.strides();
         let dspat = [dst_str[1], dst_str[2], dst_str[3]];
-        // Fortran: one part holding all channels; C: one part per channel.
-        let (part_channels, src_cstride) = if layout.order == Order::Fortran {
-            (nc, ts)
-        } else {
-            (1, 0)
-        };
         let block_len = usize::try_from(h.block_bytes()).map_err(|_| Error::LimitExceeded {
             what: "raw block",
             requested: h.block_bytes(),
             limit: usize::MAX as u64,
         })?;
-        let mut block = Vec::new();
-        let mut scratch = Vec::new();
         let region = slab.region;
         let (flo, fhi) = region.cube_range(fs);
-        for fidx in files_in(flo, fhi) {
-            let fbox = VBox::cube(fidx, fs);
-            let r = region.intersect(&fbox);
-            if r.is_empty() {
-                continue;
+        BUFFERS.with_borrow_mut(|(block, scratch, stage)| {
+            if block.len() != block_len {
+                block.resize(block_len, 0);
             }
-            let Some(Resolved::Present { file, meta, path }) = files.get(&fidx) else {
-                if !zeroed {
-                    let [ex, ey, ez] = r.extent();
-                    let d = try_offset_of(r.min, region.min, dspat)?;
-                    for part in &mut slab.parts {
-                        zero_4d(part, d, dst_str, [part_channels, ex, ey, ez], ts);
+            for fidx in files_in(flo, fhi) {
+                let fbox = VBox::cube(fidx, fs);
+                let r = region.intersect(&fbox);
+                if r.is_empty() {
+                    continue;
+                }
+                let Some(Resolved::Present { file, meta, path }) = files.get(&fidx) else {
+                    if !zeroed {
+                        let [ex, ey, ez] = r.extent();
+                        let d = try_offset_of(r.min, region.min, dspat)?;
+                        for part in &mut slab.parts {
+                            zero_4d(part, d, dst_str, [1, ex, ey, ez], ts);
+                        }
+                    }
+                    continue;
+                };
+                for col in columns(blocks_in(&r, fbox.min, bs)?) {
+                    let Some((staged, part)) =
+                        Staged::prepare(&col, fbox.min, bs, &r, nc, ts, stage)?
+                    else {
+                        continue;
+                    };
+                    let sstr = staged.strides;
+                    for &(k, bc) in &col {
+                        let bbox = block_box(fbox.min, bc, bs);
+                        let rr = r.intersect(&bbox);
+                        meta.read_block(file.as_ref(), k, scratch, block, path)?;
+                        let s = try_offset_of(rr.min, bbox.min, [vs, vs * blen, vs * blen * blen])?;
+                        let d = try_offset_of(rr.min, staged.min, [sstr[1], sstr[2], sstr[3]])?;
+                        let [ex, ey, ez] = rr.extent();
+                        copy_4d_direct(stage, d, sstr, block, s, block_str, [nc, ex, ey, ez], ts);
+                    }
+                    let d = try_offset_of(part.min, region.min, dspat)?;
+                    let [ex, ey, ez] = part.extent();
+                    for (c, dst) in slab.parts.iter_mut().enumerate() {
+                        copy_4d(
+                            dst,
+                            d,
+                            dst_str,
+                            stage,
+                            c * sstr[0],
+                            sstr,
+                            [1, ex, ey, ez],
+                            ts,
+                        );
                     }
                 }
-                continue;
-            };
-            if block.len() != block_len {
-                block = vec![0u8; block_len];
             }
-            for (k, bc) in blocks_in(&r, fbox.min, bs)? {
-                let bmin = [0, 1, 2].map(|a| fbox.min[a] + (u64::from(bc[a]) << bs));
-                let bbox = VBox {
-                    min: bmin,
-                    max: bmin.map(|m| m + (1 << bs)),
-                };
-                let rr = r.intersect(&bbox);
-                meta.read_block(file.as_ref(), k, &mut scratch, &mut block, path)?;
-                let s = try_offset_of(rr.min, bbox.min, bstr)?;
-                let d = try_offset_of(rr.min, region.min, dspat)?;
-                let [ex, ey, ez] = rr.extent();
-                for (c, part) in slab.parts.iter_mut().enumerate() {
-                    copy_4d(
-                        part,
-                        d,
-                        dst_str,
-                        &block,
-                        s + c * ts,
-                        [src_cstride, bstr[0], bstr[1], bstr[2]],
-                        [part_channels, ex, ey, ez],
-                        ts,
-                    );
-                }
-            }
-        }
-        Ok(())
+            Ok(())
+        })
     }
 }
 
@@ -598,50 +603,37 @@ fn split_units<S: SegOut>(bx: &VBox, layout: Layout, data: S, bs: u32) -> Result
     Ok(units)
 }
 
-/// Splits the destination of box `bx` into block-layer slabs along its slowest axis.
+/// Splits the C-order destination of box `bx` into slabs of one block layer along x (the
+/// slowest voxel axis), each with its part of every channel.
 fn split_slabs<'a>(
     bx: &VBox,
     layout: Layout,
     data: &'a mut [u8],
     bs: u32,
 ) -> Result<Vec<Slab<'a>>> {
-    let axis = if layout.order == Order::Fortran { 2 } else { 0 };
     let strides = layout.strides();
-    let axis_stride = strides[axis + 1];
-    let mut bounds = Vec::new();
-    let mut lo = bx.min[axis];
-    while lo < bx.max[axis] {
-        let hi = (((lo >> bs) + 1) << bs).min(bx.max[axis]);
-        bounds.push((lo, hi));
-        lo = hi;
+    let (per_channel, x_stride) = (strides[0], strides[1]);
+    if per_channel == 0 {
+        return Ok(Vec::new());
     }
+    let bounds = block_bounds(bx.min[0], bx.max[0], bs);
     let mut slabs: Vec<Slab<'a>> = bounds
         .iter()
         .map(|&(lo, hi)| {
             let mut region = *bx;
-            region.min[axis] = lo;
-            region.max[axis] = hi;
+            region.min[0] = lo;
+            region.max[0] = hi;
             Slab {
                 region,
                 parts: Vec::new(),
             }
         })
         .collect();
-    let channel_chunks: Vec<&'a mut [u8]> = if layout.order == Order::Fortran {
-        vec![data]
-    } else {
-        let per_channel = strides[0];
-        if per_channel == 0 {
-            return Ok(Vec::new());
-        }
-        data.chunks_mut(per_channel).collect()
-    };
-    for chunk in channel_chunks {
-        let mut rest = chunk;
+    for mut rest in data.chunks_mut(per_channel) {
         for (slab, &(lo, hi)) in slabs.iter_mut().zip(&bounds) {
             let n = usize::try_from(hi - lo)
                 .ok()
-                .and_then(|n| n.checked_mul(axis_stride))
+                .and_then(|n| n.checked_mul(x_stride))
                 .ok_or_else(|| Error::ArrayMismatch("slab size overflows usize".into()))?;
             let (head, tail) = rest
                 .split_at_mut_checked(n)

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::array::{ArrayView, Order};
+use crate::column::{Block, Staged, block_box, columns};
 use crate::copy::{copy_4d, copy_4d_direct};
 use crate::dataset::Dataset;
 use crate::error::{Error, FormatError, Result};
@@ -211,37 +212,11 @@ pub(crate) fn write_compressed_head(
     write_all_at(file, &head, 0).map_err(|e| Error::io(path, e))
 }
 
-/// A staged column of source voxels: the box starting at `min`, byte strides (c, x, y, z).
-struct Staged {
-    min: [u64; 3],
-    strides: [usize; 4],
-}
-
 std::thread_local! {
     /// Per-thread column stage and block buffer of C-order writes.
     static COLUMN: std::cell::RefCell<(Vec<u8>, Vec<u8>)> = const {
         std::cell::RefCell::new((Vec::new(), Vec::new()))
     };
-}
-
-/// Groups blocks (Morton index, block coordinates) into columns of equal (x, y), each sorted
-/// by z.
-fn columns(mut blocks: Vec<(u64, [u32; 3])>) -> Vec<Vec<(u64, [u32; 3])>> {
-    blocks.sort_unstable_by_key(|&(_, c)| (c[1], c[0], c[2]));
-    let mut out: Vec<Vec<(u64, [u32; 3])>> = Vec::new();
-    for b in blocks {
-        match out.last_mut() {
-            Some(col)
-                if col
-                    .last()
-                    .is_some_and(|l| l.1[0] == b.1[0] && l.1[1] == b.1[1]) =>
-            {
-                col.push(b);
-            }
-            _ => out.push(vec![b]),
-        }
-    }
-    out
 }
 
 struct FileJob<'a> {
@@ -261,12 +236,7 @@ impl FileJob<'_> {
     }
 
     fn block_box(&self, bc: [u32; 3]) -> VBox {
-        let bs = u32::from(self.header().block_len_log2());
-        let min = [0, 1, 2].map(|a| self.fbox.min[a] + (u64::from(bc[a]) << bs));
-        VBox {
-            min,
-            max: min.map(|m| m + (1 << bs)),
-        }
+        block_box(self.fbox.min, bc, u32::from(self.header().block_len_log2()))
     }
 
     /// Copies the source voxels inside `bbox` into the raw block `block`.
@@ -275,58 +245,31 @@ impl FileJob<'_> {
     }
 
     /// Copies the source part of the column of blocks `col` (inside the write region) into
-    /// `stage` in the source's axis order, compact, with padded x and channel strides (so that
-    /// transposing from it does not hit one cache set per tile); `None` if the column does not
-    /// touch the region.
-    fn stage_column(&self, col: &[(u64, [u32; 3])], stage: &mut Vec<u8>) -> Result<Option<Staged>> {
-        let (Some(&(_, first)), Some(&(_, last))) = (col.first(), col.last()) else {
-            return Ok(None);
-        };
-        let span = VBox {
-            min: self.block_box(first).min,
-            max: self.block_box(last).max,
-        };
-        let part = self.region.intersect(&span);
-        if part.is_empty() {
-            return Ok(None);
-        }
+    /// `stage` ([`Staged`]); `None` if the column does not touch the region.
+    fn stage_column(&self, col: &[Block], stage: &mut Vec<u8>) -> Result<Option<Staged>> {
         let h = self.header();
         let ts = usize::from(h.voxel_type().size());
         let nc = usize::from(h.num_channels());
+        let bs = u32::from(h.block_len_log2());
+        let Some((staged, part)) =
+            Staged::prepare(col, self.fbox.min, bs, &self.region, nc, ts, stage)?
+        else {
+            return Ok(None);
+        };
         let [ex, ey, ez] = part.extent();
-        let bad = || Error::InvalidArgument("column stage size overflows".into());
-        // C order: z fastest, then y, x, channel.
-        let sz = ts;
-        let sy = ez.checked_mul(ts).ok_or_else(bad)?;
-        let sx = sy
-            .checked_mul(ey)
-            .and_then(|v| v.checked_add(64))
-            .ok_or_else(bad)?;
-        let sc = sx
-            .checked_mul(ex)
-            .and_then(|v| v.checked_add(64))
-            .ok_or_else(bad)?;
-        let len = sc.checked_mul(nc).ok_or_else(bad)?;
-        if stage.len() < len {
-            stage.resize(len, 0);
-        }
-        let strides = [sc, sx, sy, sz];
         let sstr = self.src.layout.strides();
         let s = try_offset_of(part.min, self.bx.min, [sstr[1], sstr[2], sstr[3]])?;
         copy_4d(
             stage,
             0,
-            strides,
+            staged.strides,
             self.src.data,
             s,
             sstr,
             [nc, ex, ey, ez],
             ts,
         );
-        Ok(Some(Staged {
-            min: part.min,
-            strides,
-        }))
+        Ok(Some(staged))
     }
 
     /// [`FileJob::fill_block`] from a staged column (or from the source if `staged` is
