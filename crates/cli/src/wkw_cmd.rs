@@ -375,9 +375,15 @@ pub(crate) fn compress(
     let total = open(src)?.list_files().at(src)?.len();
     let bar = progress(total as u64, "compress");
     let result = with_threads(threads, || {
-        wkw::compress(src, dst, block_type(block), &|p: wkw::Progress<'_>| {
-            bar.set_position(p.done as u64);
-        })
+        wkw::compress(
+            src,
+            dst,
+            block_type(block),
+            wkw::Options::default(),
+            &|p: wkw::Progress<'_>| {
+                bar.set_position(p.done as u64);
+            },
+        )
     })?;
     bar.finish_and_clear();
     result.at(src)?;

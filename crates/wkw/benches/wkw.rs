@@ -43,14 +43,6 @@ fn on_caller(ds: &Dataset) -> Dataset {
     Dataset::open_with(ds.root(), Options::default().threads(Threads::Caller)).unwrap()
 }
 
-/// `compress` runs on rayon's current pool; one thread = inside a one-thread pool.
-fn one_thread() -> rayon::ThreadPool {
-    rayon::ThreadPoolBuilder::new()
-        .num_threads(1)
-        .build()
-        .unwrap()
-}
-
 fn peer_read(ds: &wkwrap::Dataset, off: [u32; 3], shape: [u32; 3]) -> Vec<u8> {
     let mut buf = vec![0u8; shape.iter().map(|&s| s as usize).product()];
     let v = |a: [u32; 3]| wkwrap::Vec3 {
@@ -173,7 +165,6 @@ fn writes(c: &mut Criterion) {
 fn compress(c: &mut Criterion) {
     let tmp = tempfile::tempdir().unwrap();
     let src = make(tmp.path(), BlockType::Raw, &smooth(Order::Fortran));
-    let single = one_thread();
     let mut g = c.benchmark_group("compress_256_lz4hc");
     g.throughput(Throughput::Bytes(u64::from(SIDE).pow(3)));
     let dst = tmp.path().join("dst");
@@ -187,15 +178,12 @@ fn compress(c: &mut Criterion) {
                 .unwrap();
         })
     });
-    for (name, pool) in [("ours_1_thread", Some(&single)), ("ours", None)] {
+    for (name, threads) in [("ours_1_thread", Threads::Caller), ("ours", Threads::Rayon)] {
         g.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter(|| {
                 let _ = std::fs::remove_dir_all(&dst);
-                let run = || wkw::compress(&src, &dst, BlockType::Lz4Hc, &|_| {}).unwrap();
-                match pool {
-                    Some(p) => p.install(run),
-                    None => run(),
-                }
+                let options = Options::default().threads(threads);
+                wkw::compress(&src, &dst, BlockType::Lz4Hc, options, &|_| {}).unwrap();
             })
         });
     }

@@ -66,6 +66,11 @@ impl VerifyReport {
 /// Unlike the reference's `Dataset.compress`, which only writes `header.wkw` unless asked,
 /// this converts the data.
 ///
+/// `options` apply to both datasets: limits, header check and threads to reading the source,
+/// durability ([`crate::Durability::Fsync`]) to every file written. A corrupt source file is
+/// always an error, whatever [`Options::missing_or_corrupt`] says: converting it to zeros would
+/// lose its data for good (run [`verify`] first to find such files).
+///
 /// # Errors
 /// [`Error::AlreadyExists`] if `dst` is a dataset already; any read error of a source file
 /// (corrupt files are errors); [`Error::Io`].
@@ -73,11 +78,12 @@ pub fn compress(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,
     block_type: BlockType,
+    options: Options,
     progress: &(dyn Fn(Progress<'_>) + Sync),
 ) -> Result<Dataset> {
-    let source = Dataset::open(src)?;
+    let source = Dataset::open_with(src, options)?;
     let header = source.header().with_block_type(block_type);
-    let target = Dataset::create_with(dst, header, *source.options())?;
+    let target = Dataset::create_with(dst, header, options)?;
     let files = source.list_files()?;
     let total = files.len();
     let done = AtomicUsize::new(0);

@@ -331,6 +331,7 @@ fn compress_f4_gives_f6_content() {
         testdata().join("u64_raw_b4_f2_multi"),
         &dst,
         BlockType::Lz4Hc,
+        wkw::Options::default(),
         &|p| {
             assert_eq!(p.total, 13);
             assert!(p.done >= 1 && p.done <= 13);
@@ -350,8 +351,15 @@ fn compress_f4_gives_f6_content() {
     }
     // And back to raw: byte-exact with F4.
     let raw = dir.path().join("raw");
-    wkw::compress(&dst, &raw, BlockType::Raw, &|_| {}).unwrap();
+    wkw::compress(&dst, &raw, BlockType::Raw, wkw::Options::default(), &|_| {}).unwrap();
     assert_files_equal(&raw, "u64_raw_b4_f2_multi");
+    // The same conversion on the calling thread, with fsync: the same bytes.
+    let serial = dir.path().join("raw-serial");
+    let options = wkw::Options::default()
+        .threads(wkw::Threads::Caller)
+        .durability(wkw::Durability::Fsync);
+    wkw::compress(&dst, &serial, BlockType::Raw, options, &|_| {}).unwrap();
+    assert_files_equal(&serial, "u64_raw_b4_f2_multi");
     // Verify passes on every fixture.
     for name in DATASETS {
         let report = wkw::verify(testdata().join(name), wkw::Options::default(), &|_| {}).unwrap();

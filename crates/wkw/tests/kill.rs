@@ -59,7 +59,14 @@ fn kill_child() {
         let base = Path::new(base);
         for i in 0u32.. {
             let dst = base.join(format!("dst-{}-{i}", std::process::id()));
-            wkw::compress(base.join("src"), &dst, BlockType::Lz4, &|_| {}).unwrap();
+            wkw::compress(
+                base.join("src"),
+                &dst,
+                BlockType::Lz4,
+                wkw::Options::default(),
+                &|_| {},
+            )
+            .unwrap();
         }
     }
     let root = Path::new(&spec);
