@@ -71,6 +71,20 @@ impl Staged {
         if part.is_empty() {
             return Ok(None);
         }
+        Ok(Some((Self::for_box(&part, channels, ts, stage)?, part)))
+    }
+
+    /// The stage of box `part` (`channels` channels of `ts` bytes), with `stage` grown to hold
+    /// it.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if the stage size overflows `usize`.
+    pub(crate) fn for_box(
+        part: &VBox,
+        channels: usize,
+        ts: usize,
+        stage: &mut Vec<u8>,
+    ) -> Result<Self> {
         let [ex, ey, ez] = part.extent();
         let bad = || Error::InvalidArgument("column stage size overflows".into());
         let sz = ts;
@@ -87,12 +101,9 @@ impl Staged {
         if stage.len() < len {
             stage.resize(len, 0);
         }
-        Ok(Some((
-            Self {
-                min: part.min,
-                strides: [sc, sx, sy, sz],
-            },
-            part,
-        )))
+        Ok(Self {
+            min: part.min,
+            strides: [sc, sx, sy, sz],
+        })
     }
 }

@@ -7,17 +7,20 @@
 use std::collections::HashMap;
 
 use crate::array::{Array, ArrayViewMut, Layout, Order};
-use crate::column::{Staged, block_box, columns};
-use crate::copy::{copy_4d, copy_4d_direct, zero_4d};
+use crate::column::{Staged, block_box};
+use crate::copy::{copy_4d_direct, zero_4d};
 use crate::dataset::{Dataset, Resolved};
 use crate::error::{Error, Result};
 use crate::geometry::{VBox, blocks_in, files_in, try_offset_of};
 
 /// One slab of the destination: the part of the box with `lo ≤ p[axis] < hi`, and the
 /// destination bytes of that part (one slice; or one per channel in C order).
-struct Slab<'a> {
+/// A C-order work unit: the voxels of the box inside `region` (one block layer along x, one
+/// block row along y, all of the box's z). Its destination is one contiguous segment of `ny`
+/// z runs per channel and x plane, `segs` in memory order (channel, then x).
+struct Column<S> {
     region: VBox,
-    parts: Vec<&'a mut [u8]>,
+    segs: Vec<S>,
 }
 
 impl Dataset {
@@ -49,24 +52,15 @@ impl Dataset {
                 limit,
             })?;
         let bx = VBox::new(offset, shape)?;
-        if order == Order::Fortran && !bx.is_empty() && self.one_group(&bx) {
+        if !bx.is_empty() && (order == Order::C || self.one_group(&bx)) {
             // Every byte is written by exactly one unit: no zero-initialisation.
             let files = self.resolve_files(&bx)?;
-            let files = &files;
-            let bs = u32::from(self.header.block_len_log2());
-            let data = crate::uninit::build(len, |whole| {
-                let units = split_units(&bx, layout, whole, bs)?;
-                let done = crate::par::try_map(self.options.threads, units, |unit| {
-                    BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
-                        self.fill_unit(unit, &bx, files, buf, scratch, stage)
-                    })
-                })?;
-                Ok(done.into_iter().flatten().collect())
-            })?;
+            let data =
+                crate::uninit::build(len, |whole| self.fill_units(&bx, layout, &files, whole))?;
             return Ok(Array::from_parts(layout, data));
         }
         let mut data = vec![0u8; len];
-        self.read_impl(offset, layout, &mut data, true)?;
+        self.read_impl(offset, layout, &mut data)?;
         Ok(Array::from_parts(layout, data))
     }
 
@@ -80,7 +74,7 @@ impl Dataset {
     pub fn read_into(&self, offset: [u32; 3], dst: &mut ArrayViewMut<'_>) -> Result<()> {
         self.check_layout(&dst.layout)?;
         let layout = dst.layout;
-        self.read_impl(offset, layout, dst.data, false)
+        self.read_impl(offset, layout, dst.data)
     }
 
     pub(crate) fn check_layout(&self, layout: &Layout) -> Result<()> {
@@ -98,33 +92,42 @@ impl Dataset {
         Ok(())
     }
 
-    fn read_impl(
-        &self,
-        offset: [u32; 3],
-        layout: Layout,
-        data: &mut [u8],
-        zeroed: bool,
-    ) -> Result<()> {
+    fn read_impl(&self, offset: [u32; 3], layout: Layout, data: &mut [u8]) -> Result<()> {
         let bx = VBox::new(offset, layout.shape)?;
         if bx.is_empty() {
             return Ok(());
         }
         let files = self.resolve_files(&bx)?;
+        self.fill_units(&bx, layout, &files, data).map(|_| ())
+    }
+
+    /// Splits the destination `data` of box `bx` into work units and fills them (in parallel),
+    /// returning the proofs of the segments written whole.
+    fn fill_units<S: SegOut>(
+        &self,
+        bx: &VBox,
+        layout: Layout,
+        files: &HashMap<[u32; 3], Resolved>,
+        data: S,
+    ) -> Result<Vec<S::Done>> {
         let bs = u32::from(self.header.block_len_log2());
-        let files = &files;
-        if layout.order == Order::Fortran {
-            let units = split_units(&bx, layout, data, bs)?;
-            return crate::par::try_for_each(self.options.threads, units, |unit| {
+        let threads = self.options.threads;
+        let done = if layout.order == Order::Fortran {
+            let units = split_units(bx, layout, data, bs)?;
+            crate::par::try_map(threads, units, |unit| {
                 BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
-                    self.fill_unit(unit, &bx, files, buf, scratch, stage)
-                        .map(|_| ())
+                    self.fill_unit(unit, bx, files, buf, scratch, stage)
                 })
-            });
-        }
-        let slabs = split_slabs(&bx, layout, data, bs)?;
-        crate::par::try_for_each(self.options.threads, slabs, |slab| {
-            self.fill_slab(slab, files, layout, zeroed)
-        })
+            })?
+        } else {
+            let units = split_columns(bx, layout, data, bs)?;
+            crate::par::try_map(threads, units, |unit| {
+                BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
+                    self.fill_column(unit, files, buf, scratch, stage)
+                })
+            })?
+        };
+        Ok(done.into_iter().flatten().collect())
     }
 
     /// Opens every data file the box touches.
@@ -311,86 +314,76 @@ impl Dataset {
         Ok(done)
     }
 
-    /// Fills one C-order [`Slab`] column by column (blocks of equal x and y in a file): each
-    /// block of the column is transposed into a C-order stage ([`Staged`]), then the stage is
-    /// copied to the destination in z runs as long as the column.
-    fn fill_slab(
+    /// Fills one C-order [`Column`]: every block it touches (in every file along z) is
+    /// transposed into a C-order stage of the column's voxels ([`Staged`]; zeros for files
+    /// that read as zeros), then each destination segment is one copy out of the stage.
+    fn fill_column<S: SegOut>(
         &self,
-        mut slab: Slab<'_>,
+        unit: Column<S>,
         files: &HashMap<[u32; 3], Resolved>,
-        layout: Layout,
-        zeroed: bool,
-    ) -> Result<()> {
+        block: &mut Vec<u8>,
+        scratch: &mut Vec<u8>,
+        stage: &mut Vec<u8>,
+    ) -> Result<Vec<S::Done>> {
         let h = &self.header;
         let (fs, bs) = (h.file_len_vx_log2(), u32::from(h.block_len_log2()));
         let ts = usize::from(h.voxel_type().size());
         let vs = usize::from(h.voxel_size());
         let nc = usize::from(h.num_channels());
         let blen = 1usize << bs;
-        let block_str = [ts, vs, vs * blen, vs * blen * blen];
-        let dst_str = layout.strides();
-        let dspat = [dst_str[1], dst_str[2], dst_str[3]];
+        let bspat = [vs, vs * blen, vs * blen * blen];
+        let block_str = [ts, bspat[0], bspat[1], bspat[2]];
         let block_len = usize::try_from(h.block_bytes()).map_err(|_| Error::LimitExceeded {
             what: "raw block",
             requested: h.block_bytes(),
             limit: usize::MAX as u64,
         })?;
-        let region = slab.region;
-        let (flo, fhi) = region.cube_range(fs);
-        BUFFERS.with_borrow_mut(|(block, scratch, stage)| {
-            if block.len() != block_len {
-                block.resize(block_len, 0);
+        if block.len() != block_len {
+            block.resize(block_len, 0);
+        }
+        let internal = |what: &str| Error::InvalidArgument(format!("read column: {what}"));
+        let ub = unit.region;
+        let staged = Staged::for_box(&ub, nc, ts, stage)?;
+        let sstr = staged.strides;
+        let sspat = [sstr[1], sstr[2], sstr[3]];
+        let (flo, fhi) = ub.cube_range(fs);
+        for fidx in files_in(flo, fhi) {
+            let fbox = VBox::cube(fidx, fs);
+            let r = ub.intersect(&fbox);
+            if r.is_empty() {
+                continue;
             }
-            for fidx in files_in(flo, fhi) {
-                let fbox = VBox::cube(fidx, fs);
-                let r = region.intersect(&fbox);
-                if r.is_empty() {
-                    continue;
-                }
-                let Some(Resolved::Present { file, meta, path }) = files.get(&fidx) else {
-                    if !zeroed {
-                        let [ex, ey, ez] = r.extent();
-                        let d = try_offset_of(r.min, region.min, dspat)?;
-                        for part in &mut slab.parts {
-                            zero_4d(part, d, dst_str, [1, ex, ey, ez], ts);
-                        }
-                    }
-                    continue;
-                };
-                for col in columns(blocks_in(&r, fbox.min, bs)?) {
-                    let Some((staged, part)) =
-                        Staged::prepare(&col, fbox.min, bs, &r, nc, ts, stage)?
-                    else {
-                        continue;
-                    };
-                    let sstr = staged.strides;
-                    for &(k, bc) in &col {
-                        let bbox = block_box(fbox.min, bc, bs);
-                        let rr = r.intersect(&bbox);
-                        meta.read_block(file.as_ref(), k, scratch, block, path)?;
-                        let s = try_offset_of(rr.min, bbox.min, [vs, vs * blen, vs * blen * blen])?;
-                        let d = try_offset_of(rr.min, staged.min, [sstr[1], sstr[2], sstr[3]])?;
-                        let [ex, ey, ez] = rr.extent();
-                        copy_4d_direct(stage, d, sstr, block, s, block_str, [nc, ex, ey, ez], ts);
-                    }
-                    let d = try_offset_of(part.min, region.min, dspat)?;
-                    let [ex, ey, ez] = part.extent();
-                    for (c, dst) in slab.parts.iter_mut().enumerate() {
-                        copy_4d(
-                            dst,
-                            d,
-                            dst_str,
-                            stage,
-                            c * sstr[0],
-                            sstr,
-                            [1, ex, ey, ez],
-                            ts,
-                        );
-                    }
-                }
+            let Some(Resolved::Present { file, meta, path }) = files.get(&fidx) else {
+                let [ex, ey, ez] = r.extent();
+                let d = try_offset_of(r.min, ub.min, sspat)?;
+                zero_4d(stage, d, sstr, [nc, ex, ey, ez], ts);
+                continue;
+            };
+            for (k, bc) in blocks_in(&r, fbox.min, bs)? {
+                let bbox = block_box(fbox.min, bc, bs);
+                let rr = r.intersect(&bbox);
+                meta.read_block(file.as_ref(), k, scratch, block, path)?;
+                let s = try_offset_of(rr.min, bbox.min, bspat)?;
+                let d = try_offset_of(rr.min, ub.min, sspat)?;
+                let [ex, ey, ez] = rr.extent();
+                copy_4d_direct(stage, d, sstr, block, s, block_str, [nc, ex, ey, ez], ts);
             }
-            Ok(())
-        })
+        }
+        // Segment (c, x) holds the column's y rows of z runs: contiguous in the stage too.
+        let [nx, ny, ez] = ub.extent();
+        let seg_len = ny
+            .checked_mul(ez)
+            .and_then(|v| v.checked_mul(ts))
+            .ok_or_else(|| internal("segment size"))?;
+        let mut done = Vec::with_capacity(unit.segs.len());
+        for (i, seg) in unit.segs.into_iter().enumerate() {
+            let off = (i / nx) * sstr[0] + (i % nx) * sstr[1];
+            let src = stage
+                .get(off..off + seg_len)
+                .ok_or_else(|| internal("stage"))?;
+            done.push(seg.put(src).ok_or_else(|| internal("segment length"))?);
+        }
+        Ok(done)
     }
 }
 
@@ -603,44 +596,53 @@ fn split_units<S: SegOut>(bx: &VBox, layout: Layout, data: S, bs: u32) -> Result
     Ok(units)
 }
 
-/// Splits the C-order destination of box `bx` into slabs of one block layer along x (the
-/// slowest voxel axis), each with its part of every channel.
-fn split_slabs<'a>(
-    bx: &VBox,
-    layout: Layout,
-    data: &'a mut [u8],
-    bs: u32,
-) -> Result<Vec<Slab<'a>>> {
-    let strides = layout.strides();
-    let (per_channel, x_stride) = (strides[0], strides[1]);
-    if per_channel == 0 {
-        return Ok(Vec::new());
-    }
-    let bounds = block_bounds(bx.min[0], bx.max[0], bs);
-    let mut slabs: Vec<Slab<'a>> = bounds
-        .iter()
-        .map(|&(lo, hi)| {
-            let mut region = *bx;
-            region.min[0] = lo;
-            region.max[0] = hi;
-            Slab {
-                region,
-                parts: Vec::new(),
-            }
-        })
-        .collect();
-    for mut rest in data.chunks_mut(per_channel) {
-        for (slab, &(lo, hi)) in slabs.iter_mut().zip(&bounds) {
-            let n = usize::try_from(hi - lo)
-                .ok()
-                .and_then(|n| n.checked_mul(x_stride))
-                .ok_or_else(|| Error::ArrayMismatch("slab size overflows usize".into()))?;
-            let (head, tail) = rest
-                .split_at_mut_checked(n)
-                .ok_or_else(|| Error::ArrayMismatch("buffer shorter than the box".into()))?;
-            slab.parts.push(head);
-            rest = tail;
+/// Splits the C-order destination of box `bx` into [`Column`]s (block layer along x × block
+/// row along y).
+fn split_columns<S: SegOut>(bx: &VBox, layout: Layout, data: S, bs: u32) -> Result<Vec<Column<S>>> {
+    let bad = |what: &str| Error::ArrayMismatch(format!("read destination: {what}"));
+    let [_, _, ez] = bx.extent();
+    let run = ez
+        .checked_mul(layout.voxel_type.size().into())
+        .ok_or_else(|| bad("row size overflows usize"))?;
+    let xs = block_bounds(bx.min[0], bx.max[0], bs);
+    let ys = block_bounds(bx.min[1], bx.max[1], bs);
+    let mut units: Vec<Column<S>> = Vec::with_capacity(xs.len() * ys.len());
+    for &(xlo, xhi) in &xs {
+        for &(ylo, yhi) in &ys {
+            units.push(Column {
+                region: VBox {
+                    min: [xlo, ylo, bx.min[2]],
+                    max: [xhi, yhi, bx.max[2]],
+                },
+                segs: Vec::new(),
+            });
         }
     }
-    Ok(slabs)
+    let mut rest = Some(data);
+    for _ in 0..layout.num_channels {
+        for (ix, &(xlo, xhi)) in xs.iter().enumerate() {
+            for _ in xlo..xhi {
+                for (iy, &(ylo, yhi)) in ys.iter().enumerate() {
+                    let n = usize::try_from(yhi - ylo)
+                        .ok()
+                        .and_then(|ny| ny.checked_mul(run))
+                        .ok_or_else(|| bad("segment"))?;
+                    let (head, tail) = rest
+                        .take()
+                        .and_then(|r| r.split(n))
+                        .ok_or_else(|| bad("buffer shorter than the box"))?;
+                    units
+                        .get_mut(ix * ys.len() + iy)
+                        .ok_or_else(|| bad("unit"))?
+                        .segs
+                        .push(head);
+                    rest = Some(tail);
+                }
+            }
+        }
+    }
+    if rest.is_some_and(|r| r.seg_len() != 0) {
+        return Err(bad("buffer longer than the box"));
+    }
+    Ok(units)
 }
