@@ -1,8 +1,14 @@
 //! Reading boxes: [`Dataset::read`] and [`Dataset::read_into`].
 //!
-//! The destination is split into slabs along its slowest axis (z for Fortran order, x for C
-//! order), one slab per block layer; slabs are filled in parallel, each decoding the blocks of
-//! its layer in Morton (= file offset) order and copying the intersecting sub-boxes.
+//! The destination is split into work units filled in parallel, each writing whole
+//! contiguous segments of the destination (so [`Dataset::read`] need not zero its result):
+//!
+//! * Fortran order: a [`Unit`] is one block row (one block layer in z, one block row in y, all
+//!   of the box's x); its blocks are read with one positional read per run of consecutive
+//!   blocks and each z plane of the row is assembled in a small stage, then copied once.
+//! * C order: a [`Column`] is one block layer in x × one block row in y × the box's z (in
+//!   chunks of at most [`COLUMN_STAGE_BYTES`]); its blocks are transposed into a C-order stage
+//!   from which every segment is one copy.
 
 use std::collections::HashMap;
 
@@ -13,15 +19,18 @@ use crate::dataset::{Dataset, Resolved};
 use crate::error::{Error, Result};
 use crate::geometry::{VBox, blocks_in, files_in, try_offset_of};
 
-/// One slab of the destination: the part of the box with `lo ≤ p[axis] < hi`, and the
-/// destination bytes of that part (one slice; or one per channel in C order).
 /// A C-order work unit: the voxels of the box inside `region` (one block layer along x, one
-/// block row along y, all of the box's z). Its destination is one contiguous segment of `ny`
-/// z runs per channel and x plane, `segs` in memory order (channel, then x).
+/// block row along y, a chunk of the box's z). Its destination is `segs`, in memory order
+/// (channel, x, y): `rows` z runs each, all `ny` of them when the chunk is the box's whole z
+/// (then the rows of one x plane are contiguous), else one.
 struct Column<S> {
     region: VBox,
+    rows: usize,
     segs: Vec<S>,
 }
+
+/// Most bytes of one [`Column`]'s stage (per worker thread): taller columns are split in z.
+const COLUMN_STAGE_BYTES: usize = 8 << 20;
 
 impl Dataset {
     /// Reads the box at `offset` (x, y, z) of `shape` voxels into a new array in `order`.
@@ -369,15 +378,18 @@ impl Dataset {
                 copy_4d_direct(stage, d, sstr, block, s, block_str, [nc, ex, ey, ez], ts);
             }
         }
-        // Segment (c, x) holds the column's y rows of z runs: contiguous in the stage too.
+        // Segment i: channel, x plane and first row of its `rows` z runs, in memory order.
         let [nx, ny, ez] = ub.extent();
-        let seg_len = ny
+        let per_plane = ny / unit.rows.max(1);
+        let seg_len = unit
+            .rows
             .checked_mul(ez)
             .and_then(|v| v.checked_mul(ts))
             .ok_or_else(|| internal("segment size"))?;
         let mut done = Vec::with_capacity(unit.segs.len());
         for (i, seg) in unit.segs.into_iter().enumerate() {
-            let off = (i / nx) * sstr[0] + (i % nx) * sstr[1];
+            let (plane, row) = (i / per_plane.max(1), i % per_plane.max(1));
+            let off = (plane / nx) * sstr[0] + (plane % nx) * sstr[1] + row * unit.rows * sstr[2];
             let src = stage
                 .get(off..off + seg_len)
                 .ok_or_else(|| internal("stage"))?;
@@ -596,47 +608,89 @@ fn split_units<S: SegOut>(bx: &VBox, layout: Layout, data: S, bs: u32) -> Result
     Ok(units)
 }
 
-/// Splits the C-order destination of box `bx` into [`Column`]s (block layer along x × block
-/// row along y).
+/// Splits the C-order destination of box `bx` into [`Column`]s: block layer along x × block
+/// row along y × chunk of z, the chunks whole blocks long and as long as
+/// [`COLUMN_STAGE_BYTES`] allows (the whole box's z if it fits).
 fn split_columns<S: SegOut>(bx: &VBox, layout: Layout, data: S, bs: u32) -> Result<Vec<Column<S>>> {
     let bad = |what: &str| Error::ArrayMismatch(format!("read destination: {what}"));
+    let ts = usize::from(layout.voxel_type.size());
     let [_, _, ez] = bx.extent();
-    let run = ez
-        .checked_mul(layout.voxel_type.size().into())
-        .ok_or_else(|| bad("row size overflows usize"))?;
+    // Stage bytes per voxel of z of a full column: (x, y) block face times the channels.
+    let per_z = layout
+        .voxel_size()
+        .saturating_mul(1usize << (2 * bs))
+        .max(1);
+    let blocks_per_chunk = ((COLUMN_STAGE_BYTES / per_z) >> bs).max(1) as u64;
+    let zs = if ez.saturating_mul(per_z) <= COLUMN_STAGE_BYTES {
+        vec![(bx.min[2], bx.max[2])]
+    } else {
+        let mut zs = Vec::new();
+        let mut lo = bx.min[2];
+        while lo < bx.max[2] {
+            let hi = (((lo >> bs) + blocks_per_chunk) << bs).min(bx.max[2]);
+            zs.push((lo, hi));
+            lo = hi;
+        }
+        zs
+    };
+    let whole_z = zs.len() == 1;
     let xs = block_bounds(bx.min[0], bx.max[0], bs);
     let ys = block_bounds(bx.min[1], bx.max[1], bs);
-    let mut units: Vec<Column<S>> = Vec::with_capacity(xs.len() * ys.len());
+    let mut units: Vec<Column<S>> = Vec::with_capacity(xs.len() * ys.len() * zs.len());
     for &(xlo, xhi) in &xs {
         for &(ylo, yhi) in &ys {
-            units.push(Column {
-                region: VBox {
-                    min: [xlo, ylo, bx.min[2]],
-                    max: [xhi, yhi, bx.max[2]],
-                },
-                segs: Vec::new(),
-            });
+            for &(zlo, zhi) in &zs {
+                units.push(Column {
+                    region: VBox {
+                        min: [xlo, ylo, zlo],
+                        max: [xhi, yhi, zhi],
+                    },
+                    rows: if whole_z {
+                        usize::try_from(yhi - ylo).map_err(|_| bad("rows"))?
+                    } else {
+                        1
+                    },
+                    segs: Vec::new(),
+                });
+            }
         }
     }
     let mut rest = Some(data);
+    let mut take = |unit: usize, n: usize| -> Result<()> {
+        let (head, tail) = rest
+            .take()
+            .and_then(|r| r.split(n))
+            .ok_or_else(|| bad("buffer shorter than the box"))?;
+        units
+            .get_mut(unit)
+            .ok_or_else(|| bad("unit"))?
+            .segs
+            .push(head);
+        rest = Some(tail);
+        Ok(())
+    };
     for _ in 0..layout.num_channels {
         for (ix, &(xlo, xhi)) in xs.iter().enumerate() {
             for _ in xlo..xhi {
                 for (iy, &(ylo, yhi)) in ys.iter().enumerate() {
-                    let n = usize::try_from(yhi - ylo)
-                        .ok()
-                        .and_then(|ny| ny.checked_mul(run))
-                        .ok_or_else(|| bad("segment"))?;
-                    let (head, tail) = rest
-                        .take()
-                        .and_then(|r| r.split(n))
-                        .ok_or_else(|| bad("buffer shorter than the box"))?;
-                    units
-                        .get_mut(ix * ys.len() + iy)
-                        .ok_or_else(|| bad("unit"))?
-                        .segs
-                        .push(head);
-                    rest = Some(tail);
+                    let first = (ix * ys.len() + iy) * zs.len();
+                    if whole_z {
+                        let n = usize::try_from(yhi - ylo)
+                            .ok()
+                            .and_then(|ny| ny.checked_mul(ez)?.checked_mul(ts))
+                            .ok_or_else(|| bad("segment"))?;
+                        take(first, n)?;
+                        continue;
+                    }
+                    for _ in ylo..yhi {
+                        for (iz, &(zlo, zhi)) in zs.iter().enumerate() {
+                            let n = usize::try_from(zhi - zlo)
+                                .ok()
+                                .and_then(|nz| nz.checked_mul(ts))
+                                .ok_or_else(|| bad("segment"))?;
+                            take(first + iz, n)?;
+                        }
+                    }
                 }
             }
         }

@@ -206,3 +206,36 @@ fn cache_notices_replaced_files() {
         }
     }
 }
+
+/// A C-order read of a box too tall for one column stage (split in z, one segment per row)
+/// equals the Fortran-order read, across many files, some missing; `read_into` too.
+#[test]
+fn tall_c_order_reads_are_split_in_z() {
+    let dir = tempfile::tempdir().unwrap();
+    // 2 channels of u16 and 32³ blocks: 4 KiB of column stage per voxel of z, so a box taller
+    // than 2048 voxels is split; 64-voxel files, so it spans dozens of them.
+    let h = Header::new(VoxelType::U16, 2, 32, 2, BlockType::Lz4).unwrap();
+    let ds = Dataset::create(dir.path(), h).unwrap();
+    let shape = [3u32, 2, 3000];
+    let n = 2 * 2 * shape.iter().map(|&s| s as usize).product::<usize>();
+    let bytes: Vec<u8> = (0..n).map(|i| (i * 7 % 251) as u8).collect();
+    let written = Array::from_bytes(VoxelType::U16, 2, shape, Order::Fortran, bytes).unwrap();
+    ds.write([30, 31, 100], &written.view()).unwrap();
+    assert_eq!(
+        ds.read([30, 31, 100], shape, Order::C).unwrap(),
+        written.to_order(Order::C)
+    );
+    // Past the written part: files that do not exist read as zeros.
+    let (at, wide) = ([29, 30, 50], [5u32, 4, 3100]);
+    let c = ds.read(at, wide, Order::C).unwrap();
+    assert_eq!(
+        ds.read(at, wide, Order::Fortran)
+            .unwrap()
+            .to_order(Order::C),
+        c
+    );
+    let mut buf = vec![0xAA; c.as_bytes().len()];
+    let mut view = ArrayViewMut::new(VoxelType::U16, 2, wide, Order::C, &mut buf).unwrap();
+    ds.read_into(at, &mut view).unwrap();
+    assert_eq!(buf, c.as_bytes());
+}
