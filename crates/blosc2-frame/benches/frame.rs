@@ -24,7 +24,7 @@ use std::process::Command;
 use std::time::Duration;
 
 use blosc2_frame::blosc_chunk::{CParams, Codec, Filter};
-use blosc2_frame::{Frame, FrameFileWriter, FrameParams, FrameWriter, Sync};
+use blosc2_frame::{Durability, Frame, FrameFileWriter, FrameParams, FrameWriter};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 fn root() -> PathBuf {
@@ -100,7 +100,7 @@ fn decode_all(c: &mut Criterion) {
             for k in 0..64 {
                 w.append_buffer(&ramp(1 << 18, k + 1)).unwrap();
             }
-            w.write_file(p, Sync::None).unwrap();
+            w.write_file(p, Durability::None).unwrap();
         });
         let f = Frame::open(&path).unwrap();
         let mut g = c.benchmark_group(format!("decode_all_64MiB_{label}"));
@@ -140,7 +140,7 @@ fn read_one_chunk(c: &mut Criterion) {
         cp.nthreads = 1;
         // Streamed to disk: the 1 GiB frame never sits in memory.
         let mut w =
-            FrameFileWriter::create(p, FrameParams::new(cp, CHUNK), &[], Sync::None).unwrap();
+            FrameFileWriter::create(p, FrameParams::new(cp, CHUNK), &[], Durability::None).unwrap();
         let mut x = 0x2545_f491_4f6c_dd1du64;
         let mut buf = vec![0u8; CHUNK];
         for _ in 0..256 {

@@ -4,6 +4,7 @@
 mod array;
 mod b2nd;
 mod bytes;
+mod durable;
 mod error;
 mod header;
 mod layers;
@@ -21,6 +22,7 @@ pub use blosc_chunk;
 pub use crate::{
     array::{B2ND_METALAYER, B2ndArray, b2nd_frame, b2nd_zeros},
     b2nd::{B2ND_MAX_DIM, B2ndMeta, DEFAULT_DTYPE},
+    durable::Durability,
     error::{Error, Result},
     header::{FrameHeader, FrameType, HEADER_FIXED_LEN, MAX_FRAME_FORMAT_VERSION},
     layers::{MAX_METALAYERS, MAX_NAME_LEN, MAX_VLMETALAYERS},
@@ -29,5 +31,5 @@ pub use crate::{
     reader::{Frame, Layer, SPARSE_FRAME_FILE},
     source::ReadAt,
     stream::FrameFileWriter,
-    writer::{Fill, FrameParams, FrameWriter, Sync},
+    writer::{Fill, FrameParams, FrameWriter},
 };

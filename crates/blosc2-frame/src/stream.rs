@@ -1,26 +1,26 @@
 //! Writing a large new frame chunk by chunk, without holding it in memory: a contiguous file
 //! or a sparse-frame directory.
 
-use std::fs::{self, File};
+use std::fs;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use tempfile::NamedTempFile;
+
+use crate::durable::{Durability, commit, temp_beside, write_atomically};
 use crate::header::FrameType;
 use crate::offsets::ChunkLocation;
 use crate::reader::SPARSE_FRAME_FILE;
-use crate::writer::{
-    Entry, FrameParams, FrameWriter, Sync, atomic_write, chunk_file_name, create_unique,
-    existing_chunk_numbers, sync_dir,
-};
+use crate::writer::{Entry, FrameParams, FrameWriter, chunk_file_name, existing_chunk_numbers};
 use crate::{Error, Result};
 
 /// Where the chunks go.
 #[derive(Debug)]
 enum Sink {
-    /// One temporary file renamed over the target by `finish`; `None` once finished.
+    /// One temporary file persisted over the target by `finish` (and removed when dropped
+    /// unfinished); `None` once finished.
     Contiguous {
-        out: Option<BufWriter<File>>,
-        tmp: PathBuf,
+        out: Option<BufWriter<NamedTempFile>>,
         header_len: u64,
     },
     /// One file per stored chunk in the target directory; `chunks.b2frame` by `finish`.
@@ -43,9 +43,9 @@ enum Sink {
 /// [`FrameFileWriter::finish`]. Memory holds the chunk being written and 8 bytes of index per
 /// chunk.
 ///
-/// A contiguous frame is written to a uniquely named temporary file next to the target and
-/// renamed over it only by `finish`; dropping the writer (or an error, or a crash) leaves the
-/// target untouched and the temporary file is removed (on drop). The bytes are the same as
+/// A contiguous frame is written to a temporary file next to the target and renamed over it
+/// only by `finish`; dropping the writer (or an error, or a crash) leaves the target untouched
+/// and the temporary file is removed (on drop or error; a crash can leave it behind). The bytes are the same as
 /// [`FrameWriter::write_file`] would produce for the same operations.
 ///
 /// A sparse frame writes each stored chunk to its own file (`%08X.chunk`, numbered in order of
@@ -60,7 +60,7 @@ pub struct FrameFileWriter {
     meta: FrameWriter,
     sink: Sink,
     target: PathBuf,
-    sync: Sync,
+    durability: Durability,
     locs: Vec<ChunkLocation>,
     cbytes: u64,
     last_nbytes: Option<usize>,
@@ -76,32 +76,23 @@ impl FrameFileWriter {
         path: impl AsRef<Path>,
         params: FrameParams,
         metalayers: &[(&str, &[u8])],
-        sync: Sync,
+        durability: Durability,
     ) -> Result<Self> {
         let target = path.as_ref().to_path_buf();
         let meta = writer_with(params, metalayers)?;
-        let dir = parent_dir(&target);
-        let name = target.file_name().ok_or_else(|| {
-            Error::InvalidArgument(format!("{} has no file name", target.display()))
-        })?;
-        let (tmp, file) = create_unique(dir, name)?;
-        let mut out = BufWriter::new(file);
+        let mut out = BufWriter::new(temp_beside(&target)?);
         // Placeholder header of the final length (metalayers are fixed); patched by `finish`.
         let header = meta.header_bytes(FrameType::Contiguous, 0, 0)?;
         let header_len = header.len() as u64;
-        if let Err(e) = out.write_all(&header) {
-            let _ = fs::remove_file(&tmp);
-            return Err(e.into());
-        }
+        out.write_all(&header)?;
         Ok(Self {
             meta,
             sink: Sink::Contiguous {
                 out: Some(out),
-                tmp,
                 header_len,
             },
             target,
-            sync,
+            durability,
             locs: Vec::new(),
             cbytes: 0,
             last_nbytes: None,
@@ -119,7 +110,7 @@ impl FrameFileWriter {
         dir: impl AsRef<Path>,
         params: FrameParams,
         metalayers: &[(&str, &[u8])],
-        sync: Sync,
+        durability: Durability,
     ) -> Result<Self> {
         let target = dir.as_ref().to_path_buf();
         let meta = writer_with(params, metalayers)?;
@@ -142,7 +133,7 @@ impl FrameFileWriter {
                 finished: false,
             },
             target,
-            sync,
+            durability,
             locs: Vec::new(),
             cbytes: 0,
             last_nbytes: None,
@@ -182,9 +173,11 @@ impl FrameFileWriter {
                         what: "chunk file number",
                     });
                 }
-                atomic_write(&self.target.join(chunk_file_name(n)), self.sync, |f| {
-                    Ok(f.write_all(chunk)?)
-                })?;
+                write_atomically(
+                    &self.target.join(chunk_file_name(n)),
+                    self.durability,
+                    |f| Ok(f.write_all(chunk)?),
+                )?;
                 written.push(n);
                 *next = n + 1;
                 Ok(ChunkLocation::Stored(n))
@@ -268,41 +261,23 @@ impl FrameFileWriter {
         let index = self.meta.index_chunk(&self.locs)?;
         let trailer = self.meta.trailer_bytes()?;
         match &mut self.sink {
-            Sink::Contiguous {
-                out,
-                tmp,
-                header_len,
-            } => {
+            Sink::Contiguous { out, header_len } => {
+                // Dropping `out` on an error removes the temporary file.
                 let mut out = out
                     .take()
                     .ok_or_else(|| Error::InvalidArgument("already finished".into()))?;
-                let r = (|| -> Result<()> {
-                    let frame_len = [self.cbytes, index.len() as u64, trailer.len() as u64]
-                        .iter()
-                        .try_fold(*header_len, |a, &b| a.checked_add(b))
-                        .ok_or(Error::Overflow { what: "frame_len" })?;
-                    out.write_all(&index)?;
-                    out.write_all(&trailer)?;
-                    let header =
-                        self.meta
-                            .header_bytes(FrameType::Contiguous, frame_len, self.cbytes)?;
-                    out.seek(SeekFrom::Start(0))?;
-                    out.write_all(&header)?;
-                    let file = out.into_inner().map_err(|e| Error::Io(e.into_error()))?;
-                    if self.sync == Sync::Full {
-                        file.sync_all()?;
-                    }
-                    drop(file);
-                    fs::rename(&*tmp, &self.target)?;
-                    if self.sync == Sync::Full {
-                        sync_dir(parent_dir(&self.target))?;
-                    }
-                    Ok(())
-                })();
-                if r.is_err() {
-                    let _ = fs::remove_file(&*tmp);
-                }
-                r
+                let frame_len = [self.cbytes, index.len() as u64, trailer.len() as u64]
+                    .iter()
+                    .try_fold(*header_len, |a, &b| a.checked_add(b))
+                    .ok_or(Error::Overflow { what: "frame_len" })?;
+                out.write_all(&index)?;
+                out.write_all(&trailer)?;
+                let header =
+                    self.meta
+                        .header_bytes(FrameType::Contiguous, frame_len, self.cbytes)?;
+                out.seek(SeekFrom::Start(0))?;
+                out.write_all(&header)?;
+                commit(out, &self.target, self.durability)
             }
             Sink::Sparse {
                 old,
@@ -324,7 +299,7 @@ impl FrameFileWriter {
                 let header = self
                     .meta
                     .header_bytes(FrameType::Sparse, frame_len, self.cbytes)?;
-                atomic_write(&self.target.join(SPARSE_FRAME_FILE), self.sync, |f| {
+                write_atomically(&self.target.join(SPARSE_FRAME_FILE), self.durability, |f| {
                     f.write_all(&header)?;
                     f.write_all(&index)?;
                     f.write_all(&trailer)?;
@@ -351,21 +326,11 @@ fn writer_with(params: FrameParams, metalayers: &[(&str, &[u8])]) -> Result<Fram
     Ok(meta)
 }
 
-fn parent_dir(path: &Path) -> &Path {
-    path.parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."))
-}
-
 impl Drop for FrameFileWriter {
     fn drop(&mut self) {
         match &mut self.sink {
-            // Not finished: discard the partial temporary file.
-            Sink::Contiguous { out, tmp, .. } => {
-                if out.take().is_some() {
-                    let _ = fs::remove_file(&*tmp);
-                }
-            }
+            // Not finished: dropping the temporary file removes it.
+            Sink::Contiguous { out, .. } => drop(out.take()),
             // Not finished (or `finish` failed): discard the chunk files nothing references.
             Sink::Sparse {
                 written,

@@ -10,12 +10,13 @@
 //! temporary file in the same directory, optionally fsyncs it, then renames it over the target,
 //! so an interrupted write leaves either the old frame or the new one under the real name.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use blosc_chunk::{CParams, ChunkHeader, Codec, Filter, SpecialValue, SplitMode};
 
+use crate::durable::{Durability, write_atomically};
 use crate::header::{
     FRAME_FORMAT_VERSION_FIXED, FRAME_FORMAT_VERSION_VARIABLE, FrameHeader, FrameType,
     HEADER_FIXED_LEN,
@@ -138,17 +139,6 @@ impl Entry {
             Self::Special(_, n) | Self::Data { nbytes: n, .. } => *n,
         }
     }
-}
-
-/// Durability of [`FrameWriter::write_file`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Sync {
-    /// Rely on the OS to flush (still atomic with respect to crashes of this process).
-    #[default]
-    None,
-    /// fsync the new file before renaming it, and the directory after (POSIX).
-    Full,
 }
 
 /// A frame under construction or being edited, held in memory as compressed chunks.
@@ -774,11 +764,18 @@ impl FrameWriter {
     /// index chunk cannot be built.
     pub fn to_bytes(&self) -> Result<Vec<u8>> {
         let mut out = Vec::new();
-        self.write_contiguous(&mut out)?;
+        self.write_to(&mut out)?;
         Ok(out)
     }
 
-    fn write_contiguous(&self, out: &mut impl Write) -> Result<()> {
+    /// Writes the contiguous frame to `out`: the header, then every stored chunk straight from
+    /// memory, then the index chunk and the trailer (the bytes of [`FrameWriter::to_bytes`]
+    /// without building them in one buffer). Wrap unbuffered writers in a `BufWriter`.
+    ///
+    /// # Errors
+    /// As [`FrameWriter::to_bytes`], plus the writer's I/O errors (`out` may then hold a
+    /// partial frame).
+    pub fn write_to(&self, mut out: impl Write) -> Result<()> {
         let mut locs = Vec::with_capacity(self.entries.len());
         let mut cbytes = 0u64;
         for e in &self.entries {
@@ -810,15 +807,15 @@ impl FrameWriter {
         Ok(())
     }
 
-    /// Writes the contiguous frame to `path` atomically: a unique temporary file in the same
-    /// directory, optional fsync, then rename over `path`. An interrupted call leaves the old
-    /// file (or none) under `path`, never a partial frame.
+    /// Writes the contiguous frame to `path` atomically: a temporary file in the same
+    /// directory, fsync if [`Durability::Fsync`], then rename over `path` (and fsync of the
+    /// directory). An interrupted call leaves the old file (or none) under `path`, never a
+    /// partial frame.
     ///
     /// # Errors
     /// I/O errors (the temporary file is removed), or as [`FrameWriter::to_bytes`].
-    pub fn write_file(&self, path: impl AsRef<Path>, sync: Sync) -> Result<()> {
-        let path = path.as_ref();
-        atomic_write(path, sync, |f| self.write_contiguous(f))
+    pub fn write_file(&self, path: impl AsRef<Path>, durability: Durability) -> Result<()> {
+        write_atomically(path.as_ref(), durability, |f| self.write_to(f))
     }
 
     /// Writes a sparse frame directory: chunk files `%08X.chunk`, then `chunks.b2frame`
@@ -829,7 +826,7 @@ impl FrameWriter {
     ///
     /// # Errors
     /// I/O errors, or as [`FrameWriter::to_bytes`].
-    pub fn write_sparse(&self, dir: impl AsRef<Path>, sync: Sync) -> Result<()> {
+    pub fn write_sparse(&self, dir: impl AsRef<Path>, durability: Durability) -> Result<()> {
         let dir = dir.as_ref();
         fs::create_dir_all(dir)?;
         let in_use_before = existing_chunk_numbers(dir)?;
@@ -873,7 +870,7 @@ impl FrameWriter {
                                     what: "chunk file number",
                                 });
                             }
-                            atomic_write(&dir.join(chunk_file_name(n)), sync, |f| {
+                            write_atomically(&dir.join(chunk_file_name(n)), durability, |f| {
                                 Ok(f.write_all(chunk)?)
                             })?;
                             n
@@ -892,7 +889,7 @@ impl FrameWriter {
         let hlen = self.header_bytes(FrameType::Sparse, 0, cbytes)?.len() as u64;
         let frame_len = hlen + index.len() as u64 + trailer.len() as u64;
         let header = self.header_bytes(FrameType::Sparse, frame_len, cbytes)?;
-        atomic_write(&dir.join(SPARSE_FRAME_FILE), sync, |f| {
+        write_atomically(&dir.join(SPARSE_FRAME_FILE), durability, |f| {
             f.write_all(&header)?;
             f.write_all(&index)?;
             f.write_all(&trailer)?;
@@ -925,74 +922,4 @@ pub(crate) fn existing_chunk_numbers(dir: &Path) -> Result<Vec<u64>> {
         }
     }
     Ok(v)
-}
-
-/// Writes via a unique temporary sibling file and renames it over `path`.
-pub(crate) fn atomic_write(
-    path: &Path,
-    sync: Sync,
-    body: impl FnOnce(&mut std::io::BufWriter<File>) -> Result<()>,
-) -> Result<()> {
-    let dir = path
-        .parent()
-        .filter(|p| !p.as_os_str().is_empty())
-        .unwrap_or(Path::new("."));
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::InvalidArgument(format!("{} has no file name", path.display())))?;
-    let (tmp, file) = create_unique(dir, name)?;
-    let result = (|| {
-        let mut w = std::io::BufWriter::new(file);
-        body(&mut w)?;
-        let file = w.into_inner().map_err(|e| Error::Io(e.into_error()))?;
-        if sync == Sync::Full {
-            file.sync_all()?;
-        }
-        drop(file);
-        fs::rename(&tmp, path)?;
-        if sync == Sync::Full {
-            sync_dir(dir)?;
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
-}
-
-pub(crate) fn create_unique(dir: &Path, name: &std::ffi::OsStr) -> Result<(PathBuf, File)> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let pid = std::process::id();
-    for _ in 0..100 {
-        let n = COUNTER.fetch_add(1, Ordering::Relaxed);
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let mut tmp_name = std::ffi::OsString::from(".");
-        tmp_name.push(name);
-        tmp_name.push(format!(".{pid}.{n}.{nanos}.tmp"));
-        let tmp = dir.join(tmp_name);
-        match OpenOptions::new().write(true).create_new(true).open(&tmp) {
-            Ok(f) => return Ok((tmp, f)),
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
-            Err(e) => return Err(e.into()),
-        }
-    }
-    Err(Error::Io(std::io::Error::new(
-        std::io::ErrorKind::AlreadyExists,
-        "could not create a unique temporary file",
-    )))
-}
-
-#[cfg(unix)]
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    File::open(dir)?.sync_all()?;
-    Ok(())
-}
-
-#[cfg(not(unix))]
-pub(crate) fn sync_dir(_dir: &Path) -> Result<()> {
-    Ok(())
 }

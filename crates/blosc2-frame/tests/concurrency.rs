@@ -11,7 +11,7 @@ use std::sync::Barrier;
 use testkit::Lcg;
 
 use blosc2_frame::blosc_chunk::{CParams, Codec, Filter};
-use blosc2_frame::{Frame, FrameParams, FrameWriter, Sync};
+use blosc2_frame::{Durability, Frame, FrameParams, FrameWriter};
 
 const THREADS: usize = 8;
 
@@ -71,7 +71,7 @@ fn parallel_readers_see_serial_results() {
     let bytes = w.to_bytes().unwrap();
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.b2frame");
-    w.write_file(&path, Sync::None).unwrap();
+    w.write_file(&path, Durability::None).unwrap();
 
     let in_memory = Frame::from_slice(&bytes).unwrap();
     assert_eq!(in_memory.decompress_all().unwrap(), data);

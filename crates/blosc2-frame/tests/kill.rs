@@ -19,7 +19,7 @@ use std::path::Path;
 use testkit::{Lcg, run_and_kill};
 
 use blosc2_frame::blosc_chunk::CParams;
-use blosc2_frame::{Frame, FrameFileWriter, FrameParams, FrameWriter, Sync};
+use blosc2_frame::{Durability, Frame, FrameFileWriter, FrameParams, FrameWriter};
 
 const KILLS: usize = 100;
 const ENV: &str = "FRAME_KILL_CHILD";
@@ -93,18 +93,19 @@ fn kill_child() {
                     .unwrap();
                 drop(frame);
                 if mode == "file" {
-                    w.write_file(path, Sync::None).unwrap();
+                    w.write_file(path, Durability::None).unwrap();
                 } else {
-                    w.write_sparse(path, Sync::None).unwrap();
+                    w.write_sparse(path, Durability::None).unwrap();
                 }
             }
             _ => {
                 // Streamed: each round rewrites the whole frame through a FrameFileWriter.
                 for n in [3u32, 7] {
                     let mut s = if mode == "stream-sparse" {
-                        FrameFileWriter::create_sparse(path, params(), &[], Sync::None).unwrap()
+                        FrameFileWriter::create_sparse(path, params(), &[], Durability::None)
+                            .unwrap()
                     } else {
-                        FrameFileWriter::create(path, params(), &[], Sync::None).unwrap()
+                        FrameFileWriter::create(path, params(), &[], Durability::None).unwrap()
                     };
                     s.append_data(&[n as u8; CHUNK]).unwrap();
                     for i in 1..=n {
@@ -141,7 +142,7 @@ fn run(mode: &str, target: &Path, seed: u64, mut after_kill: impl FnMut() -> Opt
 fn contiguous_file_edits_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("f.b2frame");
-    generation(0).write_file(&path, Sync::None).unwrap();
+    generation(0).write_file(&path, Durability::None).unwrap();
     run("file", &path, 11, || {
         let n = check(&Frame::open(&path).unwrap());
         Some(n)
@@ -152,7 +153,7 @@ fn contiguous_file_edits_survive_sigkill() {
 fn sparse_frame_edits_survive_sigkill() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().join("s.b2frame");
-    generation(0).write_sparse(&root, Sync::None).unwrap();
+    generation(0).write_sparse(&root, Durability::None).unwrap();
     run("sparse", &root, 12, || {
         let frame = Frame::open_sparse_with(&root, &blosc2_frame::Limits::default()).unwrap();
         let n = check(&frame);

@@ -13,7 +13,8 @@ mod common;
 
 use blosc2_frame::blosc_chunk::{self, CParams, Codec, Filter, SplitMode};
 use blosc2_frame::{
-    B2ndArray, B2ndMeta, ChunkLocation, Fill, Frame, FrameParams, FrameWriter, Sync, b2nd_frame,
+    B2ndArray, B2ndMeta, ChunkLocation, Durability, Fill, Frame, FrameParams, FrameWriter,
+    b2nd_frame,
 };
 use common::testdata;
 
@@ -265,11 +266,11 @@ fn every_write_operation_round_trips() {
     // File and sparse-directory output read back identically.
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("x.b2frame");
-    w.write_file(&path, Sync::Full).unwrap();
+    w.write_file(&path, Durability::Fsync).unwrap();
     assert_eq!(std::fs::read(&path).unwrap(), bytes);
     check_frame(&Frame::open(&path).unwrap(), &model);
     let sdir = dir.path().join("x.sparse");
-    w.write_sparse(&sdir, Sync::None).unwrap();
+    w.write_sparse(&sdir, Durability::None).unwrap();
     let s = Frame::open(&sdir).unwrap();
     assert!(s.is_sparse());
     check_frame(&s, &model);
@@ -304,7 +305,7 @@ fn sparse_edit_keeps_old_chunk_files_until_the_new_index_is_in_place() {
     model[2] = d;
     w.delete_chunk(0).unwrap();
     model.remove(0);
-    w.write_sparse(&sdir, Sync::None).unwrap();
+    w.write_sparse(&sdir, Durability::None).unwrap();
     let f = Frame::open(&sdir).unwrap();
     check_frame(&f, &model);
     assert_eq!(f.metalayer("m"), Some(&[1u8][..]));
@@ -394,7 +395,7 @@ fn loaded_sparse_frame_written_elsewhere_never_reuses_foreign_files() {
     for n in 0..4 {
         std::fs::write(other.join(format!("{n:08X}.chunk")), b"not a chunk at all").unwrap();
     }
-    w.write_sparse(&other, Sync::None).unwrap();
+    w.write_sparse(&other, Durability::None).unwrap();
     assert_eq!(Frame::open(&other).unwrap().decompress_all().unwrap(), want);
 }
 
@@ -432,18 +433,18 @@ fn failed_write_leaves_the_old_file_and_no_temporary() {
     let mut w = FrameWriter::new(FrameParams::new(cp, 4000)).unwrap();
     w.append_data(&i32s(0..2500)).unwrap();
     let target = dir.path().join("a.b2frame");
-    w.write_file(&target, Sync::Full).unwrap();
+    w.write_file(&target, Durability::Fsync).unwrap();
     let old = std::fs::read(&target).unwrap();
     // The rename cannot replace a non-empty directory: the write fails after the temporary
     // file was complete, and must clean it up.
     let blocked = dir.path().join("blocked");
     std::fs::create_dir(&blocked).unwrap();
     std::fs::write(blocked.join("keep"), b"x").unwrap();
-    assert!(w.write_file(&blocked, Sync::None).is_err());
+    assert!(w.write_file(&blocked, Durability::None).is_err());
     // Rewriting the real file replaces it whole.
     w.append_data(&i32s(0..1000)).unwrap_err(); // the last chunk is partial: refused
     w.set_vlmetalayer("v", &[0xc0]).unwrap();
-    w.write_file(&target, Sync::None).unwrap();
+    w.write_file(&target, Durability::None).unwrap();
     let new = std::fs::read(&target).unwrap();
     assert_ne!(new, old);
     assert_eq!(
@@ -512,7 +513,7 @@ fn streamed_file_equals_in_memory_frame() {
         &path,
         FrameParams::new(cp, 100_000),
         &[("m1", &[0x93, 1, 2, 3]), ("mymeta", &[0x81, 0xa1, b'a', 1])],
-        Sync::Full,
+        Durability::Fsync,
     )
     .unwrap();
     for d in [
@@ -562,7 +563,7 @@ fn rebuild_sparse_frame_byte_exact() {
     w.set_vlmetalayer("k", &[0xa1, b'v']).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("s.b2frame");
-    w.write_sparse(&out, Sync::None).unwrap();
+    w.write_sparse(&out, Durability::None).unwrap();
     let src = testdata().join("frames/sparse_lz4.b2frame");
     let mut names: Vec<String> = std::fs::read_dir(&src)
         .unwrap()
@@ -616,7 +617,7 @@ fn streamed_sparse_frame_equals_write_sparse() {
         &got,
         FrameParams::new(cp.clone(), 100_000),
         &meta,
-        Sync::Full,
+        Durability::Fsync,
     )
     .unwrap();
     // A zero run between stored chunks: special offsets take no chunk file number.
@@ -633,7 +634,7 @@ fn streamed_sparse_frame_equals_write_sparse() {
     assert!(!got.join("chunks.b2frame").exists());
     assert_eq!(s.nchunks(), 4);
     s.finish().unwrap();
-    w.write_sparse(&want, Sync::None).unwrap();
+    w.write_sparse(&want, Durability::None).unwrap();
     let (g, wt) = (dir_files(&got), dir_files(&want));
     assert_eq!(
         g.iter().map(|(n, _)| n.as_str()).collect::<Vec<_>>(),
@@ -654,11 +655,11 @@ fn streamed_sparse_frame_equals_write_sparse() {
     // frame as it was; a finished one numbers its files above the old ones and deletes them.
     let before = dir_files(&got);
     let small = FrameParams::new(py_cparams(Codec::Lz4, 4, &[]), 4000);
-    let mut s = FrameFileWriter::create_sparse(&got, small.clone(), &[], Sync::None).unwrap();
+    let mut s = FrameFileWriter::create_sparse(&got, small.clone(), &[], Durability::None).unwrap();
     s.append_data(&i32s(0..2500)).unwrap();
     drop(s);
     assert_eq!(dir_files(&got), before);
-    let mut s = FrameFileWriter::create_sparse(&got, small, &[], Sync::None).unwrap();
+    let mut s = FrameFileWriter::create_sparse(&got, small, &[], Durability::None).unwrap();
     s.append_data(&i32s(0..2500)).unwrap();
     s.finish().unwrap();
     let names: Vec<String> = dir_files(&got).into_iter().map(|(n, _)| n).collect();
@@ -701,9 +702,9 @@ fn abandon_writer(path: &std::path::Path, sparse: bool) {
     use blosc2_frame::FrameFileWriter;
     let params = FrameParams::new(py_cparams(Codec::Lz4, 4, &[]), 4000);
     let mut s = if sparse {
-        FrameFileWriter::create_sparse(path, params, &[], Sync::None)
+        FrameFileWriter::create_sparse(path, params, &[], Durability::None)
     } else {
-        FrameFileWriter::create(path, params, &[], Sync::None)
+        FrameFileWriter::create(path, params, &[], Durability::None)
     }
     .unwrap();
     s.append_data(&i32s(0..1000)).unwrap();

@@ -3,6 +3,7 @@
 
 mod ans;
 mod bytes;
+mod durable;
 mod error;
 mod freq;
 mod header;
@@ -17,6 +18,7 @@ mod tree;
 mod writer;
 
 pub use crate::{
+    durable::Durability,
     error::{Error, Result},
     freq::optimal_model,
     header::{Header, MAGIC, MAJOR_VERSION},

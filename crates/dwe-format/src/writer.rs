@@ -1,10 +1,10 @@
 //! Writing both layouts from a quantised i16 tensor, byte-identical to the reference builders.
 
-use std::io::Write;
 use std::path::Path;
 
 use crate::ans::{Encoder, low16};
 use crate::bytes::us;
+use crate::durable::{Durability, write_atomically};
 use crate::freq::optimal_model;
 use crate::header::Header;
 use crate::model::{EncodeTable, EntropyModel};
@@ -404,9 +404,9 @@ fn write_block(e: &Encoding<'_>, chunk_size: u32, step_done: &mut dyn FnMut()) -
     Ok(out)
 }
 
-/// Encodes like [`encode`] and replaces `path` atomically: the bytes go to a new uniquely named
-/// temporary file in the same directory, which is then renamed over `path`. With `fsync`, the
-/// file (and, on Unix, the directory) is synced before and after the rename.
+/// Encodes like [`encode`] and replaces `path` atomically: the bytes go to a new temporary file
+/// in the same directory, which is then renamed over `path`. With [`Durability::Fsync`] the
+/// file is fsynced before the rename and (on Unix) its directory after.
 ///
 /// # Errors
 /// As [`encode`], plus I/O errors (the temporary file is removed on failure).
@@ -416,7 +416,7 @@ pub fn write_file(
     dims: Dims,
     scale_factor: f32,
     layout: WriteLayout,
-    fsync: bool,
+    durability: Durability,
 ) -> Result<()> {
     write_file_with_progress(
         path,
@@ -424,7 +424,7 @@ pub fn write_file(
         dims,
         scale_factor,
         layout,
-        fsync,
+        durability,
         &mut |_, _| {},
     )
 }
@@ -439,53 +439,9 @@ pub fn write_file_with_progress(
     dims: Dims,
     scale_factor: f32,
     layout: WriteLayout,
-    fsync: bool,
+    durability: Durability,
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<()> {
     let bytes = encode_with_progress(values, dims, scale_factor, layout, progress)?;
-    replace_atomically(path.as_ref(), &bytes, fsync)
-}
-
-/// Writes `bytes` to a unique temporary file next to `path` and renames it over `path`.
-pub(crate) fn replace_atomically(path: &Path, bytes: &[u8], fsync: bool) -> Result<()> {
-    use std::sync::atomic::{AtomicU64, Ordering};
-    static COUNTER: AtomicU64 = AtomicU64::new(0);
-    let dir = match path.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path
-        .file_name()
-        .ok_or_else(|| param("path", "has no file name"))?
-        .to_string_lossy()
-        .into_owned();
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.subsec_nanos());
-    let tmp = dir.join(format!(
-        ".{name}.{}.{nanos}.{}.tmp",
-        std::process::id(),
-        COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    let result = (|| -> Result<()> {
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&tmp)?;
-        file.write_all(bytes)?;
-        if fsync {
-            file.sync_all()?;
-        }
-        drop(file);
-        std::fs::rename(&tmp, path)?;
-        #[cfg(unix)]
-        if fsync {
-            std::fs::File::open(&dir)?.sync_all()?;
-        }
-        Ok(())
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result
+    write_atomically(path.as_ref(), &bytes, durability)
 }

@@ -10,8 +10,8 @@
 mod common;
 
 use dwe_format::{
-    Dims, DweFile, Error, Layout, Limits, OpenOptions, WriteLayout, encode, encode_f32, quantise,
-    write_file,
+    Dims, Durability, DweFile, Error, Layout, Limits, OpenOptions, WriteLayout, encode, encode_f32,
+    quantise, write_file,
 };
 use proptest::prelude::*;
 
@@ -254,7 +254,7 @@ fn write_file_is_atomic_and_replaces() {
     let dims = Dims::new(2, 3, 2);
     let values = [1i16, -1, 0, 0, 2, 2, 1, 0, 0, 1, 2, 3];
     let layout = WriteLayout::Block { chunk_size: 3 };
-    write_file(&path, &values, dims, 0.25, layout, true).unwrap();
+    write_file(&path, &values, dims, 0.25, layout, Durability::Fsync).unwrap();
     assert_eq!(
         std::fs::read(&path).unwrap(),
         encode(&values, dims, 0.25, layout).unwrap()
@@ -265,7 +265,7 @@ fn write_file_is_atomic_and_replaces() {
         dims,
         0.5,
         WriteLayout::Stream { jump_interval: 2 },
-        false,
+        Durability::None,
     )
     .unwrap();
     let f = OpenOptions::new().read_file(&path).unwrap();
@@ -274,7 +274,7 @@ fn write_file_is_atomic_and_replaces() {
     // No temporary files left behind.
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     // A failed encode leaves the old file untouched.
-    assert!(write_file(&path, &values[..5], dims, 0.5, layout, false).is_err());
+    assert!(write_file(&path, &values[..5], dims, 0.5, layout, Durability::None).is_err());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     assert_eq!(
         OpenOptions::new()
@@ -342,7 +342,7 @@ fn progress_counts_every_time_step_twice_and_changes_nothing() {
             dims,
             0.01,
             layout,
-            false,
+            Durability::None,
             &mut |_, _| {
                 calls += 1;
             },

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use blosc2_frame::blosc_chunk::{CParams, Codec, Filter, SplitMode};
-use blosc2_frame::{B2ndArray, B2ndMeta, Fill, Frame, FrameParams, FrameWriter, Sync, b2nd_frame};
+use blosc2_frame::{B2ndArray, B2ndMeta, Fill, Frame, FrameParams, FrameWriter, Durability, b2nd_frame};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 
@@ -368,9 +368,9 @@ fn round_trips() -> Row {
             return Err("re-encoding a read frame changed it".into());
         }
         let p = tmp.join("x.b2frame");
-        w.write_file(&p, Sync::Full).map_err(err)?;
+        w.write_file(&p, Durability::Fsync).map_err(err)?;
         let s = tmp.join("x_sparse.b2frame");
-        w.write_sparse(&s, Sync::None).map_err(err)?;
+        w.write_sparse(&s, Durability::None).map_err(err)?;
         for path in [p, s] {
             let f = Frame::open(&path).map_err(err)?;
             if f.decompress_all().map_err(err)? != want || f.vlmetalayer("info").is_err() {
@@ -531,14 +531,14 @@ fn live(ctx: &Ctx) -> Row {
         std::fs::create_dir_all(&ours).map_err(err)?;
         let (w, _) = edited_frame()?;
         let a = ours.join("edited.b2frame");
-        w.write_file(&a, Sync::None).map_err(err)?;
+        w.write_file(&a, Durability::None).map_err(err)?;
         let b = ours.join("edited_sparse.b2frame");
-        w.write_sparse(&b, Sync::None).map_err(err)?;
+        w.write_sparse(&b, Durability::None).map_err(err)?;
         let meta = B2ndMeta::new(&[11, 13, 7], &[4, 5, 3], &[2, 3, 2], "<i2").map_err(err)?;
         let data: Vec<u8> = (0..1001i16).flat_map(|i| (i % 977).to_le_bytes()).collect();
         let c = ours.join("edges.b2nd");
         b2nd_frame(&data, &meta, 2, &py_cparams(Codec::Lz4, 2, &[]))
-            .and_then(|w| w.write_file(&c, Sync::None))
+            .and_then(|w| w.write_file(&c, Durability::None))
             .map_err(err)?;
         let meta = B2ndMeta::new(
             &[3, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 2, 5],
@@ -550,12 +550,12 @@ fn live(ctx: &Ctx) -> Row {
         let data: Vec<u8> = (0..30u8).collect();
         let d = ours.join("sixteen.b2nd");
         b2nd_frame(&data, &meta, 1, &py_cparams(Codec::Zstd, 1, &[]))
-            .and_then(|w| w.write_file(&d, Sync::None))
+            .and_then(|w| w.write_file(&d, Durability::None))
             .map_err(err)?;
         let meta = B2ndMeta::new(&[30, 20], &[10, 10], &[5, 5], "<f4").map_err(err)?;
         let e = ours.join("zeros.b2nd");
         blosc2_frame::b2nd_zeros(&meta, 4, &py_cparams(Codec::Zstd, 4, &[]))
-            .and_then(|w| w.write_file(&e, Sync::None))
+            .and_then(|w| w.write_file(&e, Durability::None))
             .map_err(err)?;
         Ok(vec![a, b, c, d, e])
     })();
@@ -579,7 +579,7 @@ fn live(ctx: &Ctx) -> Row {
         let mut w = FrameWriter::new(FrameParams::new(cp, 4000)).map_err(err)?;
         w.add_metalayer("m", &[0x92, 1, 2]).map_err(err)?;
         w.append_data(&i32s(0..3000)).map_err(err)?;
-        w.write_file(&p, Sync::None).map_err(err)?;
+        w.write_file(&p, Durability::None).map_err(err)?;
         let out = Command::new(&python)
             .arg(&script)
             .arg("append")
