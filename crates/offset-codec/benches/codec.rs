@@ -2,7 +2,7 @@
 //!
 //! `cargo bench -p offset-codec --bench codec -- --warm-up-time 1 --measurement-time 3`
 //!
-//! No other implementation of the codec exists (notes §1), so the peer is what a straightforward
+//! The proposal ships no implementation to compare with, so the peer is what a straightforward
 //! implementation does: decode copies the payload out (`chunk[n..].to_vec()`, as Python's
 //! `raw[offset:]` does), encode concatenates a header vector and the payload. Ours decodes to a
 //! borrowed slice (O(1) in the chunk size) and encodes into one exact-size allocation.

@@ -1,4 +1,6 @@
-//! `zarr.json` configuration of the `offset` codec (proposal v0.1.0) and of its `pad` revision.
+//! `zarr.json` configuration of the `offset` codec (proposal v0.1.0) and of its `pad` revision:
+//! <https://github.com/zarr-developers/zarr-extensions/pull/36> (the crate's `FORMAT.md` lists
+//! the exact documents).
 //!
 //! Parsing is strict and exact: unknown keys are rejected, sizes must be JSON integers ≥ 0,
 //! `prefix`/`padding` must be base64 whose decoded length equals the size, and every problem

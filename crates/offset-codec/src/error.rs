@@ -234,6 +234,14 @@ pub enum Error {
         "n5 block is in varlength mode (mode 1): its header is 4 bytes longer than a default block's"
     )]
     N5Varlength,
+    /// A serialised N5 header has `num_elements` in default mode or lacks it in varlength mode.
+    #[error(
+        "n5 block header in {mode:?} mode: `num_elements` belongs to varlength headers and only to them"
+    )]
+    N5NumElements {
+        /// The header's mode.
+        mode: crate::n5::N5Mode,
+    },
     /// A data type N5 does not define.
     #[error("n5 has no data type `{name}`")]
     N5DataType {

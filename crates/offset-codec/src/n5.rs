@@ -1,7 +1,9 @@
 //! N5 block headers and the `zarr.json` that reads a *padded* N5 dataset through Zarr v3.
 //!
 //! A default-mode N5 block starts with mode (u16 BE, 0), ndim (u16 BE) and one u32 BE per
-//! dimension (N5 order, dimension 0 fastest): 4 + 4·ndim bytes (8 + 4·ndim in varlength mode).
+//! dimension (N5 order, dimension 0 fastest): 4 + 4·ndim bytes (8 + 4·ndim in varlength mode),
+//! as the N5 file-system specification says
+//! (<https://github.com/saalfeldlab/n5#file-system-specification>).
 //! Payloads are big-endian and column-major, so the Zarr codec chain needs a reversing
 //! `transpose` before `bytes` (the proposal's Example 3 forgets it).
 //!
@@ -13,13 +15,15 @@
 //! example the `zarrs_n5` crate). [`check_padded_block`] tells the two apart.
 
 use base64::Engine as _;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::config::OffsetConfiguration;
 use crate::error::{Error, Result};
 
-/// N5 block mode.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// N5 block mode. Serialised as `"default"` / `"varlength"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum N5Mode {
     /// 0: header holds mode, ndim, dims.
@@ -29,14 +33,56 @@ pub enum N5Mode {
 }
 
 /// A parsed N5 block header.
-#[derive(Debug, Clone, PartialEq, Eq)]
+///
+/// With serde it is `{"mode": "default", "dims": [64, 64]}`, plus `"num_elements": n` in
+/// varlength mode. Deserialising checks what [`parse`](Self::parse) checks: 1 to 65535 dims,
+/// and `num_elements` present exactly in varlength mode.
+///
+/// ```
+/// use offset_codec::{N5BlockHeader, N5Mode};
+/// let header = N5BlockHeader::parse(&[0, 0, 0, 2, 0, 0, 0, 64, 0, 0, 0, 6])?;
+/// assert_eq!((header.mode, header.dims.as_slice()), (N5Mode::Default, &[64, 6][..]));
+/// let json = serde_json::to_value(&header)?;
+/// assert_eq!(json, serde_json::json!({"mode": "default", "dims": [64, 6]}));
+/// assert_eq!(serde_json::from_value::<N5BlockHeader>(json)?, header);
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "N5BlockHeaderFields", deny_unknown_fields)]
 pub struct N5BlockHeader {
     /// Block mode.
     pub mode: N5Mode,
     /// Block dims in N5 order (dimension 0 fastest).
     pub dims: Vec<u32>,
     /// Number of elements (varlength mode only).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub num_elements: Option<u32>,
+}
+
+/// The serde shape of [`N5BlockHeader`], checked on the way in.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct N5BlockHeaderFields {
+    mode: N5Mode,
+    dims: Vec<u32>,
+    #[serde(default)]
+    num_elements: Option<u32>,
+}
+
+impl TryFrom<N5BlockHeaderFields> for N5BlockHeader {
+    type Error = Error;
+
+    fn try_from(f: N5BlockHeaderFields) -> Result<Self> {
+        n5_header_len(f.dims.len(), f.mode == N5Mode::Varlength)?;
+        if (f.mode == N5Mode::Varlength) != f.num_elements.is_some() {
+            return Err(Error::N5NumElements { mode: f.mode });
+        }
+        Ok(Self {
+            mode: f.mode,
+            dims: f.dims,
+            num_elements: f.num_elements,
+        })
+    }
 }
 
 impl N5BlockHeader {

@@ -5,35 +5,49 @@
 //! StripOffsets = header length, RowsPerStrip = height, StripByteCounts), plus SampleFormat as
 //! a 9th entry for signed and floating-point samples; next-IFD offset 0. That is 110 bytes
 //! (122 with SampleFormat), and the image data follows immediately. ImageWidth is the last
-//! (fastest) Zarr dimension of the chunk, ImageLength the first.
+//! (fastest) Zarr dimension of the chunk, ImageLength the first. The crate's `FORMAT.md` has the
+//! byte table and why the proposal's hexdump (unlike its base64) is not to be trusted.
+
+use serde::{Deserialize, Serialize};
 
 use crate::codec::{DynamicPrefix, PrefixContext};
 use crate::config::OffsetConfiguration;
 use crate::error::{Error, Result};
 
-/// The sample type of a single-channel image.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// The sample type of a single-channel image. Serialised as its Zarr v3 data type name
+/// ([`zarr_name`](Self::zarr_name)): `"uint8"`, …, `"float64"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[non_exhaustive]
 pub enum TiffSampleType {
     /// `uint8`
+    #[serde(rename = "uint8")]
     U8,
     /// `uint16`
+    #[serde(rename = "uint16")]
     U16,
     /// `uint32`
+    #[serde(rename = "uint32")]
     U32,
     /// `uint64`
+    #[serde(rename = "uint64")]
     U64,
     /// `int8`
+    #[serde(rename = "int8")]
     I8,
     /// `int16`
+    #[serde(rename = "int16")]
     I16,
     /// `int32`
+    #[serde(rename = "int32")]
     I32,
     /// `int64`
+    #[serde(rename = "int64")]
     I64,
     /// `float32`
+    #[serde(rename = "float32")]
     F32,
     /// `float64`
+    #[serde(rename = "float64")]
     F64,
 }
 
@@ -83,8 +97,9 @@ impl TiffSampleType {
     }
 }
 
-/// TIFF Compression tag values supported by the builder.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// TIFF Compression tag values supported by the builder. Serialised as `"none"` / `"deflate"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum TiffCompression {
     /// 1: uncompressed; the strip byte count must be width × height × bytes per sample.

@@ -1,5 +1,6 @@
-//! TIFF and N5 helpers, byte for byte against the proposal (as corrected by the notes) and the
-//! reference-made fixtures.
+//! TIFF and N5 helpers, byte for byte against the proposal (with the corrections in the crate's
+//! `FORMAT.md`: the Example 1 hexdump is wrong, its base64 is right) and the reference-made
+//! fixtures.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
 #![allow(clippy::cast_possible_truncation, clippy::cast_precision_loss)] // small test sizes
@@ -22,7 +23,8 @@ fn read(rel: &str) -> Vec<u8> {
     std::fs::read(testdata().join(rel)).unwrap()
 }
 
-/// The proposal's base64 prefix (Example 1), verified in notes §2.1.
+/// The proposal's base64 prefix (Example 1): 110 bytes, the output of the proposal's own
+/// `generate_tiff_header.py`, read as a 256×256 `uint16` image by libtiff (see `FORMAT.md`).
 const PROPOSAL_TIFF_B64: &str = "SUkqAAgAAAAIAAABAwABAAAAAAEAAAEBAwABAAAAAAEAAAIBAwABAAAAEAAAAAMBAwABAAAAAQAAAAYBAwABAAAAAQAAABEBBAABAAAAbgAAABYBAwABAAAAAAEAABcBBAABAAAAAAACAAAAAAA=";
 
 #[test]
@@ -57,7 +59,8 @@ fn tiff_prefix_reproduces_the_proposal_bytes() {
 
 #[test]
 fn tiff_prefix_entries_match_the_verified_table() {
-    // notes §2.1: offsets and bytes of each IFD entry (the proposal's hexdump is wrong)
+    // offsets and bytes of each 12-byte IFD entry (tag, type, count, value; little-endian) as
+    // the proposal's base64 has them — its hexdump drops bytes and is wrong (FORMAT.md)
     let p = tiff_prefix(
         256,
         256,
