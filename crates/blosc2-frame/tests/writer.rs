@@ -87,6 +87,69 @@ fn rebuild_lz4_shuffle_meta_vlmeta_byte_exact() {
     );
 }
 
+/// A writer that keeps the bytes and the length of the largest single `write` call.
+#[derive(Default)]
+struct RecordingWriter {
+    bytes: Vec<u8>,
+    largest_write: usize,
+}
+
+impl std::io::Write for RecordingWriter {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.largest_write = self.largest_write.max(buf.len());
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+#[test]
+fn write_to_streams_the_same_bytes_as_write_file_and_to_bytes() {
+    let cp = py_cparams(Codec::Zstd, 8, &[Filter::Delta, Filter::Shuffle]);
+    let mut w = FrameWriter::new(FrameParams::new(cp, 8000)).unwrap();
+    w.add_metalayer("m1", &[0x93, 1, 2, 3]).unwrap();
+    for k in 0..40i64 {
+        w.append_data(&i64s((0..1000).map(|i| i * (k + 1) + k)))
+            .unwrap();
+    }
+    w.set_vlmetalayer("info", b"\x81\xa5hello\xa5world")
+        .unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("f.b2frame");
+    w.write_file(&path, Durability::None).unwrap();
+    let from_file = std::fs::read(&path).unwrap();
+    let mut rec = RecordingWriter::default();
+    w.write_to(&mut rec).unwrap();
+    assert_same(&rec.bytes, &from_file, "write_to vs write_file");
+    assert_same(&w.to_bytes().unwrap(), &from_file, "to_bytes vs write_file");
+    // Streamed piece by piece: no single write holds more than one part (header, one chunk,
+    // index or trailer), let alone the whole frame.
+    let largest_chunk = (0..40)
+        .map(|i| {
+            Frame::from_slice(&from_file)
+                .unwrap()
+                .chunk(i)
+                .unwrap()
+                .len()
+        })
+        .max()
+        .unwrap();
+    assert!(
+        rec.largest_write <= largest_chunk.max(1000),
+        "largest write {} bytes, largest chunk {largest_chunk}, frame {}",
+        rec.largest_write,
+        from_file.len()
+    );
+    // Into a file handle, as the documentation suggests (buffered).
+    let other = dir.path().join("g.b2frame");
+    let mut out = std::io::BufWriter::new(std::fs::File::create(&other).unwrap());
+    w.write_to(&mut out).unwrap();
+    drop(out);
+    assert_eq!(std::fs::read(&other).unwrap(), from_file);
+}
+
 #[test]
 fn rebuild_zstd_delta_shuffle_many_chunks_byte_exact() {
     let cp = py_cparams(Codec::Zstd, 8, &[Filter::Delta, Filter::Shuffle]);

@@ -13,6 +13,7 @@ pub const MAJOR_VERSION: u32 = 1;
 /// Words 4 and 8 mean different things in the two layouts: `meta_size` / `chunk_size` in the
 /// block layout, `jump_table_address` / `jump_interval` in the stream layout.
 #[derive(Debug, Clone, Copy, PartialEq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Header {
     /// `minor_version` (written as 0, never checked).
     pub minor_version: u32,

@@ -8,6 +8,8 @@ use crate::{Error, Result};
 
 /// Which container layout a file uses. Both share magic and version 1.0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum Layout {
     /// The project spec v1.0 "block container": `meta_size`, `timestep_addrs`, per-time-step

@@ -6,6 +6,7 @@
 /// comfortably fit the real data (T=209, V=30 000, K=100) and stop hostile headers from asking
 /// for gigabytes; [`Limits::unlimited`] removes all bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Limits {
     /// Largest input accepted, in bytes (default 4 GiB).
     pub max_file_bytes: u64,

@@ -16,9 +16,28 @@ pub const MAX_SYMBOLS: usize = 4096;
 /// The order fixes the cumulative distribution: symbol `i` owns the quantiles
 /// `cdf[i] .. cdf[i] + freq[i]` with `cdf[i] = Σ_{j<i} freq[j]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "RawModel"))]
 pub struct EntropyModel {
     symbols: Vec<i16>,
     frequencies: Vec<u16>,
+}
+
+/// The serialized form of an [`EntropyModel`], validated by [`EntropyModel::new`] on the way in.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct RawModel {
+    symbols: Vec<i16>,
+    frequencies: Vec<u16>,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<RawModel> for EntropyModel {
+    type Error = Error;
+
+    fn try_from(raw: RawModel) -> Result<Self> {
+        Self::new(raw.symbols, raw.frequencies)
+    }
 }
 
 impl EntropyModel {

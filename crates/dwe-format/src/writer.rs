@@ -13,6 +13,7 @@ use crate::{Error, Result};
 
 /// Shape of a tensor `[T][V][K]` (time steps, words, components).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct Dims {
     /// T (≥ 2).
     pub num_timesteps: u32,
@@ -53,6 +54,8 @@ impl Dims {
 
 /// Which layout to write, with its parameter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum WriteLayout {
     /// Block container; `chunk_size` must be ≥ 1 and divide V.
