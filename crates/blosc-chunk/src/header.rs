@@ -203,7 +203,8 @@ pub struct ChunkHeader {
     blosc2_flags: u8,
 }
 
-fn read_i32(b: &[u8], off: usize) -> Option<i32> {
+/// Reads a little-endian `i32` at `off` of `b` (`None` past the end).
+pub(crate) fn read_i32(b: &[u8], off: usize) -> Option<i32> {
     let s = b.get(off..off.checked_add(4)?)?;
     Some(i32::from_le_bytes([s[0], s[1], s[2], s[3]]))
 }

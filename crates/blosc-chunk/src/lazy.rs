@@ -6,9 +6,8 @@
 //! nblocks` bytes (the block starts, or the first data bytes of a memcpyed chunk) | `i32 nchunk`
 //! | `i64 offset` (of the chunk from the frame start) | `i32` compressed size of each block.
 
-use crate::decode::read_i32;
 use crate::error::{Error, Result};
-use crate::header::ChunkHeader;
+use crate::header::{ChunkHeader, read_i32};
 
 /// A parsed lazy chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]

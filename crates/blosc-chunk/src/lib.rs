@@ -15,7 +15,7 @@ mod limits;
 mod lz4dict;
 mod lz4ffi;
 #[cfg(feature = "parallel")]
-mod parallel;
+mod pool;
 mod shuffle;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod simd;

@@ -1,53 +1,17 @@
-//! Chunk decoding: special and memcpyed chunks, regular block/stream layout, VL blocks,
-//! the backward filter pipeline, and item access.
+//! Validated chunks and the decoding of one regular block: chunk classification (special,
+//! memcpyed, empty, regular or VL blocks), the stream layout of a block and the backward filter
+//! pipeline.
 
 use crate::bitshuffle;
 use crate::codecs::{self, DecodeScratch, Dict};
 use crate::delta;
 use crate::error::{Error, Result};
-use crate::header::{ChunkHeader, Filter, MAX_DICT_SIZE, SpecialValue};
+use crate::header::{ChunkHeader, Filter, MAX_DICT_SIZE, SpecialValue, read_i32};
 use crate::limits::Limits;
 use crate::shuffle;
 
-/// Decoding options: allocation limits and the number of threads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct DParams {
-    /// Allocation limits.
-    pub limits: Limits,
-    /// Threads for block-parallel decoding (1 = serial, the default; 0 = all cores). Needs
-    /// the `parallel` feature, otherwise decoding is always serial.
-    pub nthreads: usize,
-}
-
-impl Default for DParams {
-    fn default() -> Self {
-        Self {
-            limits: Limits::default(),
-            nthreads: 1,
-        }
-    }
-}
-
-impl DParams {
-    /// Default limits with `nthreads` threads.
-    #[must_use]
-    pub fn with_threads(nthreads: usize) -> Self {
-        Self {
-            nthreads,
-            ..Self::default()
-        }
-    }
-}
-
-/// Reads a little-endian `i32` at `off` of `b`.
-pub(crate) fn read_i32(b: &[u8], off: usize) -> Option<i32> {
-    let s = b.get(off..off.checked_add(4)?)?;
-    Some(i32::from_le_bytes(s.try_into().ok()?))
-}
-
 /// What the chunk is, once validated against its bytes.
-pub(crate) enum Kind<'a> {
+pub(super) enum Kind<'a> {
     /// Fill with a special value (`value` only for [`SpecialValue::Value`]).
     Special(SpecialValue, &'a [u8]),
     /// Raw payload.
@@ -61,20 +25,20 @@ pub(crate) enum Kind<'a> {
 }
 
 /// A validated regular chunk.
-pub(crate) struct Blocks<'a> {
-    pub(crate) h: ChunkHeader,
+pub(super) struct Blocks<'a> {
+    pub(super) h: ChunkHeader,
     /// The chunk, cut to `cbytes`.
-    pub(crate) src: &'a [u8],
-    pub(crate) nblocks: usize,
-    pub(crate) blocksize: usize,
-    pub(crate) format: u8,
+    pub(super) src: &'a [u8],
+    pub(super) nblocks: usize,
+    pub(super) blocksize: usize,
+    pub(super) format: u8,
     /// Backward pipeline: (filter, meta) in the order they are undone.
-    pub(crate) pipeline: Vec<(Filter, u8)>,
-    pub(crate) dict: Option<Dict<'a>>,
+    pub(super) pipeline: Vec<(Filter, u8)>,
+    pub(super) dict: Option<Dict<'a>>,
 }
 
 impl Blocks<'_> {
-    fn bstart(&self, j: usize) -> Result<usize> {
+    pub(super) fn bstart(&self, j: usize) -> Result<usize> {
         let off = self.h.header_len() + 4 * j;
         let v = read_i32(self.src, off)
             .ok_or_else(|| Error::truncated("bstarts", off, 4, self.src.len()))?;
@@ -84,18 +48,18 @@ impl Blocks<'_> {
         }
     }
 
-    pub(crate) fn bsize(&self, j: usize) -> usize {
+    pub(super) fn bsize(&self, j: usize) -> usize {
         let start = j * self.blocksize;
         self.blocksize.min(self.h.nbytes() - start)
     }
 
-    fn has_delta(&self) -> bool {
+    pub(super) fn has_delta(&self) -> bool {
         self.pipeline.iter().any(|(f, _)| *f == Filter::Delta)
     }
 }
 
 /// Validates `chunk` and classifies it.
-pub(crate) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHeader, Kind<'a>)> {
+pub(super) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHeader, Kind<'a>)> {
     let h = ChunkHeader::parse(chunk)?;
     if h.is_lazy() {
         return Err(Error::Unsupported {
@@ -230,7 +194,7 @@ pub(crate) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHea
 }
 
 /// Fills `out` with the special value.
-pub(crate) fn fill_special(h: &ChunkHeader, sv: SpecialValue, value: &[u8], out: &mut [u8]) {
+pub(super) fn fill_special(h: &ChunkHeader, sv: SpecialValue, value: &[u8], out: &mut [u8]) {
     match sv {
         SpecialValue::Zeros | SpecialValue::Uninit => out.fill(0),
         SpecialValue::Nan => {
@@ -327,7 +291,7 @@ enum Buf {
 
 /// Decodes block `j` into `out` (`bsize` bytes). `dref` is the decoded block 0 (for delta;
 /// `None` when `j == 0`).
-pub(crate) fn decode_block(
+pub(super) fn decode_block(
     b: &Blocks<'_>,
     j: usize,
     out: &mut [u8],
@@ -455,335 +419,4 @@ fn unshuffle_split_block(
         true => Ok(true),
         false => Err(Error::corrupt("filter pipeline", j, 0)),
     }
-}
-
-/// Decodes all blocks of `b` into `out` (`nbytes` bytes).
-fn decode_blocks(b: &Blocks<'_>, out: &mut [u8], nthreads: usize) -> Result<()> {
-    #[cfg(feature = "parallel")]
-    if crate::parallel::use_threads(nthreads, b.nblocks) {
-        return crate::parallel::decode_blocks(b, out, nthreads);
-    }
-    let _ = nthreads;
-    codecs::with_decode_scratch(|scratch| {
-        let bs = b.blocksize;
-        let (first, rest) = out.split_at_mut(bs.min(out.len()));
-        decode_block(b, 0, first, None, scratch)?;
-        let dref = if b.has_delta() { Some(&*first) } else { None };
-        for (k, blk) in rest.chunks_mut(bs).enumerate() {
-            decode_block(b, k + 1, blk, dref, scratch)?;
-        }
-        Ok(())
-    })
-}
-
-/// Decodes a VL-block chunk into `out`.
-fn decode_vl_blocks(b: &Blocks<'_>, out: &mut [u8]) -> Result<()> {
-    let hl = b.h.header_len();
-    let mut scratch = DecodeScratch::default();
-    let mut pos = 0usize;
-    let mut dref: Vec<u8> = Vec::new();
-    for j in 0..b.nblocks {
-        let start = b.bstart(j)?;
-        let end = if j + 1 < b.nblocks {
-            b.bstart(j + 1)?
-        } else {
-            b.src.len()
-        };
-        let usize_field = read_i32(b.src, start)
-            .ok_or_else(|| Error::truncated("vl block size", start, 4, b.src.len()))?;
-        let usz =
-            usize::try_from(usize_field).map_err(|_| Error::corrupt("vl block size", j, start))?;
-        let payload = b
-            .src
-            .get(start + 4..end)
-            .ok_or_else(|| Error::corrupt("vl block bounds", j, hl + 4 * j))?;
-        let dst = pos
-            .checked_add(usz)
-            .and_then(|e| out.get_mut(pos..e))
-            .ok_or_else(|| Error::corrupt("vl block size", j, start))?;
-        let moves = b.pipeline.iter().any(|(f, _)| *f != Filter::Delta);
-        if moves {
-            let mut tmp = vec![0u8; usz];
-            if !codecs::decompress_stream(
-                b.format,
-                payload,
-                &mut tmp,
-                b.dict.as_ref(),
-                &mut scratch,
-            ) {
-                return Err(Error::corrupt("codec data", j, start + 4));
-            }
-            apply_backward_simple(b, &tmp, dst, if j == 0 { None } else { Some(&dref) });
-        } else {
-            if !codecs::decompress_stream(b.format, payload, dst, b.dict.as_ref(), &mut scratch) {
-                return Err(Error::corrupt("codec data", j, start + 4));
-            }
-            if b.has_delta() {
-                match j {
-                    0 => delta::decode_first(b.h.typesize(), dst),
-                    _ => delta::decode_other(b.h.typesize(), &dref, dst),
-                }
-            }
-        }
-        if j == 0 && b.has_delta() {
-            dref = dst.to_vec();
-        }
-        pos += usz;
-    }
-    if pos != out.len() {
-        return Err(Error::corrupt(
-            "vl block sizes do not add up to nbytes",
-            b.nblocks,
-            hl,
-        ));
-    }
-    Ok(())
-}
-
-/// Backward pipeline for VL blocks (rare path: allocates).
-fn apply_backward_simple(b: &Blocks<'_>, src: &[u8], dst: &mut [u8], dref: Option<&[u8]>) {
-    let ts = b.h.typesize();
-    let mut cur = src.to_vec();
-    for &(f, meta) in &b.pipeline {
-        match f {
-            Filter::Shuffle => {
-                let mut next = vec![0; cur.len()];
-                shuffle::unshuffle(
-                    if meta == 0 { ts } else { usize::from(meta) },
-                    &cur,
-                    &mut next,
-                );
-                cur = next;
-            }
-            Filter::BitShuffle => {
-                let mut next = vec![0; cur.len()];
-                bitshuffle::bitunshuffle(ts, &cur, &mut next, &mut Vec::new());
-                cur = next;
-            }
-            Filter::Delta => match dref {
-                None => delta::decode_first(ts, &mut cur),
-                Some(r) => delta::decode_other(ts, r, &mut cur),
-            },
-            _ => {}
-        }
-    }
-    dst.copy_from_slice(&cur);
-}
-
-/// Decodes `chunk` into `out[..nbytes]`; returns `nbytes`.
-pub(crate) fn decode_into(chunk: &[u8], out: &mut [u8], params: &DParams) -> Result<usize> {
-    let (h, kind) = classify(chunk, &params.limits)?;
-    let nbytes = h.nbytes();
-    let available = out.len();
-    let out = out.get_mut(..nbytes).ok_or(Error::OutputTooSmall {
-        needed: nbytes,
-        available,
-    })?;
-    match kind {
-        Kind::Special(sv, value) => fill_special(&h, sv, value, out),
-        Kind::Memcpy(raw) => out.copy_from_slice(raw),
-        Kind::Empty => {}
-        Kind::Blocks(b) => decode_blocks(&b, out, params.nthreads)?,
-        Kind::VlBlocks(b) => decode_vl_blocks(&b, out)?,
-    }
-    Ok(nbytes)
-}
-
-/// Decompresses a chunk with the default [`Limits`] on one thread.
-///
-/// # Errors
-///
-/// Any [`Error`] describing why the chunk is malformed, unsupported or too large; never
-/// panics on any input.
-pub fn decompress(chunk: &[u8]) -> Result<Vec<u8>> {
-    decompress_with(chunk, &Limits::default())
-}
-
-/// Decompresses a chunk with the given limits.
-///
-/// # Errors
-///
-/// As [`decompress`]; [`Error::LimitExceeded`] if `nbytes` is above `limits.max_nbytes`.
-pub fn decompress_with(chunk: &[u8], limits: &Limits) -> Result<Vec<u8>> {
-    decompress_ctx(
-        chunk,
-        &DParams {
-            limits: *limits,
-            nthreads: 1,
-        },
-    )
-}
-
-/// Decompresses a chunk with the given limits and thread count.
-///
-/// # Errors
-///
-/// As [`decompress_with`].
-pub fn decompress_ctx(chunk: &[u8], params: &DParams) -> Result<Vec<u8>> {
-    let h = ChunkHeader::parse(chunk)?;
-    if h.is_lazy() {
-        return Err(Error::Unsupported {
-            what: "lazy chunk (holds no data; read the blocks from the frame)",
-            id: u32::from(h.blosc2_flags()),
-        });
-    }
-    if h.nbytes() > params.limits.max_nbytes {
-        return Err(Error::LimitExceeded {
-            what: "nbytes",
-            requested: h.nbytes() as u64,
-            limit: params.limits.max_nbytes as u64,
-        });
-    }
-    if h.cbytes() > chunk.len() {
-        return Err(Error::truncated("chunk", 0, h.cbytes(), chunk.len()));
-    }
-    // Refuse chunks too short for their own layout before allocating `nbytes` (a 40-byte chunk
-    // claiming 2 GiB must not allocate 2 GiB first): the payload of a memcpyed chunk, or the
-    // bstarts table, must fit in `cbytes`.
-    if h.special().is_none() && h.nbytes() > 0 {
-        let hl = h.header_len();
-        let needed = if h.is_memcpyed() {
-            h.nbytes().checked_add(hl)
-        } else {
-            h.nblocks().checked_mul(4).and_then(|n| n.checked_add(hl))
-        };
-        match needed {
-            Some(n) if n <= h.cbytes() => {}
-            _ => {
-                return Err(Error::truncated(
-                    "chunk",
-                    0,
-                    needed.unwrap_or(usize::MAX),
-                    h.cbytes(),
-                ));
-            }
-        }
-    }
-    let mut out = vec![0u8; h.nbytes()];
-    decode_into(chunk, &mut out, params)?;
-    Ok(out)
-}
-
-/// Decompresses a chunk straight into `out` (at least `nbytes` long); returns `nbytes`.
-///
-/// # Errors
-///
-/// [`Error::OutputTooSmall`] if `out` is shorter than `nbytes`, otherwise as [`decompress`].
-pub fn decompress_into(chunk: &[u8], out: &mut [u8]) -> Result<usize> {
-    decode_into(
-        chunk,
-        out,
-        &DParams {
-            limits: Limits::unlimited(),
-            nthreads: 1,
-        },
-    )
-}
-
-/// [`decompress_into`] with explicit parameters (thread count, limits).
-///
-/// # Errors
-///
-/// As [`decompress_into`].
-pub fn decompress_into_ctx(chunk: &[u8], out: &mut [u8], params: &DParams) -> Result<usize> {
-    decode_into(chunk, out, params)
-}
-
-/// Decodes items `start_item .. start_item + n_items` (items of the header's `typesize`),
-/// decoding only the blocks that hold them (plus block 0 when the delta filter needs it).
-///
-/// # Errors
-///
-/// [`Error::ItemRange`] if the range is outside the chunk, otherwise as [`decompress`].
-pub fn getitem(chunk: &[u8], start_item: usize, n_items: usize) -> Result<Vec<u8>> {
-    let h = ChunkHeader::parse(chunk)?;
-    let (lo, hi) = item_range(&h, start_item, n_items)?;
-    let mut out = vec![0u8; hi - lo];
-    getitem_into(chunk, start_item, n_items, &mut out)?;
-    Ok(out)
-}
-
-fn item_range(h: &ChunkHeader, start_item: usize, n_items: usize) -> Result<(usize, usize)> {
-    let ts = h.typesize();
-    let nitems = h.nbytes() / ts;
-    let end = start_item.checked_add(n_items);
-    match end {
-        Some(end) if end <= nitems => Ok((start_item * ts, end * ts)),
-        _ => Err(Error::ItemRange {
-            start: start_item,
-            end: end.unwrap_or(usize::MAX),
-            nitems,
-        }),
-    }
-}
-
-/// [`getitem`] into a caller buffer; returns the number of bytes written.
-///
-/// # Errors
-///
-/// As [`getitem`]; [`Error::OutputTooSmall`] if `out` cannot hold the items.
-pub fn getitem_into(
-    chunk: &[u8],
-    start_item: usize,
-    n_items: usize,
-    out: &mut [u8],
-) -> Result<usize> {
-    let (h, kind) = classify(chunk, &Limits::unlimited())?;
-    let (lo, hi) = item_range(&h, start_item, n_items)?;
-    let n = hi - lo;
-    let available = out.len();
-    let out = out.get_mut(..n).ok_or(Error::OutputTooSmall {
-        needed: n,
-        available,
-    })?;
-    match kind {
-        Kind::Special(sv, value) => {
-            if sv == SpecialValue::Value {
-                for (k, o) in out.iter_mut().enumerate() {
-                    *o = value[(lo + k) % value.len()];
-                }
-            } else {
-                fill_special(&h, sv, value, out);
-            }
-        }
-        Kind::Memcpy(raw) => out.copy_from_slice(&raw[lo..hi]),
-        Kind::Empty => {}
-        Kind::VlBlocks(b) => {
-            let mut all = vec![0u8; h.nbytes()];
-            decode_vl_blocks(&b, &mut all)?;
-            out.copy_from_slice(&all[lo..hi]);
-        }
-        Kind::Blocks(b) => {
-            if n == 0 {
-                return Ok(0);
-            }
-            let bs = b.blocksize;
-            let mut scratch = DecodeScratch::default();
-            let mut block0 = Vec::new();
-            if b.has_delta() {
-                block0 = vec![0u8; b.bsize(0)];
-                decode_block(&b, 0, &mut block0, None, &mut scratch)?;
-            }
-            let mut buf = vec![0u8; bs];
-            for j in lo / bs..=(hi - 1) / bs {
-                let bstart = j * bs;
-                let bsize = b.bsize(j);
-                let blk: &[u8] = if j == 0 && b.has_delta() {
-                    &block0
-                } else {
-                    let dref = if b.has_delta() {
-                        Some(&block0[..])
-                    } else {
-                        None
-                    };
-                    decode_block(&b, j, &mut buf[..bsize], dref, &mut scratch)?;
-                    &buf[..bsize]
-                };
-                let from = lo.max(bstart);
-                let to = hi.min(bstart + bsize);
-                out[from - lo..to - lo].copy_from_slice(&blk[from - bstart..to - bstart]);
-            }
-        }
-    }
-    Ok(n)
 }

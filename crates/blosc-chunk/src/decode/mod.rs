@@ -1,0 +1,281 @@
+//! Chunk decoding: special and memcpyed chunks, regular block/stream layout, VL blocks,
+//! the backward filter pipeline, and item access.
+
+mod blocks;
+#[cfg(feature = "parallel")]
+mod parallel;
+mod vl;
+
+use self::blocks::{Blocks, Kind, classify, decode_block, fill_special};
+use crate::codecs::{self, DecodeScratch};
+use crate::error::{Error, Result};
+use crate::header::{ChunkHeader, SpecialValue};
+use crate::limits::Limits;
+
+/// Decoding options: allocation limits and the number of threads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DParams {
+    /// Allocation limits.
+    pub limits: Limits,
+    /// Threads for block-parallel decoding (1 = serial, the default; 0 = all cores). Needs
+    /// the `parallel` feature, otherwise decoding is always serial.
+    pub nthreads: usize,
+}
+
+impl Default for DParams {
+    fn default() -> Self {
+        Self {
+            limits: Limits::default(),
+            nthreads: 1,
+        }
+    }
+}
+
+impl DParams {
+    /// Default limits with `nthreads` threads.
+    #[must_use]
+    pub fn with_threads(nthreads: usize) -> Self {
+        Self {
+            nthreads,
+            ..Self::default()
+        }
+    }
+}
+
+/// Decodes all blocks of `b` into `out` (`nbytes` bytes).
+fn decode_blocks(b: &Blocks<'_>, out: &mut [u8], nthreads: usize) -> Result<()> {
+    #[cfg(feature = "parallel")]
+    if crate::pool::use_threads(nthreads, b.nblocks) {
+        return parallel::decode_blocks(b, out, nthreads);
+    }
+    let _ = nthreads;
+    codecs::with_decode_scratch(|scratch| {
+        let bs = b.blocksize;
+        let (first, rest) = out.split_at_mut(bs.min(out.len()));
+        decode_block(b, 0, first, None, scratch)?;
+        let dref = if b.has_delta() { Some(&*first) } else { None };
+        for (k, blk) in rest.chunks_mut(bs).enumerate() {
+            decode_block(b, k + 1, blk, dref, scratch)?;
+        }
+        Ok(())
+    })
+}
+
+/// Decodes `chunk` into `out[..nbytes]`; returns `nbytes`.
+pub(crate) fn decode_into(chunk: &[u8], out: &mut [u8], params: &DParams) -> Result<usize> {
+    let (h, kind) = classify(chunk, &params.limits)?;
+    let nbytes = h.nbytes();
+    let available = out.len();
+    let out = out.get_mut(..nbytes).ok_or(Error::OutputTooSmall {
+        needed: nbytes,
+        available,
+    })?;
+    match kind {
+        Kind::Special(sv, value) => fill_special(&h, sv, value, out),
+        Kind::Memcpy(raw) => out.copy_from_slice(raw),
+        Kind::Empty => {}
+        Kind::Blocks(b) => decode_blocks(&b, out, params.nthreads)?,
+        Kind::VlBlocks(b) => vl::decode_vl_blocks(&b, out)?,
+    }
+    Ok(nbytes)
+}
+
+/// Decompresses a chunk with the default [`Limits`] on one thread.
+///
+/// # Errors
+///
+/// Any [`Error`] describing why the chunk is malformed, unsupported or too large; never
+/// panics on any input.
+pub fn decompress(chunk: &[u8]) -> Result<Vec<u8>> {
+    decompress_with(chunk, &Limits::default())
+}
+
+/// Decompresses a chunk with the given limits.
+///
+/// # Errors
+///
+/// As [`decompress`]; [`Error::LimitExceeded`] if `nbytes` is above `limits.max_nbytes`.
+pub fn decompress_with(chunk: &[u8], limits: &Limits) -> Result<Vec<u8>> {
+    decompress_ctx(
+        chunk,
+        &DParams {
+            limits: *limits,
+            nthreads: 1,
+        },
+    )
+}
+
+/// Decompresses a chunk with the given limits and thread count.
+///
+/// # Errors
+///
+/// As [`decompress_with`].
+pub fn decompress_ctx(chunk: &[u8], params: &DParams) -> Result<Vec<u8>> {
+    let h = ChunkHeader::parse(chunk)?;
+    if h.is_lazy() {
+        return Err(Error::Unsupported {
+            what: "lazy chunk (holds no data; read the blocks from the frame)",
+            id: u32::from(h.blosc2_flags()),
+        });
+    }
+    if h.nbytes() > params.limits.max_nbytes {
+        return Err(Error::LimitExceeded {
+            what: "nbytes",
+            requested: h.nbytes() as u64,
+            limit: params.limits.max_nbytes as u64,
+        });
+    }
+    if h.cbytes() > chunk.len() {
+        return Err(Error::truncated("chunk", 0, h.cbytes(), chunk.len()));
+    }
+    // Refuse chunks too short for their own layout before allocating `nbytes` (a 40-byte chunk
+    // claiming 2 GiB must not allocate 2 GiB first): the payload of a memcpyed chunk, or the
+    // bstarts table, must fit in `cbytes`.
+    if h.special().is_none() && h.nbytes() > 0 {
+        let hl = h.header_len();
+        let needed = if h.is_memcpyed() {
+            h.nbytes().checked_add(hl)
+        } else {
+            h.nblocks().checked_mul(4).and_then(|n| n.checked_add(hl))
+        };
+        match needed {
+            Some(n) if n <= h.cbytes() => {}
+            _ => {
+                return Err(Error::truncated(
+                    "chunk",
+                    0,
+                    needed.unwrap_or(usize::MAX),
+                    h.cbytes(),
+                ));
+            }
+        }
+    }
+    let mut out = vec![0u8; h.nbytes()];
+    decode_into(chunk, &mut out, params)?;
+    Ok(out)
+}
+
+/// Decompresses a chunk straight into `out` (at least `nbytes` long); returns `nbytes`.
+///
+/// # Errors
+///
+/// [`Error::OutputTooSmall`] if `out` is shorter than `nbytes`, otherwise as [`decompress`].
+pub fn decompress_into(chunk: &[u8], out: &mut [u8]) -> Result<usize> {
+    decode_into(
+        chunk,
+        out,
+        &DParams {
+            limits: Limits::unlimited(),
+            nthreads: 1,
+        },
+    )
+}
+
+/// [`decompress_into`] with explicit parameters (thread count, limits).
+///
+/// # Errors
+///
+/// As [`decompress_into`].
+pub fn decompress_into_ctx(chunk: &[u8], out: &mut [u8], params: &DParams) -> Result<usize> {
+    decode_into(chunk, out, params)
+}
+
+/// Decodes items `start_item .. start_item + n_items` (items of the header's `typesize`),
+/// decoding only the blocks that hold them (plus block 0 when the delta filter needs it).
+///
+/// # Errors
+///
+/// [`Error::ItemRange`] if the range is outside the chunk, otherwise as [`decompress`].
+pub fn getitem(chunk: &[u8], start_item: usize, n_items: usize) -> Result<Vec<u8>> {
+    let h = ChunkHeader::parse(chunk)?;
+    let (lo, hi) = item_range(&h, start_item, n_items)?;
+    let mut out = vec![0u8; hi - lo];
+    getitem_into(chunk, start_item, n_items, &mut out)?;
+    Ok(out)
+}
+
+fn item_range(h: &ChunkHeader, start_item: usize, n_items: usize) -> Result<(usize, usize)> {
+    let ts = h.typesize();
+    let nitems = h.nbytes() / ts;
+    let end = start_item.checked_add(n_items);
+    match end {
+        Some(end) if end <= nitems => Ok((start_item * ts, end * ts)),
+        _ => Err(Error::ItemRange {
+            start: start_item,
+            end: end.unwrap_or(usize::MAX),
+            nitems,
+        }),
+    }
+}
+
+/// [`getitem`] into a caller buffer; returns the number of bytes written.
+///
+/// # Errors
+///
+/// As [`getitem`]; [`Error::OutputTooSmall`] if `out` cannot hold the items.
+pub fn getitem_into(
+    chunk: &[u8],
+    start_item: usize,
+    n_items: usize,
+    out: &mut [u8],
+) -> Result<usize> {
+    let (h, kind) = classify(chunk, &Limits::unlimited())?;
+    let (lo, hi) = item_range(&h, start_item, n_items)?;
+    let n = hi - lo;
+    let available = out.len();
+    let out = out.get_mut(..n).ok_or(Error::OutputTooSmall {
+        needed: n,
+        available,
+    })?;
+    match kind {
+        Kind::Special(sv, value) => {
+            if sv == SpecialValue::Value {
+                for (k, o) in out.iter_mut().enumerate() {
+                    *o = value[(lo + k) % value.len()];
+                }
+            } else {
+                fill_special(&h, sv, value, out);
+            }
+        }
+        Kind::Memcpy(raw) => out.copy_from_slice(&raw[lo..hi]),
+        Kind::Empty => {}
+        Kind::VlBlocks(b) => {
+            let mut all = vec![0u8; h.nbytes()];
+            vl::decode_vl_blocks(&b, &mut all)?;
+            out.copy_from_slice(&all[lo..hi]);
+        }
+        Kind::Blocks(b) => {
+            if n == 0 {
+                return Ok(0);
+            }
+            let bs = b.blocksize;
+            let mut scratch = DecodeScratch::default();
+            let mut block0 = Vec::new();
+            if b.has_delta() {
+                block0 = vec![0u8; b.bsize(0)];
+                decode_block(&b, 0, &mut block0, None, &mut scratch)?;
+            }
+            let mut buf = vec![0u8; bs];
+            for j in lo / bs..=(hi - 1) / bs {
+                let bstart = j * bs;
+                let bsize = b.bsize(j);
+                let blk: &[u8] = if j == 0 && b.has_delta() {
+                    &block0
+                } else {
+                    let dref = if b.has_delta() {
+                        Some(&block0[..])
+                    } else {
+                        None
+                    };
+                    decode_block(&b, j, &mut buf[..bsize], dref, &mut scratch)?;
+                    &buf[..bsize]
+                };
+                let from = lo.max(bstart);
+                let to = hi.min(bstart + bsize);
+                out[from - lo..to - lo].copy_from_slice(&blk[from - bstart..to - bstart]);
+            }
+        }
+    }
+    Ok(n)
+}

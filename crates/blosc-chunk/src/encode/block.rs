@@ -1,0 +1,173 @@
+//! Encoding one block: the forward filter pipeline and the streams of a block, following
+//! C-Blosc2's serial budget rules; the per-thread encoder state.
+
+use super::plan::Plan;
+use crate::bitshuffle;
+use crate::codecs::{self, EncodeScratch};
+use crate::delta;
+use crate::error::Result;
+use crate::header::{Filter, MAX_FILTERS};
+use crate::shuffle;
+use crate::truncprec;
+
+/// Scratch buffers for the forward filter pipeline.
+#[derive(Debug, Default)]
+pub(super) struct FilterBufs {
+    a: Vec<u8>,
+    b: Vec<u8>,
+    /// Scratch of the bit shuffle.
+    bits: Vec<u8>,
+}
+
+/// Per-thread encoder state, kept between calls.
+#[derive(Debug, Default)]
+pub(super) struct EncodeState {
+    pub(super) bufs: FilterBufs,
+    pub(super) codec: EncodeScratch,
+}
+
+impl codecs::Scratch for EncodeState {
+    fn trim(&mut self) {
+        codecs::trim_buf(&mut self.bufs.a);
+        codecs::trim_buf(&mut self.bufs.b);
+        codecs::trim_buf(&mut self.bufs.bits);
+        codecs::trim_buf(&mut self.codec.stream);
+    }
+}
+
+thread_local! {
+    static ENCODE_STATE: core::cell::RefCell<EncodeState> =
+        core::cell::RefCell::new(EncodeState::default());
+}
+
+/// Runs `f` with this thread's reusable encoder state.
+pub(super) fn with_encode_state<R>(f: impl FnOnce(&mut EncodeState) -> R) -> R {
+    codecs::with_scratch(&ENCODE_STATE, f)
+}
+
+/// Runs the forward pipeline on block `j`; returns the filtered bytes.
+pub(super) fn forward<'a>(
+    p: &Plan,
+    data: &'a [u8],
+    j: usize,
+    bufs: &'a mut FilterBufs,
+) -> Result<&'a [u8]> {
+    let offset = j * p.blocksize;
+    let bsize = p.bsize(j);
+    let src = &data[offset..offset + bsize];
+    let ts = p.typesize;
+    let active: Vec<usize> = (0..MAX_FILTERS)
+        .filter(|&i| p.filters[i] != Filter::NoFilter)
+        .collect();
+    if active.is_empty() {
+        return Ok(src);
+    }
+    bufs.a.resize(bsize, 0);
+    bufs.b.resize(bsize, 0);
+    let dref = &data[..p.blocksize.min(data.len())];
+    let mut in_a = false; // where the current data lives: false = src / b, true = a
+    let mut first = true;
+    for &i in &active {
+        let meta = p.filters_meta[i];
+        let (s, d): (&[u8], &mut [u8]) = if first {
+            (src, &mut bufs.a[..bsize])
+        } else if in_a {
+            (&bufs.a[..bsize], &mut bufs.b[..bsize])
+        } else {
+            (&bufs.b[..bsize], &mut bufs.a[..bsize])
+        };
+        match p.filters[i] {
+            Filter::Shuffle => {
+                let group = if meta == 0 { ts } else { usize::from(meta) };
+                shuffle::shuffle(group, s, d);
+            }
+            Filter::BitShuffle => bitshuffle::bitshuffle(ts, s, d, &mut bufs.bits),
+            Filter::Delta => delta::encode(ts, offset, dref, s, d),
+            Filter::TruncPrec => truncprec::encode(ts, meta, s, d)?,
+            _ => d.copy_from_slice(s),
+        }
+        in_a = if first { true } else { !in_a };
+        first = false;
+    }
+    Ok(if in_a {
+        &bufs.a[..bsize]
+    } else {
+        &bufs.b[..bsize]
+    })
+}
+
+/// Whether `s` is one byte value repeated (and not empty).
+pub(super) fn is_run(s: &[u8]) -> bool {
+    let Some(&v) = s.first() else {
+        return false;
+    };
+    // Whole 32-byte words compare as vectors.
+    let (words, tail) = s.as_chunks::<32>();
+    words.iter().all(|w| *w == [v; 32]) && tail.iter().all(|&b| b == v)
+}
+
+/// Outcome of encoding one block at a position of the serial output.
+pub(super) enum BlockResult {
+    /// Appended.
+    Done,
+    /// Budget exhausted: the whole chunk becomes memcpyed.
+    GiveUp,
+}
+
+/// Appends the (already filtered) block to `out` (the serial output so far), following C's
+/// serial budget rules exactly (`destsize = nbytes + 32`).
+pub(super) fn encode_block(
+    p: &Plan,
+    filtered: &[u8],
+    out: &mut Vec<u8>,
+    scratch: &mut EncodeScratch,
+) -> BlockResult {
+    let bsize = filtered.len();
+    let nstreams = p.nstreams(bsize);
+    let neblock = bsize / nstreams;
+    for s in 0..nstreams {
+        let stream = &filtered[s * neblock..(s + 1) * neblock];
+        let csize_pos = out.len();
+        out.extend_from_slice(&[0; 4]);
+        let ntbytes = out.len();
+        if p.extended && is_run(stream) {
+            if ntbytes > p.destsize {
+                return BlockResult::GiveUp;
+            }
+            let v = stream[0];
+            if v != 0 {
+                out[csize_pos..ntbytes].copy_from_slice(&(-i32::from(v)).to_le_bytes());
+                out.push(1);
+            }
+            continue;
+        }
+        let mut maxout = neblock;
+        if ntbytes + maxout > p.destsize {
+            if ntbytes >= p.destsize {
+                return BlockResult::GiveUp;
+            }
+            maxout = p.destsize - ntbytes;
+        }
+        // Compress into the reused stream buffer, so that `out` never needs zero-filling.
+        let mut buf = core::mem::take(&mut scratch.stream);
+        if buf.len() < maxout {
+            buf.resize(maxout, 0);
+        }
+        let c = codecs::compress_stream(p.codec, p.clevel, stream, &mut buf[..maxout], scratch);
+        let cbytes = if c == 0 || c >= neblock {
+            if ntbytes + neblock > p.destsize {
+                scratch.stream = buf;
+                return BlockResult::GiveUp;
+            }
+            out.extend_from_slice(stream);
+            neblock
+        } else {
+            out.extend_from_slice(&buf[..c]);
+            c
+        };
+        scratch.stream = buf;
+        let cs = i32::try_from(cbytes).unwrap_or(i32::MAX);
+        out[csize_pos..ntbytes].copy_from_slice(&cs.to_le_bytes());
+    }
+    BlockResult::Done
+}

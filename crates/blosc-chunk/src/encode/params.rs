@@ -1,0 +1,79 @@
+//! Compression parameters.
+
+use crate::header::{Codec, Filter, MAX_FILTERS, SplitMode};
+
+/// Compression parameters, like C-Blosc2's `blosc2_cparams`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CParams {
+    /// Codec.
+    pub codec: Codec,
+    /// Compression level 0–9 (0 = store raw).
+    pub clevel: u8,
+    /// Item size in bytes; above 255 it is treated as 1, as C-Blosc2 does.
+    pub typesize: usize,
+    /// Filter pipeline, applied from slot 0 to slot 5.
+    pub filters: [Filter; MAX_FILTERS],
+    /// Per-slot filter metadata.
+    pub filters_meta: [u8; MAX_FILTERS],
+    /// Block size in bytes, 0 = automatic (C-Blosc2's `stune` rules). Must be a multiple of
+    /// `typesize`.
+    pub blocksize: usize,
+    /// When to split blocks into one stream per byte of the type.
+    pub splitmode: SplitMode,
+    /// Threads for block-parallel compression (1 = serial; output is identical either way;
+    /// 0 = all cores). Needs the `parallel` feature.
+    pub nthreads: usize,
+    /// Write a 16-byte Blosc1 header instead of the 32-byte extended one. Only SHUFFLE or
+    /// BITSHUFFLE in slot 5 and DELTA in slot 4 can be expressed (other pipelines are refused);
+    /// `filters_meta` cannot be stored and is ignored.
+    pub blosc1_header: bool,
+    /// Build a dictionary from the chunk and compress every stream with it (C-Blosc2's
+    /// `use_dict`; zstd, LZ4 and LZ4HC only, extended header only). Inputs too small for a
+    /// useful dictionary (under 5 120 bytes) are compressed without one. Dictionary chunks are
+    /// encoded on one thread.
+    pub use_dict: bool,
+}
+
+impl Default for CParams {
+    /// C-Blosc2's `BLOSC2_CPARAMS_DEFAULTS`: BloscLZ, clevel 5, typesize 8, SHUFFLE in slot 5,
+    /// automatic block size, forward-compatible split mode, one thread.
+    fn default() -> Self {
+        Self {
+            codec: Codec::BloscLz,
+            clevel: 5,
+            typesize: 8,
+            filters: [
+                Filter::NoFilter,
+                Filter::NoFilter,
+                Filter::NoFilter,
+                Filter::NoFilter,
+                Filter::NoFilter,
+                Filter::Shuffle,
+            ],
+            filters_meta: [0; MAX_FILTERS],
+            blocksize: 0,
+            splitmode: SplitMode::ForwardCompat,
+            nthreads: 1,
+            blosc1_header: false,
+            use_dict: false,
+        }
+    }
+}
+
+impl CParams {
+    /// Parameters with one filter in slot 0 (what python-blosc2's `filters=[f]` does).
+    #[must_use]
+    pub fn with_filter(codec: Codec, clevel: u8, typesize: usize, filter: Filter) -> Self {
+        let mut filters = [Filter::NoFilter; MAX_FILTERS];
+        filters[0] = filter;
+        Self {
+            codec,
+            clevel,
+            typesize,
+            filters,
+            splitmode: SplitMode::Auto,
+            ..Self::default()
+        }
+    }
+}

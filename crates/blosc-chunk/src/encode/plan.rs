@@ -1,0 +1,283 @@
+//! The encoding plan: [`CParams`] resolved for one input (block size, split, header flags,
+//! memcpy decision), and the header and block-start layout it implies.
+
+use super::params::CParams;
+use crate::dict;
+use crate::error::{Error, Result};
+use crate::header::{
+    Codec, EXTENDED_HEADER_LENGTH, FLAG_BITSHUFFLE, FLAG_DELTA, FLAG_DONT_SPLIT, FLAG_MEMCPYED,
+    FLAG_SHUFFLE, Filter, HeaderFields, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD, MIN_BUFFERSIZE,
+    MIN_HEADER_LENGTH, VERSION_FORMAT_STABLE,
+};
+use crate::tune;
+
+/// Largest type size C-Blosc2 accepts (`BLOSC2_MAXTYPESIZE`).
+const MAX_TYPESIZE: usize = 536_866_816;
+
+/// Everything the block encoder needs, resolved from [`CParams`] and the input size.
+#[derive(Debug, Clone)]
+pub(super) struct Plan {
+    pub(super) codec: Codec,
+    pub(super) clevel: u8,
+    pub(super) typesize: usize,
+    pub(super) filters: [Filter; MAX_FILTERS],
+    pub(super) filters_meta: [u8; MAX_FILTERS],
+    pub(super) extended: bool,
+    pub(super) blocksize: usize,
+    pub(super) nblocks: usize,
+    pub(super) split: bool,
+    pub(super) nbytes: usize,
+    pub(super) destsize: usize,
+    pub(super) header_len: usize,
+    pub(super) flags: u8,
+    pub(super) memcpyed: bool,
+    pub(super) use_dict: bool,
+}
+
+fn filter_flags(filters: &[Filter; MAX_FILTERS]) -> u8 {
+    let mut f = 0;
+    for x in filters {
+        match x {
+            Filter::Shuffle => f |= FLAG_SHUFFLE,
+            Filter::BitShuffle => f |= FLAG_BITSHUFFLE,
+            Filter::Delta => f |= FLAG_DELTA,
+            _ => {}
+        }
+    }
+    f
+}
+
+/// Resolves parameters for an input of `nbytes` bytes.
+pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
+    if cp.clevel > 9 {
+        return Err(Error::InvalidParam {
+            what: "clevel",
+            why: "must be 0..=9",
+        });
+    }
+    if cp.typesize == 0 || cp.typesize > MAX_TYPESIZE {
+        return Err(Error::InvalidParam {
+            what: "typesize",
+            why: "must be 1..=536866816",
+        });
+    }
+    if nbytes > MAX_BUFFERSIZE {
+        return Err(Error::InvalidParam {
+            what: "input length",
+            why: "above BLOSC2_MAX_BUFFERSIZE",
+        });
+    }
+    let Some(format) = cp.codec.format_code() else {
+        return Err(Error::Unsupported {
+            what: "codec",
+            id: u32::from(cp.codec.id()),
+        });
+    };
+    if cp.use_dict && (!dict::supports(cp.codec) || cp.blosc1_header) {
+        return Err(Error::InvalidParam {
+            what: "use_dict",
+            why: "dictionaries need zstd, lz4 or lz4hc and the extended header",
+        });
+    }
+    let typesize = if cp.typesize > 255 { 1 } else { cp.typesize };
+    let mut filters = cp.filters;
+    for f in &filters {
+        if let Filter::Other(id) = f {
+            return Err(Error::Unsupported {
+                what: "filter",
+                id: u32::from(*id),
+            });
+        }
+    }
+    if cp.blosc1_header {
+        let mut mapped = [Filter::NoFilter; MAX_FILTERS];
+        let mut byte_shuffle = false;
+        let mut bit_shuffle = false;
+        let mut delta = false;
+        for f in &filters {
+            match f {
+                Filter::Shuffle => byte_shuffle = true,
+                Filter::BitShuffle => bit_shuffle = true,
+                Filter::Delta => delta = true,
+                Filter::NoFilter => {}
+                _ => {
+                    return Err(Error::InvalidParam {
+                        what: "filters",
+                        why: "a Blosc1 header can only express shuffle, bitshuffle and delta",
+                    });
+                }
+            }
+        }
+        if byte_shuffle && bit_shuffle {
+            return Err(Error::InvalidParam {
+                what: "filters",
+                why: "a Blosc1 header cannot hold both shuffle and bitshuffle",
+            });
+        }
+        // The header applies delta first, then one (bit)shuffle: any other pipeline (repeated
+        // or reordered filters) would silently decode to different data, so it is refused.
+        let seq: Vec<Filter> = filters
+            .iter()
+            .copied()
+            .filter(|f| *f != Filter::NoFilter)
+            .collect();
+        if !matches!(
+            seq.as_slice(),
+            [] | [Filter::Delta]
+                | [Filter::Shuffle | Filter::BitShuffle]
+                | [Filter::Delta, Filter::Shuffle | Filter::BitShuffle]
+        ) {
+            return Err(Error::InvalidParam {
+                what: "filters",
+                why: "a Blosc1 header holds at most delta followed by one shuffle or bitshuffle",
+            });
+        }
+        if byte_shuffle && typesize > 1 {
+            mapped[5] = Filter::Shuffle;
+        } else if bit_shuffle {
+            mapped[5] = Filter::BitShuffle;
+        }
+        if delta {
+            mapped[4] = Filter::Delta;
+        }
+        filters = mapped;
+    }
+    let fflags = filter_flags(&filters);
+    let has_shuffle = fflags & FLAG_SHUFFLE != 0;
+    let blocksize = tune::compute_blocksize(
+        cp.clevel,
+        typesize,
+        nbytes,
+        cp.blocksize,
+        cp.codec,
+        has_shuffle,
+        cp.splitmode,
+    );
+    // A requested block size below `nbytes` that is not a multiple of the type size makes
+    // C-Blosc2 3.3.5 write an undecodable chunk: refuse it. (One at or above `nbytes` is
+    // clamped; C would then write the unrounded `nbytes` into the header, also undecodable when
+    // `nbytes` is not a multiple of the type size; we write the rounded, decodable value.)
+    if cp.blocksize != 0 && cp.blocksize < nbytes && nbytes >= typesize && cp.blocksize != blocksize
+    {
+        return Err(Error::InvalidParam {
+            what: "blocksize",
+            why: "must be a multiple of typesize (C-Blosc2 would write an undecodable chunk)",
+        });
+    }
+    let nblocks = if nbytes == 0 {
+        0
+    } else {
+        nbytes.div_ceil(blocksize)
+    };
+    // Blocks are split into `typesize` streams only when they divide evenly (a user block size
+    // below the type size can reach here); otherwise the header must say "don't split", or
+    // decoders expect `typesize` streams and refuse the chunk.
+    let split = tune::split_block(
+        cp.splitmode,
+        cp.codec,
+        cp.clevel,
+        has_shuffle,
+        typesize,
+        blocksize,
+    ) && blocksize.is_multiple_of(typesize);
+    let extended = !cp.blosc1_header;
+    let header_len = if extended {
+        EXTENDED_HEADER_LENGTH
+    } else {
+        MIN_HEADER_LENGTH
+    };
+    let destsize = nbytes + MAX_OVERHEAD;
+    let mut memcpyed = cp.clevel == 0 || nbytes < MIN_BUFFERSIZE;
+    let mut flags = if extended {
+        FLAG_SHUFFLE | FLAG_BITSHUFFLE
+    } else {
+        0
+    };
+    if header_len + 4 * nblocks > destsize {
+        memcpyed = true;
+    }
+    if memcpyed {
+        flags |= FLAG_MEMCPYED;
+    } else {
+        flags |= fflags | (format << 5);
+        if !split {
+            flags |= FLAG_DONT_SPLIT;
+        }
+    }
+    Ok(Plan {
+        codec: cp.codec,
+        clevel: cp.clevel,
+        typesize,
+        filters,
+        // A Blosc1 header has no room for filter metadata: the decoder uses the defaults.
+        filters_meta: if cp.blosc1_header {
+            [0; MAX_FILTERS]
+        } else {
+            cp.filters_meta
+        },
+        extended,
+        blocksize,
+        nblocks,
+        split,
+        nbytes,
+        destsize,
+        header_len,
+        flags,
+        memcpyed,
+        use_dict: cp.use_dict,
+    })
+}
+
+impl Plan {
+    pub(super) fn header(&self, flags: u8, cbytes: usize, blosc2_flags: u8) -> HeaderFields {
+        HeaderFields {
+            version: VERSION_FORMAT_STABLE,
+            flags,
+            typesize: u8::try_from(self.typesize).unwrap_or(1),
+            nbytes: self.nbytes,
+            blocksize: self.blocksize,
+            cbytes,
+            filters: self.filters.map(Filter::id),
+            udcodec: self.codec.id(),
+            filters_meta: self.filters_meta,
+            blosc2_flags,
+        }
+    }
+
+    pub(super) fn bsize(&self, j: usize) -> usize {
+        self.blocksize.min(self.nbytes - j * self.blocksize)
+    }
+
+    pub(super) fn nstreams(&self, bsize: usize) -> usize {
+        if self.split && bsize == self.blocksize && bsize.is_multiple_of(self.typesize) {
+            self.typesize
+        } else {
+            1
+        }
+    }
+
+    /// The output buffer before the first block: header and block-start table (zeros), with
+    /// room for the whole budget.
+    pub(super) fn output_start(&self) -> Vec<u8> {
+        let mut out = Vec::with_capacity(self.destsize + 8);
+        out.resize(self.header_len + 4 * self.nblocks, 0);
+        out
+    }
+
+    /// Records that block `j` starts at the current end of `out`.
+    pub(super) fn write_bstart(&self, out: &mut [u8], j: usize) {
+        let start = i32::try_from(out.len()).unwrap_or(i32::MAX).to_le_bytes();
+        let pos = self.header_len + 4 * j;
+        out[pos..pos + 4].copy_from_slice(&start);
+    }
+
+    /// The memcpyed chunk: header + raw input.
+    pub(super) fn memcpy_chunk(&self, data: &[u8]) -> Result<Vec<u8>> {
+        let cbytes = self.header_len + data.len();
+        let mut out = vec![0u8; cbytes];
+        self.header(self.flags | FLAG_MEMCPYED, cbytes, 0)
+            .write(&mut out, self.extended)?;
+        out[self.header_len..].copy_from_slice(data);
+        Ok(out)
+    }
+}
