@@ -21,7 +21,9 @@ fn bit_loop<const D: usize>(p: [u32; D], bits: u32) -> u64 {
     k
 }
 
-/// Anchors from the reference WKW implementation's tests (notes §5.1).
+/// Anchors from the reference WKW implementation's tests
+/// (<https://github.com/scalableminds/webknossos-wrap/blob/master/rust/src/morton.rs>) and the
+/// worked example `(5, 9, 1)` → 1095 of libmorton's author.
 #[test]
 fn wkw_anchors() {
     let anchors: &[([u32; 3], u64)] = &[
@@ -245,7 +247,7 @@ proptest! {
     }
 
     /// Peer `morton-encoding` puts the first array element in the most significant bit of
-    /// each group, so WKW order is `[z, y, x]` there (notes §7.1).
+    /// each group, so WKW order is `[z, y, x]` there.
     #[test]
     fn differential_morton_encoding(x in coord21(), y in coord21(), z in coord21()) {
         // Three u32 coordinates give a u128 key there; ours fit its low 63 bits.
