@@ -23,6 +23,8 @@ pub const DEFAULT_DTYPE: &str = "|u1";
 
 /// Decoded `b2nd` metalayer.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(try_from = "RawB2ndMeta"))]
 #[non_exhaustive]
 pub struct B2ndMeta {
     /// Metalayer format version (0).
@@ -37,6 +39,36 @@ pub struct B2ndMeta {
     pub dtype_format: u8,
     /// dtype string, e.g. `<f4`, `|u1`, or a NumPy structured-dtype repr.
     pub dtype: String,
+}
+
+/// The serialized form of a [`B2ndMeta`], checked like [`B2ndMeta::parse`] on the way in.
+#[cfg(feature = "serde")]
+#[derive(serde::Deserialize)]
+struct RawB2ndMeta {
+    version: u8,
+    shape: Vec<u64>,
+    chunkshape: Vec<u64>,
+    blockshape: Vec<u64>,
+    dtype_format: u8,
+    dtype: String,
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<RawB2ndMeta> for B2ndMeta {
+    type Error = Error;
+
+    fn try_from(r: RawB2ndMeta) -> Result<Self> {
+        let meta = Self {
+            version: r.version,
+            shape: r.shape,
+            chunkshape: r.chunkshape,
+            blockshape: r.blockshape,
+            dtype_format: r.dtype_format,
+            dtype: r.dtype,
+        };
+        meta.check()?;
+        Ok(meta)
+    }
 }
 
 impl B2ndMeta {

@@ -109,6 +109,17 @@ pub enum Error {
         /// The decoder's message.
         detail: String,
     },
+    /// A value could not be encoded as msgpack, or a layer's msgpack does not decode into the
+    /// requested type (feature `serde`).
+    #[error("{kind} {name:?}: {detail}")]
+    Serde {
+        /// `"metalayer"` or `"vlmetalayer"`.
+        kind: &'static str,
+        /// Its name.
+        name: String,
+        /// The encoder's or decoder's message.
+        detail: String,
+    },
     /// The caller passed an argument that cannot be honoured (not an input problem).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -45,6 +45,8 @@ const OFF_OTHER_FLAGS2: usize = 85;
 
 /// What kind of storage the frame describes (byte 26).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum FrameType {
     /// A single file or buffer: header, chunks, index, trailer.
@@ -80,6 +82,7 @@ impl FrameType {
 /// Integers are stored big-endian (msgpack); sizes that C stores signed are validated to be
 /// non-negative and exposed unsigned.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct FrameHeader {
     /// Header length including metalayers (offset 11).

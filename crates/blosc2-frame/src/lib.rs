@@ -9,6 +9,8 @@ mod error;
 mod header;
 mod layers;
 mod limits;
+#[cfg(feature = "serde")]
+mod meta_serde;
 mod offsets;
 mod reader;
 mod source;

@@ -9,6 +9,7 @@
 /// `Limits::default()` is safe for hostile input on a desktop machine; [`Limits::unlimited`]
 /// lifts every cap (then only the format's own maxima apply).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 #[non_exhaustive]
 pub struct Limits {
     /// Largest decompressed chunk (bytes). Default: C-Blosc2's `BLOSC2_MAX_BUFFERSIZE`

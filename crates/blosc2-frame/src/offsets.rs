@@ -7,6 +7,8 @@ const SPECIAL_BIT: u64 = 1 << 63;
 
 /// What a chunk's index entry says.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "snake_case"))]
 #[non_exhaustive]
 pub enum ChunkLocation {
     /// Stored bytes: offset from the end of the header (contiguous frames) or chunk file number
