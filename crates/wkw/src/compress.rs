@@ -5,13 +5,14 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::dataset::Dataset;
+use crate::durable::TempFile;
 use crate::error::{Error, Result};
-use crate::file::{FileMeta, OpenFailure};
+use crate::file::{FileMeta, OpenFailure, write_compressed_head};
+use crate::fsio::{read_exact_at, write_all_at};
 use crate::header::BlockType;
 use crate::lz4;
 use crate::options::Options;
-use crate::storage::{FsFile, read_exact_at, write_all_at};
-use crate::writer::{TempFile, write_compressed_head};
+use crate::storage::FsFile;
 
 /// Progress of a whole-dataset operation, passed to the callback after each file.
 #[derive(Debug, Clone, Copy)]

@@ -4,11 +4,17 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::array::Layout;
+use crate::cache::MetaCache;
+use crate::durable::{TempFile, sync_dir};
 use crate::error::{Error, FormatError, Result};
 use crate::file::{FileMeta, OpenFailure};
+use crate::fsio::write_all_at;
 use crate::header::Header;
+use crate::options::Durability;
 use crate::options::{HeaderCheck, MissingOrCorrupt, Options};
-use crate::storage::{FsStorage, MetaCache, Storage, StorageFile, file_key};
+use crate::storage::{FsStorage, Storage, StorageFile};
+use crate::tree::{self, file_key};
 
 /// Name of the dataset header file.
 pub const HEADER_FILE_NAME: &str = "header.wkw";
@@ -60,17 +66,16 @@ impl Dataset {
         let header = header.with_data_offset(0);
         // Written under a temporary name and hard-linked into place (which never replaces an
         // existing file): a process killed here leaves no empty or partial header.wkw.
-        let tmp = crate::writer::TempFile::create(&path)?;
-        crate::storage::write_all_at(&tmp.file, &header.to_bytes(), 0)
-            .map_err(|e| Error::io(&tmp.path, e))?;
-        if options.durability == crate::Durability::Fsync {
+        let tmp = TempFile::create(&path)?;
+        write_all_at(&tmp.file, &header.to_bytes(), 0).map_err(|e| Error::io(&tmp.path, e))?;
+        if options.durability == Durability::Fsync {
             tmp.file.sync_all().map_err(|e| Error::io(&tmp.path, e))?;
         }
         match fs::hard_link(&tmp.path, &path) {
             Ok(()) => {
                 drop(tmp);
-                if options.durability == crate::Durability::Fsync {
-                    crate::writer::sync_dir(root)?;
+                if options.durability == Durability::Fsync {
+                    sync_dir(root)?;
                 }
                 return Ok(Self::from_parts(root.to_path_buf(), header, options));
             }
@@ -92,9 +97,9 @@ impl Dataset {
             Err(e) => return Err(Error::io(&path, e)),
         };
         std::io::Write::write_all(&mut f, &header.to_bytes()).map_err(|e| Error::io(&path, e))?;
-        if options.durability == crate::Durability::Fsync {
+        if options.durability == Durability::Fsync {
             f.sync_all().map_err(|e| Error::io(&path, e))?;
-            crate::writer::sync_dir(root)?;
+            sync_dir(root)?;
         }
         Ok(Self::from_parts(root.to_path_buf(), header, options))
     }
@@ -184,7 +189,7 @@ impl Dataset {
     /// # Errors
     /// [`Error::Io`] if a directory cannot be listed.
     pub fn list_files(&self) -> Result<Vec<([u32; 3], PathBuf)>> {
-        crate::storage::list_files(&self.root).map_err(|e| Error::io(&self.root, e))
+        tree::list_files(&self.root).map_err(|e| Error::io(&self.root, e))
     }
 
     /// Opens data file `index` for reading, applying the cache and the policies.
@@ -215,6 +220,22 @@ impl Dataset {
             }
         };
         Ok(Resolved::Present { file, meta, path })
+    }
+
+    /// Checks that an array holds this dataset's voxel type and channel count.
+    pub(crate) fn check_layout(&self, layout: &Layout) -> Result<()> {
+        if layout.voxel_type != self.header.voxel_type()
+            || layout.num_channels != self.header.num_channels()
+        {
+            return Err(Error::ArrayMismatch(format!(
+                "array holds {} channel(s) of {:?}, dataset has {} of {:?}",
+                layout.num_channels,
+                layout.voxel_type,
+                self.header.num_channels(),
+                self.header.voxel_type()
+            )));
+        }
+        Ok(())
     }
 
     pub(crate) fn check_file_header(&self, file: &Header, path: &Path) -> Result<()> {

@@ -1,6 +1,10 @@
 //! One data file: header + (for compressed files) the jump table, and block access.
 
+use std::fs::File;
+use std::path::Path;
+
 use crate::error::{Error, FormatError, Result};
+use crate::fsio;
 use crate::header::Header;
 use crate::limits::Limits;
 use crate::lz4;
@@ -328,4 +332,19 @@ impl FileMeta {
     ) -> Result<()> {
         self.read_blocks(file, k, scratch, out, path)
     }
+}
+
+/// Writes the jump table and header of a compressed file at offset 0.
+pub(crate) fn write_compressed_head(
+    file: &File,
+    path: &Path,
+    header: &Header,
+    ends: &[u64],
+) -> Result<()> {
+    let mut head = Vec::with_capacity(16 + 8 * ends.len());
+    head.extend_from_slice(&header.to_bytes());
+    for e in ends {
+        head.extend_from_slice(&e.to_le_bytes());
+    }
+    fsio::write_all_at(file, &head, 0).map_err(|e| Error::io(path, e))
 }

@@ -2,20 +2,25 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod array;
+mod cache;
 mod column;
 mod compress;
 mod copy;
 mod dataset;
+mod durable;
 mod error;
 mod file;
+mod fsio;
 mod geometry;
 mod header;
 mod limits;
+mod lock;
 mod lz4;
 mod options;
 mod par;
 mod reader;
 mod storage;
+mod tree;
 mod uninit;
 mod writer;
 

@@ -86,21 +86,6 @@ impl Dataset {
         self.read_impl(offset, layout, dst.data)
     }
 
-    pub(crate) fn check_layout(&self, layout: &Layout) -> Result<()> {
-        if layout.voxel_type != self.header.voxel_type()
-            || layout.num_channels != self.header.num_channels()
-        {
-            return Err(Error::ArrayMismatch(format!(
-                "array holds {} channel(s) of {:?}, dataset has {} of {:?}",
-                layout.num_channels,
-                layout.voxel_type,
-                self.header.num_channels(),
-                self.header.voxel_type()
-            )));
-        }
-        Ok(())
-    }
-
     fn read_impl(&self, offset: [u32; 3], layout: Layout, data: &mut [u8]) -> Result<()> {
         let bx = VBox::new(offset, layout.shape)?;
         if bx.is_empty() {

@@ -8,23 +8,25 @@
 //! renamed over the old file. Writers of the same file are serialised by an advisory lock on
 //! `x{n}.wkw.lock` next to it.
 
-use std::fs::{self, File, OpenOptions};
+use std::fs::{self, OpenOptions};
 use std::io;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::array::{ArrayView, Order};
 use crate::column::{Block, Staged, block_box, columns};
 use crate::copy::{copy_4d, copy_4d_direct};
 use crate::dataset::Dataset;
+use crate::durable::TempFile;
 use crate::error::{Error, FormatError, Result};
-use crate::file::{FileMeta, OpenFailure};
+use crate::file::{FileMeta, OpenFailure, write_compressed_head};
+use crate::fsio::{read_exact_at, write_all_at};
 use crate::geometry::{VBox, blocks_in, files_in, try_offset_of};
 use crate::header::Header;
+use crate::lock::lock;
 use crate::lz4;
 use crate::options::{Durability, MissingOrCorrupt};
-use crate::storage::{FsFile, read_exact_at, write_all_at};
+use crate::storage::FsFile;
 
 /// Raw blocks held in memory at once while rebuilding a compressed file (upper bound in bytes).
 const CHUNK_BYTES: u64 = 64 << 20;
@@ -105,111 +107,6 @@ impl Dataset {
             Err(OpenFailure::Hard(e)) => Err(e),
         }
     }
-}
-
-/// Takes the advisory write lock of data file `path` (released when the handle drops).
-fn lock(path: &Path) -> Result<File> {
-    let mut name = path.as_os_str().to_owned();
-    name.push(".lock");
-    let lock_path = PathBuf::from(name);
-    let f = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(&lock_path)
-        .map_err(|e| Error::io(&lock_path, e))?;
-    f.lock().map_err(|e| Error::io(&lock_path, e))?;
-    Ok(f)
-}
-
-/// fsyncs a directory (so a rename in it is durable); a no-op where directories cannot be
-/// opened.
-pub(crate) fn sync_dir(dir: &Path) -> Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir)
-            .and_then(|d| d.sync_all())
-            .map_err(|e| Error::io(dir, e))
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
-        Ok(())
-    }
-}
-
-/// A temporary file next to its final path, removed on drop unless renamed into place.
-pub(crate) struct TempFile {
-    pub(crate) path: PathBuf,
-    pub(crate) file: File,
-    done: bool,
-}
-
-impl TempFile {
-    /// Creates `<final>.<pid>-<seq>.tmp` exclusively (unique per process and call).
-    pub(crate) fn create(final_path: &Path) -> Result<Self> {
-        static SEQ: AtomicU64 = AtomicU64::new(0);
-        loop {
-            let seq = SEQ.fetch_add(1, Ordering::Relaxed);
-            let mut name = final_path.as_os_str().to_owned();
-            name.push(format!(".{}-{seq}.tmp", std::process::id()));
-            let path = PathBuf::from(name);
-            match OpenOptions::new()
-                .read(true)
-                .write(true)
-                .create_new(true)
-                .open(&path)
-            {
-                Ok(file) => {
-                    return Ok(Self {
-                        path,
-                        file,
-                        done: false,
-                    });
-                }
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-                Err(e) => return Err(Error::io(&path, e)),
-            }
-        }
-    }
-
-    /// Optionally fsyncs, then renames over `final_path` (and fsyncs the directory).
-    pub(crate) fn commit(mut self, final_path: &Path, durability: Durability) -> Result<()> {
-        if durability == Durability::Fsync {
-            self.file.sync_all().map_err(|e| Error::io(&self.path, e))?;
-        }
-        fs::rename(&self.path, final_path).map_err(|e| Error::io(final_path, e))?;
-        self.done = true;
-        if durability == Durability::Fsync
-            && let Some(dir) = final_path.parent()
-        {
-            sync_dir(dir)?;
-        }
-        Ok(())
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        if !self.done {
-            let _ = fs::remove_file(&self.path);
-        }
-    }
-}
-
-/// Writes the jump table and header of a compressed file at offset 0.
-pub(crate) fn write_compressed_head(
-    file: &File,
-    path: &Path,
-    header: &Header,
-    ends: &[u64],
-) -> Result<()> {
-    let mut head = Vec::with_capacity(16 + 8 * ends.len());
-    head.extend_from_slice(&header.to_bytes());
-    for e in ends {
-        head.extend_from_slice(&e.to_le_bytes());
-    }
-    write_all_at(file, &head, 0).map_err(|e| Error::io(path, e))
 }
 
 std::thread_local! {
