@@ -27,7 +27,7 @@ mod zlib;
 pub use crate::{
     decode::{
         DParams, decompress, decompress_ctx, decompress_into, decompress_into_ctx, decompress_with,
-        getitem, getitem_into,
+        getitem, getitem_ctx, getitem_into, getitem_into_ctx,
     },
     encode::{CParams, compress},
     error::{Error, Result},

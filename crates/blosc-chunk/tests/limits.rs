@@ -3,7 +3,10 @@
 
 #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
-use blosc_chunk::{Limits, decompress, decompress_with, getitem, zeros_chunk};
+use blosc_chunk::{
+    CParams, Codec, DParams, Error, Filter, Limits, SplitMode, decompress, decompress_with,
+    getitem, getitem_ctx, getitem_into, getitem_into_ctx, zeros_chunk,
+};
 
 use testkit::{lock_serial, peak_during};
 
@@ -85,4 +88,117 @@ fn default_limit_is_the_format_maximum() {
     let (peak, r) = peak_during(|| decompress(&chunk));
     assert!(r.is_err());
     assert!(peak < SMALL, "refusing it allocated {peak} bytes");
+}
+
+/// Default decoding parameters with `max_nbytes` as the limit.
+fn limited(max_nbytes: usize) -> DParams {
+    let mut p = DParams::default();
+    p.limits = Limits::with_max_nbytes(max_nbytes);
+    p
+}
+
+/// A variable-length-block chunk (format version 6, `blosc2_flags2` bit 0): header, one block
+/// start per block, then per block its uncompressed size and one BloscLZ stream. `nbytes` is
+/// what the header claims.
+fn vl_chunk(nbytes: i32, blocks: &[(i32, &[u8])]) -> Vec<u8> {
+    let nblocks = i32::try_from(blocks.len()).unwrap();
+    let mut chunk = header(0x05, nbytes, nblocks, 0, 0);
+    chunk[0] = 6;
+    chunk[30] = 0x01;
+    chunk[21] = 0; // no filter: the streams hold the data itself
+    let mut body = Vec::new();
+    let mut start = 32 + 4 * blocks.len();
+    for (usize_field, stream) in blocks {
+        chunk.extend_from_slice(&i32::try_from(start).unwrap().to_le_bytes());
+        body.extend_from_slice(&usize_field.to_le_bytes());
+        body.extend_from_slice(stream);
+        start += 4 + stream.len();
+    }
+    chunk.extend_from_slice(&body);
+    let cbytes = i32::try_from(chunk.len()).unwrap();
+    chunk[12..16].copy_from_slice(&cbytes.to_le_bytes());
+    chunk
+}
+
+/// One BloscLZ stream holding `data`, cut out of a single-block, unsplit, unfiltered chunk made
+/// by this crate's encoder.
+fn blosclz_stream(data: &[u8]) -> Vec<u8> {
+    let mut cp = CParams::with_filter(Codec::BloscLz, 5, 1, Filter::NoFilter);
+    cp.splitmode = SplitMode::Never;
+    let chunk = blosc_chunk::compress(data, &cp).unwrap();
+    let h = blosc_chunk::ChunkHeader::parse(&chunk).unwrap();
+    assert_eq!(h.nblocks(), 1);
+    assert!(
+        !h.is_memcpyed() && h.special().is_none(),
+        "data must compress"
+    );
+    let stream_at = usize::try_from(i32::from_le_bytes(chunk[32..36].try_into().unwrap())).unwrap();
+    let csize = i32::from_le_bytes(chunk[stream_at..stream_at + 4].try_into().unwrap());
+    let csize = usize::try_from(csize).unwrap();
+    assert!(
+        csize < data.len(),
+        "the stream must be coded, not stored raw"
+    );
+    chunk[stream_at + 4..stream_at + 4 + csize].to_vec()
+}
+
+#[test]
+fn vl_block_chunk_claiming_huge_nbytes_is_refused_by_getitem_before_allocating() {
+    let _g = lock_serial();
+    // One VL block claiming 2 GiB, four bytes of stream: fits C-Blosc2's maximum, so only the
+    // caller's limit can refuse it.
+    let chunk = vl_chunk(HUGE, &[(HUGE, &[0x20, 0, 0, 0])]);
+    let params = limited(1 << 20);
+    let mut out = [0u8; 4];
+    let (peak, r) = peak_during(|| getitem_into_ctx(&chunk, 0, 4, &mut out, &params));
+    assert!(
+        matches!(r, Err(Error::LimitExceeded { what: "nbytes", .. })),
+        "{r:?}"
+    );
+    assert!(peak < SMALL, "getitem_into_ctx allocated {peak} bytes");
+    let (peak, r) = peak_during(|| getitem_ctx(&chunk, 0, 4, &params));
+    assert!(matches!(r, Err(Error::LimitExceeded { .. })), "{r:?}");
+    assert!(peak < SMALL, "getitem_ctx allocated {peak} bytes");
+    // Above the format maximum, the default limits refuse it too (getitem_into used to decode
+    // VL chunks with no limit at all and allocate the claimed size).
+    let chunk = vl_chunk(i32::MAX, &[(i32::MAX, &[0x20, 0, 0, 0])]);
+    let (peak, r) = peak_during(|| getitem_into(&chunk, 0, 4, &mut out));
+    assert!(matches!(r, Err(Error::LimitExceeded { .. })), "{r:?}");
+    assert!(peak < SMALL, "getitem_into allocated {peak} bytes");
+    let (peak, r) = peak_during(|| getitem(&chunk, 0, 4));
+    assert!(matches!(r, Err(Error::LimitExceeded { .. })), "{r:?}");
+    assert!(peak < SMALL, "getitem allocated {peak} bytes");
+}
+
+#[test]
+fn vl_block_chunk_within_the_limit_gives_the_same_items_as_a_full_decode() {
+    let _g = lock_serial();
+    let a: Vec<u8> = (0..3000u32)
+        .map(|i| u8::try_from(i / 40 % 251).unwrap())
+        .collect();
+    let b: Vec<u8> = (0..1000u32)
+        .map(|i| u8::try_from(i / 8 % 13).unwrap())
+        .collect();
+    let (sa, sb) = (blosclz_stream(&a), blosclz_stream(&b));
+    let chunk = vl_chunk(4000, &[(3000, &sa), (1000, &sb)]);
+    let full = decompress(&chunk).unwrap();
+    assert_eq!(
+        full,
+        [a, b].concat(),
+        "the VL chunk decodes to its two blocks"
+    );
+    let params = limited(4000);
+    let mut out = vec![0u8; 1500];
+    assert_eq!(
+        getitem_into_ctx(&chunk, 2500, 1500, &mut out, &params).unwrap(),
+        1500
+    );
+    assert_eq!(out, &full[2500..4000]);
+    assert_eq!(getitem_ctx(&chunk, 10, 20, &params).unwrap(), &full[10..30]);
+    // One byte under nbytes: refused.
+    let tight = limited(3999);
+    assert!(matches!(
+        getitem_ctx(&chunk, 0, 1, &tight),
+        Err(Error::LimitExceeded { .. })
+    ));
 }

@@ -181,18 +181,75 @@ pub fn decompress_into_ctx(chunk: &[u8], out: &mut [u8], params: &DParams) -> Re
     decode_into(chunk, out, params)
 }
 
-/// Decodes items `start_item .. start_item + n_items` (items of the header's `typesize`),
-/// decoding only the blocks that hold them (plus block 0 when the delta filter needs it).
+/// Decodes items `start_item .. start_item + n_items` (items of the header's `typesize`) with
+/// the default [`DParams`], decoding only the blocks that hold them (plus block 0 when the
+/// delta filter needs it).
 ///
 /// # Errors
 ///
 /// [`Error::ItemRange`] if the range is outside the chunk, otherwise as [`decompress`].
 pub fn getitem(chunk: &[u8], start_item: usize, n_items: usize) -> Result<Vec<u8>> {
-    let h = ChunkHeader::parse(chunk)?;
+    getitem_ctx(chunk, start_item, n_items, &DParams::default())
+}
+
+/// [`getitem`] with explicit [`DParams`]: `params.limits` caps the chunk's `nbytes` before
+/// anything is allocated (a variable-length-block chunk is decoded whole, so it allocates its
+/// `nbytes`); items are decoded on the calling thread whatever `params.nthreads` says.
+///
+/// # Errors
+///
+/// As [`getitem`]; [`Error::LimitExceeded`] if `nbytes` is above `params.limits.max_nbytes`.
+pub fn getitem_ctx(
+    chunk: &[u8],
+    start_item: usize,
+    n_items: usize,
+    params: &DParams,
+) -> Result<Vec<u8>> {
+    let (h, kind) = classify(chunk, &params.limits)?;
     let (lo, hi) = item_range(&h, start_item, n_items)?;
     let mut out = vec![0u8; hi - lo];
-    getitem_into(chunk, start_item, n_items, &mut out)?;
+    items_into(&h, kind, lo, hi, &mut out)?;
     Ok(out)
+}
+
+/// [`getitem`] into a caller buffer, with the default [`DParams`]; returns the number of bytes
+/// written.
+///
+/// # Errors
+///
+/// As [`getitem`]; [`Error::OutputTooSmall`] if `out` cannot hold the items.
+pub fn getitem_into(
+    chunk: &[u8],
+    start_item: usize,
+    n_items: usize,
+    out: &mut [u8],
+) -> Result<usize> {
+    getitem_into_ctx(chunk, start_item, n_items, out, &DParams::default())
+}
+
+/// [`getitem_into`] with explicit [`DParams`] (limits as in [`getitem_ctx`]).
+///
+/// # Errors
+///
+/// As [`getitem_into`]; [`Error::LimitExceeded`] if `nbytes` is above
+/// `params.limits.max_nbytes`.
+pub fn getitem_into_ctx(
+    chunk: &[u8],
+    start_item: usize,
+    n_items: usize,
+    out: &mut [u8],
+    params: &DParams,
+) -> Result<usize> {
+    let (h, kind) = classify(chunk, &params.limits)?;
+    let (lo, hi) = item_range(&h, start_item, n_items)?;
+    let n = hi - lo;
+    let available = out.len();
+    let out = out.get_mut(..n).ok_or(Error::OutputTooSmall {
+        needed: n,
+        available,
+    })?;
+    items_into(&h, kind, lo, hi, out)?;
+    Ok(n)
 }
 
 fn item_range(h: &ChunkHeader, start_item: usize, n_items: usize) -> Result<(usize, usize)> {
@@ -209,25 +266,8 @@ fn item_range(h: &ChunkHeader, start_item: usize, n_items: usize) -> Result<(usi
     }
 }
 
-/// [`getitem`] into a caller buffer; returns the number of bytes written.
-///
-/// # Errors
-///
-/// As [`getitem`]; [`Error::OutputTooSmall`] if `out` cannot hold the items.
-pub fn getitem_into(
-    chunk: &[u8],
-    start_item: usize,
-    n_items: usize,
-    out: &mut [u8],
-) -> Result<usize> {
-    let (h, kind) = classify(chunk, &Limits::unlimited())?;
-    let (lo, hi) = item_range(&h, start_item, n_items)?;
-    let n = hi - lo;
-    let available = out.len();
-    let out = out.get_mut(..n).ok_or(Error::OutputTooSmall {
-        needed: n,
-        available,
-    })?;
+/// Writes bytes `lo..hi` of the classified chunk into `out` (`hi - lo` bytes).
+fn items_into(h: &ChunkHeader, kind: Kind<'_>, lo: usize, hi: usize, out: &mut [u8]) -> Result<()> {
     match kind {
         Kind::Special(sv, value) => {
             if sv == SpecialValue::Value {
@@ -235,7 +275,7 @@ pub fn getitem_into(
                     *o = value[(lo + k) % value.len()];
                 }
             } else {
-                fill_special(&h, sv, value, out);
+                fill_special(h, sv, value, out);
             }
         }
         Kind::Memcpy(raw) => out.copy_from_slice(&raw[lo..hi]),
@@ -246,8 +286,8 @@ pub fn getitem_into(
             out.copy_from_slice(&all[lo..hi]);
         }
         Kind::Blocks(b) => {
-            if n == 0 {
-                return Ok(0);
+            if lo == hi {
+                return Ok(());
             }
             let bs = b.blocksize;
             let mut scratch = DecodeScratch::default();
@@ -277,5 +317,5 @@ pub fn getitem_into(
             }
         }
     }
-    Ok(n)
+    Ok(())
 }
