@@ -1,18 +1,17 @@
-//! Decode and encode throughput of blosc-chunk against C-Blosc2 (the `blosc2-src` build of
-//! C-Blosc2 2.15.3.dev, global API) in the same criterion group, so each ratio comes from one
-//! run. Data: 4 MiB of (a) int32 ramp + noise, (b) float32 sine + noise; codecs BloscLZ, LZ4,
-//! zstd with shuffle and LZ4 with bitshuffle, clevel 5; 1 and 2 threads. Both decoders read the
-//! same chunk (made by blosc-chunk).
+//! Decode and encode throughput of blosc-chunk against C-Blosc2 in the same criterion group, so
+//! each ratio comes from one run. Peers: the `blosc2-src` build of C-Blosc2 2.15.3.dev (SSE2,
+//! no zlib) and, when `SCIFMT_BLOSC2_LIB` names a `libblosc2.so` (`cargo xtask blosc-peer`
+//! fetches C-Blosc2 3.3.5), that library; both through the context API. Data: 4 MiB of int32
+//! ramp + noise, float32 sine + noise, uint16 sine + noise; BloscLZ, LZ4, LZ4HC, zstd and zlib
+//! with shuffle and LZ4 with bitshuffle, clevel 5; 1 and 2 threads. All decoders read the
+//! same chunk (made by blosc-chunk). A peer that cannot handle a row is left out of it.
 //!
 //! Run: `cargo bench -p blosc-chunk --bench blosc -- --warm-up-time 1 --measurement-time 3`
+//! (the interleaved `examples/interleaved_vs_c.rs` is the steadier comparison).
 #![allow(
     missing_docs,
-    unsafe_code,
     clippy::unwrap_used,
-    clippy::cast_possible_truncation,
-    clippy::cast_possible_wrap,
-    clippy::cast_sign_loss,
-    reason = "benchmark: FFI calls into the C peer, synthetic data"
+    reason = "benchmark: fails loudly on a broken setup"
 )]
 
 use std::hint::black_box;
@@ -22,27 +21,19 @@ use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 
 mod common;
 
-use common::{
-    CONFIGS, N, c_compress, c_decompress, c_setup, f32_sine_noise, int32_ramp_noise, ours_params,
-};
+use common::{CONFIGS, N, ours_params, peers, workloads};
 
 fn bench(crit: &mut Criterion) {
-    // SAFETY: one-time library initialisation.
-    unsafe { blosc2_src::blosc2_init() };
-    for (dname, data) in [
-        ("int32-ramp", int32_ramp_noise()),
-        ("f32-sine", f32_sine_noise()),
-    ] {
+    let peers = peers();
+    for w in workloads() {
+        let data = &w.data;
         for c in &CONFIGS {
+            let chunk = blosc_chunk::compress(data, &ours_params(c, w.typesize, 1)).unwrap();
             for nthreads in [1usize, 2] {
-                let chunk = blosc_chunk::compress(&data, &ours_params(c, 1)).unwrap();
                 let mut out = vec![0u8; N];
-                c_setup(c, nthreads);
-                c_decompress(&chunk, &mut out);
-                assert_eq!(out, data);
                 let dparams = DParams::with_threads(nthreads);
-
-                let mut g = crit.benchmark_group(format!("decode/{dname}/{}/t{nthreads}", c.name));
+                let mut g =
+                    crit.benchmark_group(format!("decode/{}/{}/t{nthreads}", w.name, c.name));
                 g.throughput(Throughput::Bytes(N as u64));
                 g.bench_function("ours", |b| {
                     b.iter(|| {
@@ -50,21 +41,35 @@ fn bench(crit: &mut Criterion) {
                             .unwrap()
                     });
                 });
-                g.bench_function("c-blosc2", |b| {
-                    b.iter(|| c_decompress(black_box(&chunk), &mut out));
-                });
+                for p in &peers {
+                    let mut ctx = p.dctx(nthreads).unwrap();
+                    if ctx.decompress(&chunk, &mut out) != Some(N) {
+                        continue;
+                    }
+                    assert!(out == *data, "{} does not restore the data", p.label);
+                    g.bench_function(&p.label, |b| {
+                        b.iter(|| ctx.decompress(black_box(&chunk), &mut out).unwrap());
+                    });
+                }
                 g.finish();
 
-                let params = ours_params(c, nthreads);
-                let mut cbuf = vec![0u8; N + 32];
-                let mut g = crit.benchmark_group(format!("encode/{dname}/{}/t{nthreads}", c.name));
+                let params = ours_params(c, w.typesize, nthreads);
+                let mut cbuf = vec![0u8; N + blosc_chunk::MAX_OVERHEAD];
+                let mut g =
+                    crit.benchmark_group(format!("encode/{}/{}/t{nthreads}", w.name, c.name));
                 g.throughput(Throughput::Bytes(N as u64));
                 g.bench_function("ours", |b| {
-                    b.iter(|| blosc_chunk::compress(black_box(&data), &params).unwrap());
+                    b.iter(|| blosc_chunk::compress(black_box(data), &params).unwrap());
                 });
-                g.bench_function("c-blosc2", |b| {
-                    b.iter(|| c_compress(c, black_box(&data), &mut cbuf));
-                });
+                for p in &peers {
+                    let mut ctx = p.cctx(c, w.typesize, nthreads).unwrap();
+                    if ctx.compress(data, &mut cbuf).is_none() {
+                        continue;
+                    }
+                    g.bench_function(&p.label, |b| {
+                        b.iter(|| ctx.compress(black_box(data), &mut cbuf).unwrap());
+                    });
+                }
                 g.finish();
             }
         }
