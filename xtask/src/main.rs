@@ -3,6 +3,7 @@
 //! Run `cargo xtask` without arguments for the task table. CI calls only these tasks, so a local
 //! run and a CI run do the same thing.
 
+mod blosc_peer;
 mod ci;
 mod conformance;
 mod fixtures;
@@ -33,6 +34,11 @@ const TASKS: &[Task] = &[
         "fuzz",
         fuzz::run,
         "seed corpora and run every fuzz target [--secs N] [--target T] [--nice]",
+    ),
+    (
+        "blosc-peer",
+        blosc_peer::run,
+        "blosc-chunk interleaved bench vs C-Blosc2 2.15 (blosc2-src) and 3.3.5 (python-blosc2 wheel) [--reps N] [--filter S] [--lib PATH]",
     ),
     (
         "fixtures",
