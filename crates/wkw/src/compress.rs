@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::dataset::Dataset;
-use crate::durable::TempFile;
+use crate::durable::Staging;
 use crate::error::{Error, Result};
 use crate::file::{FileMeta, OpenFailure, write_compressed_head};
 use crate::fsio::{read_exact_at, write_all_at};
@@ -122,7 +122,7 @@ fn convert_file(source: &Dataset, target: &Dataset, idx: [u32; 3], path: &Path) 
     if let Some(dir) = out_path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
-    let tmp = TempFile::create(&out_path)?;
+    let tmp = Staging::create(&out_path)?;
     let n = meta.header.blocks_per_file();
     let per_chunk = (64u64 << 20) / meta.header.block_bytes().max(1);
     let per_chunk = per_chunk.clamp(1, 4096);
@@ -138,19 +138,22 @@ fn convert_file(source: &Dataset, target: &Dataset, idx: [u32; 3], path: &Path) 
             lz4::compress(&block, out_header.block_type())
         })?;
         for b in blocks {
-            write_all_at(&tmp.file, &b, pos).map_err(|e| Error::io(&tmp.path, e))?;
+            write_all_at(tmp.file(), &b, pos).map_err(|e| Error::io(tmp.path(), e))?;
             pos += b.len() as u64;
             ends.push(pos);
         }
         k0 = k1;
     }
     if out_header.block_type().is_compressed() {
-        write_compressed_head(&tmp.file, &tmp.path, &out_header, &ends)?;
+        write_compressed_head(tmp.file(), tmp.path(), &out_header, &ends)?;
     } else {
-        write_all_at(&tmp.file, &out_header.to_bytes(), 0).map_err(|e| Error::io(&tmp.path, e))?;
+        write_all_at(tmp.file(), &out_header.to_bytes(), 0)
+            .map_err(|e| Error::io(tmp.path(), e))?;
     }
-    tmp.file.set_len(pos).map_err(|e| Error::io(&tmp.path, e))?;
-    tmp.commit(&out_path, target.options().durability)
+    tmp.file()
+        .set_len(pos)
+        .map_err(|e| Error::io(tmp.path(), e))?;
+    tmp.persist(target.options().durability)
 }
 
 /// Checks every data file of the dataset at `root`: header (and agreement with `header.wkw`),

@@ -6,12 +6,11 @@ use std::sync::Arc;
 
 use crate::array::Layout;
 use crate::cache::MetaCache;
-use crate::durable::{TempFile, sync_dir};
+use crate::durable::Staging;
 use crate::error::{Error, FormatError, Result};
 use crate::file::{FileMeta, OpenFailure};
 use crate::fsio::write_all_at;
 use crate::header::Header;
-use crate::options::Durability;
 use crate::options::{HeaderCheck, MissingOrCorrupt, Options};
 use crate::storage::{FsStorage, Storage, StorageFile};
 use crate::tree::{self, file_key};
@@ -64,42 +63,12 @@ impl Dataset {
         fs::create_dir_all(root).map_err(|e| Error::io(root, e))?;
         let path = root.join(HEADER_FILE_NAME);
         let header = header.with_data_offset(0);
-        // Written under a temporary name and hard-linked into place (which never replaces an
-        // existing file): a process killed here leaves no empty or partial header.wkw.
-        let tmp = TempFile::create(&path)?;
-        write_all_at(&tmp.file, &header.to_bytes(), 0).map_err(|e| Error::io(&tmp.path, e))?;
-        if options.durability == Durability::Fsync {
-            tmp.file.sync_all().map_err(|e| Error::io(&tmp.path, e))?;
-        }
-        match fs::hard_link(&tmp.path, &path) {
-            Ok(()) => {
-                drop(tmp);
-                if options.durability == Durability::Fsync {
-                    sync_dir(root)?;
-                }
-                return Ok(Self::from_parts(root.to_path_buf(), header, options));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(Error::AlreadyExists { path });
-            }
-            // File systems without hard links: create the header in place.
-            Err(_) => drop(tmp),
-        }
-        let mut f = match fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .open(&path)
-        {
-            Ok(f) => f,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
-                return Err(Error::AlreadyExists { path });
-            }
-            Err(e) => return Err(Error::io(&path, e)),
-        };
-        std::io::Write::write_all(&mut f, &header.to_bytes()).map_err(|e| Error::io(&path, e))?;
-        if options.durability == Durability::Fsync {
-            f.sync_all().map_err(|e| Error::io(&path, e))?;
-            sync_dir(root)?;
+        // Written under a temporary name and moved into place without replacing an existing
+        // file: a process killed here leaves no empty or partial header.wkw.
+        let tmp = Staging::create(&path)?;
+        write_all_at(tmp.file(), &header.to_bytes(), 0).map_err(|e| Error::io(tmp.path(), e))?;
+        if !tmp.persist_new(options.durability)? {
+            return Err(Error::AlreadyExists { path });
         }
         Ok(Self::from_parts(root.to_path_buf(), header, options))
     }

@@ -17,7 +17,7 @@ use crate::array::{ArrayView, Order};
 use crate::column::{Block, Staged, block_box, columns};
 use crate::copy::{copy_4d, copy_4d_direct};
 use crate::dataset::Dataset;
-use crate::durable::TempFile;
+use crate::durable::Staging;
 use crate::error::{Error, FormatError, Result};
 use crate::file::{FileMeta, OpenFailure, write_compressed_head};
 use crate::fsio::{read_exact_at, write_all_at};
@@ -236,11 +236,11 @@ impl FileJob<'_> {
                         },
                     )
                 })?;
-                let tmp = TempFile::create(self.path)?;
-                write_all_at(&tmp.file, &header.to_bytes(), 0)
-                    .and_then(|()| tmp.file.set_len(full))
-                    .map_err(|e| Error::io(&tmp.path, e))?;
-                tmp.commit(self.path, durability)?;
+                let tmp = Staging::create(self.path)?;
+                write_all_at(tmp.file(), &header.to_bytes(), 0)
+                    .and_then(|()| tmp.file().set_len(full))
+                    .map_err(|e| Error::io(tmp.path(), e))?;
+                tmp.persist(durability)?;
                 let f = OpenOptions::new()
                     .read(true)
                     .write(true)
@@ -343,7 +343,7 @@ impl FileJob<'_> {
                 limit: limits.max_blocks_per_file,
             });
         }
-        let tmp = TempFile::create(self.path)?;
+        let tmp = Staging::create(self.path)?;
         let zero_block = lz4::compress(&vec![0u8; block_len], block_type)?;
         let per_chunk = (CHUNK_BYTES / header.block_bytes().max(1)).clamp(1, 4096);
         let mut ends = Vec::new();
@@ -398,15 +398,17 @@ impl FileJob<'_> {
                 })?
             };
             for bytes in encoded {
-                write_all_at(&tmp.file, &bytes, pos).map_err(|e| Error::io(&tmp.path, e))?;
+                write_all_at(tmp.file(), &bytes, pos).map_err(|e| Error::io(tmp.path(), e))?;
                 pos += bytes.len() as u64;
                 ends.push(pos);
             }
             k0 = k1;
         }
-        write_compressed_head(&tmp.file, &tmp.path, &header, &ends)?;
-        tmp.file.set_len(pos).map_err(|e| Error::io(&tmp.path, e))?;
-        tmp.commit(self.path, self.ds.options.durability)?;
+        write_compressed_head(tmp.file(), tmp.path(), &header, &ends)?;
+        tmp.file()
+            .set_len(pos)
+            .map_err(|e| Error::io(tmp.path(), e))?;
+        tmp.persist(self.ds.options.durability)?;
         Ok(())
     }
 
