@@ -7,6 +7,7 @@ use blosc_chunk::CParams;
 
 use crate::b2nd::{B2ndMeta, copy_box, for_each_cell, linear, pack_chunk, product};
 use crate::bytes::to_usize;
+use crate::element::{Element, check_dtype, to_le_bytes, to_native};
 use crate::offsets::ChunkLocation;
 use crate::reader::Frame;
 use crate::writer::{FrameParams, FrameWriter};
@@ -156,6 +157,66 @@ impl<'a> B2ndArray<'a> {
     /// [`Error::InvalidArgument`] for a region outside the array or with the wrong number of
     /// dimensions, [`Error::LimitExceeded`] beyond [`Limits::max_output_bytes`], chunk errors.
     pub fn read_region(&self, start: &[u64], stop: &[u64]) -> Result<Vec<u8>> {
+        let (_, total) = self.region(start, stop)?;
+        let mut out = vec![0u8; total];
+        self.fill_region(start, stop, &mut out)?;
+        Ok(out)
+    }
+
+    /// The whole array as items of type `T` in C order (see [`B2ndArray::read_region_as`]).
+    ///
+    /// # Errors
+    /// As [`B2ndArray::read_region_as`].
+    pub fn read_all_as<T: Element>(&self) -> Result<Vec<T>> {
+        let zero = vec![0; self.meta.ndim()];
+        self.read_region_as(&zero, &self.meta.shape)
+    }
+
+    /// The hyper-slab `start..stop` as items of type `T` in C order, in this machine's byte
+    /// order (big-endian dtypes such as `>f8` are converted).
+    ///
+    /// `T` must match the array's dtype: kind (`u`, `i`, `f`) and size, e.g. `u16` for `<u2`
+    /// or `>u2`, `f64` for `<f8`, `u8` for `|u1`.
+    ///
+    /// # Errors
+    /// [`Error::DtypeMismatch`] if the dtype is not `T`'s, otherwise as
+    /// [`B2ndArray::read_region`].
+    pub fn read_region_as<T: Element>(&self, start: &[u64], stop: &[u64]) -> Result<Vec<T>> {
+        let (items, _) = self.region(start, stop)?;
+        let swap = check_dtype::<T>(&self.meta.dtype, self.itemsize)?;
+        let mut out = vec![T::default(); items];
+        self.fill_region(start, stop, bytemuck::cast_slice_mut(&mut out))?;
+        to_native(&mut out, swap);
+        Ok(out)
+    }
+
+    /// Like [`B2ndArray::read_region_as`], into `out`, which must hold exactly the region's
+    /// number of items (no allocation for the output).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] if `out` has the wrong length, otherwise as
+    /// [`B2ndArray::read_region_as`].
+    pub fn read_region_into<T: Element>(
+        &self,
+        start: &[u64],
+        stop: &[u64],
+        out: &mut [T],
+    ) -> Result<()> {
+        let (items, _) = self.region(start, stop)?;
+        let swap = check_dtype::<T>(&self.meta.dtype, self.itemsize)?;
+        if out.len() != items {
+            return Err(Error::InvalidArgument(format!(
+                "output holds {} items, the region has {items}",
+                out.len()
+            )));
+        }
+        self.fill_region(start, stop, bytemuck::cast_slice_mut(out))?;
+        to_native(out, swap);
+        Ok(())
+    }
+
+    /// Checks a region; returns its number of items and bytes (bounded by the limits).
+    fn region(&self, start: &[u64], stop: &[u64]) -> Result<(usize, usize)> {
         let m = &self.meta;
         let n = m.ndim();
         if start.len() != n || stop.len() != n {
@@ -172,15 +233,23 @@ impl<'a> B2ndArray<'a> {
             )));
         }
         let rshape: Vec<u64> = start.iter().zip(stop).map(|(a, b)| b - a).collect();
-        let total = product(&rshape)?
+        let items = product(&rshape)?;
+        let total = items
             .checked_mul(self.itemsize as u64)
             .ok_or(Error::Overflow {
                 what: "region size",
             })?;
         let total = self.frame.limits().check_output(total)?;
-        let mut out = vec![0u8; total];
-        if total == 0 {
-            return Ok(out);
+        Ok((to_usize("region items", items)?, total))
+    }
+
+    /// Decodes a region checked by [`B2ndArray::region`] into `out` (exactly its bytes).
+    fn fill_region(&self, start: &[u64], stop: &[u64], out: &mut [u8]) -> Result<()> {
+        let m = &self.meta;
+        let n = m.ndim();
+        let rshape: Vec<u64> = start.iter().zip(stop).map(|(a, b)| b - a).collect();
+        if out.is_empty() {
+            return Ok(());
         }
         let cpd = m.chunks_per_dim();
         let bpc = m.blocks_per_chunk_dim();
@@ -257,14 +326,13 @@ impl<'a> B2ndArray<'a> {
                     src,
                     &borigin,
                     &m.blockshape,
-                    &mut out,
+                    out,
                     start,
                     &rshape,
                     self.itemsize,
                 )
             })
-        })?;
-        Ok(out)
+        })
     }
 }
 
@@ -312,6 +380,40 @@ pub fn b2nd_frame(
         w.append_buffer(&chunk)?;
     }
     Ok(w)
+}
+
+/// Builds a b2nd frame from typed items in C order: the dtype is [`Element::DTYPE`]
+/// (little-endian, e.g. `<f8`), the bytes are written little-endian on every machine.
+///
+/// ```
+/// use blosc2_frame::{B2ndArray, b2nd_frame_from_slice, blosc_chunk::CParams};
+///
+/// let data: Vec<f64> = (0..12).map(f64::from).collect();
+/// let w = b2nd_frame_from_slice(&data, &[3, 4], &[2, 2], &[1, 2], &CParams::default())?;
+/// let bytes = w.to_bytes()?;
+/// let a = B2ndArray::from_slice(&bytes)?;
+/// assert_eq!(a.dtype(), "<f8");
+/// assert_eq!(a.read_region_as::<f64>(&[1, 1], &[3, 3])?, [5.0, 6.0, 9.0, 10.0]);
+/// # Ok::<(), blosc2_frame::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for inconsistent shapes (see [`B2ndMeta::new`]) or a `data`
+/// length other than the product of `shape`; chunk errors.
+pub fn b2nd_frame_from_slice<T: Element>(
+    data: &[T],
+    shape: &[u64],
+    chunkshape: &[u64],
+    blockshape: &[u64],
+    cparams: &CParams,
+) -> Result<FrameWriter> {
+    let meta = B2ndMeta::new(shape, chunkshape, blockshape, T::DTYPE)?;
+    b2nd_frame(
+        &to_le_bytes(data.iter().copied()),
+        &meta,
+        size_of::<T>(),
+        cparams,
+    )
 }
 
 /// An all-zero b2nd array (python-blosc2's `blosc2.zeros`): every chunk is a zero run stored as

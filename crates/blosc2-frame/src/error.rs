@@ -109,6 +109,14 @@ pub enum Error {
         /// The decoder's message.
         detail: String,
     },
+    /// A typed read asked for items of a type that does not match the array's dtype.
+    #[error("the array's dtype {dtype:?} does not hold items of type {requested}")]
+    DtypeMismatch {
+        /// The array's dtype string.
+        dtype: String,
+        /// The requested Rust type.
+        requested: &'static str,
+    },
     /// A value could not be encoded as msgpack, or a layer's msgpack does not decode into the
     /// requested type (feature `serde`).
     #[error("{kind} {name:?}: {detail}")]

@@ -5,12 +5,15 @@ mod array;
 mod b2nd;
 mod bytes;
 mod durable;
+mod element;
 mod error;
 mod header;
 mod layers;
 mod limits;
 #[cfg(feature = "serde")]
 mod meta_serde;
+#[cfg(feature = "ndarray")]
+mod ndarray_io;
 mod offsets;
 mod reader;
 mod source;
@@ -21,10 +24,17 @@ mod writer;
 /// The chunk codec this crate uses (for [`FrameParams::cparams`] and chunk-level access).
 pub use blosc_chunk;
 
+/// The `ndarray` version this crate's `ndarray` feature uses.
+#[cfg(feature = "ndarray")]
+pub use ndarray;
+
+#[cfg(feature = "ndarray")]
+pub use crate::ndarray_io::b2nd_frame_from_ndarray;
 pub use crate::{
-    array::{B2ND_METALAYER, B2ndArray, b2nd_frame, b2nd_zeros},
+    array::{B2ND_METALAYER, B2ndArray, b2nd_frame, b2nd_frame_from_slice, b2nd_zeros},
     b2nd::{B2ND_MAX_DIM, B2ndMeta, DEFAULT_DTYPE},
     durable::Durability,
+    element::Element,
     error::{Error, Result},
     header::{FrameHeader, FrameType, HEADER_FIXED_LEN, MAX_FRAME_FORMAT_VERSION},
     layers::{MAX_METALAYERS, MAX_NAME_LEN, MAX_VLMETALAYERS},
