@@ -152,8 +152,18 @@ impl Dataset {
         self.root.join(file_key(index))
     }
 
+    /// The lock file writers of data file `(fx, fy, fz)` hold (exclusive advisory lock on the
+    /// whole file) while they update it: `root/.wkw-locks/z{fz}/y{fy}/x{fx}.lock`. Another
+    /// program that modifies data files of the dataset can serialise itself with this crate's
+    /// writers by holding the same lock. Lock files may be deleted whenever no writer runs.
+    #[must_use]
+    pub fn lock_path(&self, index: [u32; 3]) -> PathBuf {
+        crate::lock::lock_path(&self.root, index)
+    }
+
     /// Every data file `z*/y*/x*.wkw` of the dataset as (file index (x, y, z), path), sorted by
-    /// z, y, x.
+    /// z, y, x. Nothing else counts: the lock directory `.wkw-locks`, temporary files of
+    /// interrupted writes and foreign files are skipped.
     ///
     /// # Errors
     /// [`Error::Io`] if a directory cannot be listed.

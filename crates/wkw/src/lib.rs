@@ -32,5 +32,6 @@ pub use crate::{
     file::{FileInfo, inspect_file},
     header::{BlockType, Header, MAGIC, VERSION, VoxelType},
     limits::Limits,
+    lock::LOCK_DIR_NAME,
     options::{Durability, HeaderCheck, MissingOrCorrupt, Options, Threads},
 };

@@ -6,7 +6,7 @@
 //! blocks are copied as compressed bytes, partly covered blocks are decoded, merged and
 //! recompressed, the result goes to a uniquely named temporary file in the same directory and is
 //! renamed over the old file. Writers of the same file are serialised by an advisory lock on
-//! `x{n}.wkw.lock` next to it.
+//! its lock file in `.wkw-locks/` (module `lock`).
 
 use std::fs::{self, OpenOptions};
 use std::io;
@@ -63,7 +63,7 @@ impl Dataset {
             .parent()
             .map_or_else(|| self.root.clone(), Path::to_path_buf);
         fs::create_dir_all(&dir).map_err(|e| Error::io(&dir, e))?;
-        let _lock = lock(&path)?;
+        let _lock = lock(&self.root, idx)?;
         let fbox = VBox::cube(idx, self.header.file_len_vx_log2());
         let region = bx.intersect(&fbox);
         let existing = self.open_existing(&path)?;

@@ -1,15 +1,21 @@
 //! Concurrency: many threads reading one `Dataset` get exactly the serial results; concurrent
 //! writers to disjoint boxes of one raw file, and to disjoint boxes of one compressed file
 //! (read-modify-write serialised by the file lock), end with exactly the expected content.
-//! Schedules vary with a seeded pseudo-random order per thread.
+//! Schedules vary with a seeded pseudo-random order per thread. Writers in separate processes
+//! are serialised by the same locks, which live only in `.wkw-locks/` and never among the
+//! data (the test binary is its own child: `process_writer_child` does nothing unless
+//! `WKW_WRITER_CHILD` is set).
 
 #![allow(
     clippy::unwrap_used,
+    clippy::expect_used,
     clippy::cast_possible_truncation,
     reason = "a failed unwrap is a failed test; test sizes are small"
 )]
 
+use std::path::{Path, PathBuf};
 use std::sync::Barrier;
+use std::time::Duration;
 use testkit::Lcg;
 
 use wkw::{Array, BlockType, Dataset, Header, Order, VoxelType};
@@ -132,4 +138,181 @@ fn concurrent_writers_to_one_compressed_file_are_serialised() {
     // Each write decodes, merges and recompresses the whole file: without the lock, updates
     // would be lost.
     disjoint_writers(BlockType::Lz4, 3, 8);
+}
+
+/// Every file below `dir`, relative to it, sorted.
+fn walk(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap() {
+            let e = e.unwrap();
+            if e.file_type().unwrap().is_dir() {
+                todo.push(e.path());
+            } else {
+                out.push(e.path().strip_prefix(dir).unwrap().to_path_buf());
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+#[test]
+fn lock_files_live_only_in_the_lock_directory_and_are_never_listed() {
+    for block_type in [BlockType::Raw, BlockType::Lz4] {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = dataset(dir.path(), block_type);
+        // Three files: (0,0,0), (1,0,0), (0,1,1).
+        ds.write([20, 0, 0], &pattern([20, 8, 8], 1).view())
+            .unwrap();
+        ds.write([0, 40, 40], &pattern([8, 8, 8], 2).view())
+            .unwrap();
+        let data = [[0, 0, 0], [1, 0, 0], [0, 1, 1]];
+        let mut expected: Vec<PathBuf> = vec![PathBuf::from(wkw::HEADER_FILE_NAME)];
+        for idx in data {
+            let lock = ds.lock_path(idx);
+            assert!(lock.starts_with(dir.path().join(wkw::LOCK_DIR_NAME)));
+            assert_eq!(
+                lock.strip_prefix(dir.path()).unwrap(),
+                Path::new(&format!(
+                    ".wkw-locks/z{}/y{}/x{}.lock",
+                    idx[2], idx[1], idx[0]
+                ))
+            );
+            expected.push(lock.strip_prefix(dir.path()).unwrap().to_path_buf());
+            expected.push(
+                ds.file_path(idx)
+                    .strip_prefix(dir.path())
+                    .unwrap()
+                    .to_path_buf(),
+            );
+        }
+        expected.sort();
+        assert_eq!(
+            walk(dir.path()),
+            expected,
+            "{block_type:?}: files after writing"
+        );
+        // Stray files of older versions and of interrupted writes are not data either.
+        std::fs::write(dir.path().join("z0/y0/x0.wkw.lock"), b"").unwrap();
+        std::fs::write(dir.path().join("z0/y0/.x0.wkw.abc123.tmp"), b"junk").unwrap();
+        let listed: Vec<[u32; 3]> = ds.list_files().unwrap().into_iter().map(|f| f.0).collect();
+        assert_eq!(listed, [[0, 0, 0], [1, 0, 0], [0, 1, 1]]);
+        let report = wkw::verify(dir.path(), wkw::Options::default(), &|_| {}).unwrap();
+        assert_eq!(report.files.len(), 3);
+        assert!(report.is_ok());
+        let dst = dir.path().join("converted");
+        let out = wkw::compress(
+            dir.path(),
+            &dst,
+            BlockType::Lz4Hc,
+            wkw::Options::default(),
+            &|_| {},
+        )
+        .unwrap();
+        assert_eq!(out.list_files().unwrap().len(), 3);
+        assert!(!dst.join(wkw::LOCK_DIR_NAME).exists());
+        // The lock directory may be deleted while no writer runs; writes recreate it.
+        std::fs::remove_dir_all(dir.path().join(wkw::LOCK_DIR_NAME)).unwrap();
+        ds.write([0; 3], &pattern([4, 4, 4], 3).view()).unwrap();
+        assert!(ds.lock_path([0; 3]).is_file());
+        assert_eq!(
+            ds.read([0; 3], [4, 4, 4], Order::Fortran).unwrap(),
+            pattern([4, 4, 4], 3)
+        );
+    }
+}
+
+#[test]
+fn a_held_lock_file_blocks_writers_of_that_file_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path(), BlockType::Lz4);
+    ds.write([0; 3], &pattern([1, 1, 1], 0).view()).unwrap();
+    // Another program holding the documented lock of file (0,0,0).
+    let held = std::fs::OpenOptions::new()
+        .write(true)
+        .open(ds.lock_path([0; 3]))
+        .unwrap();
+    held.lock().unwrap();
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::scope(|s| {
+        let (ds, tx0) = (&ds, tx.clone());
+        s.spawn(move || {
+            ds.write([0; 3], &pattern([8, 8, 8], 5).view()).unwrap();
+            tx0.send("file 0").unwrap();
+        });
+        s.spawn(move || {
+            ds.write([32, 0, 0], &pattern([8, 8, 8], 6).view()).unwrap();
+            tx.send("file 1").unwrap();
+        });
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "file 1");
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "a writer of file 0 went ahead while its lock was held"
+        );
+        held.unlock().unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "file 0");
+    });
+    assert_eq!(
+        ds.read([0; 3], [8, 8, 8], Order::Fortran).unwrap(),
+        pattern([8, 8, 8], 5)
+    );
+}
+
+const CHILD_ENV: &str = "WKW_WRITER_CHILD";
+const PROCESSES: usize = 3;
+const CUBES_PER_PROCESS: usize = 6;
+
+/// Cube `c` (8³ voxels) of the 32³ file (0,0,0).
+fn cube_at(c: usize) -> [u32; 3] {
+    let c = c as u32;
+    [c % 4 * 8, c / 4 % 4 * 8, c / 16 * 8]
+}
+
+/// The child: `root:p` writes cubes `p, p + PROCESSES, …` one write each.
+#[test]
+fn process_writer_child() {
+    let Ok(spec) = std::env::var(CHILD_ENV) else {
+        return;
+    };
+    let (root, p) = spec.rsplit_once(':').unwrap();
+    let p: usize = p.parse().unwrap();
+    let ds = Dataset::open(root).unwrap();
+    for k in 0..CUBES_PER_PROCESS {
+        let c = k * PROCESSES + p;
+        ds.write(cube_at(c), &pattern([8; 3], c as u64).view())
+            .unwrap();
+    }
+}
+
+#[test]
+fn writers_in_separate_processes_are_serialised() {
+    let dir = tempfile::tempdir().unwrap();
+    // Every write rebuilds the one compressed file: without a lock that holds across
+    // processes, concurrent read-modify-writes would drop each other's cubes.
+    let _ = dataset(dir.path(), BlockType::Lz4);
+    let exe = std::env::current_exe().unwrap();
+    let children: Vec<_> = (0..PROCESSES)
+        .map(|p| {
+            std::process::Command::new(&exe)
+                .args(["--exact", "process_writer_child", "--test-threads=1"])
+                .env(CHILD_ENV, format!("{}:{p}", dir.path().display()))
+                .stdout(std::process::Stdio::null())
+                .spawn()
+                .expect("start a writer process")
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success(), "a writer process failed");
+    }
+    let ds = Dataset::open(dir.path()).unwrap();
+    for c in 0..PROCESSES * CUBES_PER_PROCESS {
+        assert_eq!(
+            ds.read(cube_at(c), [8; 3], Order::Fortran).unwrap(),
+            pattern([8; 3], c as u64),
+            "cube {c} written by process {} lost",
+            c % PROCESSES
+        );
+    }
 }
