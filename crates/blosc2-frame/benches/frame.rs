@@ -77,7 +77,7 @@ fn bench_path(name: &str, build: impl FnOnce(&Path)) -> PathBuf {
     p
 }
 
-/// i32 ramp with noise (compression ratio about 3-4, like the notes' §7 anchors).
+/// i32 ramp with noise (compression ratio about 3-4, like typical numeric data).
 fn ramp(n: usize, seed: u64) -> Vec<u8> {
     let mut x = seed | 1;
     (0..n as i32)

@@ -1,4 +1,4 @@
-//! The `b2nd` metalayer and the N-d layout of b2nd arrays (notes §6.9).
+//! The `b2nd` metalayer and the N-d layout of b2nd arrays.
 //!
 //! Metalayer content (`b2nd_serialize_meta`), parsed by position like C does — for 16
 //! dimensions the "fixarray" markers are `0xa0`, which msgpack reads as an empty string:

@@ -2,7 +2,7 @@
 //!
 //! The header is a msgpack array, but C-Blosc2 reads and patches it at fixed offsets, and so do
 //! we: the flags "string" is not UTF-8 and the metalayers that follow can hold non-msgpack data
-//! (16-D b2nd), so a generic msgpack parser is the wrong tool (notes §6.1).
+//! (16-D b2nd), so a generic msgpack parser is the wrong tool.
 
 use blosc_chunk::{Codec, Filter, SplitMode};
 
@@ -100,7 +100,8 @@ pub struct FrameHeader {
     /// Contiguous or sparse (byte 26).
     pub frame_type: FrameType,
     /// Codec code, low nibble of byte 27: 0 BloscLZ, 1 LZ4, 2 LZ4HC, 4 zlib, 5 zstd, 6 = see
-    /// [`FrameHeader::udcodec`] (the *compcode*, not the chunk format code; notes §10.2).
+    /// [`FrameHeader::udcodec`] (the *compcode*, not the chunk format's codec number that
+    /// C-Blosc2's README shows).
     pub codec_code: u8,
     /// Default compression level, high nibble of byte 27.
     pub clevel: u8,

@@ -1,5 +1,5 @@
-//! The name → bin32 layout shared by header metalayers and trailer vlmetalayers (notes §6.3,
-//! §6.5), parsed at the positions C-Blosc2 uses rather than with a generic msgpack decoder:
+//! The name → bin32 layout shared by header metalayers and trailer vlmetalayers, parsed at
+//! the positions C-Blosc2 uses rather than with a generic msgpack decoder:
 //!
 //! ```text
 //! 93 | cd u16 idx_size | de u16 N | N × (fixstr name, d2 i32 offset) | dc u16 N | N × (c6 u32 len, content)

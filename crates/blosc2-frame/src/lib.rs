@@ -23,6 +23,11 @@ mod writer;
 
 /// The chunk codec this crate uses (for [`FrameParams::cparams`] and chunk-level access).
 pub use blosc_chunk;
+/// The msgpack value type of [`Frame::metalayer_value`] and [`Frame::vlmetalayer_value`].
+pub use rmpv;
+
+#[doc = include_str!("../FORMAT.md")]
+pub mod file_format {}
 
 /// The `ndarray` version this crate's `ndarray` feature uses.
 #[cfg(feature = "ndarray")]

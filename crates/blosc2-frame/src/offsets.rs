@@ -1,4 +1,5 @@
-//! Index ("offsets") entries: regular positions and special-value runs (notes §6.4).
+//! Index ("offsets") entries: regular positions (from the end of the header, or sparse chunk
+//! file numbers) and special-value runs (bit 63 set, top byte `0x80 | kind`).
 
 use crate::{Error, Result};
 

@@ -1,4 +1,6 @@
-//! Reading contiguous and sparse frames with positional reads (notes §6.6, §6.7).
+//! Reading contiguous and sparse frames with positional reads: the fixed header, the
+//! metalayers, the trailer (located from the frame's last 23 bytes) and the index chunk are read
+//! and checked when a frame is opened; chunks are read on demand.
 
 use std::borrow::Cow;
 use std::fs::File;

@@ -1,4 +1,4 @@
-//! The frame trailer (`frame_update_trailer`, notes §6.5):
+//! The frame trailer (what C-Blosc2's `frame_update_trailer` writes):
 //!
 //! ```text
 //! 94 | 01 | vlmetalayers section (offsets relative to the trailer start) | ce u32 trailer_len

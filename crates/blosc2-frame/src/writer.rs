@@ -1,4 +1,4 @@
-//! Building and editing frames in memory, and writing them crash-safely (notes §6.5, §6.8).
+//! Building and editing frames in memory, and writing them crash-safely.
 //!
 //! A [`FrameWriter`] holds the frame as a list of compressed chunks plus metadata and lays it
 //! out the way C-Blosc2's `frame_append_chunk` path does: header (fixed part + metalayers),
@@ -6,9 +6,9 @@
 //! NEVER_SPLIT, blocksize 16 KiB), trailer. For frames built by appending only, the output is
 //! byte-for-byte what C-Blosc2 writes, provided the chunks are (see the crate docs).
 //!
-//! Files are never modified in place: [`FrameWriter::write_file`] writes a uniquely named
-//! temporary file in the same directory, optionally fsyncs it, then renames it over the target,
-//! so an interrupted write leaves either the old frame or the new one under the real name.
+//! Files are never modified in place: [`FrameWriter::write_file`] writes a temporary file in
+//! the same directory, optionally fsyncs it, then renames it over the target, so an
+//! interrupted write leaves either the old frame or the new one under the real name.
 
 use std::fs;
 use std::io::Write;
