@@ -1,11 +1,120 @@
-//! `scifmt blosc …`: single chunks.
+//! `scifmt blosc …`: single chunks; the compression flags shared with `frame create`; the
+//! names of codecs and filters used in every listing.
 
-use std::path::Path;
+use std::path::PathBuf;
 
-use blosc_chunk::{CParams, Codec, Filter, MAX_FILTERS, SplitMode};
+use blosc_chunk::{
+    CParams, ChunkHeader, Codec, Filter, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD, SplitMode,
+};
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{Map, Value, json};
 
-use crate::util::{At, CliResult, Fail, read_input, write_output};
-use crate::{CParamArgs, CodecArg, SplitArg};
+use crate::fail::{At, CliResult, Fail};
+use crate::inout::{in_name, read_whole, write_output};
+
+/// `scifmt blosc`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Cmd {
+    /// Decompress one chunk.
+    #[command(
+        after_help = "Examples:\n  scifmt blosc decompress chunk.cdata chunk.raw\n  scifmt blosc decompress chunk.cdata - | sha256sum"
+    )]
+    Decompress(DecompressArgs),
+    /// Compress a file into one chunk (byte-identical to C-Blosc2 for all codecs but zlib).
+    #[command(
+        after_help = "Examples:\n  scifmt blosc compress data.raw data.cdata --typesize 4 --codec lz4 --filter shuffle --blocksize 4096 --splitmode auto\n  scifmt blosc compress text.raw text.cdata --typesize 1 --codec zstd --filter none --use-dict\n  cat data.raw | scifmt blosc compress - - --typesize 4 > data.cdata"
+    )]
+    Compress(CompressArgs),
+}
+
+impl Cmd {
+    /// Runs the subcommand.
+    pub(crate) fn run(self) -> CliResult {
+        match self {
+            Self::Decompress(a) => decompress(&a),
+            Self::Compress(a) => compress(&a),
+        }
+    }
+}
+
+/// `blosc decompress`.
+#[derive(Debug, Args)]
+pub(crate) struct DecompressArgs {
+    /// Compressed chunk (`-`: stdin).
+    input: PathBuf,
+    /// Decompressed bytes (`-`: stdout).
+    output: PathBuf,
+}
+
+/// `blosc compress`.
+#[derive(Debug, Args)]
+pub(crate) struct CompressArgs {
+    /// Raw bytes (`-`: stdin).
+    input: PathBuf,
+    /// Compressed chunk (`-`: stdout).
+    output: PathBuf,
+    #[command(flatten)]
+    cparams: CParamArgs,
+    /// Build a dictionary from the data and compress with it (zstd, lz4, lz4hc; C-Blosc2's
+    /// `use_dict`).
+    #[arg(long)]
+    use_dict: bool,
+}
+
+/// A Blosc codec.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum CodecArg {
+    /// BloscLZ.
+    Blosclz,
+    /// LZ4.
+    Lz4,
+    /// LZ4HC.
+    Lz4hc,
+    /// zlib.
+    Zlib,
+    /// Zstandard.
+    Zstd,
+}
+
+/// A split mode.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum SplitArg {
+    /// Always split blocks into one stream per byte of the type.
+    Always,
+    /// Never split.
+    Never,
+    /// Split when it usually pays.
+    Auto,
+    /// Forward-compatible (the C-Blosc2 default; same rule as auto).
+    Forward,
+}
+
+/// Compression parameters (defaults: C-Blosc2's).
+#[derive(Debug, Clone, Args)]
+pub(crate) struct CParamArgs {
+    /// Item size in bytes.
+    #[arg(long, value_name = "N")]
+    typesize: usize,
+    /// Codec.
+    #[arg(long, value_enum, default_value = "blosclz")]
+    codec: CodecArg,
+    /// Compression level 0-9.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=9))]
+    clevel: u8,
+    /// Filter, repeatable, applied in the order given (slots 0, 1, ...):
+    /// none|shuffle|bitshuffle|delta|truncprec|truncprec:META. Default: shuffle in slot 5 (C-Blosc2).
+    #[arg(long = "filter", value_name = "FILTER", value_parser = parse_filter)]
+    filters: Vec<FilterArg>,
+    /// Block size in bytes (0 = automatic).
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    blocksize: usize,
+    /// When to split blocks into byte streams.
+    #[arg(long, value_enum, default_value = "forward")]
+    splitmode: SplitArg,
+    /// Compression threads (output is identical for any count).
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    threads: usize,
+}
 
 /// One `--filter` value: the filter and its slot metadata.
 pub(crate) type FilterArg = (Filter, u8);
@@ -53,58 +162,71 @@ fn codec(c: CodecArg) -> Codec {
     }
 }
 
-/// Builds [`CParams`] from the command-line flags (C-Blosc2 defaults for what is not given).
-pub(crate) fn cparams(a: &CParamArgs) -> CliResult<CParams> {
-    let mut p = CParams::default();
-    p.codec = codec(a.codec);
-    p.clevel = a.clevel;
-    p.typesize = a.typesize;
-    p.blocksize = a.blocksize;
-    p.nthreads = a.threads;
-    p.splitmode = match a.splitmode {
-        SplitArg::Always => SplitMode::Always,
-        SplitArg::Never => SplitMode::Never,
-        SplitArg::Auto => SplitMode::Auto,
-        SplitArg::Forward => SplitMode::ForwardCompat,
-    };
-    if !a.filters.is_empty() {
-        if a.filters.len() > MAX_FILTERS {
-            return Err(Fail::usage(format!(
-                "at most {MAX_FILTERS} --filter values, got {}",
-                a.filters.len()
-            )));
-        }
-        p.filters = [Filter::NoFilter; MAX_FILTERS];
-        p.filters_meta = [0; MAX_FILTERS];
-        for (slot, &(f, m)) in a.filters.iter().enumerate() {
-            if let (Some(fs), Some(ms)) = (p.filters.get_mut(slot), p.filters_meta.get_mut(slot)) {
-                *fs = f;
-                *ms = m;
+impl CParamArgs {
+    /// [`CParams`] from the command-line flags (C-Blosc2 defaults for what is not given).
+    pub(crate) fn cparams(&self) -> CliResult<CParams> {
+        let mut p = CParams::default();
+        p.codec = codec(self.codec);
+        p.clevel = self.clevel;
+        p.typesize = self.typesize;
+        p.blocksize = self.blocksize;
+        p.nthreads = self.threads;
+        p.splitmode = match self.splitmode {
+            SplitArg::Always => SplitMode::Always,
+            SplitArg::Never => SplitMode::Never,
+            SplitArg::Auto => SplitMode::Auto,
+            SplitArg::Forward => SplitMode::ForwardCompat,
+        };
+        if !self.filters.is_empty() {
+            if self.filters.len() > MAX_FILTERS {
+                return Err(Fail::usage(format!(
+                    "at most {MAX_FILTERS} --filter values, got {}",
+                    self.filters.len()
+                )));
+            }
+            p.filters = [Filter::NoFilter; MAX_FILTERS];
+            p.filters_meta = [0; MAX_FILTERS];
+            for (slot, &(f, m)) in self.filters.iter().enumerate() {
+                if let (Some(fs), Some(ms)) =
+                    (p.filters.get_mut(slot), p.filters_meta.get_mut(slot))
+                {
+                    *fs = f;
+                    *ms = m;
+                }
             }
         }
+        Ok(p)
     }
-    Ok(p)
+}
+
+/// The largest chunk there is: [`blosc_chunk::Limits`]' default `max_nbytes` (C-Blosc2's
+/// `BLOSC2_MAX_BUFFERSIZE`) plus the header overhead.
+fn max_chunk_bytes() -> u64 {
+    (blosc_chunk::Limits::default().max_nbytes as u64).saturating_add(MAX_OVERHEAD as u64)
 }
 
 /// `blosc decompress IN OUT`.
-pub(crate) fn decompress(input: &Path, output: &Path) -> CliResult {
-    let chunk = read_input(input)?;
-    let data = blosc_chunk::decompress(&chunk).at(input)?;
-    write_output(output, &data)
+fn decompress(a: &DecompressArgs) -> CliResult {
+    let chunk = read_whole(
+        &a.input,
+        max_chunk_bytes(),
+        "the size of the largest Blosc chunk",
+    )?;
+    let data = blosc_chunk::decompress(&chunk).at(in_name(&a.input))?;
+    write_output(&a.output, &data)
 }
 
 /// `blosc compress IN OUT …`.
-pub(crate) fn compress(
-    input: &Path,
-    output: &Path,
-    args: &CParamArgs,
-    use_dict: bool,
-) -> CliResult {
-    let mut params = cparams(args)?;
-    params.use_dict = use_dict;
-    let data = read_input(input)?;
-    let chunk = blosc_chunk::compress(&data, &params).at(input)?;
-    write_output(output, &chunk)
+fn compress(a: &CompressArgs) -> CliResult {
+    let mut params = a.cparams.cparams()?;
+    params.use_dict = a.use_dict;
+    let data = read_whole(
+        &a.input,
+        MAX_BUFFERSIZE as u64,
+        "the most one Blosc chunk can hold",
+    )?;
+    let chunk = blosc_chunk::compress(&data, &params).at(in_name(&a.input))?;
+    write_output(&a.output, &chunk)
 }
 
 /// A short lowercase codec name.
@@ -136,6 +258,41 @@ pub(crate) fn filter_names(ids: &[u8]) -> Vec<String> {
     ids.iter()
         .map(|&i| filter_name(Filter::from_id(i)))
         .collect()
+}
+
+/// The special value a chunk header declares, lowercase (`zeros`, `nan`, …), if any.
+pub(crate) fn special_name(h: &ChunkHeader) -> Option<String> {
+    h.special().map(|s| format!("{s:?}").to_lowercase())
+}
+
+/// `info` on a chunk file of `len` bytes: every header field.
+pub(crate) fn chunk_info(h: &ChunkHeader, len: u64) -> Map<String, Value> {
+    let mut m = Map::new();
+    m.insert("format".into(), json!("blosc-chunk"));
+    m.insert("file_len".into(), json!(len));
+    m.insert("version".into(), json!(h.version()));
+    m.insert("versionlz".into(), json!(h.versionlz()));
+    m.insert("flags".into(), json!(h.flags()));
+    m.insert("typesize".into(), json!(h.typesize()));
+    m.insert("nbytes".into(), json!(h.nbytes()));
+    m.insert("cbytes".into(), json!(h.cbytes()));
+    m.insert("blocksize".into(), json!(h.blocksize_field()));
+    m.insert("nblocks".into(), json!(h.nblocks()));
+    m.insert("header_len".into(), json!(h.header_len()));
+    m.insert("extended_header".into(), json!(h.is_extended()));
+    m.insert("codec".into(), json!(codec_name(h.codec())));
+    m.insert("filters".into(), json!(filter_names(&h.filter_ids())));
+    m.insert("filters_meta".into(), json!(h.filters_meta()));
+    m.insert("udcodec".into(), json!(h.udcodec()));
+    m.insert("compcode_meta".into(), json!(h.compcode_meta()));
+    m.insert("blosc2_flags".into(), json!(h.blosc2_flags()));
+    m.insert("blosc2_flags2".into(), json!(h.blosc2_flags2()));
+    m.insert("memcpyed".into(), json!(h.is_memcpyed()));
+    m.insert("split".into(), json!(!h.dont_split()));
+    m.insert("dict".into(), json!(h.uses_dict()));
+    m.insert("vl_blocks".into(), json!(h.vl_blocks()));
+    m.insert("special".into(), json!(special_name(h)));
+    m
 }
 
 #[cfg(test)]

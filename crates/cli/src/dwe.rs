@@ -1,17 +1,174 @@
-//! `scifmt dwe …`.
+//! `scifmt dwe …`: `.dwe` compressed dynamic word embeddings.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use clap::{Args, Subcommand};
 use dwe_format::{Dims, DweFile, Layout, OpenOptions, WriteLayout};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Number, Value, json};
 
-use crate::util::{At, CliResult, Fail, Output, print_object, progress, read_input};
+use crate::fail::{At, CliResult, Fail, describe};
+use crate::inout::{Output, in_name, need_path, read_whole};
+use crate::print::{JsonFlag, emit, emit_json, emit_object};
+use crate::progress::progress;
 
-fn open(path: &Path) -> CliResult<DweFile<Vec<u8>>> {
-    OpenOptions::new().read_file(path).at(path)
+/// `scifmt dwe`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Cmd {
+    /// Print layout (block|stream), header and per-time-step model sizes.
+    #[command(after_help = "Example:\n  scifmt dwe info words.dwe --json")]
+    Info(InfoArgs),
+    /// Write all values: i16 little-endian, shape (T, V, K), C order.
+    #[command(
+        after_help = "Examples:\n  scifmt dwe decode words.dwe values.i16\n  cat words.dwe | scifmt dwe decode - - | sha256sum"
+    )]
+    Decode(DecodeArgs),
+    /// Print one embedding vector, one value per line.
+    #[command(after_help = "Example:\n  scifmt dwe vector words.dwe --word 12 --t 3 --f32")]
+    Vector(VectorArgs),
+    /// For each target word, the AMT most related words at time step T (one line per target;
+    /// `-` marks ranks the vocabulary cannot fill).
+    #[command(after_help = "Example:\n  scifmt dwe related words.dwe --words 0,2 --t 0 --amt 5")]
+    Related(RelatedArgs),
+    /// Dot-product trajectories of word pairs: one line per pair, T values.
+    #[command(
+        after_help = "Example:\n  scifmt dwe trajectories words.dwe --words1 0,3 --words2 99,2"
+    )]
+    Trajectories(TrajectoriesArgs),
+    /// Encode i16 little-endian values of shape (T, V, K) (C order) into a .dwe file.
+    #[command(
+        after_help = "Example:\n  scifmt dwe create values.i16 words.dwe --shape 6,100,16 --scale 0.015074313 --jump-interval 20"
+    )]
+    Create(CreateArgs),
 }
 
-/// Layout, header and model sizes of a `.dwe` file.
+impl Cmd {
+    /// Runs the subcommand.
+    pub(crate) fn run(self) -> CliResult {
+        match self {
+            Self::Info(a) => emit_object(info_map(&a.file)?, a.json),
+            Self::Decode(a) => decode(&a),
+            Self::Vector(a) => vector(&a),
+            Self::Related(a) => related(&a),
+            Self::Trajectories(a) => trajectories(&a),
+            Self::Create(a) => create(&a),
+        }
+    }
+}
+
+/// `dwe info`.
+#[derive(Debug, Args)]
+pub(crate) struct InfoArgs {
+    /// .dwe file.
+    file: PathBuf,
+    #[command(flatten)]
+    json: JsonFlag,
+}
+
+/// `dwe decode`.
+#[derive(Debug, Args)]
+pub(crate) struct DecodeArgs {
+    /// .dwe file (`-`: stdin).
+    file: PathBuf,
+    /// Output file (`-`: stdout).
+    output: PathBuf,
+}
+
+/// `dwe vector`.
+#[derive(Debug, Args)]
+pub(crate) struct VectorArgs {
+    /// .dwe file.
+    file: PathBuf,
+    /// Word index.
+    #[arg(long)]
+    word: u32,
+    /// Time step.
+    #[arg(long)]
+    t: u32,
+    /// Print f32 values (value × scale_factor) instead of i16.
+    #[arg(long)]
+    f32: bool,
+    #[command(flatten)]
+    json: JsonFlag,
+}
+
+/// `dwe related`.
+#[derive(Debug, Args)]
+pub(crate) struct RelatedArgs {
+    /// .dwe file.
+    file: PathBuf,
+    /// Target words W1,W2,...
+    #[arg(long, value_delimiter = ',', required = true)]
+    words: Vec<u32>,
+    /// Time step.
+    #[arg(long)]
+    t: u32,
+    /// Words per target.
+    #[arg(long)]
+    amt: usize,
+    #[command(flatten)]
+    json: JsonFlag,
+}
+
+/// `dwe trajectories`.
+#[derive(Debug, Args)]
+pub(crate) struct TrajectoriesArgs {
+    /// First words of the pairs.
+    #[arg(long, value_delimiter = ',', required = true)]
+    words1: Vec<u32>,
+    /// Second words of the pairs.
+    #[arg(long, value_delimiter = ',', required = true)]
+    words2: Vec<u32>,
+    /// .dwe file.
+    file: PathBuf,
+    #[command(flatten)]
+    json: JsonFlag,
+}
+
+/// `dwe create`.
+#[derive(Debug, Args)]
+pub(crate) struct CreateArgs {
+    /// Raw i16 values (`-`: stdin).
+    input: PathBuf,
+    /// .dwe file to write.
+    output: PathBuf,
+    /// T,V,K.
+    #[arg(long, value_delimiter = ',', required = true)]
+    shape: Vec<u32>,
+    /// scale_factor (f32).
+    #[arg(long)]
+    scale: f32,
+    /// Block layout with this many words per chunk (must divide V).
+    #[arg(
+        long,
+        value_name = "C",
+        group = "layout",
+        required_unless_present = "jump_interval"
+    )]
+    chunk_size: Option<u32>,
+    /// Stream layout with a jump-table row every J words.
+    #[arg(long, value_name = "J", group = "layout")]
+    jump_interval: Option<u32>,
+}
+
+/// Reads and opens a `.dwe` file (stdin for `-`), at most `dwe_format::Limits`'
+/// `max_file_bytes` as the library reads files.
+fn open(path: &Path) -> CliResult<DweFile<Vec<u8>>> {
+    let limit = dwe_format::Limits::default().max_file_bytes;
+    let bytes = read_whole(path, limit, "the most a .dwe file may have")?;
+    OpenOptions::new().open(bytes).at(in_name(path))
+}
+
+/// An f32 as a JSON number with the digits Rust prints for it (the shortest decimal that
+/// reads back as the same f32), or null if it is not finite.
+fn f32_json(v: f32) -> Value {
+    v.to_string()
+        .parse::<f64>()
+        .ok()
+        .and_then(Number::from_f64)
+        .map_or(Value::Null, Value::Number)
+}
+
+/// `info` on a `.dwe` file: layout, header and model sizes.
 pub(crate) fn info_map(path: &Path) -> CliResult<Map<String, Value>> {
     let f = open(path)?;
     let h = f.header();
@@ -52,25 +209,16 @@ pub(crate) fn info_map(path: &Path) -> CliResult<Map<String, Value>> {
     Ok(m)
 }
 
-/// `dwe info FILE [--json]`.
-pub(crate) fn info(path: &Path, json: bool) -> CliResult {
-    print_object(info_map(path)?, json);
-    Ok(())
-}
-
 /// `dwe decode FILE OUT`: time step by time step.
-pub(crate) fn decode(path: &Path, output: &Path) -> CliResult {
-    let f = open(path)?;
+fn decode(a: &DecodeArgs) -> CliResult {
+    let f = open(&a.file)?;
     let t_count = f.num_timesteps();
     let bar = progress(u64::from(t_count), "decode");
-    let mut out = Output::create(output)?;
+    let mut out = Output::create(&a.output)?;
     let mut bytes = Vec::new();
     for t in 0..t_count {
         let values = f.timestep(t).map_err(|e| {
-            Fail::input(
-                path,
-                format!("time step {t}: {}", crate::util::describe(&e)),
-            )
+            Fail::input(in_name(&a.file), format!("time step {t}: {}", describe(&e)))
         })?;
         bytes.clear();
         bytes.extend(values.iter().flat_map(|v| v.to_le_bytes()));
@@ -81,81 +229,103 @@ pub(crate) fn decode(path: &Path, output: &Path) -> CliResult {
     out.commit()
 }
 
-/// `dwe vector FILE --word W --t T [--f32]`.
-pub(crate) fn vector(path: &Path, word: u32, t: u32, as_f32: bool) -> CliResult {
-    let f = open(path)?;
-    let mut s = String::new();
-    if as_f32 {
-        for v in f.vector_f32(word, t).at(path)? {
-            s.push_str(&format!("{v}\n"));
-        }
+/// `dwe vector FILE --word W --t T [--f32]`: one value per line, or
+/// `{"word", "t", "values"}`.
+fn vector(a: &VectorArgs) -> CliResult {
+    let f = open(&a.file)?;
+    let (text, values): (Vec<String>, Vec<Value>) = if a.f32 {
+        let v = f.vector_f32(a.word, a.t).at(&a.file)?;
+        (
+            v.iter().map(f32::to_string).collect(),
+            v.into_iter().map(f32_json).collect(),
+        )
     } else {
-        for v in f.vector(word, t).at(path)? {
-            s.push_str(&format!("{v}\n"));
-        }
+        let v = f.vector(a.word, a.t).at(&a.file)?;
+        (
+            v.iter().map(i16::to_string).collect(),
+            v.into_iter().map(Value::from).collect(),
+        )
+    };
+    if a.json.json {
+        return emit_json(&json!({"word": a.word, "t": a.t, "values": values}));
     }
-    print!("{s}");
-    Ok(())
+    emit(&text.iter().map(|v| format!("{v}\n")).collect::<String>())
 }
 
-/// `dwe related FILE --words … --t T --amt N`: one line per target.
-pub(crate) fn related(path: &Path, words: &[u32], t: u32, amt: usize) -> CliResult {
-    let f = open(path)?;
-    if amt == 0 {
+/// `dwe related FILE --words … --t T --amt N`: one line per target, or an array of
+/// `{"word", "related"}` (`-` / null for ranks the vocabulary cannot fill).
+fn related(a: &RelatedArgs) -> CliResult {
+    let f = open(&a.file)?;
+    if a.amt == 0 {
         return Err(Fail::usage("--amt must be at least 1"));
     }
-    let ids = f.most_related_to_at_t(words, t, amt).at(path)?;
-    for row in ids.chunks(amt) {
+    let ids = f.most_related_to_at_t(&a.words, a.t, a.amt).at(&a.file)?;
+    let rows: Vec<Vec<Option<u32>>> = ids
+        .chunks(a.amt)
+        .map(|row| row.iter().map(|&w| (w != u32::MAX).then_some(w)).collect())
+        .collect();
+    if a.json.json {
+        let rows: Vec<Value> = a
+            .words
+            .iter()
+            .zip(&rows)
+            .map(|(w, r)| json!({"word": w, "related": r}))
+            .collect();
+        return emit_json(&Value::Array(rows));
+    }
+    let mut text = String::new();
+    for row in &rows {
         let line: Vec<String> = row
             .iter()
-            .map(|&w| {
-                if w == u32::MAX {
-                    "-".to_owned()
-                } else {
-                    w.to_string()
-                }
-            })
+            .map(|w| w.map_or_else(|| "-".to_owned(), |w| w.to_string()))
             .collect();
-        println!("{}", line.join(" "));
+        text.push_str(&line.join(" "));
+        text.push('\n');
     }
-    Ok(())
+    emit(&text)
 }
 
-/// `dwe trajectories FILE --words1 … --words2 …`: one line per pair, T values.
-pub(crate) fn trajectories(path: &Path, words1: &[u32], words2: &[u32]) -> CliResult {
-    if words1.len() != words2.len() {
+/// `dwe trajectories FILE --words1 … --words2 …`: one line per pair, T values, or an array of
+/// `{"word1", "word2", "values"}`.
+fn trajectories(a: &TrajectoriesArgs) -> CliResult {
+    if a.words1.len() != a.words2.len() {
         return Err(Fail::usage(format!(
             "--words1 has {} words, --words2 has {}: they form pairs",
-            words1.len(),
-            words2.len()
+            a.words1.len(),
+            a.words2.len()
         )));
     }
-    let f = open(path)?;
-    let values = f.pairwise_trajectories(words1, words2).at(path)?;
+    let f = open(&a.file)?;
+    let values = f.pairwise_trajectories(&a.words1, &a.words2).at(&a.file)?;
     let t = usize::try_from(f.num_timesteps())
         .unwrap_or(usize::MAX)
         .max(1);
+    if a.json.json {
+        let rows: Vec<Value> = a
+            .words1
+            .iter()
+            .zip(&a.words2)
+            .zip(values.chunks(t))
+            .map(|((w1, w2), row)| {
+                let vals: Vec<Value> = row.iter().copied().map(f32_json).collect();
+                json!({"word1": w1, "word2": w2, "values": vals})
+            })
+            .collect();
+        return emit_json(&Value::Array(rows));
+    }
+    let mut text = String::new();
     for row in values.chunks(t) {
         let line: Vec<String> = row.iter().map(f32::to_string).collect();
-        println!("{}", line.join(" "));
+        text.push_str(&line.join(" "));
+        text.push('\n');
     }
-    Ok(())
-}
-
-/// Arguments of `dwe create`.
-#[derive(Debug)]
-pub(crate) struct CreateArgs<'a> {
-    pub(crate) input: &'a Path,
-    pub(crate) output: &'a Path,
-    pub(crate) shape: &'a [u32],
-    pub(crate) scale: f32,
-    pub(crate) chunk_size: Option<u32>,
-    pub(crate) jump_interval: Option<u32>,
+    emit(&text)
 }
 
 /// `dwe create IN.i16 OUT --shape T,V,K --scale S (--chunk-size C | --jump-interval J)`.
-pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
-    let &[t, v, k] = a.shape else {
+fn create(a: &CreateArgs) -> CliResult {
+    need_path(&a.output, "the output of dwe create")?;
+    let &[t, v, k] = a.shape.as_slice() else {
         return Err(Fail::usage(format!(
             "--shape needs T,V,K, got {} values",
             a.shape.len()
@@ -170,14 +340,24 @@ pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
             ));
         }
     };
-    let bytes = read_input(a.input)?;
+    let input = in_name(&a.input);
     let want = [u64::from(v), u64::from(k), 2]
         .iter()
         .try_fold(u64::from(t), |a, &b| a.checked_mul(b));
-    if want != Some(bytes.len() as u64) {
-        let want = want.map_or_else(|| "more than 2^64".to_owned(), |w| w.to_string());
+    let Some(want) = want else {
         return Err(Fail::input(
-            a.input,
+            input,
+            format!("shape {t},{v},{k} of i16 needs more than 2^64 bytes"),
+        ));
+    };
+    let bytes = read_whole(
+        &a.input,
+        want,
+        &format!("shape {t},{v},{k} of i16 needs {want}"),
+    )?;
+    if bytes.len() as u64 != want {
+        return Err(Fail::input(
+            input,
             format!(
                 "holds {} bytes, shape {t},{v},{k} of i16 needs {want}",
                 bytes.len()
@@ -196,17 +376,17 @@ pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
     // Two steps per time step: its entropy model, then its encoding.
     let bar = progress(2 * u64::from(t), "encode");
     let result = dwe_format::write_file_with_progress(
-        a.output,
+        &a.output,
         &values,
         Dims::new(t, v, k),
         a.scale,
         layout,
-        false,
+        dwe_format::Durability::None,
         &mut |done, _| bar.set_position(done),
     );
     bar.finish_and_clear();
     result.map_err(|e| match e {
-        dwe_format::Error::Io(_) => Fail::input(a.output, crate::util::describe(&e)),
-        other => Fail::input(a.input, crate::util::describe(&other)),
+        dwe_format::Error::Io(_) => Fail::input(&a.output, describe(&e)),
+        other => Fail::input(input, describe(&other)),
     })
 }

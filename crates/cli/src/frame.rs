@@ -1,35 +1,118 @@
-//! `scifmt frame …` and `scifmt b2nd read`.
+//! `scifmt frame …`: Blosc2 frames (contiguous files, sparse directories, or `-` for a
+//! contiguous frame on stdin).
 
 use std::io::Read;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use blosc_chunk::ChunkHeader;
-use blosc2_frame::{B2ndArray, ChunkLocation, Frame, FrameFileWriter, FrameParams, Sync};
+use blosc_chunk::{ChunkHeader, Codec};
+use blosc2_frame::{B2ND_METALAYER, B2ndArray, ChunkLocation, Frame, FrameFileWriter, FrameHeader};
+use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
-use crate::CParamArgs;
-use crate::blosc::{codec_name, cparams, filter_names};
-use crate::msgpack::bytes_to_json;
-use crate::util::{
-    At, CliResult, Fail, Output, RegionDim, open_input, print_json, progress, progress_bytes,
-    resolve_region, write_output,
-};
+use crate::blosc::{CParamArgs, codec_name, filter_names, special_name};
+use crate::fail::{At, CliResult, Fail, describe};
+use crate::inout::{MAX_WHOLE_INPUT, Output, in_name, is_std, need_path, open_input, read_whole};
+use crate::msgpack::{bytes_to_json, parse_layer};
+use crate::print::{JsonFlag, emit, emit_json};
+use crate::progress::{progress, progress_bytes};
 
-/// Opens a frame file or sparse-frame directory.
+/// `scifmt frame`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Cmd {
+    /// Write all chunks decompressed in index order (python-blosc2's `schunk[:]`).
+    #[command(
+        after_help = "Examples:\n  scifmt frame extract data.b2frame data.raw\n  scifmt frame extract data.b2frame - | sha256sum"
+    )]
+    Extract(ExtractArgs),
+    /// List chunks: index, offset or special kind, nbytes, cbytes, codec, filters.
+    #[command(after_help = "Example:\n  scifmt frame chunks data.b2frame --json")]
+    Chunks(ListArgs),
+    /// Print metalayers and vlmetalayers, msgpack decoded to JSON.
+    #[command(
+        after_help = "Example:\n  scifmt frame meta data.b2frame --json\n\nBinary msgpack values print as {\"$bin\": \"<hex>\"}; undecodable layers as {\"$raw\": \"<hex>\"}."
+    )]
+    Meta(ListArgs),
+    /// Build a frame from raw bytes, CHUNKSIZE bytes per chunk (the last may be shorter).
+    #[command(
+        after_help = "Example:\n  scifmt frame create data.raw data.b2frame --typesize 8 --chunksize 8000 --codec zstd --filter delta --filter shuffle --meta 'm=[1,2,3]' --vlmeta 'info={\"a\":1}'"
+    )]
+    Create(CreateArgs),
+}
+
+impl Cmd {
+    /// Runs the subcommand.
+    pub(crate) fn run(self) -> CliResult {
+        match self {
+            Self::Extract(a) => extract(&a),
+            Self::Chunks(a) => chunks(&a),
+            Self::Meta(a) => meta(&a),
+            Self::Create(a) => create(&a),
+        }
+    }
+}
+
+/// `frame extract`.
+#[derive(Debug, Args)]
+pub(crate) struct ExtractArgs {
+    /// Frame file or sparse-frame directory (`-`: a contiguous frame on stdin).
+    input: PathBuf,
+    /// Output file (`-`: stdout).
+    output: PathBuf,
+}
+
+/// `frame chunks` and `frame meta`.
+#[derive(Debug, Args)]
+pub(crate) struct ListArgs {
+    /// Frame file or sparse-frame directory (`-`: a contiguous frame on stdin).
+    input: PathBuf,
+    #[command(flatten)]
+    json: JsonFlag,
+}
+
+/// `frame create`.
+#[derive(Debug, Args)]
+pub(crate) struct CreateArgs {
+    /// Raw bytes (`-`: stdin).
+    input: PathBuf,
+    /// Frame file (or directory with --sparse).
+    output: PathBuf,
+    /// Bytes per chunk (a multiple of the typesize).
+    #[arg(long, value_name = "BYTES")]
+    chunksize: usize,
+    #[command(flatten)]
+    cparams: CParamArgs,
+    /// Metalayer NAME=JSON (stored as msgpack), repeatable.
+    #[arg(long = "meta", value_name = "NAME=JSON", value_parser = parse_layer)]
+    meta: Vec<(String, Vec<u8>)>,
+    /// Variable-length metalayer NAME=JSON (stored as msgpack), repeatable.
+    #[arg(long = "vlmeta", value_name = "NAME=JSON", value_parser = parse_layer)]
+    vlmeta: Vec<(String, Vec<u8>)>,
+    /// Write a sparse frame (a directory) instead of a contiguous file.
+    #[arg(long)]
+    sparse: bool,
+}
+
+/// Opens a frame file or sparse-frame directory, or reads a contiguous frame from stdin for
+/// `-` (held in memory, at most [`MAX_WHOLE_INPUT`] bytes; files are read at positions, chunk by
+/// chunk).
 pub(crate) fn open(path: &Path) -> CliResult<Frame<'static>> {
+    if is_std(path) {
+        let bytes = read_whole(path, MAX_WHOLE_INPUT, "the most a frame on stdin may have")?;
+        return Frame::from_reader(bytes, 0, &blosc2_frame::Limits::default()).at(in_name(path));
+    }
     Frame::open(path).at(path)
 }
 
 /// `frame extract IN OUT`: chunk by chunk, so memory holds one decompressed chunk.
-pub(crate) fn extract(input: &Path, output: &Path) -> CliResult {
-    let frame = open(input)?;
+fn extract(a: &ExtractArgs) -> CliResult {
+    let frame = open(&a.input)?;
     let n = frame.nchunks();
     let bar = progress(u64::try_from(n).unwrap_or(u64::MAX), "extract");
-    let mut out = Output::create(output)?;
+    let mut out = Output::create(&a.output)?;
     for i in 0..n {
         let data = frame
             .decompress_chunk(i)
-            .map_err(|e| Fail::input(input, format!("chunk {i}: {}", crate::util::describe(&e))))?;
+            .map_err(|e| Fail::input(in_name(&a.input), format!("chunk {i}: {}", describe(&e))))?;
         out.write(&data)?;
         bar.inc(1);
     }
@@ -37,27 +120,24 @@ pub(crate) fn extract(input: &Path, output: &Path) -> CliResult {
     out.commit()
 }
 
-/// Describes chunk `i`: location, sizes, codec and filters.
-fn chunk_entry(
+/// The columns of `frame chunks`, the same in every row (null where they do not apply): the
+/// place is `offset` in a contiguous frame, `file` (chunk file number) in a sparse one.
+fn chunk_row(
     frame: &Frame<'_>,
     i: usize,
     loc: ChunkLocation,
 ) -> Result<Map<String, Value>, String> {
+    let place = if frame.is_sparse() { "file" } else { "offset" };
     let mut m = Map::new();
     m.insert("index".into(), json!(i));
-    let nbytes = frame
-        .chunk_nbytes(i)
-        .map_err(|e| crate::util::describe(&e))?;
     match loc {
         ChunkLocation::Stored(off) => {
-            let key = if frame.is_sparse() { "file" } else { "offset" };
-            m.insert(key.into(), json!(off));
-            let chunk = frame.chunk(i).map_err(|e| crate::util::describe(&e))?;
-            let h = ChunkHeader::parse(&chunk).map_err(|e| crate::util::describe(&e))?;
+            let chunk = frame.chunk(i).map_err(|e| describe(&e))?;
+            let h = ChunkHeader::parse(&chunk).map_err(|e| describe(&e))?;
+            m.insert(place.into(), json!(off));
+            m.insert("special".into(), json!(special_name(&h)));
             m.insert("nbytes".into(), json!(h.nbytes()));
             m.insert("cbytes".into(), json!(h.cbytes()));
-            let special = h.special().map(|s| format!("{s:?}").to_lowercase());
-            m.insert("special".into(), json!(special));
             m.insert("codec".into(), json!(codec_name(h.codec())));
             m.insert("filters".into(), json!(filter_names(&h.filter_ids())));
             m.insert("filters_meta".into(), json!(h.filters_meta()));
@@ -69,69 +149,78 @@ fn chunk_entry(
                 ChunkLocation::Uninit => "uninit",
                 _ => "other",
             };
+            let nbytes = frame.chunk_nbytes(i).map_err(|e| describe(&e))?;
+            m.insert(place.into(), Value::Null);
             m.insert("special".into(), json!(kind));
             m.insert("nbytes".into(), json!(nbytes));
             m.insert("cbytes".into(), json!(0));
+            m.insert("codec".into(), Value::Null);
+            m.insert("filters".into(), Value::Null);
+            m.insert("filters_meta".into(), Value::Null);
         }
     }
     Ok(m)
 }
 
-/// `frame chunks IN [--json]`.
-pub(crate) fn chunks(input: &Path, as_json: bool) -> CliResult {
-    let frame = open(input)?;
+/// One line of the `frame chunks` table.
+fn chunk_line(m: &Map<String, Value>) -> String {
+    let present = |k: &str| m.get(k).filter(|v| !v.is_null());
+    let at = if let Some(o) = present("offset") {
+        format!("offset {o}")
+    } else if let Some(f) = present("file") {
+        format!("file {f}")
+    } else {
+        String::from("-")
+    };
+    let at = match present("special").and_then(Value::as_str) {
+        Some(s) if at == "-" => format!("special {s}"),
+        Some(s) => format!("{at} ({s})"),
+        None => at,
+    };
+    let filters = present("filters")
+        .and_then(Value::as_array)
+        .map(|f| {
+            f.iter()
+                .filter_map(Value::as_str)
+                .filter(|s| *s != "none")
+                .collect::<Vec<_>>()
+                .join(",")
+        })
+        .unwrap_or_default();
+    let num = |k: &str| present(k).map(Value::to_string).unwrap_or_default();
+    let codec = present("codec").and_then(Value::as_str).unwrap_or("-");
+    format!(
+        "{:<6} {:<16} {:>8} {:>8}  {:<9} {}\n",
+        num("index"),
+        at,
+        num("nbytes"),
+        num("cbytes"),
+        codec,
+        if filters.is_empty() { "-" } else { &filters }
+    )
+}
+
+/// `frame chunks IN [--json]`: a table, or a JSON array with one object per chunk.
+fn chunks(a: &ListArgs) -> CliResult {
+    let frame = open(&a.input)?;
     let mut rows = Vec::with_capacity(frame.nchunks());
     for (i, &loc) in frame.index().iter().enumerate() {
-        let m = chunk_entry(&frame, i, loc)
-            .map_err(|e| Fail::input(input, format!("chunk {i}: {e}")))?;
+        let m = chunk_row(&frame, i, loc)
+            .map_err(|e| Fail::input(in_name(&a.input), format!("chunk {i}: {e}")))?;
         rows.push(m);
     }
-    if as_json {
-        print_json(&Value::Array(rows.into_iter().map(Value::Object).collect()));
-        return Ok(());
+    if a.json.json {
+        return emit_json(&Value::Array(rows.into_iter().map(Value::Object).collect()));
     }
-    println!("index  where            nbytes   cbytes  codec     filters");
-    for m in rows {
-        let at = if let Some(o) = m.get("offset") {
-            format!("offset {o}")
-        } else if let Some(f) = m.get("file") {
-            format!("file {f}")
-        } else {
-            String::from("-")
-        };
-        let at = match m.get("special").and_then(Value::as_str) {
-            Some(s) if at == "-" => format!("special {s}"),
-            Some(s) => format!("{at} ({s})"),
-            None => at,
-        };
-        let filters = m
-            .get("filters")
-            .and_then(Value::as_array)
-            .map(|f| {
-                f.iter()
-                    .filter_map(Value::as_str)
-                    .filter(|s| *s != "none")
-                    .collect::<Vec<_>>()
-                    .join(",")
-            })
-            .unwrap_or_default();
-        let num = |k: &str| m.get(k).map(Value::to_string).unwrap_or_default();
-        let codec = m.get("codec").and_then(Value::as_str).unwrap_or("-");
-        println!(
-            "{:<6} {:<16} {:>8} {:>8}  {:<9} {}",
-            num("index"),
-            at,
-            num("nbytes"),
-            num("cbytes"),
-            codec,
-            if filters.is_empty() { "-" } else { &filters }
-        );
+    let mut text = String::from("index  where            nbytes   cbytes  codec     filters\n");
+    for m in &rows {
+        text.push_str(&chunk_line(m));
     }
-    Ok(())
+    emit(&text)
 }
 
 /// Metalayers and vlmetalayers of a frame as JSON.
-pub(crate) fn layers_json(
+fn layers_json(
     frame: &Frame<'_>,
     path: &Path,
 ) -> CliResult<(Map<String, Value>, Map<String, Value>)> {
@@ -143,8 +232,8 @@ pub(crate) fn layers_json(
     for l in frame.vlmetalayers() {
         let bytes = frame.vlmetalayer(&l.name).map_err(|e| {
             Fail::input(
-                path,
-                format!("vlmetalayer {}: {}", l.name, crate::util::describe(&e)),
+                in_name(path),
+                format!("vlmetalayer {}: {}", l.name, describe(&e)),
             )
         })?;
         vl.insert(l.name.clone(), bytes_to_json(&bytes));
@@ -153,88 +242,151 @@ pub(crate) fn layers_json(
 }
 
 /// `frame meta IN [--json]`.
-pub(crate) fn meta(input: &Path, as_json: bool) -> CliResult {
-    let frame = open(input)?;
-    let (meta, vl) = layers_json(&frame, input)?;
-    if as_json {
-        print_json(&json!({"metalayers": meta, "vlmetalayers": vl}));
-    } else {
-        for (k, v) in &meta {
-            println!("meta {k}: {v}");
-        }
-        for (k, v) in &vl {
-            println!("vlmeta {k}: {v}");
-        }
+fn meta(a: &ListArgs) -> CliResult {
+    let frame = open(&a.input)?;
+    let (meta, vl) = layers_json(&frame, &a.input)?;
+    if a.json.json {
+        return emit_json(&json!({"metalayers": meta, "vlmetalayers": vl}));
     }
-    Ok(())
+    let mut text = String::new();
+    for (k, v) in &meta {
+        text.push_str(&format!("meta {k}: {v}\n"));
+    }
+    for (k, v) in &vl {
+        text.push_str(&format!("vlmeta {k}: {v}\n"));
+    }
+    emit(&text)
 }
 
-/// Arguments of `frame create`.
-#[derive(Debug)]
-pub(crate) struct CreateArgs<'a> {
-    pub(crate) input: &'a Path,
-    pub(crate) output: &'a Path,
-    pub(crate) chunksize: usize,
-    pub(crate) cparams: &'a CParamArgs,
-    pub(crate) meta: &'a [(String, Vec<u8>)],
-    pub(crate) vlmeta: &'a [(String, Vec<u8>)],
-    pub(crate) sparse: bool,
+/// The fixed-header fields `info` prints for a frame.
+fn header_fields(m: &mut Map<String, Value>, h: &FrameHeader) {
+    m.insert("header_len".into(), json!(h.header_len));
+    m.insert("frame_len".into(), json!(h.frame_len));
+    m.insert("format_version".into(), json!(h.format_version));
+    m.insert("offsets_width".into(), json!(h.offsets_width));
+    m.insert("variable_chunks".into(), json!(h.variable_chunks));
+    m.insert("vl_blocks".into(), json!(h.vl_blocks));
+    m.insert(
+        "codec".into(),
+        json!(codec_name(Codec::from_id(h.codec_id()))),
+    );
+    m.insert("clevel".into(), json!(h.clevel));
+    m.insert("splitmode".into(), json!(h.splitmode));
+    m.insert("nbytes".into(), json!(h.nbytes));
+    m.insert("cbytes".into(), json!(h.cbytes));
+    m.insert("typesize".into(), json!(h.typesize));
+    m.insert("blocksize".into(), json!(h.blocksize));
+    m.insert("chunksize".into(), json!(h.chunksize));
+    m.insert("nthreads_compress".into(), json!(h.nthreads_compress));
+    m.insert("nthreads_decompress".into(), json!(h.nthreads_decompress));
+    m.insert("has_vlmetalayers".into(), json!(h.has_vlmetalayers));
+    m.insert("filters".into(), json!(filter_names(&h.filters)));
+    m.insert("filters_meta".into(), json!(h.filters_meta));
+    m.insert("udcodec".into(), json!(h.udcodec));
+    m.insert("compcode_meta".into(), json!(h.compcode_meta));
+    m.insert("use_dict".into(), json!(h.use_dict));
+}
+
+/// `info` on a frame (contiguous or sparse) or a b2nd array.
+pub(crate) fn info_map(path: &Path) -> CliResult<Map<String, Value>> {
+    let frame = open(path)?;
+    let mut m = Map::new();
+    if frame.metalayer(B2ND_METALAYER).is_some() {
+        let array = B2ndArray::new(frame).at(path)?;
+        let meta = array.meta();
+        m.insert("format".into(), json!("b2nd"));
+        m.insert("shape".into(), json!(meta.shape));
+        m.insert("chunkshape".into(), json!(meta.chunkshape));
+        m.insert("blockshape".into(), json!(meta.blockshape));
+        m.insert("dtype".into(), json!(meta.dtype));
+        m.insert("itemsize".into(), json!(array.itemsize()));
+        frame_fields(&mut m, array.frame(), path)?;
+    } else {
+        let format = if frame.is_sparse() {
+            "blosc2-sparse-frame"
+        } else {
+            "blosc2-frame"
+        };
+        m.insert("format".into(), json!(format));
+        frame_fields(&mut m, &frame, path)?;
+    }
+    Ok(m)
+}
+
+/// The frame part of `info`: structure, fixed header, trailer and layers.
+fn frame_fields(m: &mut Map<String, Value>, frame: &Frame<'_>, path: &Path) -> CliResult {
+    m.insert("sparse".into(), json!(frame.is_sparse()));
+    m.insert("nchunks".into(), json!(frame.nchunks()));
+    header_fields(m, frame.header());
+    m.insert("trailer_len".into(), json!(frame.trailer_len()));
+    let (meta, vl) = layers_json(frame, path)?;
+    m.insert("metalayers".into(), Value::Object(meta));
+    m.insert("vlmetalayers".into(), Value::Object(vl));
+    Ok(())
 }
 
 /// `frame create IN OUT …`: reads the input one chunk at a time and streams the frame to disk
 /// with `FrameFileWriter` (one chunk in memory): a contiguous frame through a temporary file
 /// renamed at the end, a sparse frame as chunk files plus `chunks.b2frame` written at the end.
-pub(crate) fn create(a: &CreateArgs<'_>) -> CliResult {
+fn create(a: &CreateArgs) -> CliResult {
+    need_path(&a.output, "the output of frame create")?;
     if a.chunksize == 0 || a.chunksize > blosc_chunk::MAX_BUFFERSIZE {
         return Err(Fail::usage(format!(
             "--chunksize must be in 1..={}",
             blosc_chunk::MAX_BUFFERSIZE
         )));
     }
-    let params = FrameParams::new(cparams(a.cparams)?, a.chunksize);
+    let params = blosc2_frame::FrameParams::new(a.cparams.cparams()?, a.chunksize);
     let meta: Vec<(&str, &[u8])> = a
         .meta
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .collect();
+    let durability = blosc2_frame::Durability::None;
     let mut w = if a.sparse {
-        FrameFileWriter::create_sparse(a.output, params, &meta, Sync::None)
+        FrameFileWriter::create_sparse(&a.output, params, &meta, durability)
     } else {
-        FrameFileWriter::create(a.output, params, &meta, Sync::None)
+        FrameFileWriter::create(&a.output, params, &meta, durability)
     }
-    .at(a.output)?;
+    .at(&a.output)?;
     feed_chunks(a, |piece| w.append_data(piece))?;
-    for (name, bytes) in a.vlmeta {
-        w.set_vlmetalayer(name, bytes).at(a.output)?;
+    for (name, bytes) in &a.vlmeta {
+        w.set_vlmetalayer(name, bytes).at(&a.output)?;
     }
-    w.finish().at(a.output)
+    w.finish().at(&a.output)
 }
 
 /// Reads the input in `chunksize` pieces (the last may be shorter) and hands each to `append`,
 /// with a progress bar in bytes.
 fn feed_chunks(
-    a: &CreateArgs<'_>,
+    a: &CreateArgs,
     mut append: impl FnMut(&[u8]) -> blosc2_frame::Result<()>,
 ) -> CliResult {
-    let mut file = open_input(a.input)?;
-    let meta = file.metadata().at(a.input)?;
-    let total = meta.len();
-    let bar = progress_bytes(total, "compress");
-    // No bigger than the input needs: a short input is one (short) chunk.
-    let cap = if meta.is_file() {
-        usize::try_from(total)
-            .unwrap_or(usize::MAX)
-            .clamp(1, a.chunksize)
+    let name = in_name(&a.input);
+    let (mut source, bar, cap): (Box<dyn Read>, _, _) = if is_std(&a.input) {
+        let bar = indicatif::ProgressBar::hidden();
+        (Box::new(std::io::stdin().lock()), bar, a.chunksize)
     } else {
-        a.chunksize
+        let file = open_input(&a.input)?;
+        let meta = file.metadata().at(name)?;
+        let total = meta.len();
+        // No bigger than the input needs: a short input is one (short) chunk.
+        let cap = if meta.is_file() {
+            usize::try_from(total)
+                .unwrap_or(usize::MAX)
+                .clamp(1, a.chunksize)
+        } else {
+            a.chunksize
+        };
+        (Box::new(file), progress_bytes(total, "compress"), cap)
     };
     let mut buf = vec![0u8; cap];
     loop {
-        let n = read_full(&mut file, &mut buf).at(a.input)?;
+        let n = read_full(&mut source, &mut buf).at(name)?;
         if n == 0 {
             break;
         }
-        append(buf.get(..n).unwrap_or_default()).at(a.input)?;
+        append(buf.get(..n).unwrap_or_default()).at(name)?;
         bar.inc(n as u64);
         if n < buf.len() {
             break;
@@ -257,12 +409,4 @@ fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-/// `b2nd read IN OUT [--region …]`.
-pub(crate) fn b2nd_read(input: &Path, output: &Path, region: Option<&[RegionDim]>) -> CliResult {
-    let array = B2ndArray::open(input).at(input)?;
-    let (start, stop) = resolve_region(region, array.shape()).map_err(|e| Fail::input(input, e))?;
-    let data = array.read_region(&start, &stop).at(input)?;
-    write_output(output, &data)
 }

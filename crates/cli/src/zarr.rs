@@ -1,16 +1,51 @@
 //! `scifmt zarr read`: a Zarr v3 array through zarrs, with our `offset` / `pad` codecs.
 
-use std::path::Path;
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use clap::{Args, Subcommand};
 use zarrs::array::{Array, ArrayBytes, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 
-use crate::util::{At, CliResult, Fail, RegionDim, describe, resolve_region, write_output};
+use crate::args::{Region, parse_region, resolve_region};
+use crate::fail::{At, CliResult, Fail, describe};
+use crate::inout::write_output;
+
+/// `scifmt zarr`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum Cmd {
+    /// Write C-order little-endian bytes of a Zarr v3 array (or a region of it).
+    #[command(
+        after_help = "Examples:\n  scifmt zarr read store.zarr out.raw --region 0:64,10:20\n  scifmt zarr read store.zarr - --region 0:1,: | od -An -tu2"
+    )]
+    Read(ReadArgs),
+}
+
+impl Cmd {
+    /// Runs the subcommand.
+    pub(crate) fn run(self) -> CliResult {
+        match self {
+            Self::Read(a) => read(&a),
+        }
+    }
+}
+
+/// `zarr read`.
+#[derive(Debug, Args)]
+pub(crate) struct ReadArgs {
+    /// Array directory (holding zarr.json).
+    store: PathBuf,
+    /// Output file (`-`: stdout).
+    output: PathBuf,
+    /// START:STOP per dimension (STOP exclusive; empty bounds = array edges).
+    #[arg(long, value_parser = parse_region)]
+    region: Option<Region>,
+}
 
 /// `zarr read STORE OUT [--region …]`: C-order bytes as zarrs decodes them (native byte order,
 /// i.e. little-endian on every platform this tool is built for).
-pub(crate) fn read(store: &Path, output: &Path, region: Option<&[RegionDim]>) -> CliResult {
+fn read(a: &ReadArgs) -> CliResult {
+    let store = a.store.as_path();
     if cfg!(target_endian = "big") {
         return Err(Fail::usage("zarr read needs a little-endian host"));
     }
@@ -19,7 +54,8 @@ pub(crate) fn read(store: &Path, output: &Path, region: Option<&[RegionDim]>) ->
     let _registration = offset_codec::register(offset_codec::ZarrsOptions::default());
     let fs = FilesystemStore::new(store).at(store)?;
     let array = Array::open(Arc::new(fs), "/").at(store)?;
-    let (start, stop) = resolve_region(region, array.shape()).map_err(|e| Fail::input(store, e))?;
+    let (start, stop) =
+        resolve_region(a.region.as_ref(), array.shape()).map_err(|e| Fail::input(store, e))?;
     let ranges: Vec<std::ops::Range<u64>> = start.iter().zip(&stop).map(|(&a, &b)| a..b).collect();
     let subset = ArraySubset::new_with_ranges(&ranges);
     let bytes: ArrayBytes<'static> = array.retrieve_array_subset(&subset).at(store)?;
@@ -29,5 +65,5 @@ pub(crate) fn read(store: &Path, output: &Path, region: Option<&[RegionDim]>) ->
             format!("variable-length data type: {}", describe(&e)),
         )
     })?;
-    write_output(output, &raw)
+    write_output(&a.output, &raw)
 }

@@ -23,6 +23,49 @@ pub(crate) fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Output {
         .expect("spawn scifmt")
 }
 
+/// Runs `scifmt args…` with `input` on stdin (written from another thread, so a command that
+/// writes stdout before it has read all of stdin cannot deadlock).
+pub(crate) fn run_stdin<S: AsRef<std::ffi::OsStr>>(args: &[S], input: &[u8]) -> Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_scifmt"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("spawn scifmt");
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    // The command may stop reading early (an error): a broken pipe here is not a failure.
+    let writer = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().expect("wait for scifmt");
+    writer.join().unwrap();
+    out
+}
+
+/// Runs with `input` on stdin and asserts success with an empty stderr; returns stdout bytes.
+pub(crate) fn ok_stdin<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(
+    args: &[S],
+    input: &[u8],
+) -> Vec<u8> {
+    let out = run_stdin(args, input);
+    assert!(
+        out.status.success(),
+        "{args:?} failed ({:?}): {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{args:?}: stderr not empty: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out.stdout
+}
+
 /// Runs and asserts success; returns stdout.
 pub(crate) fn ok<S: AsRef<std::ffi::OsStr> + std::fmt::Debug>(args: &[S]) -> String {
     let out = run(args);
