@@ -50,7 +50,7 @@ impl Staged {
     /// `stage` grown to hold it; `None` if the column does not touch `region`.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the stage size overflows `usize`.
+    /// [`Error::Internal`] if the stage size overflows `usize`.
     pub(crate) fn prepare(
         col: &[Block],
         file_min: [u64; 3],
@@ -78,7 +78,7 @@ impl Staged {
     /// it.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if the stage size overflows `usize`.
+    /// [`Error::Internal`] if the stage size overflows `usize`.
     pub(crate) fn for_box(
         part: &VBox,
         channels: usize,
@@ -86,7 +86,7 @@ impl Staged {
         stage: &mut Vec<u8>,
     ) -> Result<Self> {
         let [ex, ey, ez] = part.extent();
-        let bad = || Error::InvalidArgument("column stage size overflows".into());
+        let bad = || Error::internal("column stage size overflows");
         let sz = ts;
         let sy = ez.checked_mul(ts).ok_or_else(bad)?;
         let sx = sy

@@ -180,10 +180,19 @@ pub enum Error {
         /// Block size in bytes.
         size: usize,
     },
-    /// A lenient-mode caveat: header.wkw and a data file disagree in geometry, which no policy
-    /// can reconcile.
+    /// An argument of a constructor is out of its domain, e.g. a block length that is not a
+    /// power of two in [`crate::Header::new`].
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A broken internal invariant: a bug in this crate, whatever the input. Please report it
+    /// (with the message and, if possible, the dataset's `header.wkw` and the call that failed)
+    /// at the crate's repository. The operation stopped there, with the same guarantees as
+    /// after an [`Error::Io`] (compressed files old or new, never a mix).
+    #[error("internal error (a bug in the wkw crate, please report it): {what}")]
+    Internal {
+        /// Which invariant broke.
+        what: String,
+    },
 }
 
 impl Error {
@@ -192,6 +201,10 @@ impl Error {
             path: path.into(),
             source,
         }
+    }
+
+    pub(crate) fn internal(what: impl Into<String>) -> Self {
+        Self::Internal { what: what.into() }
     }
 
     pub(crate) fn format(path: impl Into<PathBuf>, source: FormatError) -> Self {

@@ -240,7 +240,7 @@ impl FileMeta {
     ) -> Result<()> {
         let block_len = usize::try_from(self.header.block_bytes()).unwrap_or(usize::MAX);
         if block_len == 0 || !out.len().is_multiple_of(block_len) {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::internal(format!(
                 "buffer of {} bytes for blocks of {block_len}",
                 out.len()
             )));
@@ -251,7 +251,7 @@ impl FileMeta {
         }
         let last = k
             .checked_add(n - 1)
-            .ok_or_else(|| Error::InvalidArgument("block index overflows".into()))?;
+            .ok_or_else(|| Error::internal("block index overflows"))?;
         // Every block checked in order, so an error names the first bad one.
         let (start, _) = self.checked_range(k, path)?;
         let mut end = 0;
@@ -312,7 +312,7 @@ impl FileMeta {
             .checked_add(lo)
             .filter(|f| f.checked_add(out.len() as u64).is_some_and(|t| t <= end));
         let (Some(from), None) = (from, &self.jump) else {
-            return Err(Error::InvalidArgument(format!(
+            return Err(Error::internal(format!(
                 "part {lo}+{} of block {k}",
                 out.len()
             )));

@@ -82,7 +82,7 @@ pub(crate) fn offset_of(p: [u64; 3], origin: [u64; 3], strides: [usize; 3]) -> O
 /// [`offset_of`] as a `Result` (an internal inconsistency, never expected).
 pub(crate) fn try_offset_of(p: [u64; 3], origin: [u64; 3], strides: [usize; 3]) -> Result<usize> {
     offset_of(p, origin, strides)
-        .ok_or_else(|| Error::InvalidArgument(format!("offset of {p:?} from {origin:?} overflows")))
+        .ok_or_else(|| Error::internal(format!("offset of {p:?} from {origin:?} overflows")))
 }
 
 /// Iterates files `(fx, fy, fz)` in the inclusive index range, z outermost.
@@ -107,16 +107,16 @@ pub(crate) fn blocks_in(
     for a in 0..3 {
         let l = (region.min[a] - file_min[a]) >> bs;
         let h = ((region.max[a] - 1 - file_min[a]) >> bs) + 1;
-        lo[a] = u32::try_from(l).map_err(|_| Error::InvalidArgument("block index".into()))?;
-        hi[a] = u32::try_from(h).map_err(|_| Error::InvalidArgument("block index".into()))?;
+        lo[a] = u32::try_from(l).map_err(|_| Error::internal("block index"))?;
+        hi[a] = u32::try_from(h).map_err(|_| Error::internal("block index"))?;
     }
     let b = morton_code::MortonBox::<3>::new(lo, hi)
-        .map_err(|e| Error::InvalidArgument(format!("block box: {e}")))?;
+        .map_err(|e| Error::internal(format!("block box: {e}")))?;
     b.indices()
         .map(|k| {
             morton_code::decode_3d_u64(k)
                 .map(|c| (k, c))
-                .map_err(|e| Error::InvalidArgument(format!("block index: {e}")))
+                .map_err(|e| Error::internal(format!("block index: {e}")))
         })
         .collect()
 }

@@ -167,7 +167,7 @@ impl Dataset {
             requested: h.block_bytes(),
             limit: usize::MAX as u64,
         })?;
-        let internal = |what: &str| Error::InvalidArgument(format!("read unit: {what}"));
+        let internal = |what: &str| Error::internal(format!("read unit: {what}"));
         let [ex, _, _] = bx.extent();
         let row_bytes = ex.checked_mul(vs).ok_or_else(|| internal("row size"))?;
         let (nz, ny) = (unit.segs.len(), unit.ny);
@@ -213,7 +213,7 @@ impl Dataset {
                 let mask = (1u64 << shift) - 1;
                 let local = [to_u32(b & mask)?, to_u32(by & mask)?, to_u32(bz & mask)?];
                 let k = morton_code::encode_3d_u64(local)
-                    .map_err(|e| Error::InvalidArgument(format!("block index: {e}")))?;
+                    .map_err(|e| Error::internal(format!("block index: {e}")))?;
                 let slot_at = |j: usize| j * block_len;
                 let Some(Resolved::Present { file, meta, path }) = files.get(&fidx) else {
                     if let Some(slot) = buf.get_mut(slot_at(j) + span_lo..slot_at(j) + span_hi) {
@@ -232,7 +232,7 @@ impl Dataset {
                         }
                         let nk =
                             morton_code::encode_3d_u64([to_u32(nb & mask)?, local[1], local[2]])
-                                .map_err(|e| Error::InvalidArgument(format!("block index: {e}")))?;
+                                .map_err(|e| Error::internal(format!("block index: {e}")))?;
                         if nk != k + m as u64 {
                             break;
                         }
@@ -335,7 +335,7 @@ impl Dataset {
         if block.len() != block_len {
             block.resize(block_len, 0);
         }
-        let internal = |what: &str| Error::InvalidArgument(format!("read column: {what}"));
+        let internal = |what: &str| Error::internal(format!("read column: {what}"));
         let ub = unit.region;
         let staged = Staged::for_box(&ub, nc, ts, stage)?;
         let sstr = staged.strides;

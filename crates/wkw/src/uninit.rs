@@ -80,7 +80,7 @@ where
     let spare = v
         .spare_capacity_mut()
         .get_mut(..len)
-        .ok_or_else(|| Error::InvalidArgument("allocation shorter than requested".into()))?;
+        .ok_or_else(|| Error::internal("allocation shorter than requested"))?;
     let tokens = f(Seg {
         bytes: spare,
         _brand: PhantomData,
@@ -89,7 +89,7 @@ where
         .iter()
         .try_fold(0usize, |acc, t| acc.checked_add(t.len));
     if written != Some(len) {
-        return Err(Error::InvalidArgument(format!(
+        return Err(Error::internal(format!(
             "read wrote {written:?} of {len} bytes"
         )));
     }

@@ -283,9 +283,7 @@ impl FileJob<'_> {
                         let start = k
                             .checked_mul(meta.block_bytes())
                             .and_then(|v| v.checked_add(meta.data_offset()))
-                            .ok_or_else(|| {
-                                Error::InvalidArgument("block offset overflows".into())
-                            })?;
+                            .ok_or_else(|| Error::internal("block offset overflows"))?;
                         if !self.region.covers(&bbox) {
                             read_exact_at(file, block, start)
                                 .map_err(|e| Error::io(self.path, e))?;
@@ -312,7 +310,7 @@ impl FileJob<'_> {
                 let start = k
                     .checked_mul(meta.block_bytes())
                     .and_then(|v| v.checked_add(meta.data_offset()))
-                    .ok_or_else(|| Error::InvalidArgument("block offset overflows".into()))?;
+                    .ok_or_else(|| Error::internal("block offset overflows"))?;
                 if !self.region.covers(&bbox) {
                     read_exact_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
                 }
@@ -359,7 +357,7 @@ impl FileJob<'_> {
                         .map(|k| {
                             morton_code::decode_3d_u64(k)
                                 .map(|c| (k, c))
-                                .map_err(|e| Error::InvalidArgument(format!("block index: {e}")))
+                                .map_err(|e| Error::internal(format!("block index: {e}")))
                         })
                         .collect::<Result<Vec<_>>>()?,
                 );
@@ -423,7 +421,7 @@ impl FileJob<'_> {
         staged: Option<(&Staged, &[u8])>,
     ) -> Result<Vec<u8>> {
         let bc = morton_code::decode_3d_u64(k)
-            .map_err(|e| Error::InvalidArgument(format!("block index {k}: {e}")))?;
+            .map_err(|e| Error::internal(format!("block index {k}: {e}")))?;
         let bbox = self.block_box(bc);
         let touched = self.region.intersect(&bbox);
         if touched.is_empty() {

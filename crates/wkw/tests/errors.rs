@@ -1,6 +1,8 @@
-//! Every situation of notes §2.6 (missing, short, corrupt, truncated files …): an `Err` where the
-//! reference silently returned zeros or aborted, zeros only under `MissingOrCorrupt::Zeros`
-//! where the reference does so, and never a panic.
+//! Missing, short, corrupt and truncated files, mismatching headers and hostile geometry: an
+//! `Err` where the reference (`wkwrap` / the `wkw` Python package) silently returns zeros or
+//! aborts, zeros only under `MissingOrCorrupt::Zeros` where the reference does so, and never a
+//! panic. Each error is the variant that says what happened: bad input is never reported as
+//! [`Error::Internal`] (a bug), bad constructor arguments are [`Error::InvalidArgument`].
 // Helpers outside #[test] functions unwrap and panic like the tests themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -364,10 +366,28 @@ fn dataset_level_errors() {
         )
         .is_ok()
     );
-    // Invalid headers from the constructor.
-    assert!(wkw::Header::new(wkw::VoxelType::U8, 1, 3, 4, wkw::BlockType::Raw).is_err());
-    assert!(wkw::Header::new(wkw::VoxelType::U8, 0, 8, 4, wkw::BlockType::Raw).is_err());
-    assert!(wkw::Header::new(wkw::VoxelType::U64, 32, 8, 4, wkw::BlockType::Raw).is_err());
+    // Invalid constructor arguments are `InvalidArgument`, not internal errors.
+    for (vt, channels, block_len) in [
+        (wkw::VoxelType::U8, 1, 3),
+        (wkw::VoxelType::U8, 0, 8),
+        (wkw::VoxelType::U64, 32, 8),
+    ] {
+        assert!(matches!(
+            wkw::Header::new(vt, channels, block_len, 4, wkw::BlockType::Raw),
+            Err(Error::InvalidArgument(_))
+        ));
+    }
+}
+
+#[test]
+fn internal_errors_say_they_are_bugs_to_report() {
+    let e = Error::Internal {
+        what: "read unit: slot".into(),
+    };
+    let text = e.to_string();
+    assert!(text.contains("bug"), "{text}");
+    assert!(text.contains("please report"), "{text}");
+    assert!(text.ends_with("read unit: slot"), "{text}");
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! Hostile input: every fixture data file truncated at every length (a stride past the header
 //! and jump table for the large files) and with single-bit flips, read under both policies and
-//! verified: always `Ok` or `Err`, never a panic; random bytes likewise (proptest).
+//! verified: always `Ok` or `Err`, never a panic and never [`wkw::Error::Internal`] (which would
+//! mean a broken invariant, not bad input); random bytes likewise (proptest).
 // Helpers outside #[test] functions unwrap and panic like the tests themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -11,6 +12,14 @@ use std::path::Path;
 use common::*;
 use proptest::prelude::*;
 use wkw::{Dataset, MissingOrCorrupt, Options, Order};
+
+/// Whether `r` is `Ok`; panics on an internal error (hostile input must never reach one).
+fn is_ok<T>(r: wkw::Result<T>) -> bool {
+    if let Err(e @ wkw::Error::Internal { .. }) = &r {
+        panic!("hostile input reached an internal invariant: {e}");
+    }
+    r.is_ok()
+}
 
 fn opts(policy: MissingOrCorrupt) -> Options {
     Options::default()
@@ -29,15 +38,21 @@ fn exercise(root: &Path, idx: [u32; 3], verify: bool) -> usize {
         let ds = Dataset::open_with(root, opts(policy)).unwrap();
         let side = ds.header().file_len_vx();
         let off = idx.map(|i| i * side);
-        ok += usize::from(ds.read(off, [side; 3], order).is_ok());
+        ok += usize::from(is_ok(ds.read(off, [side; 3], order)));
         // A partial read straddling the file.
-        ok += usize::from(
-            ds.read(off.map(|o| o.saturating_sub(1)), [3; 3], order)
-                .is_ok(),
-        );
+        ok += usize::from(is_ok(ds.read(
+            off.map(|o| o.saturating_sub(1)),
+            [3; 3],
+            order,
+        )));
     }
     if verify {
-        let _ = wkw::verify(root, Options::default(), &|_| {}).unwrap();
+        let report = wkw::verify(root, Options::default(), &|_| {}).unwrap();
+        for f in report.files {
+            if let Some(e) = f.problem {
+                is_ok::<()>(Err(e));
+            }
+        }
     }
     ok
 }
@@ -136,7 +151,7 @@ fn mutate_header_wkw() {
             m[i] ^= 1 << bit;
             std::fs::write(&path, &m).unwrap();
             if let Ok(ds) = Dataset::open(dir.path()) {
-                let _ = ds.read([0; 3], [40; 3], Order::Fortran);
+                is_ok(ds.read([0; 3], [40; 3], Order::Fortran));
             }
         }
     }
