@@ -8,6 +8,7 @@ mod ci;
 mod conformance;
 mod fixtures;
 mod fuzz;
+mod readme_examples;
 mod util;
 
 use std::process::ExitCode;
@@ -23,12 +24,17 @@ const TASKS: &[Task] = &[
     (
         "ci",
         ci::run,
-        "fmt check, clippy -D warnings, tests, rustdoc -D warnings, cargo deny (bans licenses sources) [--skip-tests]",
+        "fmt check, clippy -D warnings, tests, rustdoc -D warnings, README examples, cargo deny (bans licenses sources) [--skip-tests]",
     ),
     (
         "conformance",
         conformance::run,
         "check every crate against reference-made fixtures and print the summary table [--live] [--only SECTION]",
+    ),
+    (
+        "readme-examples",
+        readme_examples::run,
+        "compile and run every README's Rust blocks in a fresh project outside the workspace [--only PATH] [--keep]",
     ),
     (
         "fuzz",

@@ -6,7 +6,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use blosc2_frame::blosc_chunk::{CParams, Codec, Filter, SplitMode};
-use blosc2_frame::{B2ndArray, B2ndMeta, Fill, Frame, FrameParams, FrameWriter, Durability, b2nd_frame};
+use blosc2_frame::{
+    B2ndArray, B2ndMeta, Durability, Fill, Frame, FrameParams, FrameWriter, b2nd_frame,
+};
 use serde_json::{Value, json};
 use sha2::{Digest, Sha256};
 

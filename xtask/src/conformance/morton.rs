@@ -6,8 +6,10 @@ use morton_code::{MortonBox, decode_3d_u64, encode_3d_u64, portable};
 
 const SECTION: &str = "morton";
 
-/// Anchors from the reference WKW implementation's tests (`wkwrap` `morton.rs`), re-checked by
-/// three independent implementations (see `testdata/wkw/MANIFEST.md` and the wkw notes).
+/// Anchors from the reference WKW implementation's tests
+/// (<https://github.com/scalableminds/webknossos-wrap/blob/master/rust/src/morton.rs>); the
+/// exhaustive check against the bit-by-bit definition in `crates/morton/tests/morton.rs` covers
+/// every one.
 const ANCHORS: &[([u32; 3], u64)] = &[
     ([0, 0, 0], 0),
     ([1, 0, 0], 1),
