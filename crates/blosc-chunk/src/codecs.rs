@@ -1,8 +1,11 @@
 //! Codec dispatch: one stream in, one stream out.
 //!
-//! BloscLZ is ours; LZ4/LZ4HC go through the `lz4` crate (liblz4 1.10.0), zstd through
-//! `zstd-safe` (libzstd 1.5.7) and zlib through `libz-sys`. LZ4 streams that need a dictionary
-//! are decoded by a small safe decoder in [`crate::lz4dict`].
+//! BloscLZ is ours (always built in); LZ4/LZ4HC go through the `lz4` crate (liblz4 1.10.0,
+//! feature `lz4`), zstd through `zstd-safe` (libzstd 1.5.7, feature `zstd`) and zlib through
+//! `libz-sys` (feature `zlib`). LZ4 streams that need a dictionary are decoded by a small safe
+//! decoder in `lz4dict`. A codec whose feature is off never reaches this module: chunks and
+//! parameters naming it are refused with [`Error::CodecDisabled`] first, so its arms here
+//! report failure.
 
 use crate::blosclz;
 use crate::error::{Error, Result};
@@ -17,6 +20,7 @@ pub(crate) const FORMAT_ZSTD: u8 = 4;
 /// A dictionary for one chunk.
 pub(crate) struct Dict<'a> {
     pub(crate) raw: &'a [u8],
+    #[cfg(feature = "zstd")]
     pub(crate) zstd: Option<zstd_safe::DDict<'static>>,
 }
 
@@ -31,6 +35,7 @@ impl core::fmt::Debug for Dict<'_> {
 /// Per-thread decoder state, reused across streams and blocks.
 #[derive(Default)]
 pub(crate) struct DecodeScratch {
+    #[cfg(feature = "zstd")]
     zstd: Option<zstd_safe::DCtx<'static>>,
     pub(crate) tmp1: Vec<u8>,
     pub(crate) tmp2: Vec<u8>,
@@ -121,14 +126,20 @@ pub(crate) fn decompress_stream(
     scratch: &mut DecodeScratch,
 ) -> bool {
     let want = dst.len();
+    #[cfg(not(any(feature = "lz4", feature = "zstd")))]
+    let _ = dict;
+    #[cfg(not(feature = "zstd"))]
+    let _ = scratch;
     let got = match format {
         FORMAT_BLOSCLZ => blosclz::decompress(src, dst),
+        #[cfg(feature = "lz4")]
         FORMAT_LZ4 => match dict {
             Some(d) => crate::lz4dict::decompress(src, d.raw, dst),
             None => i32::try_from(want)
                 .ok()
                 .and_then(|w| lz4::block::decompress_to_buffer(src, Some(w), dst).ok()),
         },
+        #[cfg(feature = "zstd")]
         FORMAT_ZSTD => {
             let dctx = scratch.zstd.get_or_insert_with(zstd_safe::DCtx::create);
             let r = match dict.and_then(|d| d.zstd.as_ref()) {
@@ -137,6 +148,7 @@ pub(crate) fn decompress_stream(
             };
             r.ok()
         }
+        #[cfg(feature = "zlib")]
         FORMAT_ZLIB => crate::zlib::uncompress(src, dst),
         _ => None,
     };
@@ -146,6 +158,7 @@ pub(crate) fn decompress_stream(
 /// Per-thread encoder state.
 #[derive(Default)]
 pub(crate) struct EncodeScratch {
+    #[cfg(feature = "zstd")]
     zstd: Option<zstd_safe::CCtx<'static>>,
     pub(crate) htab: Vec<u32>,
     /// Output buffer of one stream.
@@ -161,6 +174,7 @@ impl core::fmt::Debug for EncodeScratch {
 }
 
 /// zstd level for a Blosc clevel (1–9).
+#[cfg(feature = "zstd")]
 fn zstd_level(clevel: u8) -> i32 {
     match clevel {
         9 => zstd_safe::max_c_level(),
@@ -171,6 +185,13 @@ fn zstd_level(clevel: u8) -> i32 {
 
 /// Compresses one stream into `dst` (its length is the capacity). Returns the compressed size,
 /// or 0 when the codec could not make it fit (the caller then stores the stream raw).
+#[cfg_attr(
+    not(any(feature = "lz4", feature = "zstd")),
+    allow(
+        unreachable_code,
+        reason = "no dictionary codec: `DictEncoder` is empty"
+    )
+)]
 pub(crate) fn compress_stream(
     codec: Codec,
     clevel: u8,
@@ -182,31 +203,37 @@ pub(crate) fn compress_stream(
         return 0;
     }
     if let Some(d) = scratch.dict.as_mut() {
-        return match d {
-            crate::dict::DictEncoder::Zstd(cdict) => {
+        return match *d {
+            #[cfg(feature = "zstd")]
+            crate::dict::DictEncoder::Zstd(ref cdict) => {
                 let cctx = scratch.zstd.get_or_insert_with(zstd_safe::CCtx::create);
                 cctx.compress_using_cdict(dst, src, cdict).unwrap_or(0)
             }
-            crate::dict::DictEncoder::Lz4(stream) => {
+            #[cfg(feature = "lz4")]
+            crate::dict::DictEncoder::Lz4(ref mut stream) => {
                 stream.compress(src, dst, 10 - i32::from(clevel), i32::from(clevel))
             }
         };
     }
     match codec {
         Codec::BloscLz => blosclz::compress(clevel, src, dst, &mut scratch.htab),
+        #[cfg(feature = "lz4")]
         Codec::Lz4 => {
             let mode = lz4::block::CompressionMode::FAST(10 - i32::from(clevel));
             lz4::block::compress_to_buffer(src, Some(mode), false, dst).unwrap_or(0)
         }
+        #[cfg(feature = "lz4")]
         Codec::Lz4Hc => {
             let mode = lz4::block::CompressionMode::HIGHCOMPRESSION(i32::from(clevel));
             lz4::block::compress_to_buffer(src, Some(mode), false, dst).unwrap_or(0)
         }
+        #[cfg(feature = "zstd")]
         Codec::Zstd => {
             let cctx = scratch.zstd.get_or_insert_with(zstd_safe::CCtx::create);
             cctx.compress(dst, src, zstd_level(clevel)).unwrap_or(0)
         }
+        #[cfg(feature = "zlib")]
         Codec::Zlib => crate::zlib::compress(src, dst, clevel).unwrap_or(0),
-        Codec::Other(_) => 0,
+        _ => 0,
     }
 }

@@ -17,6 +17,7 @@
 
 use crate::error::{Error, Result};
 use crate::header::{Codec, MAX_DICT_SIZE};
+#[cfg(feature = "lz4")]
 use crate::lz4ffi::DictStream;
 
 /// Smallest dictionary C-Blosc2 bothers to make (`BLOSC2_MINUSEFULDICT`).
@@ -25,15 +26,23 @@ const MIN_USEFUL_DICT: usize = 256;
 /// Compresses streams against a chunk's dictionary.
 pub(crate) enum DictEncoder {
     /// zstd with a prepared dictionary (level 1).
+    #[cfg(feature = "zstd")]
     Zstd(zstd_safe::CDict<'static>),
     /// LZ4 or LZ4HC streaming state.
+    #[cfg(feature = "lz4")]
     Lz4(DictStream),
 }
 
 impl core::fmt::Debug for DictEncoder {
+    #[cfg_attr(
+        not(any(feature = "lz4", feature = "zstd")),
+        allow(unreachable_code, reason = "no dictionary codec: the enum is empty")
+    )]
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
-        f.write_str(match self {
+        f.write_str(match *self {
+            #[cfg(feature = "zstd")]
             Self::Zstd(_) => "DictEncoder::Zstd",
+            #[cfg(feature = "lz4")]
             Self::Lz4(_) => "DictEncoder::Lz4",
         })
     }
@@ -50,7 +59,8 @@ pub(crate) fn supports(codec: Codec) -> bool {
 ///
 /// # Errors
 ///
-/// [`Error::Codec`] if zstd cannot train a dictionary from the samples.
+/// [`Error::Codec`] if zstd cannot train a dictionary from the samples. (Callers check first
+/// that the codec is enabled: without the `zstd` feature every codec gets the LZ4 dictionary.)
 pub(crate) fn build(
     codec: Codec,
     nblocks: usize,
@@ -65,25 +75,28 @@ pub(crate) fn build(
         return Ok(None);
     }
     let samples = &copied[..nsamples * sample_size];
-    let dict = if codec == Codec::Zstd {
-        let mut dict = Vec::with_capacity(max);
-        zstd_safe::train_from_buffer(&mut dict, samples, &vec![sample_size; nsamples]).map_err(
-            |code| Error::Codec {
-                codec: "zstd dictionary training",
-                why: zstd_safe::get_error_name(code).to_owned(),
-            },
-        )?;
-        dict
-    } else {
-        let mut dict = samples[..samples.len().min(max)].to_vec();
-        let size = i32::try_from(dict.len()).unwrap_or(i32::MAX).to_le_bytes();
-        let at = 4 * nblocks;
-        for (k, b) in size.iter().enumerate() {
-            if let Some(d) = dict.get_mut(at + k) {
-                *d = *b;
-            }
+    let dict = match codec {
+        #[cfg(feature = "zstd")]
+        Codec::Zstd => {
+            let mut dict = Vec::with_capacity(max);
+            zstd_safe::train_from_buffer(&mut dict, samples, &vec![sample_size; nsamples])
+                .map_err(|code| Error::Codec {
+                    codec: "zstd dictionary training",
+                    why: zstd_safe::get_error_name(code).to_owned(),
+                })?;
+            dict
         }
-        dict
+        _ => {
+            let mut dict = samples[..samples.len().min(max)].to_vec();
+            let size = i32::try_from(dict.len()).unwrap_or(i32::MAX).to_le_bytes();
+            let at = 4 * nblocks;
+            for (k, b) in size.iter().enumerate() {
+                if let Some(d) = dict.get_mut(at + k) {
+                    *d = *b;
+                }
+            }
+            dict
+        }
     };
     Ok(Some(dict))
 }
@@ -94,20 +107,29 @@ pub(crate) fn build(
 ///
 /// [`Error::Codec`] if the codec library cannot prepare the dictionary.
 pub(crate) fn encoder(codec: Codec, dict: &[u8]) -> Result<DictEncoder> {
-    let failed = |codec| Error::Codec {
-        codec,
-        why: "cannot prepare the dictionary".to_owned(),
-    };
+    #[cfg(not(any(feature = "lz4", feature = "zstd")))]
+    let _ = dict;
     match codec {
+        #[cfg(feature = "zstd")]
         Codec::Zstd => zstd_safe::CDict::try_create(dict, 1)
             .map(DictEncoder::Zstd)
-            .ok_or_else(|| failed("zstd")),
+            .ok_or_else(|| prepare_failed("zstd")),
+        #[cfg(feature = "lz4")]
         Codec::Lz4 | Codec::Lz4Hc => DictStream::new(dict, codec == Codec::Lz4Hc)
             .map(DictEncoder::Lz4)
-            .ok_or_else(|| failed("lz4")),
+            .ok_or_else(|| prepare_failed("lz4")),
         _ => Err(Error::InvalidParam {
             what: "use_dict",
             why: "dictionaries exist only for zstd, lz4 and lz4hc",
         }),
+    }
+}
+
+/// The codec library could not prepare a dictionary.
+#[cfg(any(feature = "lz4", feature = "zstd"))]
+fn prepare_failed(codec: &'static str) -> Error {
+    Error::Codec {
+        codec,
+        why: "cannot prepare the dictionary".to_owned(),
     }
 }

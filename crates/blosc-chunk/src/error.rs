@@ -42,6 +42,17 @@ pub enum Error {
         /// Its numeric id.
         id: u32,
     },
+    /// The chunk needs (or the parameters ask for) a codec whose Cargo feature was disabled
+    /// when this crate was built.
+    #[error(
+        "{codec} needs the Cargo feature `{feature}` of blosc-chunk, which is disabled in this build"
+    )]
+    CodecDisabled {
+        /// The codec.
+        codec: crate::header::Codec,
+        /// The Cargo feature that provides it (`lz4`, `zstd` or `zlib`).
+        feature: &'static str,
+    },
     /// A block or stream is corrupt.
     #[error("corrupt {what} in block {block} at offset {offset}")]
     Corrupt {

@@ -39,13 +39,13 @@ pub(crate) const FLAGS2_VL_BLOCKS: u8 = 0x01;
 pub enum Codec {
     /// BloscLZ (id 0), implemented in this crate.
     BloscLz,
-    /// LZ4 (id 1).
+    /// LZ4 (id 1); Cargo feature `lz4`.
     Lz4,
-    /// LZ4HC (id 2), same stream format as LZ4.
+    /// LZ4HC (id 2), same stream format as LZ4; Cargo feature `lz4`.
     Lz4Hc,
-    /// zlib (id 4).
+    /// zlib (id 4); Cargo feature `zlib`.
     Zlib,
-    /// Zstandard (id 5).
+    /// Zstandard (id 5); Cargo feature `zstd`.
     Zstd,
     /// Any other id (Snappy = 3, plugins ≥ 32, user codecs ≥ 160): not supported.
     Other(u8),
@@ -89,9 +89,69 @@ impl Codec {
         }
     }
 
+    /// The codec's name as C-Blosc2 spells it (`blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`;
+    /// `other` for any other id).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::BloscLz => "blosclz",
+            Self::Lz4 => "lz4",
+            Self::Lz4Hc => "lz4hc",
+            Self::Zlib => "zlib",
+            Self::Zstd => "zstd",
+            Self::Other(_) => "other",
+        }
+    }
+
+    /// The Cargo feature of this crate that provides the codec (`None` for BloscLZ, which is
+    /// always built in, and for codecs this crate does not implement).
+    #[must_use]
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            Self::BloscLz | Self::Other(_) => None,
+            Self::Lz4 | Self::Lz4Hc => Some("lz4"),
+            Self::Zlib => Some("zlib"),
+            Self::Zstd => Some("zstd"),
+        }
+    }
+
+    /// Whether this build can decode and encode the codec: BloscLZ always, LZ4/LZ4HC, zlib and
+    /// zstd when their Cargo feature is enabled, other ids never.
+    #[must_use]
+    pub fn is_enabled(self) -> bool {
+        match self {
+            Self::BloscLz => true,
+            Self::Lz4 | Self::Lz4Hc => cfg!(feature = "lz4"),
+            Self::Zlib => cfg!(feature = "zlib"),
+            Self::Zstd => cfg!(feature = "zstd"),
+            Self::Other(_) => false,
+        }
+    }
+
+    /// [`Error::CodecDisabled`] if the codec is built in but its Cargo feature is off.
+    pub(crate) fn require_enabled(self) -> Result<()> {
+        match self.feature() {
+            Some(feature) if !self.is_enabled() => Err(Error::CodecDisabled {
+                codec: self,
+                feature,
+            }),
+            _ => Ok(()),
+        }
+    }
+
     /// "High compression ratio" codecs get larger automatic blocks.
     pub(crate) fn is_hcr(self) -> bool {
         matches!(self, Self::Lz4Hc | Self::Zlib | Self::Zstd)
+    }
+}
+
+impl core::fmt::Display for Codec {
+    /// The name of [`Codec::name`]; `codec <id>` for other ids.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Other(id) => write!(f, "codec {id}"),
+            c => f.write_str(c.name()),
+        }
     }
 }
 

@@ -12,7 +12,9 @@ mod error;
 mod header;
 mod lazy;
 mod limits;
+#[cfg(feature = "lz4")]
 mod lz4dict;
+#[cfg(feature = "lz4")]
 mod lz4ffi;
 #[cfg(feature = "parallel")]
 mod pool;
@@ -22,6 +24,7 @@ mod simd;
 mod special;
 mod truncprec;
 mod tune;
+#[cfg(feature = "zlib")]
 mod zlib;
 
 pub use crate::{

@@ -124,6 +124,7 @@ pub(super) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHea
         return Ok((h, Kind::Empty));
     }
     codecs::check_format(h.codec_format(), h.udcodec())?;
+    h.codec().require_enabled()?;
     let mut pipeline = Vec::new();
     let fids = h.filter_ids();
     let metas = h.filters_meta();
@@ -163,6 +164,7 @@ pub(super) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHea
         let raw = src
             .get(bstarts_end + 4..bstarts_end + 4 + dlen)
             .ok_or_else(|| Error::truncated("dictionary", bstarts_end + 4, dlen, src.len()))?;
+        #[cfg(feature = "zstd")]
         let zstd = if h.codec_format() == codecs::FORMAT_ZSTD {
             Some(
                 zstd_safe::DDict::try_create(raw).ok_or(Error::InvalidHeader {
@@ -173,7 +175,11 @@ pub(super) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHea
         } else {
             None
         };
-        Some(Dict { raw, zstd })
+        Some(Dict {
+            raw,
+            #[cfg(feature = "zstd")]
+            zstd,
+        })
     } else {
         None
     };

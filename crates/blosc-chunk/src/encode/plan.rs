@@ -73,6 +73,7 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
             id: u32::from(cp.codec.id()),
         });
     };
+    cp.codec.require_enabled()?;
     if cp.use_dict && (!dict::supports(cp.codec) || cp.blosc1_header) {
         return Err(Error::InvalidParam {
             what: "use_dict",
