@@ -1,6 +1,7 @@
 //! The 16-byte (Blosc1) and 32-byte (extended, Blosc2) chunk header.
 
 use crate::error::{Error, Result};
+use crate::flags::{Blosc2Flags, Flags};
 
 /// Length of the Blosc1 header.
 pub const MIN_HEADER_LENGTH: usize = 16;
@@ -23,14 +24,6 @@ pub const VERSION_FORMAT_VL_BLOCKS: u8 = 6;
 /// Version written for regular chunks.
 pub const VERSION_FORMAT_STABLE: u8 = 5;
 
-pub(crate) const FLAG_SHUFFLE: u8 = 0x01;
-pub(crate) const FLAG_MEMCPYED: u8 = 0x02;
-pub(crate) const FLAG_BITSHUFFLE: u8 = 0x04;
-pub(crate) const FLAG_DELTA: u8 = 0x08;
-pub(crate) const FLAG_DONT_SPLIT: u8 = 0x10;
-pub(crate) const B2FLAG_USEDICT: u8 = 0x01;
-pub(crate) const B2FLAG_LAZY: u8 = 0x08;
-pub(crate) const B2FLAG_INSTR: u8 = 0x80;
 pub(crate) const FLAGS2_VL_BLOCKS: u8 = 0x01;
 
 /// A compression codec (the C-Blosc2 `compcode`).
@@ -249,7 +242,7 @@ impl SpecialValue {
 pub struct ChunkHeader {
     version: u8,
     versionlz: u8,
-    flags: u8,
+    flags: Flags,
     typesize: u8,
     nbytes: usize,
     blocksize_field: usize,
@@ -260,7 +253,7 @@ pub struct ChunkHeader {
     compcode_meta: u8,
     filters_meta: [u8; MAX_FILTERS],
     flags2: u8,
-    blosc2_flags: u8,
+    blosc2_flags: Blosc2Flags,
 }
 
 /// Reads a little-endian `i32` at `off` of `b` (`None` past the end).
@@ -297,12 +290,12 @@ impl ChunkHeader {
             .ok_or_else(|| Error::truncated("header", 0, MIN_HEADER_LENGTH, chunk.len()))?;
         let version = b16[0];
         let versionlz = b16[1];
-        let flags = b16[2];
+        let flags = Flags::from_bits_retain(b16[2]);
         let typesize = b16[3];
         let nbytes = nonneg("nbytes", read_i32(b16, 4).unwrap_or(0))?;
         let blocksize_raw = read_i32(b16, 8).unwrap_or(0);
         let cbytes = nonneg("cbytes", read_i32(b16, 12).unwrap_or(0))?;
-        let extended = flags & (FLAG_SHUFFLE | FLAG_BITSHUFFLE) == (FLAG_SHUFFLE | FLAG_BITSHUFFLE);
+        let extended = flags.contains(Flags::EXTENDED);
         let mut h = Self {
             version,
             versionlz,
@@ -317,7 +310,7 @@ impl ChunkHeader {
             compcode_meta: 0,
             filters_meta: [0; MAX_FILTERS],
             flags2: 0,
-            blosc2_flags: 0,
+            blosc2_flags: Blosc2Flags::empty(),
         };
         if extended {
             let b32 = chunk.get(..EXTENDED_HEADER_LENGTH).ok_or_else(|| {
@@ -330,19 +323,19 @@ impl ChunkHeader {
             h.udcodec = b32[22];
             h.compcode_meta = b32[23];
             h.flags2 = b32[30];
-            h.blosc2_flags = b32[31];
+            h.blosc2_flags = Blosc2Flags::from_bits_retain(b32[31]);
             if version == 3 {
                 // The alpha format did not initialise the last slot.
                 h.filters[MAX_FILTERS - 1] = 0;
                 h.filters_meta[MAX_FILTERS - 1] = 0;
             }
         } else {
-            if flags & FLAG_SHUFFLE != 0 {
+            if flags.contains(Flags::SHUFFLE) {
                 h.filters[5] = Filter::Shuffle.id();
-            } else if flags & FLAG_BITSHUFFLE != 0 {
+            } else if flags.contains(Flags::BITSHUFFLE) {
                 h.filters[5] = Filter::BitShuffle.id();
             }
-            if flags & FLAG_DELTA != 0 {
+            if flags.contains(Flags::DELTA) {
                 h.filters[4] = Filter::Delta.id();
             }
         }
@@ -372,7 +365,7 @@ impl ChunkHeader {
             });
         }
         h.blocksize_field = bs;
-        let special = (h.blosc2_flags >> 4) & 0x07;
+        let special = h.blosc2_flags.special_code();
         if special > 4 {
             return Err(Error::InvalidHeader {
                 what: "special value code",
@@ -382,7 +375,7 @@ impl ChunkHeader {
         if h.vl_blocks() && (special != 0 || h.is_memcpyed()) {
             return Err(Error::InvalidHeader {
                 what: "flags of a vl-block chunk",
-                value: i64::from(flags),
+                value: i64::from(flags.bits()),
             });
         }
         Ok(h)
@@ -403,7 +396,7 @@ impl ChunkHeader {
     /// The raw flags byte.
     #[must_use]
     pub fn flags(&self) -> u8 {
-        self.flags
+        self.flags.bits()
     }
 
     /// Uncompressed size in bytes.
@@ -452,7 +445,7 @@ impl ChunkHeader {
     /// Stream format code, flags bits 5–7.
     #[must_use]
     pub fn codec_format(&self) -> u8 {
-        self.flags >> 5
+        self.flags.codec_format()
     }
 
     /// The codec. LZ4 and LZ4HC share a stream format; they are told apart by the
@@ -503,7 +496,7 @@ impl ChunkHeader {
     /// The `blosc2_flags` byte (0 with a Blosc1 header).
     #[must_use]
     pub fn blosc2_flags(&self) -> u8 {
-        self.blosc2_flags
+        self.blosc2_flags.bits()
     }
 
     /// The `blosc2_flags2` byte (0 with a Blosc1 header).
@@ -515,7 +508,7 @@ impl ChunkHeader {
     /// Special-value kind, if this is a special chunk.
     #[must_use]
     pub fn special(&self) -> Option<SpecialValue> {
-        match (self.blosc2_flags >> 4) & 0x07 {
+        match self.blosc2_flags.special_code() {
             1 => Some(SpecialValue::Zeros),
             2 => Some(SpecialValue::Nan),
             3 => Some(SpecialValue::Value),
@@ -543,31 +536,31 @@ impl ChunkHeader {
     /// Whether the payload is the raw, unfiltered data.
     #[must_use]
     pub fn is_memcpyed(&self) -> bool {
-        self.flags & FLAG_MEMCPYED != 0
+        self.flags.contains(Flags::MEMCPYED)
     }
 
     /// Whether blocks hold a single stream each (flags bit 4).
     #[must_use]
     pub fn dont_split(&self) -> bool {
-        self.flags & FLAG_DONT_SPLIT != 0
+        self.flags.contains(Flags::DONT_SPLIT)
     }
 
     /// Whether a dictionary section follows the block starts.
     #[must_use]
     pub fn uses_dict(&self) -> bool {
-        self.blosc2_flags & B2FLAG_USEDICT != 0
+        self.blosc2_flags.contains(Blosc2Flags::USE_DICT)
     }
 
     /// Whether this is an in-memory lazy chunk (header + bstarts + trailer, no data).
     #[must_use]
     pub fn is_lazy(&self) -> bool {
-        self.blosc2_flags & B2FLAG_LAZY != 0
+        self.blosc2_flags.contains(Blosc2Flags::LAZY)
     }
 
     /// Whether the streams hold instrumentation records instead of data.
     #[must_use]
     pub fn is_instrumented(&self) -> bool {
-        self.blosc2_flags & B2FLAG_INSTR != 0
+        self.blosc2_flags.contains(Blosc2Flags::INSTRUMENTED)
     }
 
     /// Whether blocks have individual sizes (format version 6, `blosc2_flags2` bit 0).
@@ -590,7 +583,7 @@ impl ChunkHeader {
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct HeaderFields {
     pub(crate) version: u8,
-    pub(crate) flags: u8,
+    pub(crate) flags: Flags,
     pub(crate) typesize: u8,
     pub(crate) nbytes: usize,
     pub(crate) blocksize: usize,
@@ -598,7 +591,7 @@ pub(crate) struct HeaderFields {
     pub(crate) filters: [u8; MAX_FILTERS],
     pub(crate) udcodec: u8,
     pub(crate) filters_meta: [u8; MAX_FILTERS],
-    pub(crate) blosc2_flags: u8,
+    pub(crate) blosc2_flags: Blosc2Flags,
 }
 
 fn i32_bytes(what: &'static str, v: usize) -> Result<[u8; 4]> {
@@ -624,7 +617,7 @@ impl HeaderFields {
         })?;
         h[0] = self.version;
         h[1] = 1;
-        h[2] = self.flags;
+        h[2] = self.flags.bits();
         h[3] = self.typesize;
         h[4..8].copy_from_slice(&i32_bytes("nbytes", self.nbytes)?);
         h[8..12].copy_from_slice(&i32_bytes("blocksize", self.blocksize)?);
@@ -635,7 +628,7 @@ impl HeaderFields {
             h[23] = 0;
             h[24..30].copy_from_slice(&self.filters_meta);
             h[30] = 0;
-            h[31] = self.blosc2_flags;
+            h[31] = self.blosc2_flags.bits();
         }
         Ok(())
     }

@@ -9,6 +9,7 @@ mod delta;
 mod dict;
 mod encode;
 mod error;
+mod flags;
 mod header;
 mod lazy;
 mod limits;

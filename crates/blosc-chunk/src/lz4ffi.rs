@@ -1,8 +1,10 @@
 //! LZ4 and LZ4HC compression against an external dictionary, through liblz4's streaming API.
 //!
-//! The `lz4` crate exposes only one-shot block compression, so the four streaming functions
-//! C-Blosc2 uses for dictionary chunks are declared here; they live in the same liblz4 1.10.0
-//! that `lz4-sys` compiles and links (all of `lz4.c` and `lz4hc.c`). Each stream is compressed
+//! The `lz4` crate exposes only one-shot block compression, and `lz4-sys` (which compiles
+//! liblz4 1.10.0 for it) declares `LZ4_createStream` / `LZ4_freeStream` but none of
+//! `LZ4_loadDict`, `LZ4_compress_fast_continue` or the LZ4HC streaming functions. So the
+//! streaming functions C-Blosc2 uses for dictionary chunks are declared here; they live in the
+//! same liblz4 that `lz4-sys` compiles and links (all of `lz4.c` and `lz4hc.c`). Each stream is compressed
 //! after reloading the dictionary, as C-Blosc2 does, so streams stay independent.
 //!
 //! `unsafe`: the FFI calls. Every pointer/length pair comes from a live Rust slice, the stream

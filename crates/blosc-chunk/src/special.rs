@@ -2,9 +2,10 @@
 
 use crate::encode::CParams;
 use crate::error::{Error, Result};
+use crate::flags::{Blosc2Flags, Flags};
 use crate::header::{
-    EXTENDED_HEADER_LENGTH, FLAG_BITSHUFFLE, FLAG_SHUFFLE, Filter, HeaderFields, MAX_BUFFERSIZE,
-    MAX_FILTERS, SpecialValue, VERSION_FORMAT_STABLE,
+    EXTENDED_HEADER_LENGTH, Filter, HeaderFields, MAX_BUFFERSIZE, MAX_FILTERS, SpecialValue,
+    VERSION_FORMAT_STABLE,
 };
 use crate::tune;
 
@@ -48,7 +49,7 @@ fn special_chunk(
     let mut out = vec![0u8; cbytes];
     HeaderFields {
         version: VERSION_FORMAT_STABLE,
-        flags: FLAG_SHUFFLE | FLAG_BITSHUFFLE,
+        flags: Flags::EXTENDED,
         typesize: u8::try_from(ts).unwrap_or(1),
         nbytes,
         blocksize,
@@ -56,7 +57,7 @@ fn special_chunk(
         filters: [0; MAX_FILTERS],
         udcodec: 0,
         filters_meta: [0; MAX_FILTERS],
-        blosc2_flags: kind.code() << 4,
+        blosc2_flags: Blosc2Flags::special(kind.code()),
     }
     .write(&mut out, true)?;
     out[EXTENDED_HEADER_LENGTH..].copy_from_slice(value);

@@ -13,7 +13,8 @@ use self::block::{BlockResult, EncodeState, encode_block, forward, with_encode_s
 use self::plan::{Plan, plan};
 use crate::dict;
 use crate::error::Result;
-use crate::header::B2FLAG_USEDICT;
+use crate::flags::Blosc2Flags;
+use crate::header::SpecialValue;
 
 /// Total number of streams in the chunk.
 fn total_streams(p: &Plan) -> usize {
@@ -21,12 +22,21 @@ fn total_streams(p: &Plan) -> usize {
 }
 
 /// Assembles the final chunk from `out` (the serial layout, `ntbytes` long).
-fn finish(p: &Plan, mut out: Vec<u8>, ntbytes: usize, blosc2_flags: u8) -> Result<Vec<u8>> {
+fn finish(
+    p: &Plan,
+    mut out: Vec<u8>,
+    ntbytes: usize,
+    blosc2_flags: Blosc2Flags,
+) -> Result<Vec<u8>> {
     if p.extended && ntbytes == p.header_len + 4 * p.nblocks + 4 * total_streams(p) {
         // Every stream is a zero run: a zero special chunk.
         out.truncate(p.header_len);
-        p.header(p.flags, p.header_len, 0x10)
-            .write(&mut out, true)?;
+        p.header(
+            p.flags,
+            p.header_len,
+            Blosc2Flags::special(SpecialValue::Zeros.code()),
+        )
+        .write(&mut out, true)?;
         return Ok(out);
     }
     out.truncate(ntbytes);
@@ -56,7 +66,7 @@ pub fn compress(data: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
     #[cfg(feature = "parallel")]
     if crate::pool::use_threads(cparams.nthreads, p.nblocks) && !p.use_dict {
         return match parallel::encode_blocks(&p, data, cparams.nthreads)? {
-            Some((out, ntbytes)) => finish(&p, out, ntbytes, 0),
+            Some((out, ntbytes)) => finish(&p, out, ntbytes, Blosc2Flags::empty()),
             None => p.memcpy_chunk(data),
         };
     }
@@ -80,7 +90,7 @@ fn compress_serial(p: &Plan, data: &[u8], st: &mut EncodeState) -> Result<Vec<u8
         }
     }
     let ntbytes = out.len();
-    finish(p, out, ntbytes, 0)
+    finish(p, out, ntbytes, Blosc2Flags::empty())
 }
 
 /// A dictionary chunk: a first pass filters every block, the dictionary is built from the
@@ -114,5 +124,5 @@ fn compress_with_dict(p: &Plan, data: &[u8], st: &mut EncodeState) -> Result<Vec
         return p.memcpy_chunk(data);
     }
     let ntbytes = out.len();
-    finish(p, out, ntbytes, B2FLAG_USEDICT)
+    finish(p, out, ntbytes, Blosc2Flags::USE_DICT)
 }

@@ -4,10 +4,10 @@
 use super::params::CParams;
 use crate::dict;
 use crate::error::{Error, Result};
+use crate::flags::{Blosc2Flags, Flags};
 use crate::header::{
-    Codec, EXTENDED_HEADER_LENGTH, FLAG_BITSHUFFLE, FLAG_DELTA, FLAG_DONT_SPLIT, FLAG_MEMCPYED,
-    FLAG_SHUFFLE, Filter, HeaderFields, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD, MIN_BUFFERSIZE,
-    MIN_HEADER_LENGTH, VERSION_FORMAT_STABLE,
+    Codec, EXTENDED_HEADER_LENGTH, Filter, HeaderFields, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD,
+    MIN_BUFFERSIZE, MIN_HEADER_LENGTH, VERSION_FORMAT_STABLE,
 };
 use crate::tune;
 
@@ -29,18 +29,18 @@ pub(super) struct Plan {
     pub(super) nbytes: usize,
     pub(super) destsize: usize,
     pub(super) header_len: usize,
-    pub(super) flags: u8,
+    pub(super) flags: Flags,
     pub(super) memcpyed: bool,
     pub(super) use_dict: bool,
 }
 
-fn filter_flags(filters: &[Filter; MAX_FILTERS]) -> u8 {
-    let mut f = 0;
+fn filter_flags(filters: &[Filter; MAX_FILTERS]) -> Flags {
+    let mut f = Flags::empty();
     for x in filters {
         match x {
-            Filter::Shuffle => f |= FLAG_SHUFFLE,
-            Filter::BitShuffle => f |= FLAG_BITSHUFFLE,
-            Filter::Delta => f |= FLAG_DELTA,
+            Filter::Shuffle => f |= Flags::SHUFFLE,
+            Filter::BitShuffle => f |= Flags::BITSHUFFLE,
+            Filter::Delta => f |= Flags::DELTA,
             _ => {}
         }
     }
@@ -144,7 +144,7 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
         filters = mapped;
     }
     let fflags = filter_flags(&filters);
-    let has_shuffle = fflags & FLAG_SHUFFLE != 0;
+    let has_shuffle = fflags.contains(Flags::SHUFFLE);
     let blocksize = tune::compute_blocksize(
         cp.clevel,
         typesize,
@@ -190,19 +190,19 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
     let destsize = nbytes + MAX_OVERHEAD;
     let mut memcpyed = cp.clevel == 0 || nbytes < MIN_BUFFERSIZE;
     let mut flags = if extended {
-        FLAG_SHUFFLE | FLAG_BITSHUFFLE
+        Flags::EXTENDED
     } else {
-        0
+        Flags::empty()
     };
     if header_len + 4 * nblocks > destsize {
         memcpyed = true;
     }
     if memcpyed {
-        flags |= FLAG_MEMCPYED;
+        flags |= Flags::MEMCPYED;
     } else {
-        flags |= fflags | (format << 5);
+        flags = (flags | fflags).with_codec_format(format);
         if !split {
-            flags |= FLAG_DONT_SPLIT;
+            flags |= Flags::DONT_SPLIT;
         }
     }
     Ok(Plan {
@@ -230,7 +230,12 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
 }
 
 impl Plan {
-    pub(super) fn header(&self, flags: u8, cbytes: usize, blosc2_flags: u8) -> HeaderFields {
+    pub(super) fn header(
+        &self,
+        flags: Flags,
+        cbytes: usize,
+        blosc2_flags: Blosc2Flags,
+    ) -> HeaderFields {
         HeaderFields {
             version: VERSION_FORMAT_STABLE,
             flags,
@@ -276,7 +281,7 @@ impl Plan {
     pub(super) fn memcpy_chunk(&self, data: &[u8]) -> Result<Vec<u8>> {
         let cbytes = self.header_len + data.len();
         let mut out = vec![0u8; cbytes];
-        self.header(self.flags | FLAG_MEMCPYED, cbytes, 0)
+        self.header(self.flags | Flags::MEMCPYED, cbytes, Blosc2Flags::empty())
             .write(&mut out, self.extended)?;
         out[self.header_len..].copy_from_slice(data);
         Ok(out)
