@@ -28,8 +28,8 @@ const V: u32 = 30_000;
 const K: u32 = 100;
 const J: u32 = 100;
 
-/// A residual tensor with ~95% zeros and small values otherwise (like the notes' synthetic
-/// file), turned into values through the bisection tree, then encoded.
+/// A residual tensor with ~95% zeros and small values otherwise (like a typical
+/// quantised embedding), turned into values through the bisection tree, then encoded.
 fn synthetic_file() -> Vec<u8> {
     let vk = (V * K) as usize;
     let mut x = vec![0i16; T as usize * vk];

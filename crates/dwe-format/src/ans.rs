@@ -1,4 +1,4 @@
-//! The range-variant ANS coder of the format (notes §6): u32 state, u16 words, 12-bit
+//! The range-variant ANS coder of the format: u32 state, u16 words, 12-bit
 //! precision, refill below 2^16. Our own implementation; `constriction`'s `SmallAnsCoder` is the
 //! same coder and serves as the benchmark peer.
 

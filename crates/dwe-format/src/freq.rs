@@ -1,5 +1,7 @@
-//! The reference builder's frequency quantiser (notes §8): turns symbol counts into 12-bit
-//! frequencies. Needed only to write files byte-identical to the reference.
+//! The reference builder's frequency quantiser: turns symbol counts into 12-bit frequencies
+//! (initial proportional weights, remainder to the largest gains, then unit trades while they
+//! save bits; see [`crate::file_format`]). Needed only to write files byte-identical to the
+//! reference.
 
 use crate::model::{EntropyModel, TOTAL};
 use crate::{Error, Result};

@@ -1,4 +1,5 @@
-//! The two container layouts (notes §3, §4) and structural layout detection (§12).
+//! The two container layouts (block and stream) and structural layout detection: a file is
+//! parsed both ways and must pass exactly one (see [`crate::file_format`]).
 
 use crate::bytes::{add, mul, u32_at, us};
 use crate::header::Header;
@@ -113,7 +114,7 @@ fn out_of_range(what: &'static str, index: usize, value: u64, bound: String) -> 
     }
 }
 
-/// Stream layout (notes §4).
+/// Stream layout: models back to back, jump table, one global ANS stream.
 pub(crate) fn parse_stream(data: &[u8], limits: &Limits) -> Result<Parsed> {
     let header = common(data, limits)?;
     let jta = header.section_address;
@@ -191,7 +192,7 @@ pub(crate) fn parse_stream(data: &[u8], limits: &Limits) -> Result<Parsed> {
     })
 }
 
-/// Block layout (notes §3).
+/// Block layout: `timestep_addrs`, meta blocks with `chunk_addrs`, one ANS stream per chunk.
 pub(crate) fn parse_block(data: &[u8], limits: &Limits) -> Result<Parsed> {
     let header = common(data, limits)?;
     let file_size = header.file_size;

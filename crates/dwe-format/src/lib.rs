@@ -17,6 +17,9 @@ mod reader;
 mod tree;
 mod writer;
 
+#[doc = include_str!("../FORMAT.md")]
+pub mod file_format {}
+
 pub use crate::{
     durable::Durability,
     error::{Error, Result},

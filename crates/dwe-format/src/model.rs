@@ -1,5 +1,6 @@
 //! Entropy models: the per-time-step symbol table with 12-bit frequencies, its on-disk encoding
-//! (notes §5) and the 4096-entry decoder lookup table.
+//! (u16 count, i16 symbols, n−1 frequencies packed as 12-bit fields with zero padding in front;
+//! see [`crate::file_format`]) and the 4096-entry decoder lookup table.
 
 use crate::bytes::{truncated, u16_at};
 use crate::{Error, Result};
@@ -159,7 +160,8 @@ pub(crate) fn encoded_u16_len(n: usize) -> usize {
     1 + n + 3 * n / 4
 }
 
-/// Packs 12-bit values MSB-first into u16 words, zero padding at the front (notes §5.2).
+/// Packs 12-bit values MSB-first into u16 words, zero padding at the front (the frequency
+/// packing of the format).
 #[must_use]
 pub fn pack_u12(values: &[u16]) -> Vec<u16> {
     let bits = 12 * values.len();
@@ -269,18 +271,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pack_examples_from_notes() {
+    fn packs_the_upstream_example_and_a_reference_written_model() {
+        // The example of the upstream format page.
         assert_eq!(
             pack_u12(&[0x167, 0x289, 0x3ab, 0x0cd, 0x5ef]),
             [0x0167, 0x2893, 0xab0c, 0xd5ef]
         );
+        // Time step 0 of the reference-made fixture stream/small_2_4_4_j2.dwe: stored
+        // frequencies 2560, 512, 256, 256, 256 (the sixth is inferred), 4 bits of padding.
+        // (Every model of every fixture is re-encoded byte for byte by the writer tests.)
         assert_eq!(
-            pack_u12(&[0x456, 0x789, 0xabc, 0xdef]),
-            [0x4567, 0x89ab, 0xcdef]
+            pack_u12(&[2560, 512, 256, 256, 256]),
+            [0x0a00, 0x2001, 0x0010, 0x0100]
         );
-        assert_eq!(pack_u12(&[0xa12, 0x345, 0x678]), [0x000a, 0x1234, 0x5678]);
-        assert_eq!(pack_u12(&[0xabc, 0xdef]), [0x00ab, 0xcdef]);
-        assert_eq!(pack_u12(&[0xbcd]), [0x0bcd]);
         assert!(pack_u12(&[]).is_empty());
     }
 

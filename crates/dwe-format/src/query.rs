@@ -1,4 +1,5 @@
-//! Queries with the reference reader's semantics, bit for bit (notes §9.1).
+//! Queries with the upstream reader's semantics, bit for bit: i32 dot products with wrapping
+//! adds, scaled as `f32(s²) · f32(dot)`.
 
 use crate::Result;
 use crate::bytes::us;

@@ -1,4 +1,5 @@
-//! The bisection tree over time steps (notes §7.2) and the residual rule (§7.1, §7.3).
+//! The bisection tree over time steps and the residual rule: interior time steps are stored
+//! minus the truncating average of their two parents (see [`crate::file_format`]).
 
 /// One node of the tree: time step `t` predicted from parents `left` and `right`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -95,7 +96,9 @@ mod tests {
     use super::*;
 
     #[test]
-    fn orders_from_notes() {
+    fn tree_orders_of_small_t() {
+        // Pre-order of the bisection of (0, T−1) after 0 and T−1; the fixtures written by the
+        // reference builders check the order byte for byte.
         assert_eq!(tree_order(2), [0, 1]);
         assert_eq!(tree_order(3), [0, 2, 1]);
         assert_eq!(tree_order(6), [0, 5, 2, 1, 3, 4]);

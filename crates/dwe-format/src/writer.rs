@@ -97,7 +97,7 @@ fn check_dims(values: &[i16], dims: Dims) -> Result<usize> {
     Ok(vk)
 }
 
-/// The residuals the coder stores, `[T][V][K]` flattened (notes §7.1): time steps 0 and T−1 as
+/// The residuals the coder stores, `[T][V][K]` flattened: time steps 0 and T−1 as
 /// they are, every other time step minus the truncating average of its two tree parents.
 ///
 /// # Errors

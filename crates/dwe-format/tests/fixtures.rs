@@ -357,8 +357,8 @@ fn upstream_unit_test_expectations() {
 }
 
 #[test]
-fn worked_example_from_notes() {
-    // notes §6.6: small_2_4_4 stream file, J=2.
+fn small_stream_fixture_model_header_and_first_vector() {
+    // The reference-made small_2_4_4 stream file (J=2); inputs/small_2_4_4.i16 starts 0 0 1 -1.
     let file = open(&common::testdata().join("stream/small_2_4_4_j2.dwe"));
     let m = file.model(0).unwrap();
     assert_eq!(m.symbols(), [0, 1, -3, -1, 2, 5]);
