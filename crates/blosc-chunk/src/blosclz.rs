@@ -3,8 +3,9 @@
     reason = "positions are < 2 GiB (blocks are < 512 MiB) and tokens are masked to 8 bits"
 )]
 
-//! BloscLZ, the FastLZ-derived default codec of C-Blosc (written from the format description in
-//! the implementation notes; byte-compatible with BloscLZ 2.5.3).
+//! BloscLZ, the FastLZ-derived default codec of C-Blosc (format of C-Blosc2's
+//! `blosc/blosclz.c`, <https://github.com/Blosc/c-blosc2/blob/main/blosc/blosclz.c>, summarised
+//! in `FORMAT.md`; byte-compatible with BloscLZ 2.5.3).
 //!
 //! Stream: tokens. A control byte `c < 32` is a literal run of `c + 1` bytes; `c >= 32` is a
 //! match of length class `c >> 5` (7 = extended by 255-runs) with a 13-bit distance, or a

@@ -1,5 +1,6 @@
 //! Dictionary chunks (`use_dict`): the dictionary C-Blosc2 3.3.5 builds for zstd, LZ4 and
-//! LZ4HC, and the per-stream encoders that use it (notes §2.7).
+//! LZ4HC, and the per-stream encoders that use it (see `FORMAT.md`, "Dictionary chunks"; the
+//! behaviour is C-Blosc2's `blosc/blosc2.c`, <https://github.com/Blosc/c-blosc2>).
 //!
 //! C first copies the filtered blocks (unsplit, without stream sizes) right after the chunk
 //! header, then takes `nsamples = nblocks` (× typesize when blocks are split, at least 8)

@@ -85,8 +85,9 @@ pub(crate) fn decode_into(chunk: &[u8], out: &mut [u8], params: &DParams) -> Res
 ///
 /// # Errors
 ///
-/// Any [`Error`] describing why the chunk is malformed, unsupported or too large; never
-/// panics on any input.
+/// Any [`Error`] describing why the chunk is malformed, unsupported or too large;
+/// [`Error::CodecDisabled`] if it needs a codec whose Cargo feature is off. Never panics on any
+/// input.
 pub fn decompress(chunk: &[u8]) -> Result<Vec<u8>> {
     decompress_with(chunk, &Limits::default())
 }
@@ -157,6 +158,9 @@ pub fn decompress_ctx(chunk: &[u8], params: &DParams) -> Result<Vec<u8>> {
 }
 
 /// Decompresses a chunk straight into `out` (at least `nbytes` long); returns `nbytes`.
+///
+/// The caller's buffer bounds the output, so no [`Limits`] apply; [`decompress_into_ctx`]
+/// takes them (and a thread count).
 ///
 /// # Errors
 ///

@@ -54,9 +54,11 @@ fn finish(
 ///
 /// # Errors
 ///
-/// [`Error::InvalidParam`] for a clevel above 9, typesize 0, a block size that is not a
-/// multiple of the type size, or filters a Blosc1 header cannot express;
-/// [`Error::Unsupported`] for plugin codecs/filters; [`Error::InvalidParam`] from
+/// [`Error::InvalidParam`](crate::Error::InvalidParam) for a clevel above 9, typesize 0, a
+/// block size that is not a multiple of the type size, or filters a Blosc1 header cannot
+/// express; [`Error::Unsupported`](crate::Error::Unsupported) for plugin codecs/filters;
+/// [`Error::CodecDisabled`](crate::Error::CodecDisabled) for a codec whose Cargo feature is off
+/// (whatever the input); [`Error::InvalidParam`](crate::Error::InvalidParam) from
 /// truncate-precision with a typesize other than 4 or 8.
 pub fn compress(data: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
     let p = plan(data.len(), cparams)?;
