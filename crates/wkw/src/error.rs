@@ -184,6 +184,10 @@ pub enum Error {
     /// power of two in [`crate::Header::new`].
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The operation is not available on this target, e.g. typed voxel access on a big-endian
+    /// machine (the values are little-endian; see [`crate::Voxel`]).
+    #[error("unsupported: {0}")]
+    Unsupported(&'static str),
     /// A broken internal invariant: a bug in this crate, whatever the input. Please report it
     /// (with the message and, if possible, the dataset's `header.wkw` and the call that failed)
     /// at the crate's repository. The operation stopped there, with the same guarantees as

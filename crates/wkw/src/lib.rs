@@ -22,6 +22,7 @@ mod reader;
 mod storage;
 mod tree;
 mod uninit;
+mod voxel;
 mod writer;
 
 pub use crate::{
@@ -34,4 +35,5 @@ pub use crate::{
     limits::Limits,
     lock::LOCK_DIR_NAME,
     options::{Durability, HeaderCheck, MissingOrCorrupt, Options, Threads},
+    voxel::Voxel,
 };
