@@ -229,15 +229,12 @@ fn compress(a: &CompressArgs) -> CliResult {
     write_output(&a.output, &chunk)
 }
 
-/// A short lowercase codec name.
+/// A codec's C-Blosc2 name (`Codec::name`), or `codec-<id>` for an id the library does not
+/// know.
 pub(crate) fn codec_name(c: Codec) -> String {
     match c {
-        Codec::BloscLz => "blosclz".into(),
-        Codec::Lz4 => "lz4".into(),
-        Codec::Lz4Hc => "lz4hc".into(),
-        Codec::Zlib => "zlib".into(),
-        Codec::Zstd => "zstd".into(),
-        other => format!("codec-{}", other.id()),
+        Codec::Other(_) => format!("codec-{}", c.id()),
+        known => known.name().to_owned(),
     }
 }
 

@@ -8,7 +8,7 @@ use serde_json::{Map, Number, Value, json};
 
 use crate::fail::{At, CliResult, Fail, describe};
 use crate::inout::{Output, in_name, need_path, read_whole};
-use crate::print::{JsonFlag, emit, emit_json, emit_object};
+use crate::print::{JsonFlag, emit, emit_json, emit_object, to_object};
 use crate::progress::progress;
 
 /// `scifmt dwe`.
@@ -168,36 +168,33 @@ fn f32_json(v: f32) -> Value {
         .map_or(Value::Null, Value::Number)
 }
 
-/// `info` on a `.dwe` file: layout, header and model sizes.
+/// `info` on a `.dwe` file: layout, header and model sizes. The header fields are
+/// `dwe_format::Header`'s serde fields under the names of the layout at hand (word 4 is
+/// `meta_size` or `jump_table_address`, word 8 `chunk_size` or `jump_interval`; `file_size` is
+/// in u32 words).
 pub(crate) fn info_map(path: &Path) -> CliResult<Map<String, Value>> {
     let f = open(path)?;
     let h = f.header();
+    let block = f.layout() == Layout::Block;
     let mut m = Map::new();
     m.insert("format".into(), json!("dwe"));
-    let layout = match f.layout() {
-        Layout::Block => "block",
-        Layout::Stream => "stream",
-        _ => "other",
-    };
-    m.insert("layout".into(), json!(layout));
+    m.insert(
+        "layout".into(),
+        serde_json::to_value(f.layout()).unwrap_or(Value::Null),
+    );
     m.insert("file_len".into(), json!(f.as_bytes().len()));
     m.insert("major_version".into(), json!(dwe_format::MAJOR_VERSION));
-    m.insert("minor_version".into(), json!(h.minor_version));
-    m.insert("file_size_words".into(), json!(h.file_size));
-    let section = match f.layout() {
-        Layout::Block => "meta_size",
-        _ => "jump_table_address",
-    };
-    m.insert(section.into(), json!(h.section_address));
-    m.insert("num_timesteps".into(), json!(h.num_timesteps));
-    m.insert("vocab_size".into(), json!(h.vocab_size));
-    m.insert("embedding_dim".into(), json!(h.embedding_dim));
-    let interval = match f.layout() {
-        Layout::Block => "chunk_size",
-        _ => "jump_interval",
-    };
-    m.insert(interval.into(), json!(h.interval));
-    m.insert("scale_factor".into(), json!(h.scale_factor));
+    for (k, v) in to_object(h)? {
+        let key = match (k.as_str(), block) {
+            ("file_size", _) => "file_size_words".to_owned(),
+            ("section_address", true) => "meta_size".to_owned(),
+            ("section_address", false) => "jump_table_address".to_owned(),
+            ("interval", true) => "chunk_size".to_owned(),
+            ("interval", false) => "jump_interval".to_owned(),
+            _ => k,
+        };
+        m.insert(key, v);
+    }
     m.insert(
         "scale_factor_bits".into(),
         json!(format!("{:08x}", h.scale_factor.to_bits())),

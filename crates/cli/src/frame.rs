@@ -1,19 +1,24 @@
 //! `scifmt frame …`: Blosc2 frames (contiguous files, sparse directories, or `-` for a
 //! contiguous frame on stdin).
 
-use std::io::Read;
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 
 use blosc_chunk::{ChunkHeader, Codec};
-use blosc2_frame::{B2ND_METALAYER, B2ndArray, ChunkLocation, Frame, FrameFileWriter, FrameHeader};
+use blosc2_frame::{
+    B2ND_METALAYER, B2ndArray, ChunkLocation, Frame, FrameFileWriter, FrameHeader, FrameParams,
+    FrameWriter,
+};
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
 
 use crate::blosc::{CParamArgs, codec_name, filter_names, special_name};
 use crate::fail::{At, CliResult, Fail, describe};
-use crate::inout::{MAX_WHOLE_INPUT, Output, in_name, is_std, need_path, open_input, read_whole};
+use crate::inout::{
+    MAX_WHOLE_INPUT, Output, in_name, is_std, open_input, out_name, read_whole, stdout_error,
+};
 use crate::msgpack::{bytes_to_json, parse_layer};
-use crate::print::{JsonFlag, emit, emit_json};
+use crate::print::{JsonFlag, emit, emit_json, to_object};
 use crate::progress::{progress, progress_bytes};
 
 /// `scifmt frame`.
@@ -34,7 +39,7 @@ pub(crate) enum Cmd {
     Meta(ListArgs),
     /// Build a frame from raw bytes, CHUNKSIZE bytes per chunk (the last may be shorter).
     #[command(
-        after_help = "Example:\n  scifmt frame create data.raw data.b2frame --typesize 8 --chunksize 8000 --codec zstd --filter delta --filter shuffle --meta 'm=[1,2,3]' --vlmeta 'info={\"a\":1}'"
+        after_help = "Examples:\n  cat data.raw | scifmt frame create - - --typesize 4 --chunksize 40000 > data.b2frame\n  scifmt frame create data.raw data.b2frame --typesize 8 --chunksize 8000 --codec zstd --filter delta --filter shuffle --meta 'm=[1,2,3]' --vlmeta 'info={\"a\":1}'"
     )]
     Create(CreateArgs),
 }
@@ -74,7 +79,7 @@ pub(crate) struct ListArgs {
 pub(crate) struct CreateArgs {
     /// Raw bytes (`-`: stdin).
     input: PathBuf,
-    /// Frame file (or directory with --sparse).
+    /// Frame file, directory with --sparse (`-`: stdout, a contiguous frame built in memory).
     output: PathBuf,
     /// Bytes per chunk (a multiple of the typesize).
     #[arg(long, value_name = "BYTES")]
@@ -143,15 +148,11 @@ fn chunk_row(
             m.insert("filters_meta".into(), json!(h.filters_meta()));
         }
         special => {
-            let kind = match special {
-                ChunkLocation::Zeros => "zeros",
-                ChunkLocation::Nan => "nan",
-                ChunkLocation::Uninit => "uninit",
-                _ => "other",
-            };
+            // ChunkLocation's serde name of a special run: "zeros", "nan", "uninit".
+            let kind = serde_json::to_value(special).map_err(|e| e.to_string())?;
             let nbytes = frame.chunk_nbytes(i).map_err(|e| describe(&e))?;
             m.insert(place.into(), Value::Null);
-            m.insert("special".into(), json!(kind));
+            m.insert("special".into(), kind);
             m.insert("nbytes".into(), json!(nbytes));
             m.insert("cbytes".into(), json!(0));
             m.insert("codec".into(), Value::Null);
@@ -258,33 +259,27 @@ fn meta(a: &ListArgs) -> CliResult {
     emit(&text)
 }
 
-/// The fixed-header fields `info` prints for a frame.
-fn header_fields(m: &mut Map<String, Value>, h: &FrameHeader) {
-    m.insert("header_len".into(), json!(h.header_len));
-    m.insert("frame_len".into(), json!(h.frame_len));
-    m.insert("format_version".into(), json!(h.format_version));
-    m.insert("offsets_width".into(), json!(h.offsets_width));
-    m.insert("variable_chunks".into(), json!(h.variable_chunks));
-    m.insert("vl_blocks".into(), json!(h.vl_blocks));
-    m.insert(
-        "codec".into(),
-        json!(codec_name(Codec::from_id(h.codec_id()))),
-    );
-    m.insert("clevel".into(), json!(h.clevel));
-    m.insert("splitmode".into(), json!(h.splitmode));
-    m.insert("nbytes".into(), json!(h.nbytes));
-    m.insert("cbytes".into(), json!(h.cbytes));
-    m.insert("typesize".into(), json!(h.typesize));
-    m.insert("blocksize".into(), json!(h.blocksize));
-    m.insert("chunksize".into(), json!(h.chunksize));
-    m.insert("nthreads_compress".into(), json!(h.nthreads_compress));
-    m.insert("nthreads_decompress".into(), json!(h.nthreads_decompress));
-    m.insert("has_vlmetalayers".into(), json!(h.has_vlmetalayers));
-    m.insert("filters".into(), json!(filter_names(&h.filters)));
-    m.insert("filters_meta".into(), json!(h.filters_meta));
-    m.insert("udcodec".into(), json!(h.udcodec));
-    m.insert("compcode_meta".into(), json!(h.compcode_meta));
-    m.insert("use_dict".into(), json!(h.use_dict));
+/// The fixed-header fields `info` prints for a frame: `FrameHeader`'s serde fields, with the
+/// codec and filters by name and without the frame type (`format` and `sparse` say it).
+fn header_fields(m: &mut Map<String, Value>, h: &FrameHeader) -> CliResult {
+    for (k, v) in to_object(h)? {
+        match k.as_str() {
+            "frame_type" => {}
+            "codec_code" => {
+                m.insert(
+                    "codec".into(),
+                    json!(codec_name(Codec::from_id(h.codec_id()))),
+                );
+            }
+            "filters" => {
+                m.insert(k, json!(filter_names(&h.filters)));
+            }
+            _ => {
+                m.insert(k, v);
+            }
+        }
+    }
+    Ok(())
 }
 
 /// `info` on a frame (contiguous or sparse) or a b2nd array.
@@ -295,10 +290,7 @@ pub(crate) fn info_map(path: &Path) -> CliResult<Map<String, Value>> {
         let array = B2ndArray::new(frame).at(path)?;
         let meta = array.meta();
         m.insert("format".into(), json!("b2nd"));
-        m.insert("shape".into(), json!(meta.shape));
-        m.insert("chunkshape".into(), json!(meta.chunkshape));
-        m.insert("blockshape".into(), json!(meta.blockshape));
-        m.insert("dtype".into(), json!(meta.dtype));
+        m.extend(to_object(meta)?);
         m.insert("itemsize".into(), json!(array.itemsize()));
         frame_fields(&mut m, array.frame(), path)?;
     } else {
@@ -317,7 +309,7 @@ pub(crate) fn info_map(path: &Path) -> CliResult<Map<String, Value>> {
 fn frame_fields(m: &mut Map<String, Value>, frame: &Frame<'_>, path: &Path) -> CliResult {
     m.insert("sparse".into(), json!(frame.is_sparse()));
     m.insert("nchunks".into(), json!(frame.nchunks()));
-    header_fields(m, frame.header());
+    header_fields(m, frame.header())?;
     m.insert("trailer_len".into(), json!(frame.trailer_len()));
     let (meta, vl) = layers_json(frame, path)?;
     m.insert("metalayers".into(), Value::Object(meta));
@@ -325,23 +317,32 @@ fn frame_fields(m: &mut Map<String, Value>, frame: &Frame<'_>, path: &Path) -> C
     Ok(())
 }
 
-/// `frame create IN OUT …`: reads the input one chunk at a time and streams the frame to disk
-/// with `FrameFileWriter` (one chunk in memory): a contiguous frame through a temporary file
-/// renamed at the end, a sparse frame as chunk files plus `chunks.b2frame` written at the end.
+/// `frame create IN OUT …`: reads the input one chunk at a time. To a file, the frame streams
+/// to disk with `FrameFileWriter` (one chunk in memory): a contiguous frame through a temporary
+/// file renamed at the end, a sparse frame as chunk files plus `chunks.b2frame` written at the
+/// end. To stdout (`-`), the compressed chunks are held until the input ends (a contiguous
+/// frame starts with its lengths), then written with `FrameWriter::write_to`.
 fn create(a: &CreateArgs) -> CliResult {
-    need_path(&a.output, "the output of frame create")?;
     if a.chunksize == 0 || a.chunksize > blosc_chunk::MAX_BUFFERSIZE {
         return Err(Fail::usage(format!(
             "--chunksize must be in 1..={}",
             blosc_chunk::MAX_BUFFERSIZE
         )));
     }
-    let params = blosc2_frame::FrameParams::new(a.cparams.cparams()?, a.chunksize);
+    let params = FrameParams::new(a.cparams.cparams()?, a.chunksize);
     let meta: Vec<(&str, &[u8])> = a
         .meta
         .iter()
         .map(|(n, b)| (n.as_str(), b.as_slice()))
         .collect();
+    if is_std(&a.output) {
+        if a.sparse {
+            return Err(Fail::usage(
+                "a sparse frame is a directory: --sparse needs a path, not `-`",
+            ));
+        }
+        return create_to_stdout(a, params, &meta);
+    }
     let durability = blosc2_frame::Durability::None;
     let mut w = if a.sparse {
         FrameFileWriter::create_sparse(&a.output, params, &meta, durability)
@@ -349,19 +350,46 @@ fn create(a: &CreateArgs) -> CliResult {
         FrameFileWriter::create(&a.output, params, &meta, durability)
     }
     .at(&a.output)?;
-    feed_chunks(a, |piece| w.append_data(piece))?;
+    feed_chunks(a, |piece| w.append_data(piece).at(&a.output))?;
     for (name, bytes) in &a.vlmeta {
         w.set_vlmetalayer(name, bytes).at(&a.output)?;
     }
     w.finish().at(&a.output)
 }
 
+/// `frame create IN - …`: the frame built in memory (at most [`MAX_WHOLE_INPUT`] bytes of
+/// input), then streamed to stdout.
+fn create_to_stdout(a: &CreateArgs, params: FrameParams, meta: &[(&str, &[u8])]) -> CliResult {
+    let stdout = out_name(&a.output);
+    let mut w = FrameWriter::new(params).at(stdout)?;
+    for (name, bytes) in meta {
+        w.add_metalayer(name, bytes).at(stdout)?;
+    }
+    feed_chunks(a, |piece| {
+        if w.nbytes().saturating_add(piece.len() as u64) > MAX_WHOLE_INPUT {
+            return Err(Fail::input(
+                in_name(&a.input),
+                format!(
+                    "holds more than {MAX_WHOLE_INPUT} bytes, the most a frame built in memory for stdout may have"
+                ),
+            ));
+        }
+        w.append_data(piece).at(in_name(&a.input))
+    })?;
+    for (name, bytes) in &a.vlmeta {
+        w.set_vlmetalayer(name, bytes).at(stdout)?;
+    }
+    let mut out = BufWriter::with_capacity(1 << 20, std::io::stdout().lock());
+    match w.write_to(&mut out) {
+        Ok(()) => out.flush().map_err(|e| stdout_error(&e)),
+        Err(blosc2_frame::Error::Io(e)) => Err(stdout_error(&e)),
+        Err(e) => Err(Fail::input(stdout, describe(&e))),
+    }
+}
+
 /// Reads the input in `chunksize` pieces (the last may be shorter) and hands each to `append`,
 /// with a progress bar in bytes.
-fn feed_chunks(
-    a: &CreateArgs,
-    mut append: impl FnMut(&[u8]) -> blosc2_frame::Result<()>,
-) -> CliResult {
+fn feed_chunks(a: &CreateArgs, mut append: impl FnMut(&[u8]) -> CliResult) -> CliResult {
     let name = in_name(&a.input);
     let (mut source, bar, cap): (Box<dyn Read>, _, _) = if is_std(&a.input) {
         let bar = indicatif::ProgressBar::hidden();
@@ -386,7 +414,7 @@ fn feed_chunks(
         if n == 0 {
             break;
         }
-        append(buf.get(..n).unwrap_or_default()).at(name)?;
+        append(buf.get(..n).unwrap_or_default())?;
         bar.inc(n as u64);
         if n < buf.len() {
             break;

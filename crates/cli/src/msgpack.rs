@@ -3,7 +3,8 @@
 //! msgpack binary values are shown as `{"$bin": "<hex>"}` (and such an object given on the
 //! command line is stored as binary); extension values as `{"$ext": type, "data": "<hex>"}`.
 
-use rmpv::Value as Mp;
+use blosc2_frame::rmpv;
+use blosc2_frame::rmpv::Value as Mp;
 use serde_json::{Map, Number, Value as Json};
 
 /// msgpack value to JSON.

@@ -8,7 +8,7 @@ use std::io::Write;
 use clap::Args;
 use serde_json::{Map, Value};
 
-use crate::fail::CliResult;
+use crate::fail::{CliResult, Fail};
 use crate::inout::stdout_error;
 
 /// The `--json` flag, the same on every command that prints.
@@ -42,6 +42,17 @@ pub(crate) fn fields_text(map: &Map<String, Value>) -> String {
         }
     }
     s
+}
+
+/// A format crate's header or metadata type in its serde form, which must be a JSON object.
+pub(crate) fn to_object(value: &impl serde::Serialize) -> CliResult<Map<String, Value>> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(m)) => Ok(m),
+        Ok(other) => Err(Fail::usage(format!(
+            "internal error: expected a JSON object, got {other}"
+        ))),
+        Err(e) => Err(Fail::usage(format!("internal error: {e}"))),
+    }
 }
 
 /// Prints `map` as JSON or as `key: value` lines.

@@ -175,6 +175,62 @@ fn frame_extract_b2nd_read_and_frame_create_through_pipes() {
         common::sha_file(&out),
         common::sum_of("blosc", "frames/zstd_delta_shuffle_many_chunks.b2frame")
     );
+    // To stdout the frame is built in memory and written by FrameWriter::write_to: the same
+    // bytes as the file FrameFileWriter streams, from a file or from stdin.
+    same_bytes_through_pipes(
+        &["frame", "create"],
+        &raw,
+        &[
+            "--typesize",
+            "8",
+            "--chunksize",
+            "8000",
+            "--codec",
+            "zstd",
+            "--filter",
+            "delta",
+            "--filter",
+            "shuffle",
+            "--splitmode",
+            "auto",
+        ],
+        true,
+        true,
+    );
+    let mut data: Vec<u8> = (0..25000i32).flat_map(i32::to_le_bytes).collect();
+    data.extend(std::iter::repeat_n(0u8, 100_000));
+    data.extend((0..10000i32).flat_map(|i| (i * 3).to_le_bytes()));
+    let meta_raw = dir.path().join("meta.raw");
+    std::fs::write(&meta_raw, &data).unwrap();
+    let flags = [
+        "--typesize",
+        "4",
+        "--chunksize",
+        "100000",
+        "--codec",
+        "lz4",
+        "--filter",
+        "shuffle",
+        "--splitmode",
+        "auto",
+        "--meta",
+        "m1=[1,2,3]",
+        "--meta",
+        r#"mymeta={"a":1}"#,
+        "--vlmeta",
+        r#"info={"hello":"world"}"#,
+        "--vlmeta",
+        r#"bin={"$bin":"000102"}"#,
+    ];
+    same_bytes_through_pipes(&["frame", "create"], &meta_raw, &flags, true, true);
+    let piped = ok_stdin(
+        &[&["frame", "create", "-", "-"][..], &flags[..]].concat(),
+        &data,
+    );
+    assert_eq!(
+        common::sha(&piped),
+        common::sum_of("blosc", "frames/lz4_shuffle_meta_vlmeta.b2frame")
+    );
 }
 
 #[test]
@@ -490,7 +546,7 @@ fn stdin_of_the_wrong_size_is_refused_before_anything_is_written() {
     assert!(err.starts_with("scifmt: <stdin>: "), "{err}");
     assert!(out.stdout.is_empty());
     // `-` where a path is needed is bad usage, not a file named `-`.
-    let out = run_stdin(
+    for args in [
         &[
             "frame",
             "create",
@@ -500,12 +556,29 @@ fn stdin_of_the_wrong_size_is_refused_before_anything_is_written() {
             "1",
             "--chunksize",
             "10",
-        ],
-        b"0123456789",
-    );
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(2), "{err}");
-    assert!(err.contains("must be a path"), "{err}");
+            "--sparse",
+        ][..],
+        &[
+            "dwe",
+            "create",
+            "-",
+            "-",
+            "--shape",
+            "1,1,5",
+            "--scale",
+            "1",
+            "--chunk-size",
+            "1",
+        ][..],
+        &["wkw", "create", "-", "--voxel-type", "u8"][..],
+    ] {
+        let out = run_stdin(args, b"0123456789");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("`-`"), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(!Path::new("-").exists());
+    }
 }
 
 /// Runs `args` with stdout read for `keep` bytes and then closed, as `| head -c keep` does;
@@ -591,8 +664,26 @@ fn a_closed_stdout_ends_the_command_quietly() {
         assert_eq!(code, Some(0), "{args:?}: {err}");
         assert!(err.is_empty(), "{args:?}: stderr {err}");
     }
-    // Printing commands too (a long listing).
-    let (code, err) = closed_after(&["frame", "chunks", frame.to_str().unwrap()], 10);
-    assert_eq!(code, Some(0), "{err}");
-    assert!(err.is_empty(), "{err}");
+    // Printing commands too: a listing of 20000 chunks (about 1.3 MB of text, 2.4 MB JSON).
+    let many = dir.path().join("many.b2frame");
+    std::fs::write(&raw, vec![1u8; 20_000 * 8]).unwrap();
+    ok(&[
+        "frame",
+        "create",
+        r,
+        many.to_str().unwrap(),
+        "--typesize",
+        "8",
+        "--chunksize",
+        "8",
+    ]);
+    for json in [false, true] {
+        let mut args = vec!["frame", "chunks", many.to_str().unwrap()];
+        if json {
+            args.push("--json");
+        }
+        let (code, err) = closed_after(&args, 10);
+        assert_eq!(code, Some(0), "{args:?}: {err}");
+        assert!(err.is_empty(), "{args:?}: stderr {err}");
+    }
 }
