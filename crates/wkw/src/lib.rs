@@ -16,6 +16,8 @@ mod header;
 mod limits;
 mod lock;
 mod lz4;
+#[cfg(feature = "ndarray")]
+mod nd;
 mod options;
 mod par;
 mod reader;
@@ -37,3 +39,9 @@ pub use crate::{
     options::{Durability, HeaderCheck, MissingOrCorrupt, Options, Threads},
     voxel::Voxel,
 };
+
+/// The `ndarray` crate this crate's `ndarray` feature builds on (same version as
+/// [`Dataset::read_ndarray`] returns).
+#[cfg(feature = "ndarray")]
+#[cfg_attr(docsrs, doc(cfg(feature = "ndarray")))]
+pub use ndarray;

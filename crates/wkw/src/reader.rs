@@ -41,6 +41,27 @@ impl Dataset {
     /// [`Error::BoxOutOfRange`] if the box ends beyond 2³², [`Error::LimitExceeded`] above
     /// [`crate::Limits::max_read_bytes`], and every error of [`Dataset::read_into`].
     pub fn read(&self, offset: [u32; 3], shape: [u32; 3], order: Order) -> Result<Array> {
+        let (layout, len) = self.new_array_layout(shape, order)?;
+        let bx = VBox::new(offset, shape)?;
+        if !bx.is_empty() && (order == Order::C || self.one_group(&bx)) {
+            // Every byte is written by exactly one unit: no zero-initialisation.
+            let files = self.resolve_files(&bx)?;
+            let data =
+                crate::uninit::build(len, |whole| self.fill_units(&bx, layout, &files, whole))?;
+            return Ok(Array::from_parts(layout, data));
+        }
+        let mut data = vec![0u8; len];
+        self.read_impl(offset, layout, &mut data)?;
+        Ok(Array::from_parts(layout, data))
+    }
+
+    /// The layout of a new array of `shape` in `order` holding this dataset's voxels, and its
+    /// length in bytes, checked against [`crate::Limits::max_read_bytes`].
+    pub(crate) fn new_array_layout(
+        &self,
+        shape: [u32; 3],
+        order: Order,
+    ) -> Result<(Layout, usize)> {
         let layout = Layout::new(
             self.header.voxel_type(),
             self.header.num_channels(),
@@ -60,17 +81,7 @@ impl Dataset {
                     }),
                 limit,
             })?;
-        let bx = VBox::new(offset, shape)?;
-        if !bx.is_empty() && (order == Order::C || self.one_group(&bx)) {
-            // Every byte is written by exactly one unit: no zero-initialisation.
-            let files = self.resolve_files(&bx)?;
-            let data =
-                crate::uninit::build(len, |whole| self.fill_units(&bx, layout, &files, whole))?;
-            return Ok(Array::from_parts(layout, data));
-        }
-        let mut data = vec![0u8; len];
-        self.read_impl(offset, layout, &mut data)?;
-        Ok(Array::from_parts(layout, data))
+        Ok((layout, len))
     }
 
     /// Reads the box at `offset` with the shape of `dst` into `dst` (either order). Every voxel
