@@ -84,11 +84,8 @@ pub(crate) fn check_dtype<T: Element>(dtype: &str, itemsize: usize) -> Result<bo
         return Err(mismatch());
     };
     let digits = chars.as_str();
-    if kind != T::KIND
-        || digits.parse::<usize>().ok() != Some(size)
-        || !digits.bytes().all(|b| b.is_ascii_digit())
-        || itemsize != size
-    {
+    // NumPy writes the size in plain decimal (`<u2`, never `<u02` or `<u+2`).
+    if kind != T::KIND || digits != size.to_string() || itemsize != size {
         return Err(mismatch());
     }
     let little = match order {
