@@ -29,46 +29,31 @@ pub trait Element:
     fn swap_bytes(self) -> Self;
 }
 
-macro_rules! int_element {
-    ($($t:ty => $kind:literal, $dtype:literal;)*) => {$(
+macro_rules! element {
+    ($($t:ty => $kind:literal, $dtype:literal, |$x:ident| $swap:expr;)*) => {$(
         impl sealed::Sealed for $t {}
         impl Element for $t {
             const KIND: char = $kind;
             const DTYPE: &'static str = $dtype;
             fn swap_bytes(self) -> Self {
-                <$t>::swap_bytes(self)
+                let $x = self;
+                $swap
             }
         }
     )*};
 }
 
-int_element! {
-    u8 => 'u', "|u1";
-    i8 => 'i', "|i1";
-    u16 => 'u', "<u2";
-    i16 => 'i', "<i2";
-    u32 => 'u', "<u4";
-    i32 => 'i', "<i4";
-    u64 => 'u', "<u8";
-    i64 => 'i', "<i8";
-}
-
-impl sealed::Sealed for f32 {}
-impl Element for f32 {
-    const KIND: char = 'f';
-    const DTYPE: &'static str = "<f4";
-    fn swap_bytes(self) -> Self {
-        f32::from_bits(self.to_bits().swap_bytes())
-    }
-}
-
-impl sealed::Sealed for f64 {}
-impl Element for f64 {
-    const KIND: char = 'f';
-    const DTYPE: &'static str = "<f8";
-    fn swap_bytes(self) -> Self {
-        f64::from_bits(self.to_bits().swap_bytes())
-    }
+element! {
+    u8 => 'u', "|u1", |x| x;
+    i8 => 'i', "|i1", |x| x;
+    u16 => 'u', "<u2", |x| x.swap_bytes();
+    i16 => 'i', "<i2", |x| x.swap_bytes();
+    u32 => 'u', "<u4", |x| x.swap_bytes();
+    i32 => 'i', "<i4", |x| x.swap_bytes();
+    u64 => 'u', "<u8", |x| x.swap_bytes();
+    i64 => 'i', "<i8", |x| x.swap_bytes();
+    f32 => 'f', "<f4", |x| f32::from_bits(x.to_bits().swap_bytes());
+    f64 => 'f', "<f8", |x| f64::from_bits(x.to_bits().swap_bytes());
 }
 
 /// Checks that items of `dtype` (stored with `itemsize` bytes each) are `T`s; returns whether
