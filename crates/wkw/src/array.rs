@@ -13,8 +13,10 @@ use crate::error::{Error, Result};
 use crate::header::VoxelType;
 use crate::voxel::{self, Voxel};
 
-/// Memory layout of a (C, X, Y, Z) array.
+/// Memory layout of a (C, X, Y, Z) array. With the `serde` feature: `"fortran"`, `"c"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 #[non_exhaustive]
 pub enum Order {
     /// Channel fastest, then x, y, z: the layout of a raw block and of the reference's reads

@@ -26,8 +26,10 @@ pub struct Progress<'a> {
     pub path: &'a Path,
 }
 
-/// The verdict on one data file.
+/// The verdict on one data file. With the `serde` feature it serializes as
+/// `{"path": "…", "index": [x, y, z], "problem": "message" | null}` (the error's message).
 #[derive(Debug)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 #[non_exhaustive]
 pub struct FileReport {
     /// The file.
@@ -35,15 +37,40 @@ pub struct FileReport {
     /// File index (x, y, z).
     pub index: [u32; 3],
     /// `None` if the file is sound, otherwise the first problem found.
+    #[cfg_attr(feature = "serde", serde(serialize_with = "problem_message"))]
     pub problem: Option<Error>,
 }
 
-/// What [`verify`] found.
+/// Serializes a problem as its message.
+#[cfg(feature = "serde")]
+fn problem_message<S: serde::Serializer>(
+    problem: &Option<Error>,
+    s: S,
+) -> core::result::Result<S::Ok, S::Error> {
+    match problem {
+        Some(e) => s.serialize_some(&e.to_string()),
+        None => s.serialize_none(),
+    }
+}
+
+/// What [`verify`] found. With the `serde` feature it serializes as
+/// `{"ok": bool, "files": [FileReport, …]}`.
 #[derive(Debug)]
 #[non_exhaustive]
 pub struct VerifyReport {
     /// One entry per data file, sorted by (z, y, x).
     pub files: Vec<FileReport>,
+}
+
+#[cfg(feature = "serde")]
+impl serde::Serialize for VerifyReport {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> core::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut st = s.serialize_struct("VerifyReport", 2)?;
+        st.serialize_field("ok", &self.is_ok())?;
+        st.serialize_field("files", &self.files)?;
+        st.end()
+    }
 }
 
 impl VerifyReport {

@@ -22,8 +22,10 @@ pub(crate) struct FileMeta {
 
 /// The structure of one data file as stored: header, length and, for compressed files, the
 /// stored length of every block (from the jump table). Made by [`inspect_file`] without
-/// decompressing anything.
+/// decompressing anything. With the `serde` feature: `{"header": {…}, "file_len": n,
+/// "block_lengths": [n, …] | null}`.
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
 pub struct FileInfo {
     /// The file's own header.
     pub header: Header,

@@ -14,8 +14,11 @@ const MAX_FILE_SIDE_LOG2: u32 = 31;
 /// Largest supported `log2(blocks per file side)`: 21 bits per axis of a 64-bit Morton key.
 const MAX_FILE_LEN_LOG2: u32 = 21;
 
-/// How the blocks of a file are encoded (header offset 5).
+/// How the blocks of a file are encoded (header offset 5). With the `serde` feature:
+/// `"raw"`, `"lz4"`, `"lz4hc"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 #[non_exhaustive]
 pub enum BlockType {
     /// 1: uncompressed blocks back to back.
@@ -58,8 +61,11 @@ impl BlockType {
 }
 
 /// The type of one voxel value (header offset 6). Values 7–10 (signed integers) are not in the
-/// format README but are written and read by the reference implementations.
+/// format README but are written and read by the reference implementations. With the `serde`
+/// feature: the Rust type's name, `"u8"` … `"f64"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(rename_all = "lowercase"))]
 #[non_exhaustive]
 pub enum VoxelType {
     /// 1: `u8`.
@@ -151,7 +157,18 @@ impl VoxelType {
 /// assert_eq!(h.file_len_vx(), 1024);
 /// # Ok::<(), wkw::Error>(())
 /// ```
+///
+/// With the `serde` feature a header is the object
+/// `{"voxel_type": "u16", "num_channels": 3, "voxel_size": 6, "block_len": 32, "file_len": 32,
+/// "block_type": "lz4", "data_offset": 0}` (lengths in voxels and blocks, as [`Header::new`]
+/// takes them); on input `voxel_size` may be left out, and the same checks as
+/// [`Header::new`] apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[cfg_attr(
+    feature = "serde",
+    derive(serde::Serialize, serde::Deserialize),
+    serde(try_from = "HeaderFields", into = "HeaderFields")
+)]
 pub struct Header {
     block_len_log2: u8,
     file_len_log2: u8,
@@ -516,5 +533,59 @@ impl Header {
             }
         }
         Ok(())
+    }
+}
+
+/// The serde form of a [`Header`].
+#[cfg(feature = "serde")]
+#[derive(serde::Serialize, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HeaderFields {
+    voxel_type: VoxelType,
+    num_channels: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    voxel_size: Option<u8>,
+    block_len: u32,
+    file_len: u32,
+    block_type: BlockType,
+    data_offset: u64,
+}
+
+#[cfg(feature = "serde")]
+impl From<Header> for HeaderFields {
+    fn from(h: Header) -> Self {
+        Self {
+            voxel_type: h.voxel_type(),
+            num_channels: h.num_channels(),
+            voxel_size: Some(h.voxel_size()),
+            block_len: h.block_len(),
+            file_len: h.file_len(),
+            block_type: h.block_type(),
+            data_offset: h.data_offset(),
+        }
+    }
+}
+
+#[cfg(feature = "serde")]
+impl TryFrom<HeaderFields> for Header {
+    type Error = Error;
+
+    fn try_from(f: HeaderFields) -> Result<Self> {
+        let h = Self::new(
+            f.voxel_type,
+            f.num_channels,
+            f.block_len,
+            f.file_len,
+            f.block_type,
+        )?;
+        if let Some(vs) = f.voxel_size
+            && vs != h.voxel_size()
+        {
+            return Err(Error::InvalidArgument(format!(
+                "voxel_size {vs} is not {} channel(s) of {:?}",
+                f.num_channels, f.voxel_type
+            )));
+        }
+        Ok(h.with_data_offset(f.data_offset))
     }
 }

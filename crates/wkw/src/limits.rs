@@ -11,7 +11,12 @@
 /// assert!(l.max_block_bytes >= 32 * 32 * 32 * 255);
 /// let _all = wkw::Limits::unlimited();
 /// ```
+///
+/// With the `serde` feature: `{"max_block_bytes": n, "max_blocks_per_file": n,
+/// "max_read_bytes": n}`; fields left out take their defaults.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[cfg_attr(feature = "serde", serde(default, deny_unknown_fields))]
 #[non_exhaustive]
 pub struct Limits {
     /// Largest raw block (`block_len³ · voxelSize`) that is decoded into memory. Default 256 MiB.
