@@ -445,85 +445,30 @@ fn frame_meta_decodes_msgpack_to_json() {
     assert_eq!(text, "meta m: 1\nvlmeta k: \"v\"\n");
 }
 
-/// Concatenated little-endian i64 values.
-fn i64s(v: impl IntoIterator<Item = i64>) -> Vec<u8> {
-    v.into_iter().flat_map(i64::to_le_bytes).collect()
-}
-
 #[test]
 fn frame_create_rebuilds_python_blosc2_frames_byte_for_byte() {
     let dir = tmp();
-    // 40 x append_data(arange(1000,i8)*(k+1)+k); append_data(arange(300,i8)),
-    // chunksize 8000, ZSTD clevel 5 typesize 8, filters [DELTA, SHUFFLE].
-    let mut data = Vec::new();
-    for k in 0..40i64 {
-        data.extend(i64s((0..1000).map(|i| i * (k + 1) + k)));
+    for recipe in [common::many_chunks_recipe(), common::meta_recipe()] {
+        let raw = dir.path().join("in.raw");
+        std::fs::write(&raw, &recipe.data).unwrap();
+        let out = dir.path().join("out.b2frame");
+        ok(&[
+            &[
+                "frame",
+                "create",
+                raw.to_str().unwrap(),
+                out.to_str().unwrap(),
+            ][..],
+            recipe.flags,
+        ]
+        .concat());
+        assert_eq!(
+            sha_file(&out),
+            sum_of("blosc", recipe.fixture),
+            "{}",
+            recipe.fixture
+        );
     }
-    data.extend(i64s(0..300));
-    let raw = dir.path().join("many.raw");
-    std::fs::write(&raw, &data).unwrap();
-    let out = dir.path().join("many.b2frame");
-    ok(&[
-        "frame",
-        "create",
-        raw.to_str().unwrap(),
-        out.to_str().unwrap(),
-        "--typesize",
-        "8",
-        "--chunksize",
-        "8000",
-        "--codec",
-        "zstd",
-        "--clevel",
-        "5",
-        "--filter",
-        "delta",
-        "--filter",
-        "shuffle",
-        "--splitmode",
-        "auto",
-    ]);
-    assert_eq!(
-        sha_file(&out),
-        sum_of("blosc", "frames/zstd_delta_shuffle_many_chunks.b2frame")
-    );
-
-    // meta={'m1': [1,2,3], 'mymeta': {'a': 1}}; arange(25000,i4), zeros(25000,i4),
-    // arange(10000,i4)*3; vlmeta info={'hello':'world'}, bin=b'\x00\x01\x02'.
-    let mut data: Vec<u8> = (0..25000i32).flat_map(i32::to_le_bytes).collect();
-    data.extend(std::iter::repeat_n(0u8, 100_000));
-    data.extend((0..10000i32).flat_map(|i| (i * 3).to_le_bytes()));
-    let raw = dir.path().join("meta.raw");
-    std::fs::write(&raw, &data).unwrap();
-    let out = dir.path().join("meta.b2frame");
-    ok(&[
-        "frame",
-        "create",
-        raw.to_str().unwrap(),
-        out.to_str().unwrap(),
-        "--typesize",
-        "4",
-        "--chunksize",
-        "100000",
-        "--codec",
-        "lz4",
-        "--filter",
-        "shuffle",
-        "--splitmode",
-        "auto",
-        "--meta",
-        "m1=[1,2,3]",
-        "--meta",
-        r#"mymeta={"a":1}"#,
-        "--vlmeta",
-        r#"info={"hello":"world"}"#,
-        "--vlmeta",
-        r#"bin={"$bin":"000102"}"#,
-    ]);
-    assert_eq!(
-        sha_file(&out),
-        sum_of("blosc", "frames/lz4_shuffle_meta_vlmeta.b2frame")
-    );
 }
 
 #[test]

@@ -16,7 +16,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-use common::{ok, ok_stdin, run_stdin, testdata, tmp};
+use common::{ok, ok_stdin, run_stdin, testdata, tmp, xyz};
 
 /// `pre IN OUT post` as arguments.
 fn line(pre: &[&str], input: &Path, output: &Path, post: &[&str]) -> Vec<OsString> {
@@ -140,97 +140,26 @@ fn frame_extract_b2nd_read_and_frame_create_through_pipes() {
         true,
     );
 
-    // frame create reads stdin one chunk at a time: the python-blosc2 fixture again.
+    // frame create reads stdin one chunk at a time; to stdout the frame is built in memory and
+    // written by FrameWriter::write_to. Both give the python-blosc2 fixtures again, and the
+    // same bytes as the file FrameFileWriter streams.
     let dir = tmp();
-    let raw = dir.path().join("many.raw");
-    ok(&[
-        "frame".as_ref(),
-        "extract".as_ref(),
-        testdata("blosc/frames/zstd_delta_shuffle_many_chunks.b2frame").as_os_str(),
-        raw.as_os_str(),
-    ]);
-    let out = dir.path().join("many.b2frame");
-    ok_stdin(
-        &[
-            "frame",
-            "create",
-            "-",
-            out.to_str().unwrap(),
-            "--typesize",
-            "8",
-            "--chunksize",
-            "8000",
-            "--codec",
-            "zstd",
-            "--filter",
-            "delta",
-            "--filter",
-            "shuffle",
-            "--splitmode",
-            "auto",
-        ],
-        &std::fs::read(&raw).unwrap(),
-    );
-    assert_eq!(
-        common::sha_file(&out),
-        common::sum_of("blosc", "frames/zstd_delta_shuffle_many_chunks.b2frame")
-    );
-    // To stdout the frame is built in memory and written by FrameWriter::write_to: the same
-    // bytes as the file FrameFileWriter streams, from a file or from stdin.
-    same_bytes_through_pipes(
-        &["frame", "create"],
-        &raw,
-        &[
-            "--typesize",
-            "8",
-            "--chunksize",
-            "8000",
-            "--codec",
-            "zstd",
-            "--filter",
-            "delta",
-            "--filter",
-            "shuffle",
-            "--splitmode",
-            "auto",
-        ],
-        true,
-        true,
-    );
-    let mut data: Vec<u8> = (0..25000i32).flat_map(i32::to_le_bytes).collect();
-    data.extend(std::iter::repeat_n(0u8, 100_000));
-    data.extend((0..10000i32).flat_map(|i| (i * 3).to_le_bytes()));
-    let meta_raw = dir.path().join("meta.raw");
-    std::fs::write(&meta_raw, &data).unwrap();
-    let flags = [
-        "--typesize",
-        "4",
-        "--chunksize",
-        "100000",
-        "--codec",
-        "lz4",
-        "--filter",
-        "shuffle",
-        "--splitmode",
-        "auto",
-        "--meta",
-        "m1=[1,2,3]",
-        "--meta",
-        r#"mymeta={"a":1}"#,
-        "--vlmeta",
-        r#"info={"hello":"world"}"#,
-        "--vlmeta",
-        r#"bin={"$bin":"000102"}"#,
-    ];
-    same_bytes_through_pipes(&["frame", "create"], &meta_raw, &flags, true, true);
-    let piped = ok_stdin(
-        &[&["frame", "create", "-", "-"][..], &flags[..]].concat(),
-        &data,
-    );
-    assert_eq!(
-        common::sha(&piped),
-        common::sum_of("blosc", "frames/lz4_shuffle_meta_vlmeta.b2frame")
-    );
+    for recipe in [common::many_chunks_recipe(), common::meta_recipe()] {
+        let want = common::sum_of("blosc", recipe.fixture);
+        let out = dir.path().join("out.b2frame");
+        let create = |input: &str, output: &str| {
+            ok_stdin(
+                &[&["frame", "create", input, output][..], recipe.flags].concat(),
+                &recipe.data,
+            )
+        };
+        create("-", out.to_str().unwrap());
+        assert_eq!(common::sha_file(&out), want, "{}", recipe.fixture);
+        assert_eq!(common::sha(&create("-", "-")), want, "{}", recipe.fixture);
+        let raw = dir.path().join("in.raw");
+        std::fs::write(&raw, &recipe.data).unwrap();
+        same_bytes_through_pipes(&["frame", "create"], &raw, recipe.flags, true, true);
+    }
 }
 
 #[test]
@@ -329,15 +258,6 @@ fn offset_and_dwe_and_zarr_through_pipes() {
     }
 }
 
-fn xyz(v: &serde_json::Value) -> String {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
-
 #[test]
 fn wkw_read_to_stdout_matches_the_reference_in_both_orders() {
     // Every reference read, including 2- and 3-channel C order (one pass per channel on a pipe).
@@ -400,18 +320,7 @@ fn tree(root: &Path) -> Vec<(String, Vec<u8>)> {
 fn wkw_write_from_stdin_matches_a_file_write() {
     let dir = tmp();
     let src = testdata("wkw/u16_3ch_lz4_b8_f4");
-    let create = [
-        "--voxel-type",
-        "u16",
-        "--channels",
-        "3",
-        "--block-len",
-        "8",
-        "--file-len",
-        "4",
-        "--block-type",
-        "lz4",
-    ];
+    let create = common::U16_3CH_LZ4_CREATE;
     // A box across files, not aligned to blocks, in both orders (3 channels).
     let bx = ["--offset", "3,5,7", "--shape", "50,20,9"];
     for order in ["f", "c"] {
@@ -432,7 +341,7 @@ fn wkw_write_from_stdin_matches_a_file_write() {
         let by_file = dir.path().join(format!("file.{order}"));
         let by_pipe = dir.path().join(format!("pipe.{order}"));
         for root in [&by_file, &by_pipe] {
-            ok(&[&["wkw", "create", root.to_str().unwrap()][..], &create[..]].concat());
+            ok(&[&["wkw", "create", root.to_str().unwrap()][..], create].concat());
         }
         fn write<'a>(
             root: &'a Path,
@@ -633,31 +542,24 @@ fn a_closed_stdout_ends_the_command_quietly() {
         "1000000",
     ]);
     let wkw = testdata("wkw/u16_3ch_lz4_b8_f4");
-    let cases: &[&[&str]] = &[
-        &["blosc", "decompress", chunk.to_str().unwrap(), "-"],
-        &["frame", "extract", frame.to_str().unwrap(), "-"],
-        &[
-            "wkw",
-            "read",
-            wkw.to_str().unwrap(),
-            "-",
+    let wkw_read = |order: &'static str| -> Vec<&str> {
+        let mut v = vec!["wkw", "read", wkw.to_str().unwrap(), "-"];
+        v.extend([
             "--offset",
             "0,0,0",
             "--shape",
             "256,256,64",
             "--order",
-            "c",
-        ],
-        &[
-            "wkw",
-            "read",
-            wkw.to_str().unwrap(),
-            "-",
-            "--offset",
-            "0,0,0",
-            "--shape",
-            "256,256,64",
-        ],
+            order,
+        ]);
+        v
+    };
+    let (read_f, read_c) = (wkw_read("f"), wkw_read("c"));
+    let cases: &[&[&str]] = &[
+        &["blosc", "decompress", chunk.to_str().unwrap(), "-"],
+        &["frame", "extract", frame.to_str().unwrap(), "-"],
+        &read_f,
+        &read_c,
     ];
     for args in cases {
         let (code, err) = closed_after(args, 10);

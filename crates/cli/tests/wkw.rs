@@ -9,16 +9,7 @@
 
 mod common;
 
-use common::{copy_dir, fails, json, ok, sha_file, testdata, tmp, wkw_expected};
-
-fn xyz(v: &serde_json::Value) -> String {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.to_string())
-        .collect::<Vec<_>>()
-        .join(",")
-}
+use common::{copy_dir, fails, json, ok, sha_file, testdata, tmp, wkw_expected, xyz};
 
 #[test]
 fn wkw_read_matches_every_expected_read_in_both_orders() {
@@ -131,21 +122,7 @@ fn wkw_create_writes_the_reference_header() {
     let exp = wkw_expected();
     let cases = [
         ("u8_default_header_only", vec!["--voxel-type", "u8"]),
-        (
-            "u16_3ch_lz4_b8_f4",
-            vec![
-                "--voxel-type",
-                "u16",
-                "--channels",
-                "3",
-                "--block-len",
-                "8",
-                "--file-len",
-                "4",
-                "--block-type",
-                "lz4",
-            ],
-        ),
+        ("u16_3ch_lz4_b8_f4", common::U16_3CH_LZ4_CREATE.to_vec()),
         (
             "f32_lz4hc_b16_f2",
             vec![
@@ -302,20 +279,10 @@ fn wkw_write_rebuilds_raw_files_byte_for_byte_in_both_orders() {
     .concat());
     let root = dir.path().join("lz4");
     ok(&[
-        "wkw",
-        "create",
-        root.to_str().unwrap(),
-        "--voxel-type",
-        "u16",
-        "--channels",
-        "3",
-        "--block-len",
-        "8",
-        "--file-len",
-        "4",
-        "--block-type",
-        "lz4",
-    ]);
+        &["wkw", "create", root.to_str().unwrap()][..],
+        common::U16_3CH_LZ4_CREATE,
+    ]
+    .concat());
     ok(&[
         &["wkw", "write", root.to_str().unwrap(), f.to_str().unwrap()][..],
         &args[..],

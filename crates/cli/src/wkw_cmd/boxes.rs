@@ -129,76 +129,133 @@ fn usize_of(n: u64, path: &Path) -> CliResult<usize> {
     usize::try_from(n).map_err(|_| Fail::input(path, format!("{n} bytes do not fit in memory")))
 }
 
+/// How a box is cut into slabs, and where each slab's bytes sit in the raw file.
+///
+/// Fortran order: z-slabs, each one contiguous run of the file, in file order. C order of
+/// (C, X, Y, Z): x-slabs, in which channel `c` of slab `x0..x1` is one contiguous run of the
+/// file at `((c * X + x0) * Y * Z) * element size`.
+#[derive(Debug)]
+struct SlabPlan {
+    corner: [u32; 3],
+    shape: [u32; 3],
+    order: Order,
+    /// The slab axis: 2 (z) in Fortran order, 0 (x) in C order.
+    axis: usize,
+    /// Runs per slab: 1 in Fortran order, one per channel in C order.
+    runs: usize,
+    /// Bytes of one run per voxel of slab thickness.
+    run_unit: u64,
+    /// File bytes from one channel's runs to the next's (C order: `X * Y * Z * element size`).
+    channel_stride: u64,
+    /// Slabs as (start relative to the corner, thickness) along the slab axis.
+    parts: Vec<(u32, u32)>,
+}
+
+impl SlabPlan {
+    /// The slabs of `bx` (whose size [`box_bytes`] has checked) in `h`'s dataset; `aligned`: slabs of whole files where they fit the
+    /// budget (writes, so that each compressed file is rewritten once).
+    fn new(h: &Header, bx: &BoxArgs, aligned: bool) -> Self {
+        let [sx, sy, sz] = bx.shape;
+        let (order, axis, runs, run_unit) = match bx.order {
+            OrderArg::F => {
+                let plane = u64::from(h.voxel_size()) * u64::from(sx) * u64::from(sy);
+                (Order::Fortran, 2, 1, plane)
+            }
+            OrderArg::C => {
+                let es = u64::from(h.voxel_type().size());
+                let run = es * u64::from(sy) * u64::from(sz);
+                (Order::C, 0, usize::from(h.num_channels()), run)
+            }
+        };
+        let plane = run_unit * runs as u64;
+        let step = if aligned {
+            aligned_step(plane, h.block_len(), h.file_len_vx())
+        } else {
+            slab_step(plane, h.block_len())
+        };
+        let (start, len) = match axis {
+            0 => (bx.offset[0], sx),
+            _ => (bx.offset[2], sz),
+        };
+        Self {
+            corner: bx.offset,
+            shape: bx.shape,
+            order,
+            axis,
+            runs,
+            run_unit,
+            // At most the box's size in C order (checked by `box_bytes`); unused in Fortran
+            // order, where it may not fit.
+            channel_stride: u64::from(sx).saturating_mul(run_unit),
+            parts: slabs(start, len, step),
+        }
+    }
+
+    /// Dataset corner and shape of the slab `(start, thickness)`.
+    fn slab(&self, (start, thickness): (u32, u32)) -> ([u32; 3], [u32; 3]) {
+        let (mut corner, mut shape) = (self.corner, self.shape);
+        if let (Some(c), Some(s)) = (corner.get_mut(self.axis), shape.get_mut(self.axis)) {
+            *c += start;
+            *s = thickness;
+        }
+        (corner, shape)
+    }
+
+    /// Bytes of one run of the slab `(start, thickness)`, and of the whole slab.
+    fn sizes(&self, (_, thickness): (u32, u32), name: &Path) -> CliResult<(usize, usize)> {
+        let run = self.run_unit * u64::from(thickness);
+        Ok((
+            usize_of(run, name)?,
+            usize_of(run * self.runs as u64, name)?,
+        ))
+    }
+
+    /// File position of run `r` (the channel in C order) of the slab starting at `start`.
+    fn position(&self, r: usize, start: u32) -> u64 {
+        r as u64 * self.channel_stride + u64::from(start) * self.run_unit
+    }
+}
+
 /// `wkw read DATASET OUT --offset --shape [--order]`.
 pub(crate) fn read(a: &ReadArgs) -> CliResult {
     let (dataset, output) = (a.dataset.as_path(), out_name(&a.output));
-    let BoxArgs {
-        offset,
-        shape,
-        order,
-    } = a.bx;
     let ds = Dataset::open(dataset).at(dataset)?;
     let h = *ds.header();
-    let [sx, sy, sz] = shape;
-    box_bytes(&h, shape).ok_or_else(|| Fail::usage("--shape is too large"))?;
-    let (vt, nc) = (h.voxel_type(), h.num_channels());
+    box_bytes(&h, a.bx.shape).ok_or_else(|| Fail::usage("--shape is too large"))?;
+    let plan = SlabPlan::new(&h, &a.bx, false);
     let mut out = Output::create(&a.output)?;
-    match order {
-        OrderArg::F => {
-            // z-slabs of a Fortran array are contiguous, in output order.
-            let plane = u64::from(h.voxel_size()) * u64::from(sx) * u64::from(sy);
-            let parts = slabs(offset[2], sz, slab_step(plane, h.block_len()));
-            let bar = progress(parts.len() as u64, "read");
-            let mut buf = Vec::new();
-            for (z0, dz) in parts {
-                let n = usize_of(plane * u64::from(dz), output)?;
-                buf.resize(n, 0);
-                let mut view = ArrayViewMut::new(vt, nc, [sx, sy, dz], Order::Fortran, &mut buf)
-                    .at(dataset)?;
-                ds.read_into([offset[0], offset[1], offset[2] + z0], &mut view)
-                    .at(dataset)?;
-                out.write(&buf)?;
-                bar.inc(1);
-            }
-            bar.finish_and_clear();
-        }
-        OrderArg::C => {
-            // x-slabs: in C order of (C, X, Y, Z), channel c of slab x0..x1 is one contiguous
-            // run of the output at ((c * X + x0) * Y * Z) * element size.
-            let es = u64::from(vt.size());
-            let yz = u64::from(sy) * u64::from(sz);
-            let plane = es * u64::from(nc) * yz;
-            let parts = slabs(offset[0], sx, slab_step(plane, h.block_len()));
-            // A file takes every channel's run in one pass; stdout takes them in order, one
-            // channel per pass.
-            let passes: Vec<Option<usize>> = if out.is_seekable() || nc == 1 {
-                vec![None]
-            } else {
-                (0..usize::from(nc)).map(Some).collect()
-            };
-            let bar = progress((parts.len() * passes.len()) as u64, "read");
-            let mut buf = Vec::new();
-            for pass in passes {
-                for &(x0, dx) in &parts {
-                    let n = usize_of(plane * u64::from(dx), output)?;
-                    buf.resize(n, 0);
-                    let mut view =
-                        ArrayViewMut::new(vt, nc, [dx, sy, sz], Order::C, &mut buf).at(dataset)?;
-                    ds.read_into([offset[0] + x0, offset[1], offset[2]], &mut view)
-                        .at(dataset)?;
-                    let run = usize_of(es * u64::from(dx) * yz, output)?;
-                    for (c, part) in buf.chunks(run.max(1)).enumerate() {
-                        if pass.is_none_or(|p| p == c) {
-                            let pos = (c as u64 * u64::from(sx) + u64::from(x0)) * yz * es;
-                            out.write_at(pos, part)?;
-                        }
-                    }
-                    bar.inc(1);
+    // A file takes every run of a slab in one pass; stdout takes the runs in file order, so
+    // multi-channel C order reads the box once per channel.
+    let passes: Vec<Option<usize>> = if out.is_seekable() || plan.runs == 1 {
+        vec![None]
+    } else {
+        (0..plan.runs).map(Some).collect()
+    };
+    let bar = progress((plan.parts.len() * passes.len()) as u64, "read");
+    let mut buf = Vec::new();
+    for pass in passes {
+        for &part in &plan.parts {
+            let (run, n) = plan.sizes(part, output)?;
+            buf.resize(n, 0);
+            let (corner, shape) = plan.slab(part);
+            let mut view = ArrayViewMut::new(
+                h.voxel_type(),
+                h.num_channels(),
+                shape,
+                plan.order,
+                &mut buf,
+            )
+            .at(dataset)?;
+            ds.read_into(corner, &mut view).at(dataset)?;
+            for (r, bytes) in buf.chunks(run.max(1)).enumerate() {
+                if pass.is_none_or(|p| p == r) {
+                    out.write_at(plan.position(r, part.0), bytes)?;
                 }
             }
-            bar.finish_and_clear();
+            bar.inc(1);
         }
     }
+    bar.finish_and_clear();
     out.commit()
 }
 
@@ -229,15 +286,10 @@ fn box_input(input: &Path, total: u64, describe_box: impl Fn() -> String) -> Cli
 /// `wkw write DATASET IN --offset --shape [--order]`.
 pub(crate) fn write(a: &WriteArgs) -> CliResult {
     let (dataset, input) = (a.dataset.as_path(), in_name(&a.input));
-    let BoxArgs {
-        offset,
-        shape,
-        order,
-    } = a.bx;
     let ds = Dataset::open(dataset).at(dataset)?;
     let h = *ds.header();
-    let [sx, sy, sz] = shape;
-    let total = box_bytes(&h, shape).ok_or_else(|| Fail::usage("--shape is too large"))?;
+    let [sx, sy, sz] = a.bx.shape;
+    let total = box_bytes(&h, a.bx.shape).ok_or_else(|| Fail::usage("--shape is too large"))?;
     let mut file = box_input(&a.input, total, || {
         format!(
             "the box {sx}x{sy}x{sz} of {} channel(s) of {:?}",
@@ -245,49 +297,22 @@ pub(crate) fn write(a: &WriteArgs) -> CliResult {
             h.voxel_type()
         )
     })?;
-    let (vt, nc) = (h.voxel_type(), h.num_channels());
-    // Slabs aligned to whole files, so each compressed file is rewritten once.
-    let file_vx = h.file_len_vx();
-    match order {
-        OrderArg::F => {
-            let plane = u64::from(h.voxel_size()) * u64::from(sx) * u64::from(sy);
-            let step = aligned_step(plane, h.block_len(), file_vx);
-            let parts = slabs(offset[2], sz, step);
-            let bar = progress(parts.len() as u64, "write");
-            let mut buf = Vec::new();
-            for (z0, dz) in parts {
-                buf.resize(usize_of(plane * u64::from(dz), input)?, 0);
-                read_at(&mut file, input, plane * u64::from(z0), &mut buf)?;
-                let view = ArrayView::new(vt, nc, [sx, sy, dz], Order::Fortran, &buf).at(input)?;
-                ds.write([offset[0], offset[1], offset[2] + z0], &view)
-                    .at(dataset)?;
-                bar.inc(1);
-            }
-            bar.finish_and_clear();
+    let plan = SlabPlan::new(&h, &a.bx, true);
+    let bar = progress(plan.parts.len() as u64, "write");
+    let mut buf = Vec::new();
+    for &part in &plan.parts {
+        let (run, n) = plan.sizes(part, input)?;
+        buf.resize(n, 0);
+        for (r, bytes) in buf.chunks_mut(run.max(1)).enumerate() {
+            read_at(&mut file, input, plan.position(r, part.0), bytes)?;
         }
-        OrderArg::C => {
-            let es = u64::from(vt.size());
-            let yz = u64::from(sy) * u64::from(sz);
-            let plane = es * u64::from(nc) * yz;
-            let step = aligned_step(plane, h.block_len(), file_vx);
-            let parts = slabs(offset[0], sx, step);
-            let bar = progress(parts.len() as u64, "write");
-            let mut buf = Vec::new();
-            for (x0, dx) in parts {
-                buf.resize(usize_of(plane * u64::from(dx), input)?, 0);
-                let run = usize_of(es * u64::from(dx) * yz, input)?;
-                for (c, part) in buf.chunks_mut(run.max(1)).enumerate() {
-                    let pos = (c as u64 * u64::from(sx) + u64::from(x0)) * yz * es;
-                    read_at(&mut file, input, pos, part)?;
-                }
-                let view = ArrayView::new(vt, nc, [dx, sy, sz], Order::C, &buf).at(input)?;
-                ds.write([offset[0] + x0, offset[1], offset[2]], &view)
-                    .at(dataset)?;
-                bar.inc(1);
-            }
-            bar.finish_and_clear();
-        }
+        let (corner, shape) = plan.slab(part);
+        let view =
+            ArrayView::new(h.voxel_type(), h.num_channels(), shape, plan.order, &buf).at(input)?;
+        ds.write(corner, &view).at(dataset)?;
+        bar.inc(1);
     }
+    bar.finish_and_clear();
     Ok(())
 }
 

@@ -163,3 +163,100 @@ pub(crate) fn copy_dir(src: &Path, dst: &Path) {
         }
     }
 }
+
+/// Comma-joined numbers of a JSON array (`[1,2,3]` -> `1,2,3`), for `--offset` / `--shape`.
+pub(crate) fn xyz(v: &serde_json::Value) -> String {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.to_string())
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// A python-blosc2 frame fixture rebuilt by `frame create`: its path under `testdata/blosc`,
+/// the raw input and the `frame create` flags of the call that made it.
+pub(crate) struct FrameRecipe {
+    pub(crate) fixture: &'static str,
+    pub(crate) data: Vec<u8>,
+    pub(crate) flags: &'static [&'static str],
+}
+
+/// 40 x append_data(arange(1000,i8)*(k+1)+k); append_data(arange(300,i8)), chunksize 8000,
+/// ZSTD clevel 5 typesize 8, filters [DELTA, SHUFFLE].
+pub(crate) fn many_chunks_recipe() -> FrameRecipe {
+    let i64s = |v: &mut Vec<u8>, it: &mut dyn Iterator<Item = i64>| {
+        v.extend(it.flat_map(i64::to_le_bytes));
+    };
+    let mut data = Vec::new();
+    for k in 0..40i64 {
+        i64s(&mut data, &mut (0..1000).map(|i| i * (k + 1) + k));
+    }
+    i64s(&mut data, &mut (0..300));
+    FrameRecipe {
+        fixture: "frames/zstd_delta_shuffle_many_chunks.b2frame",
+        data,
+        flags: &[
+            "--typesize",
+            "8",
+            "--chunksize",
+            "8000",
+            "--codec",
+            "zstd",
+            "--clevel",
+            "5",
+            "--filter",
+            "delta",
+            "--filter",
+            "shuffle",
+            "--splitmode",
+            "auto",
+        ],
+    }
+}
+
+/// meta={'m1': [1,2,3], 'mymeta': {'a': 1}}; arange(25000,i4), zeros(25000,i4),
+/// arange(10000,i4)*3; vlmeta info={'hello':'world'}, bin=b'\x00\x01\x02'.
+pub(crate) fn meta_recipe() -> FrameRecipe {
+    let mut data: Vec<u8> = (0..25000i32).flat_map(i32::to_le_bytes).collect();
+    data.extend(std::iter::repeat_n(0u8, 100_000));
+    data.extend((0..10000i32).flat_map(|i| (i * 3).to_le_bytes()));
+    FrameRecipe {
+        fixture: "frames/lz4_shuffle_meta_vlmeta.b2frame",
+        data,
+        flags: &[
+            "--typesize",
+            "4",
+            "--chunksize",
+            "100000",
+            "--codec",
+            "lz4",
+            "--filter",
+            "shuffle",
+            "--splitmode",
+            "auto",
+            "--meta",
+            "m1=[1,2,3]",
+            "--meta",
+            r#"mymeta={"a":1}"#,
+            "--vlmeta",
+            r#"info={"hello":"world"}"#,
+            "--vlmeta",
+            r#"bin={"$bin":"000102"}"#,
+        ],
+    }
+}
+
+/// `wkw create` flags of the reference dataset `testdata/wkw/u16_3ch_lz4_b8_f4`.
+pub(crate) const U16_3CH_LZ4_CREATE: &[&str] = &[
+    "--voxel-type",
+    "u16",
+    "--channels",
+    "3",
+    "--block-len",
+    "8",
+    "--file-len",
+    "4",
+    "--block-type",
+    "lz4",
+];
