@@ -1,5 +1,7 @@
 //! The 16-byte WKW header (every `.wkw` file, including `header.wkw`) and the geometry it
-//! implies.
+//! implies. Field layout and meaning: the public specification,
+//! <https://github.com/scalableminds/webknossos-wrap#file-header>, and the crate's `FORMAT.md`
+//! (signed voxel types 7–10, dataOffset rules, the geometry bounds checked here).
 
 use crate::error::{Error, FormatError, Result};
 

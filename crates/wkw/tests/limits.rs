@@ -80,7 +80,7 @@ fn huge_blocks_are_refused_before_allocating() {
     assert!(peak < SMALL, "refusing it allocated {peak} bytes");
 }
 
-/// Fuzz finding (`wkw_file`, session 6): with the data file unreadable and read as zeros, a
+/// Fuzz finding (`wkw_file`): with the data file unreadable and read as zeros, a
 /// small read still handled whole blocks of `header.wkw`'s geometry and allocated one of
 /// 2^36 bytes. Such a dataset is now refused when it is opened or created.
 #[test]
