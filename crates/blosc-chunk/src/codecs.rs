@@ -8,8 +8,8 @@
 //! report failure.
 
 use crate::blosclz;
+use crate::codec::Codec;
 use crate::error::{Error, Result};
-use crate::header::Codec;
 
 /// Stream format codes (flags bits 5–7).
 pub(crate) const FORMAT_BLOSCLZ: u8 = 0;
@@ -96,6 +96,14 @@ thread_local! {
 /// Runs `f` with this thread's reusable decoder state (a fresh one if it is already in use).
 pub(crate) fn with_decode_scratch<R>(f: impl FnOnce(&mut DecodeScratch) -> R) -> R {
     with_scratch(&DECODE_SCRATCH, f)
+}
+
+/// [`Error::CodecDisabled`] if `codec` is built in but its Cargo feature is off.
+pub(crate) fn require_enabled(codec: Codec) -> Result<()> {
+    match codec.feature() {
+        Some(feature) if !codec.is_enabled() => Err(Error::CodecDisabled { codec, feature }),
+        _ => Ok(()),
+    }
 }
 
 /// Checks that `format` is a stream format we can decode.

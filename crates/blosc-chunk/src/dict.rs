@@ -16,8 +16,9 @@
 //!   dictionary size (little-endian i32) instead of data. Visible in the reference fixtures;
 //!   reproduced here for byte-identical chunks.
 
+use crate::codec::Codec;
 use crate::error::{Error, Result};
-use crate::header::{Codec, MAX_DICT_SIZE};
+use crate::header::MAX_DICT_SIZE;
 #[cfg(feature = "lz4")]
 use crate::lz4ffi::DictStream;
 

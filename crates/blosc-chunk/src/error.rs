@@ -49,7 +49,7 @@ pub enum Error {
     )]
     CodecDisabled {
         /// The codec.
-        codec: crate::header::Codec,
+        codec: crate::codec::Codec,
         /// The Cargo feature that provides it (`lz4`, `zstd` or `zlib`).
         feature: &'static str,
     },

@@ -3,6 +3,7 @@
 
 mod bitshuffle;
 mod blosclz;
+mod codec;
 mod codecs;
 mod decode;
 mod delta;
@@ -29,6 +30,7 @@ mod tune;
 mod zlib;
 
 pub use crate::{
+    codec::Codec,
     decode::{
         DParams, decompress, decompress_ctx, decompress_into, decompress_into_ctx, decompress_with,
         getitem, getitem_ctx, getitem_into, getitem_into_ctx,
@@ -36,9 +38,9 @@ pub use crate::{
     encode::{CParams, compress},
     error::{Error, Result},
     header::{
-        ChunkHeader, Codec, EXTENDED_HEADER_LENGTH, Filter, MAX_BLOCKSIZE, MAX_BUFFERSIZE,
-        MAX_DICT_SIZE, MAX_FILTERS, MAX_OVERHEAD, MIN_BUFFERSIZE, MIN_HEADER_LENGTH, SpecialValue,
-        SplitMode, VERSION_FORMAT_STABLE, VERSION_FORMAT_VL_BLOCKS,
+        ChunkHeader, EXTENDED_HEADER_LENGTH, Filter, MAX_BLOCKSIZE, MAX_BUFFERSIZE, MAX_DICT_SIZE,
+        MAX_FILTERS, MAX_OVERHEAD, MIN_BUFFERSIZE, MIN_HEADER_LENGTH, SpecialValue, SplitMode,
+        VERSION_FORMAT_STABLE, VERSION_FORMAT_VL_BLOCKS,
     },
     lazy::LazyChunk,
     limits::Limits,

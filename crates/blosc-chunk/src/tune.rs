@@ -1,6 +1,7 @@
 //! Automatic block size (C-Blosc2 `stune`) and the split decision.
 
-use crate::header::{Codec, SplitMode};
+use crate::codec::Codec;
+use crate::header::SplitMode;
 
 const L1: usize = 32 * 1024;
 const MAX_AUTO_BLOCKSIZE: usize = 4 * 1024 * 1024;

@@ -124,7 +124,7 @@ pub(super) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHea
         return Ok((h, Kind::Empty));
     }
     codecs::check_format(h.codec_format(), h.udcodec())?;
-    h.codec().require_enabled()?;
+    codecs::require_enabled(h.codec())?;
     let mut pipeline = Vec::new();
     let fids = h.filter_ids();
     let metas = h.filters_meta();

@@ -1,6 +1,7 @@
 //! Compression parameters.
 
-use crate::header::{Codec, Filter, MAX_FILTERS, SplitMode};
+use crate::codec::Codec;
+use crate::header::{Filter, MAX_FILTERS, SplitMode};
 
 /// Compression parameters, like C-Blosc2's `blosc2_cparams`.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -2,11 +2,13 @@
 //! memcpy decision), and the header and block-start layout it implies.
 
 use super::params::CParams;
+use crate::codec::Codec;
+use crate::codecs;
 use crate::dict;
 use crate::error::{Error, Result};
 use crate::flags::{Blosc2Flags, Flags};
 use crate::header::{
-    Codec, EXTENDED_HEADER_LENGTH, Filter, HeaderFields, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD,
+    EXTENDED_HEADER_LENGTH, Filter, HeaderFields, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD,
     MIN_BUFFERSIZE, MIN_HEADER_LENGTH, VERSION_FORMAT_STABLE,
 };
 use crate::tune;
@@ -73,7 +75,7 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
             id: u32::from(cp.codec.id()),
         });
     };
-    cp.codec.require_enabled()?;
+    codecs::require_enabled(cp.codec)?;
     if cp.use_dict && (!dict::supports(cp.codec) || cp.blosc1_header) {
         return Err(Error::InvalidParam {
             what: "use_dict",

@@ -1,0 +1,114 @@
+//! Codec ids (C-Blosc2's `compcode`) and which of them this build has.
+//!
+//! A leaf module: it imports nothing from the crate.
+
+/// A compression codec (the C-Blosc2 `compcode`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Codec {
+    /// BloscLZ (id 0), implemented in this crate.
+    BloscLz,
+    /// LZ4 (id 1); Cargo feature `lz4`.
+    Lz4,
+    /// LZ4HC (id 2), same stream format as LZ4; Cargo feature `lz4`.
+    Lz4Hc,
+    /// zlib (id 4); Cargo feature `zlib`.
+    Zlib,
+    /// Zstandard (id 5); Cargo feature `zstd`.
+    Zstd,
+    /// Any other id (Snappy = 3, plugins ≥ 32, user codecs ≥ 160): not supported.
+    Other(u8),
+}
+
+impl Codec {
+    /// The numeric codec id (`compcode`).
+    #[must_use]
+    pub fn id(self) -> u8 {
+        match self {
+            Self::BloscLz => 0,
+            Self::Lz4 => 1,
+            Self::Lz4Hc => 2,
+            Self::Zlib => 4,
+            Self::Zstd => 5,
+            Self::Other(id) => id,
+        }
+    }
+
+    /// The codec with numeric id `id`.
+    #[must_use]
+    pub fn from_id(id: u8) -> Self {
+        match id {
+            0 => Self::BloscLz,
+            1 => Self::Lz4,
+            2 => Self::Lz4Hc,
+            4 => Self::Zlib,
+            5 => Self::Zstd,
+            other => Self::Other(other),
+        }
+    }
+
+    /// The stream format code stored in flags bits 5–7, if the codec is built in.
+    pub(crate) fn format_code(self) -> Option<u8> {
+        match self {
+            Self::BloscLz => Some(0),
+            Self::Lz4 | Self::Lz4Hc => Some(1),
+            Self::Zlib => Some(3),
+            Self::Zstd => Some(4),
+            Self::Other(_) => None,
+        }
+    }
+
+    /// The codec's name as C-Blosc2 spells it (`blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`;
+    /// `other` for any other id).
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::BloscLz => "blosclz",
+            Self::Lz4 => "lz4",
+            Self::Lz4Hc => "lz4hc",
+            Self::Zlib => "zlib",
+            Self::Zstd => "zstd",
+            Self::Other(_) => "other",
+        }
+    }
+
+    /// The Cargo feature of this crate that provides the codec (`None` for BloscLZ, which is
+    /// always built in, and for codecs this crate does not implement).
+    #[must_use]
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            Self::BloscLz | Self::Other(_) => None,
+            Self::Lz4 | Self::Lz4Hc => Some("lz4"),
+            Self::Zlib => Some("zlib"),
+            Self::Zstd => Some("zstd"),
+        }
+    }
+
+    /// Whether this build can decode and encode the codec: BloscLZ always, LZ4/LZ4HC, zlib and
+    /// zstd when their Cargo feature is enabled, other ids never.
+    #[must_use]
+    pub fn is_enabled(self) -> bool {
+        match self {
+            Self::BloscLz => true,
+            Self::Lz4 | Self::Lz4Hc => cfg!(feature = "lz4"),
+            Self::Zlib => cfg!(feature = "zlib"),
+            Self::Zstd => cfg!(feature = "zstd"),
+            Self::Other(_) => false,
+        }
+    }
+
+    /// "High compression ratio" codecs get larger automatic blocks.
+    pub(crate) fn is_hcr(self) -> bool {
+        matches!(self, Self::Lz4Hc | Self::Zlib | Self::Zstd)
+    }
+}
+
+impl core::fmt::Display for Codec {
+    /// The name of [`Codec::name`]; `codec <id>` for other ids.
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        match self {
+            Self::Other(id) => write!(f, "codec {id}"),
+            c => f.write_str(c.name()),
+        }
+    }
+}
