@@ -31,55 +31,6 @@ fn decode_le<T: Voxel>(bytes: &[u8]) -> Vec<T> {
         .collect()
 }
 
-/// Runs `$body` with `$t` bound to the Rust type of voxel type `$vt`.
-macro_rules! with_voxel {
-    ($vt:expr, $t:ident => $body:expr) => {
-        match $vt {
-            VoxelType::U8 => {
-                type $t = u8;
-                $body
-            }
-            VoxelType::U16 => {
-                type $t = u16;
-                $body
-            }
-            VoxelType::U32 => {
-                type $t = u32;
-                $body
-            }
-            VoxelType::U64 => {
-                type $t = u64;
-                $body
-            }
-            VoxelType::F32 => {
-                type $t = f32;
-                $body
-            }
-            VoxelType::F64 => {
-                type $t = f64;
-                $body
-            }
-            VoxelType::I8 => {
-                type $t = i8;
-                $body
-            }
-            VoxelType::I16 => {
-                type $t = i16;
-                $body
-            }
-            VoxelType::I32 => {
-                type $t = i32;
-                $body
-            }
-            VoxelType::I64 => {
-                type $t = i64;
-                $body
-            }
-            other => panic!("no Rust type for {other:?}"),
-        }
-    };
-}
-
 /// Typed values of `a` equal its little-endian bytes decoded by hand, bit for bit.
 fn check_typed<T: Voxel>(a: &Array) {
     let typed = a.as_slice::<T>().unwrap();
@@ -96,36 +47,23 @@ fn check_typed<T: Voxel>(a: &Array) {
 
 #[test]
 fn typed_reads_of_every_fixture_match_the_reference_bytes() {
-    let exp = expected();
-    let mut checked = 0;
-    for (name, e) in exp.as_object().unwrap() {
-        let Some(reads) = e.get("reads").and_then(|r| r.as_array()) else {
-            continue;
-        };
-        let ds = Dataset::open(testdata().join(name)).unwrap();
-        let vt = ds.header().voxel_type();
-        for r in reads {
-            let (off, shape) = (xyz(&r["offset_xyz"]), xyz(&r["shape_xyz"]));
-            for (order, key) in [
-                (Order::Fortran, "sha256_fortran_bytes"),
-                (Order::C, "sha256_c_bytes"),
-            ] {
-                let a = ds.read(off, shape, order).unwrap();
-                assert_eq!(sha256(a.as_bytes()), r[key], "{name} {off:?} {order:?}");
-                with_voxel!(vt, T => check_typed::<T>(&a));
-                // read_into a typed buffer gives the same values.
-                with_voxel!(vt, T => {
-                    let mut buf = vec![T::default(); a.as_bytes().len() / size_of::<T>()];
-                    let mut view = ArrayViewMut::from_slice_mut(ds.header().num_channels(), shape, order, &mut buf).unwrap();
-                    ds.read_into(off, &mut view).unwrap();
-                    assert_eq!(view.as_slice::<T>().unwrap().len(), buf.len());
-                    assert_eq!(bytemuck::cast_slice::<T, u8>(&buf), a.as_bytes());
-                });
-                checked += 1;
-            }
-        }
+    let reads = fixture_reads();
+    assert_eq!(reads.len(), 28, "14 reads in two layouts");
+    for (name, off, shape, order, hash) in reads {
+        let ds = Dataset::open(testdata().join(&name)).unwrap();
+        let a = ds.read(off, shape, order).unwrap();
+        assert_eq!(sha256(a.as_bytes()), hash, "{name} {off:?} {order:?}");
+        with_voxel!(ds.header().voxel_type(), T => {
+            check_typed::<T>(&a);
+            // read_into a typed buffer gives the same values.
+            let mut buf = vec![T::default(); a.as_bytes().len() / size_of::<T>()];
+            let channels = ds.header().num_channels();
+            let mut view = ArrayViewMut::from_slice_mut(channels, shape, order, &mut buf).unwrap();
+            ds.read_into(off, &mut view).unwrap();
+            assert_eq!(view.as_slice::<T>().unwrap().len(), buf.len());
+            assert_eq!(bytemuck::cast_slice::<T, u8>(&buf), a.as_bytes());
+        });
     }
-    assert_eq!(checked, 28, "14 reads in two layouts");
 }
 
 /// The fixtures' formulas (the reference's inputs) through typed access: F2 is u16

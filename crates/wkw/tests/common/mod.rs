@@ -118,3 +118,81 @@ pub(crate) fn f5_value(c: u32, x: u64, y: u64, z: u64) -> [u8; 2] {
     let v = if c == 0 { v } else { -v };
     (v as i16).to_le_bytes()
 }
+
+/// One read of `expected.json` in one layout: (dataset name, offset, shape, order, sha256 of the
+/// reference's array bytes in that order).
+pub(crate) type FixtureRead = (String, [u32; 3], [u32; 3], Order, String);
+
+/// Every read of `expected.json` in both layouts.
+pub(crate) fn fixture_reads() -> Vec<FixtureRead> {
+    let exp = expected();
+    let mut out = Vec::new();
+    for (name, e) in exp.as_object().unwrap() {
+        let Some(reads) = e.get("reads").and_then(|r| r.as_array()) else {
+            continue;
+        };
+        for r in reads {
+            let (off, shape) = (xyz(&r["offset_xyz"]), xyz(&r["shape_xyz"]));
+            for (order, key) in [
+                (Order::Fortran, "sha256_fortran_bytes"),
+                (Order::C, "sha256_c_bytes"),
+            ] {
+                let hash = r[key].as_str().unwrap().to_owned();
+                out.push((name.clone(), off, shape, order, hash));
+            }
+        }
+    }
+    out
+}
+
+/// Runs `$body` with `$t` bound to the Rust type of voxel type `$vt`.
+#[allow(unused_macros)]
+macro_rules! with_voxel {
+    ($vt:expr, $t:ident => $body:expr) => {
+        match $vt {
+            VoxelType::U8 => {
+                type $t = u8;
+                $body
+            }
+            VoxelType::U16 => {
+                type $t = u16;
+                $body
+            }
+            VoxelType::U32 => {
+                type $t = u32;
+                $body
+            }
+            VoxelType::U64 => {
+                type $t = u64;
+                $body
+            }
+            VoxelType::F32 => {
+                type $t = f32;
+                $body
+            }
+            VoxelType::F64 => {
+                type $t = f64;
+                $body
+            }
+            VoxelType::I8 => {
+                type $t = i8;
+                $body
+            }
+            VoxelType::I16 => {
+                type $t = i16;
+                $body
+            }
+            VoxelType::I32 => {
+                type $t = i32;
+                $body
+            }
+            VoxelType::I64 => {
+                type $t = i64;
+                $body
+            }
+            other => panic!("no Rust type for {other:?}"),
+        }
+    };
+}
+#[allow(unused_imports)]
+pub(crate) use with_voxel;
