@@ -10,7 +10,7 @@ use wkw::{BlockType, Dataset, Header, VoxelType};
 
 use crate::fail::{At, CliResult, Fail, describe};
 use crate::inout::need_path;
-use crate::print::{JsonFlag, emit, emit_json, emit_object, fields_text};
+use crate::print::{JsonFlag, emit, emit_json, emit_object, fields_text, to_object};
 use crate::progress::progress;
 
 /// `scifmt wkw`.
@@ -165,24 +165,15 @@ fn voxel_type(v: VoxelArg) -> VoxelType {
     }
 }
 
-fn header_fields(m: &mut Map<String, Value>, h: &Header) {
+/// The header fields `info` prints: the format version, `Header`'s serde fields, then the
+/// derived sizes (voxels per file edge, blocks per file, bytes per raw block).
+fn header_fields(m: &mut Map<String, Value>, h: &Header) -> CliResult {
     m.insert("version".into(), json!(wkw::VERSION));
-    m.insert(
-        "voxel_type".into(),
-        json!(format!("{:?}", h.voxel_type()).to_lowercase()),
-    );
-    m.insert("num_channels".into(), json!(h.num_channels()));
-    m.insert("voxel_size".into(), json!(h.voxel_size()));
-    m.insert(
-        "block_type".into(),
-        json!(format!("{:?}", h.block_type()).to_lowercase()),
-    );
-    m.insert("block_len".into(), json!(h.block_len()));
-    m.insert("file_len".into(), json!(h.file_len()));
+    m.extend(to_object(h)?);
     m.insert("file_len_vx".into(), json!(h.file_len_vx()));
     m.insert("blocks_per_file".into(), json!(h.blocks_per_file()));
     m.insert("block_bytes".into(), json!(h.block_bytes()));
-    m.insert("data_offset".into(), json!(h.data_offset()));
+    Ok(())
 }
 
 fn open(dataset: &Path) -> CliResult<Dataset> {
@@ -194,7 +185,7 @@ pub(crate) fn dataset_info(dataset: &Path) -> CliResult<Map<String, Value>> {
     let ds = open(dataset)?;
     let mut m = Map::new();
     m.insert("format".into(), json!("wkw-dataset"));
-    header_fields(&mut m, ds.header());
+    header_fields(&mut m, ds.header())?;
     let files = ds.list_files().at(dataset)?;
     m.insert("num_files".into(), json!(files.len()));
     let names: Vec<String> = files
@@ -218,7 +209,7 @@ pub(crate) fn file_info(path: &Path) -> CliResult<Map<String, Value>> {
     let mut m = Map::new();
     m.insert("format".into(), json!("wkw-file"));
     m.insert("file_len_bytes".into(), json!(info.file_len));
-    header_fields(&mut m, h);
+    header_fields(&mut m, h)?;
     let stored = info.stored_block_bytes();
     m.insert("stored_block_bytes".into(), json!(stored));
     if let Some(lengths) = &info.block_lengths {
@@ -317,16 +308,11 @@ fn verify(a: &DatasetArgs) -> CliResult {
     })
     .at(dataset)?;
     bar.finish_and_clear();
-    let problems: Vec<Value> = report
+    // `FileReport`'s serde form: {"path", "index", "problem": message}.
+    let problems = report
         .problems()
-        .map(|f| {
-            json!({
-                "path": f.path.to_string_lossy(),
-                "index": f.index,
-                "problem": f.problem.as_ref().map(|e| describe(e)),
-            })
-        })
-        .collect();
+        .map(to_object)
+        .collect::<CliResult<Vec<_>>>()?;
     let n_problems = problems.len();
     let files = report.files.len();
     if a.json.json {
