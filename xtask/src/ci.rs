@@ -1,5 +1,6 @@
 //! `cargo xtask ci [--skip-tests]`: the checks CI runs, in order: fmt, clippy, tests, rustdoc,
-//! the README examples (`cargo xtask readme-examples`), cargo deny. `--skip-tests` leaves out
+//! feature combinations (`cargo xtask features`), the README examples (`cargo xtask
+//! readme-examples`), cargo deny. `--skip-tests` leaves out
 //! `cargo test --workspace` for callers that have just run it (`.ci/run` runs the README's test
 //! command first).
 
@@ -23,6 +24,7 @@ fn run_ci_steps(tests: bool) -> Result<(), String> {
             .args(["doc", "--workspace", "--no-deps"])
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
+    crate::features::run_steps()?;
     crate::readme_examples::run(&[])?;
     // The advisories check downloads its database from outside the package registries, which
     // CI machines cannot reach: it stays configured in deny.toml for users and is skipped here.

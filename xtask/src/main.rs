@@ -6,6 +6,7 @@
 mod blosc_peer;
 mod ci;
 mod conformance;
+mod features;
 mod fixtures;
 mod fuzz;
 mod readme_examples;
@@ -24,12 +25,17 @@ const TASKS: &[Task] = &[
     (
         "ci",
         ci::run,
-        "fmt check, clippy -D warnings, tests, rustdoc -D warnings, README examples, cargo deny (bans licenses sources) [--skip-tests]",
+        "fmt check, clippy -D warnings, tests, rustdoc -D warnings, feature combinations, README examples, cargo deny (bans licenses sources) [--skip-tests]",
     ),
     (
         "conformance",
         conformance::run,
         "check every crate against reference-made fixtures and print the summary table [--live] [--only SECTION]",
+    ),
+    (
+        "features",
+        features::run,
+        "clippy and tests of the feature combinations users pick (blosc-chunk codecs; no-default / all features)",
     ),
     (
         "readme-examples",
