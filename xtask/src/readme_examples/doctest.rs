@@ -77,19 +77,33 @@ fn is_error_code(t: &str) -> bool {
 pub(crate) struct Program {
     pub(crate) source: String,
     pub(crate) origin: Vec<Option<usize>>,
+    /// Feature names the code tests with `feature = "…"` (after renaming), with their line.
+    pub(crate) cfg_features: Vec<(String, usize)>,
 }
 
 /// Builds the program rustdoc would compile for `lines` (README line of `lines[0]` is
 /// `first_line`): hidden `# ` lines included, `#![…]` crate attributes moved to the top, and
 /// unless the block has its own `fn main`, the code wrapped in one — returning
 /// `Result<(), impl Debug>` and unwrapped when the block ends with `Ok::<…>(())`.
-pub(crate) fn program(lines: &[String], first_line: usize, header: &str) -> Program {
+///
+/// `feature_prefix`: in a crate's README, `cfg(feature = "x")` means the crate's feature `x`
+/// (as in its doctests); such names are renamed to `<prefix>x`, a feature of the generated
+/// project that is on exactly when the crate's `x` is.
+pub(crate) fn program(
+    lines: &[String],
+    first_line: usize,
+    header: &str,
+    feature_prefix: Option<&str>,
+) -> Program {
     let mut attrs: Vec<(String, usize)> = Vec::new();
     let mut body: Vec<(String, usize)> = Vec::new();
+    let mut cfg_features = Vec::new();
     for (i, line) in lines.iter().enumerate() {
-        let code = unhide(line);
-        let t = code.trim();
         let at = first_line + i;
+        let mut names = Vec::new();
+        let code = prefix_features(&unhide(line), feature_prefix.unwrap_or(""), &mut names);
+        cfg_features.extend(names.into_iter().map(|n| (n, at)));
+        let t = code.trim();
         if t.starts_with("#![")
             && t.ends_with(']')
             && body.iter().all(|(l, _)| is_blank_or_comment(l))
@@ -110,6 +124,7 @@ pub(crate) fn program(lines: &[String], first_line: usize, header: &str) -> Prog
     let mut p = Program {
         source: String::new(),
         origin: Vec::new(),
+        cfg_features,
     };
     let mut emit = |text: &str, origin: Option<usize>| {
         p.source.push_str(text);
@@ -158,6 +173,41 @@ fn unhide(line: &str) -> String {
     } else {
         line.to_owned()
     }
+}
+
+/// `feature = "x"` (any spacing around `=`) → `feature = "<prefix>x"`; the renamed names are
+/// pushed to `names`.
+fn prefix_features(line: &str, prefix: &str, names: &mut Vec<String>) -> String {
+    let mut out = String::with_capacity(line.len());
+    let mut rest = line;
+    while let Some(at) = rest.find("feature") {
+        let (before, from) = rest.split_at(at);
+        out.push_str(before);
+        let after = &from["feature".len()..];
+        let value = after
+            .trim_start()
+            .strip_prefix('=')
+            .map(str::trim_start)
+            .and_then(|v| v.strip_prefix('"'));
+        let word_start = !before.ends_with(|c: char| c.is_alphanumeric() || c == '_');
+        match value {
+            Some(v) if word_start => {
+                let consumed = from.len() - v.len();
+                out.push_str(&from[..consumed]);
+                out.push_str(prefix);
+                if let Some(end) = v.find('"') {
+                    names.push(format!("{prefix}{}", &v[..end]));
+                }
+                rest = v;
+            }
+            _ => {
+                out.push_str("feature");
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
 }
 
 fn is_blank_or_comment(l: &str) -> bool {
@@ -210,6 +260,7 @@ mod tests {
             &lines("# use std::fmt;\nlet x = 1;\nassert_eq!(x, 1);\n# Ok::<(), fmt::Error>(())"),
             10,
             "// head",
+            None,
         );
         assert!(
             p.source
@@ -221,15 +272,36 @@ mod tests {
         assert_eq!(p.origin[at], Some(11));
         assert_eq!(p.source.lines().count(), p.origin.len());
 
-        let plain = program(&lines("let a = 2;"), 1, "");
+        let plain = program(&lines("let a = 2;"), 1, "", None);
         assert!(plain.source.contains("fn main() {\nlet a = 2;\n}"));
 
-        let own = program(&lines("#![allow(dead_code)]\nfn main() {\n}"), 1, "");
+        let own = program(&lines("#![allow(dead_code)]\nfn main() {\n}"), 1, "", None);
         assert!(!own.source.contains("fn main() {\nfn main"));
         assert!(
             own.source
                 .starts_with("#![allow(unused)]\n#![allow(dead_code)]\nfn main() {")
         );
+    }
+
+    #[test]
+    fn crate_features_in_cfg_are_renamed() {
+        let p = program(
+            &lines(
+                "# #[cfg(feature = \"serde\")]\n#[cfg(all(feature=\"a\", not(feature = \"b\")))]\nlet features = 1;",
+            ),
+            1,
+            "",
+            Some("wkw__"),
+        );
+        assert!(p.source.contains("#[cfg(feature = \"wkw__serde\")]"));
+        assert!(
+            p.source
+                .contains("#[cfg(all(feature=\"wkw__a\", not(feature = \"wkw__b\")))]")
+        );
+        assert!(p.source.contains("let features = 1;"));
+        let names: Vec<&str> = p.cfg_features.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["wkw__serde", "wkw__a", "wkw__b"]);
+        assert_eq!(p.cfg_features[0].1, 1);
     }
 
     #[test]

@@ -16,7 +16,8 @@
 //! * A block that needs features says so in the snippet or in a comment on the line before it:
 //!   `<!-- readme-examples: features = ["ndarray"] -->` (a feature of the README's crate) or
 //!   `["wkw/ndarray"]` (any workspace crate; required in the root README). Each crate is built
-//!   once, with the union of what its blocks ask for.
+//!   once, with the union of what its blocks ask for. In a crate's README, `cfg(feature = "x")`
+//!   means that crate's feature, as in its doctests; in the root README, any crate's.
 //!
 //! All blocks become example targets of ONE Cargo project in a fresh temporary directory (with
 //! its own `[workspace]`, the workspace's `Cargo.lock` as a starting point, and its build cache
@@ -108,6 +109,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .map_or_else(|| "2021".to_owned(), |p| p.edition.clone());
     let (deps, mirror, mut problems) = dependencies(&plan, &packages);
     problems.extend(plan.problems.iter().cloned());
+    problems.extend(unasked_features(&plan.blocks, &mirror));
 
     let dir = std::env::temp_dir().join(format!("scifmt-readme-examples-{}", std::process::id()));
     write_project(&root, &dir, &plan.blocks, &deps, &mirror, &edition)?;
@@ -310,7 +312,12 @@ fn read_readme(shown: &str, text: &str, package: Option<&Package>, plan: &mut Pl
             fence_line: fence.fence_line,
             mode,
             name,
-            program: doctest::program(&fence.lines, fence.fence_line + 1, &header),
+            program: doctest::program(
+                &fence.lines,
+                fence.fence_line + 1,
+                &header,
+                package.map(|p| feature_prefix(&p.name)).as_deref(),
+            ),
         });
     }
     if let Some(p) = package
@@ -395,7 +402,10 @@ fn dependencies(
                 problems.push(format!("{at}: crate `{name}` has no feature `{f}`"));
             }
         }
-        mirror.extend(enabled_features(p, &ok, default_on));
+        for f in enabled_features(p, &ok, default_on) {
+            mirror.insert(format!("{}{f}", feature_prefix(&name)));
+            mirror.insert(f);
+        }
         deps.insert(
             name.clone(),
             Dep {
@@ -409,6 +419,44 @@ fn dependencies(
     // a mirrored feature must not collide with a dependency name
     mirror.retain(|f| !deps.contains_key(f));
     (deps, mirror, problems)
+}
+
+/// Blocks that test a feature (`cfg(feature = "x")`) nobody asked for: they would compile to
+/// nothing and check nothing, and a user would not know to turn the feature on.
+fn unasked_features(blocks: &[Block], mirror: &BTreeSet<String>) -> Vec<String> {
+    let mut out = Vec::new();
+    for b in blocks.iter().filter(|b| !matches!(b.mode, Mode::Skip(_))) {
+        let mut seen = BTreeSet::new();
+        for (name, line) in &b.program.cfg_features {
+            if !mirror.contains(name) && seen.insert(name) {
+                let (krate, feature) = name.split_once("__").unwrap_or(("", name));
+                // crate READMEs name their own features plainly; the root README's blocks
+                // test plain names, which belong to no crate in particular
+                let directive = if krate.is_empty() {
+                    format!("<crate>/{feature}")
+                } else {
+                    feature.to_owned()
+                };
+                out.push(format!(
+                    "{}:{line}: the block tests feature `{feature}`{}, which the README does not \
+                     ask for: name it in the ```toml snippet or put \
+                     `<!-- readme-examples: features = [\"{directive}\"] -->` before the block",
+                    b.readme,
+                    if krate.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" of `{krate}`")
+                    },
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// The generated project's name for feature `x` of `krate`: `<krate>__x`.
+fn feature_prefix(krate: &str) -> String {
+    format!("{krate}__")
 }
 
 /// The features of `p` that end up on: `requested`, `default` if on, and what they enable.
