@@ -391,9 +391,20 @@ impl Drop for Ctx<'_> {
     }
 }
 
-/// The bundled peer, and the loaded one when [`LIB_ENV`] is set.
+/// Set (to anything) together with [`LIB_ENV`] to leave the bundled peer out, so that a
+/// profile of the example holds only ours (the executable) and the loaded library: the bundled
+/// C-Blosc2 and ours link the same LZ4 and zstd symbols, which a profile cannot tell apart.
+pub(crate) const ONLY_LOADED_ENV: &str = "SCIFMT_BLOSC2_ONLY_LOADED";
+
+/// The bundled peer (unless [`ONLY_LOADED_ENV`] is set and a library is loaded), and the
+/// loaded one when [`LIB_ENV`] is set.
 pub(crate) fn peers() -> Vec<CPeer> {
-    let mut v = vec![CPeer::bundled()];
-    v.extend(CPeer::from_env());
+    let loaded = CPeer::from_env();
+    let only_loaded = loaded.is_some() && std::env::var_os(ONLY_LOADED_ENV).is_some();
+    let mut v = Vec::new();
+    if !only_loaded {
+        v.push(CPeer::bundled());
+    }
+    v.extend(loaded);
     v
 }
