@@ -350,36 +350,35 @@ impl<'p> Ctx<'p> {
         (!ptr.is_null()).then_some(Self { peer, ptr })
     }
 
-    /// Compresses `src` into `dst`; the compressed size, or `None` on a C error (such as a
-    /// codec the library was built without).
-    pub(crate) fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Option<usize> {
-        // SAFETY: `self.ptr` is a live compression context of this peer; `src` and `dst` are
-        // live, non-overlapping buffers of the lengths passed.
-        let n = unsafe {
-            (self.peer.compress)(
+    /// Calls `f` (this peer's `blosc2_compress_ctx` or `blosc2_decompress_ctx`, which share
+    /// one signature) on this context; the C return value.
+    fn call(&mut self, f: CtxFn, src: &[u8], dst: &mut [u8]) -> c_int {
+        // SAFETY: `f` is one of this peer's context functions and `self.ptr` a live context
+        // of this peer (C-Blosc2 checks whether a context is for compression or decompression
+        // and returns an error on a mismatch); `src` and `dst` are live, non-overlapping
+        // buffers of the lengths passed.
+        unsafe {
+            f(
                 self.ptr,
                 src.as_ptr().cast(),
                 src.len() as i32,
                 dst.as_mut_ptr().cast(),
                 dst.len() as i32,
             )
-        };
+        }
+    }
+
+    /// Compresses `src` into `dst` (on a compression context); the compressed size, or `None`
+    /// on a C error (such as a codec the library was built without).
+    pub(crate) fn compress(&mut self, src: &[u8], dst: &mut [u8]) -> Option<usize> {
+        let n = self.call(self.peer.compress, src, dst);
         (n > 0).then_some(n as usize)
     }
 
-    /// Decompresses the chunk `src` into `dst`; the decompressed size, or `None` on a C error.
+    /// Decompresses the chunk `src` into `dst` (on a decompression context); the decompressed
+    /// size, or `None` on a C error.
     pub(crate) fn decompress(&mut self, src: &[u8], dst: &mut [u8]) -> Option<usize> {
-        // SAFETY: `self.ptr` is a live decompression context of this peer; `src` and `dst`
-        // are live, non-overlapping buffers of the lengths passed.
-        let n = unsafe {
-            (self.peer.decompress)(
-                self.ptr,
-                src.as_ptr().cast(),
-                src.len() as i32,
-                dst.as_mut_ptr().cast(),
-                dst.len() as i32,
-            )
-        };
+        let n = self.call(self.peer.decompress, src, dst);
         (n >= 0).then_some(n as usize)
     }
 }
