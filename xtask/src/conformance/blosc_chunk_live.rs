@@ -174,7 +174,7 @@ fn run(ctx: &Ctx, row: &mut Row) -> Result<(), String> {
         };
         row.case(format!("{} ours -> python", c.name), verdict);
         // C-Blosc2 3.3.5 leaves the trailing `nbytes % typesize` bytes of the DELTA output
-        // unwritten (stale buffer bytes end up in the chunk; notes §3.4): those bytes cannot
+        // unwritten (stale buffer bytes end up in the chunk): those bytes cannot
         // round-trip through C's chunk, and its bytes cannot be matched without copying that
         // data loss. blosc-chunk passes them through (python decodes our chunk exactly).
         let c_delta_bug = c.filter == Filter::Delta && c.data.len() % c.typesize != 0;

@@ -1,5 +1,5 @@
 //! wkw: every read of the reference-made fixtures (both layouts), `verify` on every fixture,
-//! byte-exact replays of the reference's raw writes, the notes' error cases, and with `--live`
+//! byte-exact replays of the reference's raw writes, the corrupt-file error cases, and with `--live`
 //! round trips through the reference `wkw==1.1.24` Python package.
 
 use std::path::{Path, PathBuf};
@@ -272,7 +272,7 @@ fn raw_replays(ctx: &Ctx) -> Row {
     row
 }
 
-/// Notes §2.6: corrupt files are errors (not zeros), zeros only with `MissingOrCorrupt::Zeros`
+/// Corrupt files are errors (not zeros), zeros only with `MissingOrCorrupt::Zeros`
 /// where the reference reads zeros.
 fn error_cases(ctx: &Ctx) -> Row {
     let mut row = Row::new(SECTION, "corrupt files: Err (zeros only if lenient policy)");
