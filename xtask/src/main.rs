@@ -9,6 +9,7 @@ mod conformance;
 mod features;
 mod fixtures;
 mod fuzz;
+mod python;
 mod readme_examples;
 mod util;
 
@@ -56,6 +57,11 @@ const TASKS: &[Task] = &[
         "fixtures",
         fixtures::run,
         "regenerate fixtures with the reference implementations and compare [FORMAT…]",
+    ),
+    (
+        "python",
+        python::run,
+        "build the scifmt Python wheel into target/python-venv and run its pytest suite (with wkw, blosc2, dask) [PYTEST ARGS…]",
     ),
 ];
 

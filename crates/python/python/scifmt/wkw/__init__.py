@@ -1,0 +1,1 @@
+"""A drop-in for the ``wkw`` package (work in progress)."""

@@ -1,0 +1,18 @@
+//! The `scifmt._scifmt` extension module behind the `scifmt` Python package.
+//!
+//! Each format is one Rust module with a `register(parent)` function that adds a submodule of
+//! the same name (`scifmt._scifmt.<name>`); the pure-Python package `python/scifmt/<name>`
+//! wraps it with the public API. See the crate README.
+
+use pyo3::prelude::*;
+
+mod common;
+mod wkw;
+
+/// The extension module: one submodule per format.
+#[pymodule]
+fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    wkw::register(m)?;
+    Ok(())
+}
