@@ -1,5 +1,6 @@
 //! The cache of parsed headers/jump tables of recently read data files, keyed by file index
-//! and validated against the file's [`Stamp`] (length + modification time), so a file replaced
+//! and validated against the file's [`Stamp`] (length + modification time; an object's ETag for
+//! remote datasets), so a file replaced
 //! by another writer is parsed again.
 
 use std::collections::HashMap;
@@ -10,26 +11,29 @@ use crate::storage::Stamp;
 
 /// Parsed headers/jump tables of recently read files, validated against the file's stamp.
 #[derive(Debug)]
-pub(crate) struct MetaCache {
+pub(crate) struct MetaCache<S = Stamp> {
     capacity: usize,
-    inner: Mutex<CacheInner>,
+    inner: Mutex<CacheInner<S>>,
 }
 
-#[derive(Debug, Default)]
-struct CacheInner {
+#[derive(Debug)]
+struct CacheInner<S> {
     tick: u64,
-    map: HashMap<[u32; 3], (Stamp, Arc<FileMeta>, u64)>,
+    map: HashMap<[u32; 3], (S, Arc<FileMeta>, u64)>,
 }
 
-impl MetaCache {
+impl<S: PartialEq> MetaCache<S> {
     pub(crate) fn new(capacity: usize) -> Self {
         Self {
             capacity,
-            inner: Mutex::new(CacheInner::default()),
+            inner: Mutex::new(CacheInner {
+                tick: 0,
+                map: HashMap::new(),
+            }),
         }
     }
 
-    pub(crate) fn get(&self, index: [u32; 3], stamp: Option<Stamp>) -> Option<Arc<FileMeta>> {
+    pub(crate) fn get(&self, index: [u32; 3], stamp: Option<S>) -> Option<Arc<FileMeta>> {
         let stamp = stamp?;
         let mut g = self.inner.lock().ok()?;
         g.tick += 1;
@@ -43,7 +47,7 @@ impl MetaCache {
         }
     }
 
-    pub(crate) fn put(&self, index: [u32; 3], stamp: Option<Stamp>, meta: &Arc<FileMeta>) {
+    pub(crate) fn put(&self, index: [u32; 3], stamp: Option<S>, meta: &Arc<FileMeta>) {
         let (Some(stamp), true) = (stamp, self.capacity > 0) else {
             return;
         };
@@ -63,6 +67,21 @@ impl MetaCache {
             }
         }
         g.map.insert(index, (stamp, Arc::clone(meta), tick));
+    }
+
+    /// The entry of `index` whatever its stamp, with the stamp it was stored under (remote
+    /// reads validate it with a conditional request instead of comparing stamps first).
+    #[cfg(feature = "object_store")]
+    pub(crate) fn latest(&self, index: [u32; 3]) -> Option<(S, Arc<FileMeta>)>
+    where
+        S: Clone,
+    {
+        let mut g = self.inner.lock().ok()?;
+        g.tick += 1;
+        let tick = g.tick;
+        let (s, meta, used) = g.map.get_mut(&index)?;
+        *used = tick;
+        Some((s.clone(), Arc::clone(meta)))
     }
 
     pub(crate) fn invalidate(&self, index: [u32; 3]) {

@@ -128,7 +128,12 @@ pub fn compress(
     Ok(target)
 }
 
-fn convert_file(source: &Dataset, target: &Dataset, idx: [u32; 3], path: &Path) -> Result<()> {
+pub(crate) fn convert_file(
+    source: &Dataset,
+    target: &Dataset,
+    idx: [u32; 3],
+    path: &Path,
+) -> Result<()> {
     let f = std::fs::File::open(path)
         .and_then(FsFile::new)
         .map_err(|e| Error::io(path, e))?;
@@ -216,7 +221,7 @@ pub fn verify(
     Ok(VerifyReport { files })
 }
 
-fn verify_file(ds: &Dataset, path: &Path) -> Result<()> {
+pub(crate) fn verify_file(ds: &Dataset, path: &Path) -> Result<()> {
     let f = std::fs::File::open(path)
         .and_then(FsFile::new)
         .map_err(|e| Error::io(path, e))?;

@@ -99,23 +99,21 @@ impl Dataset {
             }
             Err(e) => return Err(Error::io(&path, e)),
         };
-        let header = Header::parse(&bytes).map_err(|e| Error::format(&path, e))?;
-        check_block_limit(&header, &options)?;
-        if header.data_offset() != 0 && options.header_check == HeaderCheck::Strict {
-            return Err(Error::format(
-                &path,
-                FormatError::DataOffset {
-                    found: header.data_offset(),
-                    why: "header.wkw must have dataOffset 0 (HeaderCheck::Lenient ignores it)"
-                        .into(),
-                },
-            ));
-        }
-        Ok(Self::from_parts(
-            root.to_path_buf(),
-            header.with_data_offset(0),
+        let header = parse_dataset_header(&bytes, &path, &options)?;
+        Ok(Self::from_parts(root.to_path_buf(), header, options))
+    }
+
+    /// A dataset that only decodes: reads go through [`Dataset::read_resolved`] with files
+    /// opened elsewhere (an object store); its storage opens nothing.
+    #[cfg(feature = "object_store")]
+    pub(crate) fn detached(root: PathBuf, header: Header, options: Options) -> Self {
+        Self {
+            storage: Box::new(crate::storage::Detached),
+            cache: MetaCache::new(0),
+            root,
+            header,
             options,
-        ))
+        }
     }
 
     fn from_parts(root: PathBuf, header: Header, options: Options) -> Self {
@@ -226,10 +224,28 @@ impl Dataset {
     }
 }
 
+/// Parses and checks the bytes of a `header.wkw` (found at `path`) under `options`: a valid
+/// header, blocks within the limits, dataOffset 0 unless [`HeaderCheck::Lenient`]. Returns it
+/// with dataOffset 0.
+pub(crate) fn parse_dataset_header(bytes: &[u8], path: &Path, options: &Options) -> Result<Header> {
+    let header = Header::parse(bytes).map_err(|e| Error::format(path, e))?;
+    check_block_limit(&header, options)?;
+    if header.data_offset() != 0 && options.header_check == HeaderCheck::Strict {
+        return Err(Error::format(
+            path,
+            FormatError::DataOffset {
+                found: header.data_offset(),
+                why: "header.wkw must have dataOffset 0 (HeaderCheck::Lenient ignores it)".into(),
+            },
+        ));
+    }
+    Ok(header.with_data_offset(0))
+}
+
 /// Every read and write handles whole raw blocks of the dataset's geometry (also for missing
 /// files, read as zeros), so a block larger than [`crate::Limits::max_block_bytes`] is refused
 /// when the dataset is opened or created, before anything is allocated for it.
-fn check_block_limit(header: &Header, options: &Options) -> Result<()> {
+pub(crate) fn check_block_limit(header: &Header, options: &Options) -> Result<()> {
     let requested = header.block_bytes();
     if requested > options.limits.max_block_bytes {
         return Err(Error::LimitExceeded {

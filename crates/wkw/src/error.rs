@@ -188,6 +188,26 @@ pub enum Error {
     /// machine (the values are little-endian; see [`crate::Voxel`]).
     #[error("unsupported: {0}")]
     Unsupported(&'static str),
+    /// An object-store request failed (after the store's own retries and this crate's), for
+    /// the object at `url` (scheme, bucket and key; never credentials or a query string).
+    #[cfg(feature = "object_store")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+    #[error("object store error on {url}: {source}")]
+    Remote {
+        /// The object (or dataset prefix) involved.
+        url: String,
+        /// The store's error.
+        #[source]
+        source: object_store::Error,
+    },
+    /// A conditional write of the object at `url` lost against another writer: the object
+    /// changed (or was created) since this writer read it, and the retries allowed by the
+    /// remote options were used up (or none were allowed). Nothing was written to that object.
+    #[error("write conflict on {url}: the object was changed by another writer since it was read")]
+    Conflict {
+        /// The object.
+        url: String,
+    },
     /// A broken internal invariant: a bug in this crate, whatever the input. Please report it
     /// (with the message and, if possible, the dataset's `header.wkw` and the call that failed)
     /// at the crate's repository. The operation stopped there, with the same guarantees as

@@ -21,6 +21,8 @@ mod nd;
 mod options;
 mod par;
 mod reader;
+#[cfg(feature = "object_store")]
+mod remote;
 mod storage;
 mod tree;
 mod uninit;
@@ -39,6 +41,16 @@ pub use crate::{
     options::{Durability, HeaderCheck, MissingOrCorrupt, Options, Threads},
     voxel::Voxel,
 };
+
+#[cfg(feature = "object_store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+pub use crate::remote::{BlockingRemoteDataset, RemoteDataset, RemoteOptions};
+
+/// The `object_store` crate this crate's `object_store` feature builds on (the version whose
+/// `ObjectStore` and `path::Path` [`RemoteDataset::open`] takes).
+#[cfg(feature = "object_store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+pub use object_store;
 
 /// The `ndarray` crate this crate's `ndarray` feature builds on (same version as
 /// [`Dataset::read_ndarray`] returns).

@@ -41,17 +41,32 @@ impl Dataset {
     /// [`Error::BoxOutOfRange`] if the box ends beyond 2³², [`Error::LimitExceeded`] above
     /// [`crate::Limits::max_read_bytes`], and every error of [`Dataset::read_into`].
     pub fn read(&self, offset: [u32; 3], shape: [u32; 3], order: Order) -> Result<Array> {
+        self.read_resolved(offset, shape, order, |bx| self.resolve_files(bx))
+    }
+
+    /// [`Dataset::read`] with the data files the box touches opened by `resolve` (the local
+    /// files, or byte ranges already fetched from an object store).
+    pub(crate) fn read_resolved(
+        &self,
+        offset: [u32; 3],
+        shape: [u32; 3],
+        order: Order,
+        resolve: impl FnOnce(&VBox) -> Result<HashMap<[u32; 3], Resolved>>,
+    ) -> Result<Array> {
         let (layout, len) = self.new_array_layout(shape, order)?;
         let bx = VBox::new(offset, shape)?;
-        if !bx.is_empty() && (order == Order::C || self.one_group(&bx)) {
+        if bx.is_empty() {
+            return Ok(Array::from_parts(layout, vec![0u8; len]));
+        }
+        let files = resolve(&bx)?;
+        if order == Order::C || self.one_group(&bx) {
             // Every byte is written by exactly one unit: no zero-initialisation.
-            let files = self.resolve_files(&bx)?;
             let data =
                 crate::uninit::build(len, |whole| self.fill_units(&bx, layout, &files, whole))?;
             return Ok(Array::from_parts(layout, data));
         }
         let mut data = vec![0u8; len];
-        self.read_impl(offset, layout, &mut data)?;
+        self.fill_units(&bx, layout, &files, &mut data[..])?;
         Ok(Array::from_parts(layout, data))
     }
 
@@ -92,18 +107,26 @@ impl Dataset {
     /// [`Error::Format`] for a corrupt data file (unless [`crate::MissingOrCorrupt::Zeros`]
     /// applies); [`Error::Io`] on I/O failure.
     pub fn read_into(&self, offset: [u32; 3], dst: &mut ArrayViewMut<'_>) -> Result<()> {
-        self.check_layout(&dst.layout)?;
-        let layout = dst.layout;
-        self.read_impl(offset, layout, dst.data)
+        self.read_into_resolved(offset, dst, |bx| self.resolve_files(bx))
     }
 
-    fn read_impl(&self, offset: [u32; 3], layout: Layout, data: &mut [u8]) -> Result<()> {
+    /// [`Dataset::read_into`] with the data files opened by `resolve` (see
+    /// [`Dataset::read_resolved`]).
+    pub(crate) fn read_into_resolved(
+        &self,
+        offset: [u32; 3],
+        dst: &mut ArrayViewMut<'_>,
+        resolve: impl FnOnce(&VBox) -> Result<HashMap<[u32; 3], Resolved>>,
+    ) -> Result<()> {
+        self.check_layout(&dst.layout)?;
+        let layout = dst.layout;
         let bx = VBox::new(offset, layout.shape)?;
         if bx.is_empty() {
             return Ok(());
         }
-        let files = self.resolve_files(&bx)?;
-        self.fill_units(&bx, layout, &files, data).map(|_| ())
+        let files = resolve(&bx)?;
+        self.fill_units(&bx, layout, &files, &mut *dst.data)
+            .map(|_| ())
     }
 
     /// Splits the destination `data` of box `bx` into work units and fills them (in parallel),

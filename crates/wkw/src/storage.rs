@@ -83,3 +83,20 @@ impl Storage for FsStorage {
         self.root.join(key)
     }
 }
+
+/// No storage: a dataset that only decodes files fetched elsewhere (remote datasets).
+#[cfg(feature = "object_store")]
+#[derive(Debug)]
+pub(crate) struct Detached;
+
+#[cfg(feature = "object_store")]
+impl Storage for Detached {
+    fn open(&self, key: &str) -> io::Result<Option<Box<dyn StorageFile>>> {
+        Err(io::Error::other(format!(
+            "{key}: a remote dataset's decoder opens no files"
+        )))
+    }
+    fn display_path(&self, key: &str) -> PathBuf {
+        PathBuf::from(key)
+    }
+}

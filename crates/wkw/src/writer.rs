@@ -57,7 +57,7 @@ impl Dataset {
         })
     }
 
-    fn write_file(&self, idx: [u32; 3], bx: &VBox, src: &ArrayView<'_>) -> Result<()> {
+    pub(crate) fn write_file(&self, idx: [u32; 3], bx: &VBox, src: &ArrayView<'_>) -> Result<()> {
         let path = self.file_path(idx);
         let dir = path
             .parent()
