@@ -1,6 +1,7 @@
 //! b2nd arrays: N-d region reads touching only the chunks and blocks that intersect, and
 //! building a b2nd frame from a C-order buffer.
 
+use std::borrow::Cow;
 use std::path::Path;
 
 use blosc_chunk::CParams;
@@ -216,7 +217,7 @@ impl<'a> B2ndArray<'a> {
     }
 
     /// Checks a region; returns its number of items and bytes (bounded by the limits).
-    fn region(&self, start: &[u64], stop: &[u64]) -> Result<(usize, usize)> {
+    pub(crate) fn region(&self, start: &[u64], stop: &[u64]) -> Result<(usize, usize)> {
         let m = &self.meta;
         let n = m.ndim();
         if start.len() != n || stop.len() != n {
@@ -243,15 +244,75 @@ impl<'a> B2ndArray<'a> {
         Ok((to_usize("region items", items)?, total))
     }
 
-    /// Decodes a region checked by [`B2ndArray::region`] into `out` (exactly its bytes).
+    /// Decodes a region checked by [`B2ndArray::region`] into `out` (exactly its bytes),
+    /// reading stored chunks from the frame.
     fn fill_region(&self, start: &[u64], stop: &[u64], out: &mut [u8]) -> Result<()> {
+        self.fill_region_with(start, stop, out, |ci| {
+            self.frame.chunk(ci).map(RegionChunk::Stored)
+        })
+    }
+
+    /// The chunks a region checked by [`B2ndArray::region`] touches, in C order, each with
+    /// whether all of its blocks are touched (then it is decoded whole).
+    #[cfg_attr(not(feature = "object_store"), allow(dead_code))]
+    pub(crate) fn region_chunks(&self, start: &[u64], stop: &[u64]) -> Result<Vec<(usize, bool)>> {
+        let m = &self.meta;
+        let mut v = Vec::new();
+        if start.iter().zip(stop).any(|(a, b)| a >= b) {
+            return Ok(v);
+        }
+        let blocks_in_chunk = product(&m.blocks_per_chunk_dim())?;
+        for_each_cell(start, stop, &m.chunkshape, |ccoord, clo, chi| {
+            let t = self.touch(ccoord, clo, chi)?;
+            v.push((t.ci, t.blocks == blocks_in_chunk));
+            Ok(())
+        })?;
+        Ok(v)
+    }
+
+    /// Where chunk `ccoord` sits and which of its blocks the box `[clo, chi)` covers.
+    fn touch(&self, ccoord: &[u64], clo: &[u64], chi: &[u64]) -> Result<Touch> {
+        let m = &self.meta;
+        let zero = vec![0u64; m.ndim()];
+        let ci = to_usize("chunk index", linear(ccoord, &zero, &m.chunks_per_dim()))?;
+        let corigin: Vec<u64> = ccoord
+            .iter()
+            .zip(&m.chunkshape)
+            .map(|(&c, &s)| c * s)
+            .collect();
+        let rlo: Vec<u64> = clo.iter().zip(&corigin).map(|(&l, &o)| l - o).collect();
+        let rhi: Vec<u64> = chi.iter().zip(&corigin).map(|(&h, &o)| h - o).collect();
+        let blocks: u64 = rlo
+            .iter()
+            .zip(&rhi)
+            .zip(&m.blockshape)
+            .map(|((&l, &h), &b)| (h - 1) / b - l / b + 1)
+            .product();
+        Ok(Touch {
+            ci,
+            corigin,
+            rlo,
+            rhi,
+            blocks,
+        })
+    }
+
+    /// Decodes a region checked by [`B2ndArray::region`] into `out` (exactly its bytes);
+    /// `chunk(ci)` supplies stored chunk `ci`, compressed or already decoded. Shared by the
+    /// local reader and the remote one (which fetches the chunks first).
+    pub(crate) fn fill_region_with<'s>(
+        &self,
+        start: &[u64],
+        stop: &[u64],
+        out: &mut [u8],
+        mut chunk: impl FnMut(usize) -> Result<RegionChunk<'s>>,
+    ) -> Result<()> {
         let m = &self.meta;
         let n = m.ndim();
         let rshape: Vec<u64> = start.iter().zip(stop).map(|(a, b)| b - a).collect();
         if out.is_empty() {
             return Ok(());
         }
-        let cpd = m.chunks_per_dim();
         let bpc = m.blocks_per_chunk_dim();
         let blocks_in_chunk = product(&bpc)?;
         let block_bytes = to_usize("block size", m.block_items())?
@@ -264,7 +325,8 @@ impl<'a> B2ndArray<'a> {
         let mut block_buf = vec![0u8; block_bytes];
         let mut chunk_buf = Vec::new();
         for_each_cell(start, stop, &m.chunkshape, |ccoord, clo, chi| {
-            let ci = to_usize("chunk index", linear(ccoord, &zero, &cpd))?;
+            let t = self.touch(ccoord, clo, chi)?;
+            let ci = t.ci;
             let have = self.frame.chunk_nbytes(ci)?;
             if have != chunk_bytes {
                 return Err(Error::invalid(
@@ -273,53 +335,62 @@ impl<'a> B2ndArray<'a> {
                     format!("b2nd chunk {ci} holds {have} bytes, expected {chunk_bytes}"),
                 ));
             }
-            let corigin: Vec<u64> = ccoord
-                .iter()
-                .zip(&m.chunkshape)
-                .map(|(&c, &s)| c * s)
-                .collect();
-            let rlo: Vec<u64> = clo.iter().zip(&corigin).map(|(&l, &o)| l - o).collect();
-            let rhi: Vec<u64> = chi.iter().zip(&corigin).map(|(&h, &o)| h - o).collect();
-            let touched: u64 = rlo
-                .iter()
-                .zip(&rhi)
-                .zip(&m.blockshape)
-                .map(|((&l, &h), &b)| (h - 1) / b - l / b + 1)
-                .product();
-            let special = !matches!(self.frame.index().get(ci), Some(ChunkLocation::Stored(_)));
-            let whole = touched == blocks_in_chunk || special;
+            let loc = self.frame.index().get(ci).copied();
             // A partly covered stored chunk is read once; only its touched blocks are decoded.
-            let stored = if whole {
-                chunk_buf.resize(chunk_bytes, 0);
-                self.frame.decompress_chunk_into(ci, &mut chunk_buf)?;
-                None
-            } else {
-                Some(self.frame.chunk(ci)?)
+            let src = match loc {
+                Some(ChunkLocation::Stored(_)) => match chunk(ci)? {
+                    RegionChunk::Decoded(d) if d.len() == chunk_bytes => Src::Decoded(d),
+                    RegionChunk::Decoded(d) => {
+                        return Err(Error::invalid(
+                            "chunk nbytes",
+                            0,
+                            format!(
+                                "b2nd chunk {ci} decoded to {} bytes, expected {chunk_bytes}",
+                                d.len()
+                            ),
+                        ));
+                    }
+                    RegionChunk::Stored(c) if t.blocks == blocks_in_chunk => {
+                        chunk_buf.resize(chunk_bytes, 0);
+                        self.frame.decompress_stored_into(ci, &c, &mut chunk_buf)?;
+                        Src::Buf
+                    }
+                    RegionChunk::Stored(c) => Src::Partial(c),
+                },
+                _ => {
+                    chunk_buf.resize(chunk_bytes, 0);
+                    self.frame.decompress_chunk_into(ci, &mut chunk_buf)?;
+                    Src::Buf
+                }
             };
-            for_each_cell(&rlo, &rhi, &m.blockshape, |bcoord, blo, bhi| {
+            let corigin = &t.corigin;
+            for_each_cell(&t.rlo, &t.rhi, &m.blockshape, |bcoord, blo, bhi| {
                 let bi = to_usize("block index", linear(bcoord, &zero, &bpc))?;
                 let boff = bi.checked_mul(block_bytes).ok_or(Error::Overflow {
                     what: "block offset",
                 })?;
-                let src: &[u8] = match &stored {
-                    None => chunk_buf
-                        .get(boff..boff + block_bytes)
-                        .ok_or(Error::Overflow {
-                            what: "block range",
-                        })?,
-                    Some(c) => {
+                let whole: &[u8] = match &src {
+                    Src::Buf => &chunk_buf,
+                    Src::Decoded(d) => d,
+                    Src::Partial(_) => &[],
+                };
+                let src: &[u8] = match &src {
+                    Src::Partial(c) => {
                         self.frame.range_of_chunk(ci, c, boff, &mut block_buf)?;
                         &block_buf
                     }
+                    _ => whole.get(boff..boff + block_bytes).ok_or(Error::Overflow {
+                        what: "block range",
+                    })?,
                 };
                 let borigin: Vec<u64> = bcoord
                     .iter()
                     .zip(&m.blockshape)
-                    .zip(&corigin)
+                    .zip(corigin)
                     .map(|((&b, &s), &o)| o + b * s)
                     .collect();
-                let alo: Vec<u64> = blo.iter().zip(&corigin).map(|(&l, &o)| l + o).collect();
-                let ahi: Vec<u64> = bhi.iter().zip(&corigin).map(|(&h, &o)| h + o).collect();
+                let alo: Vec<u64> = blo.iter().zip(corigin).map(|(&l, &o)| l + o).collect();
+                let ahi: Vec<u64> = bhi.iter().zip(corigin).map(|(&h, &o)| h + o).collect();
                 copy_box(
                     &alo,
                     &ahi,
@@ -334,6 +405,36 @@ impl<'a> B2ndArray<'a> {
             })
         })
     }
+}
+
+/// Stored chunk `ci` for [`B2ndArray::fill_region_with`].
+#[derive(Debug)]
+pub(crate) enum RegionChunk<'s> {
+    /// The compressed bytes (decoded whole, or only the touched blocks).
+    Stored(Cow<'s, [u8]>),
+    /// The whole chunk, already decompressed.
+    #[cfg_attr(not(feature = "object_store"), allow(dead_code))]
+    Decoded(&'s [u8]),
+}
+
+/// Where a chunk's blocks come from during region assembly.
+enum Src<'s> {
+    /// Decoded into the shared chunk buffer.
+    Buf,
+    /// Decoded by the caller.
+    Decoded(&'s [u8]),
+    /// Compressed; touched blocks are decoded one by one.
+    Partial(Cow<'s, [u8]>),
+}
+
+/// A chunk's position and the part of it a region covers.
+struct Touch {
+    ci: usize,
+    corigin: Vec<u64>,
+    rlo: Vec<u64>,
+    rhi: Vec<u64>,
+    /// Blocks of the chunk the region touches.
+    blocks: u64,
 }
 
 /// Builds a b2nd frame from `data`, a C-order buffer of `meta.shape` items of `itemsize` bytes.

@@ -143,6 +143,35 @@ pub enum Error {
     /// An I/O error from the underlying file or reader.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
+    /// An object-store request failed (feature `object_store`). `url` names the object without
+    /// credentials (no user info, no query string); `source` is the store's error (match on
+    /// `object_store::Error::NotFound` for a missing object).
+    #[cfg(feature = "object_store")]
+    #[error("{url}: {source}")]
+    Remote {
+        /// The object (or prefix) the request was for.
+        url: String,
+        /// The store's error.
+        #[source]
+        source: object_store::Error,
+    },
+    /// The object changed after it was opened: its ETag differs from the one seen at open, so
+    /// reading on could mix two versions (feature `object_store`). Open it again to read the
+    /// new version.
+    #[cfg(feature = "object_store")]
+    #[error("{url}: the object changed since it was opened (ETag no longer matches)")]
+    Changed {
+        /// The object.
+        url: String,
+    },
+    /// A conditional write lost: the object already exists (create-only writes) or was
+    /// replaced concurrently (feature `object_store`).
+    #[cfg(feature = "object_store")]
+    #[error("{url}: conditional write failed (the object exists or was modified concurrently)")]
+    Conflict {
+        /// The object.
+        url: String,
+    },
 }
 
 /// `Result` with this crate's [`Error`].

@@ -16,6 +16,8 @@ mod meta_serde;
 mod ndarray_io;
 mod offsets;
 mod reader;
+#[cfg(feature = "object_store")]
+mod remote;
 mod source;
 mod stream;
 mod trailer;
@@ -35,6 +37,10 @@ pub use ndarray;
 
 #[cfg(feature = "ndarray")]
 pub use crate::ndarray_io::b2nd_frame_from_ndarray;
+#[cfg(feature = "object_store")]
+pub use crate::remote::{
+    BlockingRemoteB2nd, BlockingRemoteFrame, RemoteB2nd, RemoteFrame, RemoteOptions, WriteMode,
+};
 pub use crate::{
     array::{B2ND_METALAYER, B2ndArray, b2nd_frame, b2nd_frame_from_slice, b2nd_zeros},
     b2nd::{B2ND_MAX_DIM, B2ndMeta, DEFAULT_DTYPE},
@@ -50,3 +56,6 @@ pub use crate::{
     stream::FrameFileWriter,
     writer::{Fill, FrameParams, FrameWriter},
 };
+/// The `object_store` version this crate's `object_store` feature uses.
+#[cfg(feature = "object_store")]
+pub use object_store;

@@ -19,7 +19,7 @@ use crate::{Error, Limits, ReadAt, Result};
 pub const SPARSE_FRAME_FILE: &str = "chunks.b2frame";
 
 /// Smallest chunk (a Blosc1-style 16-byte header).
-const MIN_CHUNK_LEN: u64 = 16;
+pub(crate) const MIN_CHUNK_LEN: u64 = 16;
 /// [`MIN_CHUNK_LEN`] as a buffer length.
 const MIN_CHUNK_LEN_USIZE: usize = 16;
 
@@ -44,6 +44,20 @@ impl std::fmt::Debug for Store<'_> {
             Self::Sparse { dir } => write!(f, "Sparse({})", dir.display()),
         }
     }
+}
+
+/// One chunk's share of a byte-range read ([`Frame::slice_plan`]).
+#[derive(Debug, Clone)]
+pub(crate) struct SlicePiece {
+    /// The chunk number.
+    pub(crate) chunk: usize,
+    /// Its uncompressed size.
+    #[cfg_attr(not(feature = "object_store"), allow(dead_code))]
+    pub(crate) nbytes: usize,
+    /// First byte of the chunk's content to copy.
+    pub(crate) from: usize,
+    /// Where the bytes go in the output.
+    pub(crate) out: std::ops::Range<usize>,
 }
 
 /// A named metalayer (header) or vlmetalayer (trailer).
@@ -102,6 +116,17 @@ impl<'a> Frame<'a> {
         offset: u64,
         limits: &Limits,
     ) -> Result<Self> {
+        Self::from_reader_typed(src, offset, FrameType::Contiguous, limits)
+    }
+
+    /// [`Frame::from_reader`] for a frame of type `expected` (the index file of a sparse frame
+    /// is read this way by the remote reader; its chunks are then fetched by the caller).
+    pub(crate) fn from_reader_typed<R: ReadAt + Send + Sync + 'a>(
+        src: R,
+        offset: u64,
+        expected: FrameType,
+        limits: &Limits,
+    ) -> Result<Self> {
         let size = src.size()?;
         let avail = size.checked_sub(offset).ok_or_else(|| {
             Error::invalid(
@@ -115,7 +140,7 @@ impl<'a> Frame<'a> {
             base: offset,
         };
         let header = read_header(&store, avail, false)?;
-        Self::finish(store, header, FrameType::Contiguous, limits)
+        Self::finish(store, header, expected, limits)
     }
 
     fn finish(
@@ -326,7 +351,7 @@ impl<'a> Frame<'a> {
     }
 
     /// Position of the index chunk relative to the frame start.
-    fn index_start(&self) -> Result<u64> {
+    pub(crate) fn index_start(&self) -> Result<u64> {
         let h = u64::from(self.header.header_len);
         if self.header.frame_type == FrameType::Sparse {
             Ok(h)
@@ -481,27 +506,7 @@ impl<'a> Frame<'a> {
                     )?
                     .into_owned(),
                 };
-                let raw: [u8; 4] = head
-                    .get(4..8)
-                    .and_then(|b| b.try_into().ok())
-                    .unwrap_or([0xff; 4]);
-                let n = i32::from_le_bytes(raw);
-                let n = u64::try_from(n).map_err(|_| {
-                    Error::invalid("chunk nbytes", 0, format!("chunk {i}: negative nbytes {n}"))
-                })?;
-                // No chunk can hold more than the whole frame: without this bound, an index
-                // pointing many entries at one chunk claiming a huge size multiplies the work.
-                if n > self.header.nbytes {
-                    return Err(Error::invalid(
-                        "chunk nbytes",
-                        0,
-                        format!(
-                            "chunk {i} holds {n} bytes, more than the frame's {}",
-                            self.header.nbytes
-                        ),
-                    ));
-                }
-                to_usize("chunk nbytes", n)
+                self.nbytes_from_head(i, &head)
             }
             _ => Err(Error::invalid(
                 "chunk offset",
@@ -509,6 +514,36 @@ impl<'a> Frame<'a> {
                 format!("chunk {i}: special value without chunksize"),
             )),
         }
+    }
+
+    /// Uncompressed size of stored chunk `i` whose first bytes are `head`: `chunksize` (the
+    /// last chunk may be shorter) or, when chunks vary in size, the chunk header's `nbytes`,
+    /// which may not exceed the frame's `nbytes`.
+    pub(crate) fn nbytes_from_head(&self, i: usize, head: &[u8]) -> Result<usize> {
+        if self.header.chunksize > 0 {
+            return self.chunk_nbytes(i);
+        }
+        let raw: [u8; 4] = head
+            .get(4..8)
+            .and_then(|b| b.try_into().ok())
+            .unwrap_or([0xff; 4]);
+        let n = i32::from_le_bytes(raw);
+        let n = u64::try_from(n).map_err(|_| {
+            Error::invalid("chunk nbytes", 0, format!("chunk {i}: negative nbytes {n}"))
+        })?;
+        // No chunk can hold more than the whole frame: without this bound, an index
+        // pointing many entries at one chunk claiming a huge size multiplies the work.
+        if n > self.header.nbytes {
+            return Err(Error::invalid(
+                "chunk nbytes",
+                0,
+                format!(
+                    "chunk {i} holds {n} bytes, more than the frame's {}",
+                    self.header.nbytes
+                ),
+            ));
+        }
+        to_usize("chunk nbytes", n)
     }
 
     /// The compressed bytes of chunk `i`: borrowed for in-memory frames, read on demand from
@@ -611,15 +646,32 @@ impl<'a> Frame<'a> {
         match self.check_index(i)? {
             ChunkLocation::Stored(_) => {
                 let c = self.chunk(i)?;
-                self.checked_chunk_header(i, &c, n)?;
-                blosc_chunk::decompress_into(&c, out).map_err(|source| Error::Chunk {
-                    site: format!("chunk {i}"),
-                    source,
-                })?;
-                Ok(())
+                self.decompress_stored_into(i, &c, out)
             }
             special => fill_special(special, self.header.typesize as usize, out, i),
         }
+    }
+
+    /// Decompresses `c`, the stored bytes of chunk `i` (read by the caller), into `out`, whose
+    /// length is the chunk's expected uncompressed size.
+    pub(crate) fn decompress_stored_into(&self, i: usize, c: &[u8], out: &mut [u8]) -> Result<()> {
+        self.checked_chunk_header(i, c, out.len())?;
+        blosc_chunk::decompress_into(c, out).map_err(|source| Error::Chunk {
+            site: format!("chunk {i}"),
+            source,
+        })?;
+        Ok(())
+    }
+
+    /// Decodes the content of special-value chunk `i` (`loc` is not `Stored`) into `out`.
+    #[cfg_attr(not(feature = "object_store"), allow(dead_code))]
+    pub(crate) fn fill_special_into(
+        &self,
+        i: usize,
+        loc: ChunkLocation,
+        out: &mut [u8],
+    ) -> Result<()> {
+        fill_special(loc, self.header.typesize as usize, out, i)
     }
 
     /// Decompresses every chunk in index order (python-blosc2's `schunk[:]`).
@@ -669,24 +721,43 @@ impl<'a> Frame<'a> {
         let (b0, b1) = (start * ts, stop * ts);
         let total = self.limits.check_output(b1 - b0)?;
         let mut out = vec![0u8; total];
+        for p in self.slice_plan(b0, b1, |i| self.chunk_nbytes(i))? {
+            let dst = out.get_mut(p.out.clone()).unwrap_or_default();
+            self.read_chunk_range(p.chunk, p.from as u64, dst)?;
+        }
+        Ok(out)
+    }
+
+    /// The pieces of the decompressed byte range `b0..b1` (checked against `nbytes` by the
+    /// caller): which chunk, from which byte of it, into which bytes of the output.
+    /// `nbytes_of(i)` gives chunk `i`'s uncompressed size.
+    pub(crate) fn slice_plan(
+        &self,
+        b0: u64,
+        b1: u64,
+        mut nbytes_of: impl FnMut(usize) -> Result<usize>,
+    ) -> Result<Vec<SlicePiece>> {
+        let mut plan = Vec::new();
         let mut chunk_start = 0u64;
         for i in 0..self.nchunks() {
             if chunk_start >= b1 {
                 break;
             }
-            let n = self.chunk_nbytes(i)? as u64;
-            let chunk_end = chunk_start + n;
+            let n = nbytes_of(i)? as u64;
+            let chunk_end = add("chunk end", chunk_start, n)?;
             if chunk_end > b0 {
                 let lo = b0.max(chunk_start);
                 let hi = b1.min(chunk_end);
-                let dst = out
-                    .get_mut(to_usize("slice", lo - b0)?..to_usize("slice", hi - b0)?)
-                    .unwrap_or_default();
-                self.read_chunk_range(i, lo - chunk_start, dst)?;
+                plan.push(SlicePiece {
+                    chunk: i,
+                    nbytes: to_usize("chunk nbytes", n)?,
+                    from: to_usize("slice", lo - chunk_start)?,
+                    out: to_usize("slice", lo - b0)?..to_usize("slice", hi - b0)?,
+                });
             }
             chunk_start = chunk_end;
         }
-        Ok(out)
+        Ok(plan)
     }
 
     /// Fills `dst` with bytes `from..from + dst.len()` of chunk `i`'s decompressed content,
@@ -736,8 +807,20 @@ impl<'a> Frame<'a> {
         from: usize,
         dst: &mut [u8],
     ) -> Result<()> {
+        self.range_of_chunk_n(i, c, self.chunk_nbytes(i)?, from, dst)
+    }
+
+    /// [`Frame::range_of_chunk`] for a chunk known to hold `n` bytes.
+    pub(crate) fn range_of_chunk_n(
+        &self,
+        i: usize,
+        c: &[u8],
+        n: usize,
+        from: usize,
+        dst: &mut [u8],
+    ) -> Result<()> {
         let site = || format!("chunk {i}");
-        let ch = self.checked_chunk_header(i, c, self.chunk_nbytes(i)?)?;
+        let ch = self.checked_chunk_header(i, c, n)?;
         let ts = ch.typesize().max(1);
         if from.is_multiple_of(ts) && dst.len().is_multiple_of(ts) {
             blosc_chunk::getitem_into(c, from / ts, dst.len() / ts, dst).map_err(|source| {
@@ -828,7 +911,7 @@ fn read_at<'s>(store: &'s Store<'_>, offset: u64, len: usize) -> Result<Cow<'s, 
 }
 
 /// `cbytes` field (LE i32 at 12) of a chunk header.
-fn chunk_cbytes(head: &[u8]) -> Option<u64> {
+pub(crate) fn chunk_cbytes(head: &[u8]) -> Option<u64> {
     let b: [u8; 4] = head.get(12..16)?.try_into().ok()?;
     u64::try_from(i32::from_le_bytes(b)).ok()
 }

@@ -904,6 +904,48 @@ impl FrameWriter {
     }
 }
 
+/// Chunk files (number, compressed bytes) and the `chunks.b2frame` bytes of a sparse frame.
+#[cfg(feature = "object_store")]
+pub(crate) type SparseParts<'a> = (Vec<(u64, &'a [u8])>, Vec<u8>);
+
+impl FrameWriter {
+    /// The parts of a sparse frame whose stored chunks get file numbers `first..` in index
+    /// order: the chunk files (number, compressed bytes) and the `chunks.b2frame` bytes.
+    #[cfg(feature = "object_store")]
+    pub(crate) fn sparse_parts(&self, first: u64) -> Result<SparseParts<'_>> {
+        let mut locs = Vec::with_capacity(self.entries.len());
+        let mut files = Vec::new();
+        let mut cbytes = 0u64;
+        let mut next = first;
+        for e in &self.entries {
+            match e {
+                Entry::Special(loc, _) => locs.push(*loc),
+                Entry::Data { chunk, .. } => {
+                    if u32::try_from(next).is_err() {
+                        return Err(Error::Overflow {
+                            what: "chunk file number",
+                        });
+                    }
+                    files.push((next, chunk.as_slice()));
+                    locs.push(ChunkLocation::Stored(next));
+                    next += 1;
+                    cbytes = cbytes
+                        .checked_add(chunk.len() as u64)
+                        .ok_or(Error::Overflow { what: "cbytes" })?;
+                }
+            }
+        }
+        let index = self.index_chunk(&locs)?;
+        let trailer = self.trailer_bytes()?;
+        let hlen = self.header_bytes(FrameType::Sparse, 0, cbytes)?.len() as u64;
+        let frame_len = hlen + index.len() as u64 + trailer.len() as u64;
+        let mut frame = self.header_bytes(FrameType::Sparse, frame_len, cbytes)?;
+        frame.extend_from_slice(&index);
+        frame.extend_from_slice(&trailer);
+        Ok((files, frame))
+    }
+}
+
 pub(crate) fn chunk_file_name(n: u64) -> String {
     format!("{n:08X}.chunk")
 }
