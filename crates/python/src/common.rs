@@ -28,7 +28,6 @@ pub(crate) fn add_submodule<'py>(
 }
 
 /// The message of a caught panic payload.
-#[allow(dead_code)] // used by the format modules
 pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(s) = payload.downcast_ref::<&str>() {
         (*s).to_string()
@@ -42,7 +41,6 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 /// Runs `f` with the GIL released and any panic caught: `Err(message)` for a panic, so the
 /// caller turns it into its module's exception instead of letting pyo3 raise a
 /// `PanicException` (a `BaseException` that `except Exception` does not catch).
-#[allow(dead_code)] // used by the format modules
 pub(crate) fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) -> Result<T, String> {
     py.detach(|| {
         catch_unwind(AssertUnwindSafe(f)).map_err(|p| {

@@ -1,11 +1,397 @@
-//! `scifmt._scifmt.wkw`: the Rust core of `scifmt.wkw`.
+//! `scifmt._scifmt.wkw`: the Rust core of `scifmt.wkw` (the Python layer in
+//! `python/scifmt/wkw/wkw.py` keeps the reference package's names and argument checks).
+//!
+//! Every method releases the GIL while it touches files or decodes, and runs its work under
+//! `catch_unwind`: errors and panics both arrive in Python as `WKWException` whose message is
+//! the `wkw` crate's, with the file or dataset path.
 
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use numpy::{PyArray4, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
+use pyo3::types::PyList;
+use wkw::{
+    BlockType, Dataset, Header, HeaderCheck, MissingOrCorrupt, Options, Order, Threads, VoxelType,
+};
+
+use crate::common::detached;
+
+pyo3::create_exception!(
+    scifmt.wkw,
+    WKWException,
+    PyException,
+    "Raised for every error of a WKW dataset operation (the reference package's exception)."
+);
 
 /// Adds the `wkw` submodule to `parent`.
 ///
 /// # Errors
 /// A Python error if the module cannot be created.
 pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
-    crate::common::add_submodule(parent, "wkw", |_m| Ok(()))
+    crate::common::add_submodule(parent, "wkw", |m| {
+        m.add("WKWException", m.py().get_type::<WKWException>())?;
+        m.add_class::<RawDataset>()?;
+        m.add_function(wrap_pyfunction!(verify, m)?)?;
+        m.add_function(wrap_pyfunction!(compress, m)?)?;
+        Ok(())
+    })
+}
+
+/// A `WKWException` with `msg`.
+fn exc(msg: impl Into<String>) -> PyErr {
+    WKWException::new_err(msg.into())
+}
+
+/// A `WKWException` for `e`; errors whose message names no file get `root` in front.
+fn wkw_err(e: &wkw::Error, root: &Path) -> PyErr {
+    let names_a_path = matches!(
+        e,
+        wkw::Error::Io { .. }
+            | wkw::Error::Format { .. }
+            | wkw::Error::AlreadyExists { .. }
+            | wkw::Error::NotADataset { .. }
+    );
+    if names_a_path {
+        exc(e.to_string())
+    } else {
+        exc(format!("{}: {e}", root.display()))
+    }
+}
+
+/// Runs `f` without the GIL; a `wkw` error or a panic becomes a `WKWException`.
+fn run<T: Send>(
+    py: Python<'_>,
+    root: &Path,
+    f: impl FnOnce() -> wkw::Result<T> + Send,
+) -> PyResult<T> {
+    match detached(py, f) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(wkw_err(&e, root)),
+        Err(panic) => Err(exc(format!("{}: {panic}", root.display()))),
+    }
+}
+
+/// Calls `$body` with `$t` bound to the Rust type of voxel type `$vt`.
+macro_rules! with_voxel {
+    ($vt:expr, $t:ident => $body:expr) => {
+        match $vt {
+            VoxelType::U8 => {
+                type $t = u8;
+                $body
+            }
+            VoxelType::U16 => {
+                type $t = u16;
+                $body
+            }
+            VoxelType::U32 => {
+                type $t = u32;
+                $body
+            }
+            VoxelType::U64 => {
+                type $t = u64;
+                $body
+            }
+            VoxelType::F32 => {
+                type $t = f32;
+                $body
+            }
+            VoxelType::F64 => {
+                type $t = f64;
+                $body
+            }
+            VoxelType::I8 => {
+                type $t = i8;
+                $body
+            }
+            VoxelType::I16 => {
+                type $t = i16;
+                $body
+            }
+            VoxelType::I32 => {
+                type $t = i32;
+                $body
+            }
+            VoxelType::I64 => {
+                type $t = i64;
+                $body
+            }
+            other => Err(exc(format!("unsupported voxel type {other:?}"))),
+        }
+    };
+}
+
+/// Parses the `threads` argument: `None` → rayon's global pool, 1 → the calling thread only,
+/// n > 1 → a pool of n threads owned by the dataset.
+fn thread_setup(threads: Option<usize>) -> PyResult<(Threads, Option<Arc<rayon::ThreadPool>>)> {
+    match threads {
+        None => Ok((Threads::Rayon, None)),
+        Some(0) => Err(exc("threads must be at least 1 (or None for all cores)")),
+        Some(1) => Ok((Threads::Caller, None)),
+        Some(n) if n > 1024 => Err(exc(format!("threads={n}: at most 1024"))),
+        Some(n) => {
+            let pool = rayon::ThreadPoolBuilder::new()
+                .num_threads(n)
+                .thread_name(|i| format!("scifmt-wkw-{i}"))
+                .build()
+                .map_err(|e| exc(format!("cannot start {n} threads: {e}")))?;
+            Ok((Threads::Rayon, Some(Arc::new(pool))))
+        }
+    }
+}
+
+/// The dataset options: the Python defaults are the reference's lenient header check (each
+/// file decoded with its own block type) and errors for corrupt files.
+fn options(threads: Threads, corrupt_as_zeros: bool, strict_headers: bool) -> Options {
+    Options::default()
+        .threads(threads)
+        .header_check(if strict_headers {
+            HeaderCheck::Strict
+        } else {
+            HeaderCheck::Lenient
+        })
+        .missing_or_corrupt(if corrupt_as_zeros {
+            MissingOrCorrupt::Zeros
+        } else {
+            MissingOrCorrupt::Error
+        })
+}
+
+fn parse_order(order: &str) -> PyResult<Order> {
+    match order {
+        "F" | "f" => Ok(Order::Fortran),
+        "C" | "c" => Ok(Order::C),
+        other => Err(exc(format!("order must be \"F\" or \"C\", not {other:?}"))),
+    }
+}
+
+/// An open dataset plus the pool its work runs in.
+#[derive(Debug)]
+struct Open {
+    ds: Dataset,
+    pool: Option<Arc<rayon::ThreadPool>>,
+}
+
+impl Open {
+    /// Runs `f` in the dataset's own pool if it has one.
+    fn install<T: Send>(&self, f: impl FnOnce(&Dataset) -> T + Send) -> T {
+        match &self.pool {
+            Some(pool) => pool.install(|| f(&self.ds)),
+            None => f(&self.ds),
+        }
+    }
+}
+
+/// The Rust side of `scifmt.wkw.Dataset`: an open dataset (closed by `close`).
+#[pyclass(module = "scifmt._scifmt.wkw", frozen)]
+#[derive(Debug)]
+pub(crate) struct RawDataset {
+    root: PathBuf,
+    inner: Mutex<Option<Arc<Open>>>,
+}
+
+impl RawDataset {
+    fn get(&self) -> PyResult<Arc<Open>> {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| exc(format!("{}: dataset is closed", self.root.display())))
+    }
+
+    fn new(root: PathBuf, open: Open) -> Self {
+        Self {
+            root,
+            inner: Mutex::new(Some(Arc::new(open))),
+        }
+    }
+}
+
+#[pymethods]
+impl RawDataset {
+    /// Opens the dataset at `root`.
+    #[staticmethod]
+    #[pyo3(signature = (root, threads=None, corrupt_as_zeros=false, strict_headers=false))]
+    fn open(
+        py: Python<'_>,
+        root: PathBuf,
+        threads: Option<usize>,
+        corrupt_as_zeros: bool,
+        strict_headers: bool,
+    ) -> PyResult<Self> {
+        let (t, pool) = thread_setup(threads)?;
+        let opts = options(t, corrupt_as_zeros, strict_headers);
+        let r = root.clone();
+        let ds = run(py, &root, move || Dataset::open_with(r, opts))?;
+        Ok(Self::new(root, Open { ds, pool }))
+    }
+
+    /// Creates a dataset at `root`: `voxel_type` is the on-disk code 1..=10, `block_type` 1..=3.
+    #[staticmethod]
+    #[pyo3(signature = (root, voxel_type, num_channels, block_len, file_len, block_type, threads=None, corrupt_as_zeros=false, strict_headers=false))]
+    #[allow(clippy::too_many_arguments)] // the header fields and the options
+    fn create(
+        py: Python<'_>,
+        root: PathBuf,
+        voxel_type: u8,
+        num_channels: u8,
+        block_len: u32,
+        file_len: u32,
+        block_type: u8,
+        threads: Option<usize>,
+        corrupt_as_zeros: bool,
+        strict_headers: bool,
+    ) -> PyResult<Self> {
+        let vt = VoxelType::from_u8(voxel_type).map_err(|e| exc(e.to_string()))?;
+        let bt = BlockType::from_u8(block_type).map_err(|e| exc(e.to_string()))?;
+        let header = Header::new(vt, num_channels, block_len, file_len, bt)
+            .map_err(|e| wkw_err(&e, &root))?;
+        let (t, pool) = thread_setup(threads)?;
+        let opts = options(t, corrupt_as_zeros, strict_headers);
+        let r = root.clone();
+        let ds = run(py, &root, move || Dataset::create_with(r, header, opts))?;
+        Ok(Self::new(root, Open { ds, pool }))
+    }
+
+    /// The dataset root as given.
+    #[getter]
+    fn root(&self) -> PathBuf {
+        self.root.clone()
+    }
+
+    /// `(version, block_len, file_len, block_type, voxel_type, num_channels)` with the on-disk
+    /// codes of block and voxel type.
+    fn header_fields(&self) -> PyResult<(u8, u32, u32, u8, u8, u8)> {
+        let open = self.get()?;
+        let h = open.ds.header();
+        Ok((
+            wkw::VERSION,
+            h.block_len(),
+            h.file_len(),
+            h.block_type().to_u8(),
+            h.voxel_type().to_u8(),
+            h.num_channels(),
+        ))
+    }
+
+    /// Reads the box at `offset` of `shape` voxels as a numpy array of shape (C, X, Y, Z) in
+    /// `order` ("F": Fortran-contiguous like the reference, "C": C-contiguous).
+    #[pyo3(signature = (offset, shape, order="F"))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        offset: [u32; 3],
+        shape: [u32; 3],
+        order: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let order = parse_order(order)?;
+        let open = self.get()?;
+        let vt = open.ds.header().voxel_type();
+        with_voxel!(vt, T => {
+            let arr = run(py, &self.root, || {
+                open.install(|ds| ds.read(offset, shape, order)?.into_ndarray::<T>())
+            })?;
+            Ok(PyArray4::from_owned_array(py, arr).into_any())
+        })
+    }
+
+    /// Writes a 4-D numpy array (C, X, Y, Z) of the dataset's dtype at `offset`, from any
+    /// strides (contiguous arrays without a copy).
+    fn write(&self, py: Python<'_>, offset: [u32; 3], data: &Bound<'_, PyAny>) -> PyResult<()> {
+        let open = self.get()?;
+        let vt = open.ds.header().voxel_type();
+        let untyped = data
+            .cast::<PyUntypedArray>()
+            .map_err(|_| exc("Data must be a NumPy ndarray"))?;
+        if untyped.ndim() != 4 {
+            return Err(exc("Data must be four-dimensional (C, X, Y, Z)"));
+        }
+        with_voxel!(vt, T => {
+            let typed = data.cast::<PyArray4<T>>().map_err(|_| {
+                exc(format!(
+                    "Data elements must be of type {vt:?} (got {})",
+                    untyped.dtype()
+                ))
+            })?;
+            let ro = typed.try_readonly().map_err(|e| exc(e.to_string()))?;
+            let view = ro.as_array();
+            run(py, &self.root, || open.install(|ds| ds.write_ndarray(offset, view)))
+        })
+    }
+
+    /// Paths of every data file, sorted by z, y, x.
+    fn list_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        let open = self.get()?;
+        let files = run(py, &self.root, || open.ds.list_files())?;
+        PyList::new(py, files.into_iter().map(|(_, p)| p))
+    }
+
+    /// Closes the dataset; later calls raise `WKWException`. Closing twice is allowed.
+    fn close(&self) {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
+    }
+
+    /// Whether `close` was called.
+    #[getter]
+    fn closed(&self) -> bool {
+        self.inner
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+}
+
+/// Converts every data file of the dataset at `src` into a new dataset at `dst` with block type
+/// `block_type` (1..=3).
+#[pyfunction]
+#[pyo3(signature = (src, dst, block_type, threads=None))]
+fn compress(
+    py: Python<'_>,
+    src: PathBuf,
+    dst: PathBuf,
+    block_type: u8,
+    threads: Option<usize>,
+) -> PyResult<()> {
+    let bt = BlockType::from_u8(block_type).map_err(|e| exc(e.to_string()))?;
+    let (t, pool) = thread_setup(threads)?;
+    let opts = options(t, false, false);
+    let work = || -> wkw::Result<()> { wkw::compress(&src, &dst, bt, opts, &|_| {}).map(drop) };
+    run(py, &src, || match &pool {
+        Some(pool) => pool.install(work),
+        None => work(),
+    })
+}
+
+/// Checks every data file of the dataset at `root`: a list of `(path, problem)` for the files
+/// with a problem (empty when all are sound).
+#[pyfunction]
+#[pyo3(signature = (root, threads=None))]
+fn verify(
+    py: Python<'_>,
+    root: PathBuf,
+    threads: Option<usize>,
+) -> PyResult<Vec<(PathBuf, String)>> {
+    let (t, pool) = thread_setup(threads)?;
+    let opts = options(t, false, false);
+    let work = || -> wkw::Result<Vec<(PathBuf, String)>> {
+        let report = wkw::verify(&root, opts, &|_| {})?;
+        Ok(report
+            .problems()
+            .map(|f| {
+                let msg = f
+                    .problem
+                    .as_ref()
+                    .map_or_else(String::new, ToString::to_string);
+                (f.path.clone(), msg)
+            })
+            .collect())
+    };
+    run(py, &root, || match &pool {
+        Some(pool) => pool.install(work),
+        None => work(),
+    })
 }

@@ -1,1 +1,9 @@
-"""A drop-in for the ``wkw`` package (work in progress)."""
+"""A faster drop-in for the ``wkw`` package: ``import scifmt.wkw as wkw``.
+
+See ``scifmt.wkw.wkw`` for the differences from the reference and ``scifmt.wkw.dask`` for
+Dask arrays.
+"""
+
+from .wkw import Dataset, File, Header, WKWException, verify
+
+__all__ = ["Header", "Dataset", "File", "WKWException", "verify"]

@@ -1,0 +1,335 @@
+"""WKW datasets: the API of the ``wkw`` package (``wkw.wkw``) on the Rust ``wkw`` crate.
+
+Same names, arguments, return values and exceptions as ``wkw`` 1.1.x, so code written for it
+runs after ``import scifmt.wkw as wkw``. Deliberate differences (see the package README):
+
+* writes of any box are accepted in compressed (LZ4/LZ4HC) datasets, not only whole files;
+* a data file that exists but is corrupt is an error (``WKWException``), not zeros
+  (``corrupt_as_zeros=True`` gives the reference's behaviour);
+* a read of an empty box returns an empty array instead of raising;
+* ``Dataset.compress(dst, compress_files=True)`` converts the files in parallel, and a closed
+  dataset raises ``WKWException`` instead of touching freed memory.
+
+Extras: ``read(..., order="C")``, ``threads=`` on ``open``/``create``, ``Dataset.verify()``,
+``corrupt_as_zeros=`` and ``strict_headers=``.
+"""
+
+import operator
+import os
+import shutil
+import struct
+import tempfile
+
+import numpy as np
+
+from scifmt import _scifmt
+
+_core = _scifmt.wkw
+
+#: Raised for every error a dataset operation reports (the message names the file).
+WKWException = _core.WKWException
+
+_U32_MAX = 2**32 - 1
+
+
+class Header:
+    """A dataset header, as ``wkw.Header`` (invalid values raise ``AssertionError``)."""
+
+    BLOCK_TYPE_RAW = 1
+    BLOCK_TYPE_LZ4 = 2
+    BLOCK_TYPE_LZ4HC = 3
+
+    VALID_BLOCK_TYPES = [BLOCK_TYPE_RAW, BLOCK_TYPE_LZ4, BLOCK_TYPE_LZ4HC]
+    VALID_VOXEL_TYPES = [
+        np.uint8,
+        np.uint16,
+        np.uint32,
+        np.uint64,
+        np.float32,
+        np.float64,
+        np.int8,
+        np.int16,
+        np.int32,
+        np.int64,
+    ]
+
+    def __init__(
+        self,
+        voxel_type: type,
+        num_channels: int = 1,
+        version: int = 1,
+        block_len: int = 32,
+        file_len: int = 32,
+        block_type: int = 1,
+    ):
+        self.version = version
+        _check(
+            block_len & (block_len - 1) == 0,
+            f"block_len must be a power of two, but is {block_len}",
+        )
+        self.block_len = block_len
+        _check(
+            file_len & (file_len - 1) == 0,
+            f"file_len must be a power of two, but is {file_len}",
+        )
+        self.file_len = file_len
+        _check(
+            block_type in self.VALID_BLOCK_TYPES,
+            f"block_type must be one of {self.VALID_BLOCK_TYPES}, but is {block_type}",
+        )
+        self.block_type = block_type
+        _check(
+            voxel_type in self.VALID_VOXEL_TYPES,
+            f"voxel_type must be one of {self.VALID_VOXEL_TYPES}, but is {voxel_type}",
+        )
+        self.voxel_type = voxel_type
+        _check(num_channels > 0, f"num_channels must be >0, but is {num_channels}")
+        self.num_channels = num_channels
+
+    def __repr__(self):
+        return (
+            f"Header(voxel_type={np.dtype(self.voxel_type).name}, "
+            f"num_channels={self.num_channels}, version={self.version}, "
+            f"block_len={self.block_len}, file_len={self.file_len}, "
+            f"block_type={self.block_type})"
+        )
+
+    def _voxel_code(self):
+        return Header.VALID_VOXEL_TYPES.index(self.voxel_type) + 1
+
+    @staticmethod
+    def _from_fields(fields):
+        version, block_len, file_len, block_type, voxel_code, num_channels = fields
+        return Header(
+            voxel_type=Header.VALID_VOXEL_TYPES[voxel_code - 1],
+            num_channels=num_channels,
+            version=version,
+            block_len=block_len,
+            file_len=file_len,
+            block_type=block_type,
+        )
+
+
+def _check(ok, message):
+    # The reference uses `assert`; raising explicitly keeps the checks under `python -O`.
+    if not ok:
+        raise AssertionError(message)
+
+
+def _int(v, what):
+    try:
+        return operator.index(v)
+    except TypeError:
+        if isinstance(v, (float, np.floating)) and float(v).is_integer():
+            return int(v)
+        raise WKWException(f"{what} must be an integer, not {v!r}") from None
+
+
+def _xyz(values, what):
+    """Three non-negative u32 coordinates from a sequence (as the reference's `_build_box`)."""
+    try:
+        vals = [values[0], values[1], values[2]]
+    except (TypeError, IndexError, KeyError):
+        raise WKWException(f"{what} must have three values (x, y, z), not {values!r}") from None
+    out = []
+    for axis, v in zip("xyz", vals):
+        v = _int(v, f"{what} {axis}")
+        _check(v >= 0, f"{what} {axis} must be greater or equal to 0")
+        if v > _U32_MAX:
+            raise WKWException(f"{what} {axis} = {v} does not fit the u32 coordinate range")
+        out.append(v)
+    return out
+
+
+def _voxel_code(voxel_type):
+    return Header.VALID_VOXEL_TYPES.index(voxel_type) + 1
+
+
+class File:
+    """Single data files, as ``wkw.File``."""
+
+    @staticmethod
+    def compress(src_path: str, dst_path: str):
+        """Writes the data file ``src_path`` LZ4HC-compressed to ``dst_path``."""
+        src_path = os.fspath(src_path)
+        dst_path = os.fspath(dst_path)
+        try:
+            with open(src_path, "rb") as f:
+                head = f.read(16)
+        except OSError as e:
+            raise WKWException(f'Could not open WKW file "{src_path}": {e}') from None
+        if len(head) < 16 or head[:3] != b"WKW":
+            raise WKWException(f"{src_path}: not a WKW data file (bad magic or truncated)")
+        per_dim, block_type, voxel_code, voxel_size = head[4], head[5], head[6], head[7]
+        if not 1 <= voxel_code <= 10 or block_type not in (1, 2, 3):
+            raise WKWException(f"{src_path}: invalid voxel or block type in the header")
+        itemsize = np.dtype(Header.VALID_VOXEL_TYPES[voxel_code - 1]).itemsize
+        if voxel_size == 0 or voxel_size % itemsize:
+            raise WKWException(f"{src_path}: invalid voxelSize {voxel_size}")
+        with tempfile.TemporaryDirectory(dir=os.path.dirname(os.path.abspath(dst_path))) as tmp:
+            src_ds, dst_ds = os.path.join(tmp, "src"), os.path.join(tmp, "dst")
+            _core.RawDataset.create(
+                src_ds,
+                voxel_code,
+                voxel_size // itemsize,
+                1 << (per_dim & 0x0F),
+                1 << (per_dim >> 4),
+                block_type,
+            ).close()
+            os.makedirs(os.path.join(src_ds, "z0", "y0"))
+            linked = os.path.join(src_ds, "z0", "y0", "x0.wkw")
+            try:
+                os.link(src_path, linked)
+            except OSError:
+                shutil.copyfile(src_path, linked)
+            _core.compress(src_ds, dst_ds, Header.BLOCK_TYPE_LZ4HC)
+            os.replace(os.path.join(dst_ds, "z0", "y0", "x0.wkw"), dst_path)
+
+
+class Dataset:
+    """An open WKW dataset, as ``wkw.Dataset`` (use ``Dataset.open``/``Dataset.create``)."""
+
+    def __init__(self, root, raw, _options=None):
+        self.root = os.fspath(root)
+        self._raw = raw
+        self._options = _options or {}
+        self.header = Header._from_fields(raw.header_fields())
+
+    # -- opening ----------------------------------------------------------------------------
+
+    @staticmethod
+    def open(root, header=None, *, threads=None, corrupt_as_zeros=False, strict_headers=False):
+        """Opens the dataset at ``root``; with ``header``, creates it first if that succeeds.
+
+        ``threads``: None uses every core (one shared pool), 1 only the calling thread, n a pool
+        of n threads for this dataset. ``corrupt_as_zeros=True`` reads corrupt data files as
+        zeros like the reference (default: ``WKWException``). Like the reference, each data file
+        is decoded with its own block type (files compressed in place with ``File.compress``
+        read fine); ``strict_headers=True`` requires every file header to match ``header.wkw``.
+        """
+        root = os.fspath(root)
+        opts = {
+            "threads": threads,
+            "corrupt_as_zeros": corrupt_as_zeros,
+            "strict_headers": strict_headers,
+        }
+        if header is not None:
+            try:
+                return Dataset.create(root, header, **opts)
+            except WKWException:
+                pass
+        return Dataset(root, _core.RawDataset.open(root, **opts), opts)
+
+    @staticmethod
+    def create(root, header, *, threads=None, corrupt_as_zeros=False, strict_headers=False):
+        """Creates a dataset with ``header`` at ``root`` (``WKWException`` if one exists)."""
+        root = os.fspath(root)
+        _check(
+            header.voxel_type in Header.VALID_VOXEL_TYPES,
+            f"voxel_type must be one of {Header.VALID_VOXEL_TYPES}, but is {header.voxel_type}",
+        )
+        for name in ("num_channels", "block_len", "file_len", "block_type"):
+            v = getattr(header, name)
+            if not isinstance(v, (int, np.integer)) or not 0 < v < 2**32:
+                raise WKWException(f"{root}: header {name} {v!r} is out of range")
+        if header.num_channels * np.dtype(header.voxel_type).itemsize > 255:
+            raise WKWException(
+                f"{root}: {header.num_channels} channels of {np.dtype(header.voxel_type).name} "
+                "do not fit the 255-byte voxel size"
+            )
+        opts = {
+            "threads": threads,
+            "corrupt_as_zeros": corrupt_as_zeros,
+            "strict_headers": strict_headers,
+        }
+        raw = _core.RawDataset.create(
+            root,
+            _voxel_code(header.voxel_type),
+            int(header.num_channels),
+            int(header.block_len),
+            int(header.file_len),
+            int(header.block_type),
+            **opts,
+        )
+        return Dataset(root, raw, opts)
+
+    # -- data -------------------------------------------------------------------------------
+
+    def read(self, off, shape, order="F"):
+        """Reads the box at ``off`` (x, y, z) of ``shape`` voxels as an array of shape
+        (channels, x, y, z); Fortran-contiguous like the reference, or C-contiguous with
+        ``order="C"``. Missing files read as 0."""
+        off = _xyz(off, "Offset")
+        shape = _xyz(shape, "Shape")
+        return self._raw.read(off, shape, order)
+
+    def write(self, off, data):
+        """Writes a numpy array of shape (x, y, z) or (channels, x, y, z) at ``off``; any
+        memory layout (C order, Fortran order, strided views)."""
+        if not isinstance(data, np.ndarray):
+            raise WKWException("Data must be a NumPy ndarray")
+        if data.ndim not in (3, 4):
+            raise WKWException("Data must be three- or four-dimensional")
+        if data.ndim == 3:
+            data = data[np.newaxis]
+        if not data.shape[0] == self.header.num_channels:
+            raise WKWException(
+                "Data volume must have {} channels".format(self.header.num_channels)
+            )
+        if not data.dtype == self.header.voxel_type:
+            raise WKWException(
+                "Data elements must be of type {}".format(self.header.voxel_type)
+            )
+        off = _xyz(off, "Offset")
+        self._raw.write(off, data)
+
+    # -- files ------------------------------------------------------------------------------
+
+    def compress(self, dst_path, compress_files: bool = False):
+        """Creates an LZ4HC dataset at ``dst_path`` with this header and, with
+        ``compress_files``, converts every data file into it (in parallel). Returns it."""
+        dst_path = os.fspath(dst_path)
+        if not compress_files:
+            header = Header._from_fields(self._raw.header_fields())
+            header.block_type = Header.BLOCK_TYPE_LZ4HC
+            return Dataset.create(dst_path, header, **self._options)
+        _core.compress(
+            self.root, dst_path, Header.BLOCK_TYPE_LZ4HC, self._options.get("threads")
+        )
+        return Dataset.open(dst_path, **self._options)
+
+    def list_files(self):
+        """An iterator over the paths of the dataset's data files (``z*/y*/x*.wkw``)."""
+        return iter([os.fspath(p) for p in self._raw.list_files()])
+
+    def verify(self):
+        """Checks every data file: a list of ``(path, problem)`` for the broken ones."""
+        return verify(self.root, threads=self._options.get("threads"))
+
+    def close(self):
+        """Closes the dataset (later reads and writes raise ``WKWException``)."""
+        self._raw.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, type, value, tb):
+        self.close()
+
+    def __repr__(self):
+        state = " closed" if self._raw.closed else ""
+        return f"<scifmt.wkw.Dataset {self.root!r}{state} {self.header!r}>"
+
+    def __reduce__(self):
+        # Pickles as "reopen the same path" (e.g. to send a dataset to Dask workers).
+        return (_reopen, (self.root, self._options))
+
+
+def _reopen(root, options):
+    return Dataset.open(root, **options)
+
+
+def verify(root, threads=None):
+    """Checks every data file of the dataset at ``root`` (headers, jump tables, every block):
+    a list of ``(path, problem)`` for the files with a problem, empty when all are sound."""
+    return [(os.fspath(p), msg) for p, msg in _core.verify(os.fspath(root), threads)]
