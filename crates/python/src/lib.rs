@@ -6,7 +6,10 @@
 
 use pyo3::prelude::*;
 
+mod b2nd;
+mod blosc;
 mod common;
+mod dwe;
 mod wkw;
 
 /// The extension module: one submodule per format.
@@ -14,5 +17,8 @@ mod wkw;
 fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     wkw::register(m)?;
+    blosc::register(m)?;
+    b2nd::register(m)?;
+    dwe::register(m)?;
     Ok(())
 }

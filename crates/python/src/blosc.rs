@@ -1,0 +1,335 @@
+//! `scifmt._scifmt.blosc`: the Rust core of `scifmt.blosc` (Blosc2 chunks through
+//! `blosc-chunk`).
+//!
+//! The Python wrapper turns any contiguous buffer into a 1-D `uint8` numpy view (no copy) and
+//! names (codecs, filters, split modes) into numbers; this module checks every number, runs
+//! the codec with the GIL released and turns every error into `BloscError`.
+
+use blosc_chunk::{
+    CParams, ChunkHeader, Codec, DParams, Filter, Limits, MAX_FILTERS, SpecialValue, SplitMode,
+};
+use numpy::PyReadonlyArray1;
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict};
+
+use crate::common::detached;
+
+pyo3::create_exception!(
+    blosc,
+    BloscError,
+    PyValueError,
+    "A Blosc chunk could not be compressed or decompressed (bad parameters, a corrupt or \
+     unsupported chunk, or a limit exceeded)."
+);
+
+/// `BloscError` with `msg`.
+fn err(msg: impl Into<String>) -> PyErr {
+    BloscError::new_err(msg.into())
+}
+
+/// The bytes of a 1-D contiguous `uint8` array (the Python wrapper makes one from any buffer).
+fn bytes_of<'a>(a: &'a PyReadonlyArray1<'_, u8>, what: &str) -> PyResult<&'a [u8]> {
+    a.as_slice()
+        .map_err(|_| err(format!("{what} must be a C-contiguous buffer")))
+}
+
+/// The split mode with python-blosc2's number (`blosc2.SplitMode`).
+fn splitmode(n: i64) -> PyResult<SplitMode> {
+    Ok(match n {
+        1 => SplitMode::Always,
+        2 => SplitMode::Never,
+        3 => SplitMode::Auto,
+        4 => SplitMode::ForwardCompat,
+        _ => {
+            return Err(err(format!(
+                "splitmode {n} is not one of 1 (ALWAYS_SPLIT), 2 (NEVER_SPLIT), 3 (AUTO_SPLIT), \
+                 4 (FORWARD_COMPAT_SPLIT)"
+            )));
+        }
+    })
+}
+
+/// Builds the compression parameters from already-numeric Python arguments, checking ranges.
+#[allow(clippy::too_many_arguments)]
+fn cparams(
+    typesize: i64,
+    clevel: i64,
+    codec: i64,
+    filters: &[i64],
+    filters_meta: &[i64],
+    blocksize: i64,
+    split: i64,
+    nthreads: i64,
+    use_dict: bool,
+) -> PyResult<CParams> {
+    let typesize = usize::try_from(typesize)
+        .ok()
+        .filter(|&t| t >= 1 && i32::try_from(t).is_ok())
+        .ok_or_else(|| err(format!("typesize {typesize} is not in 1..=2147483647")))?;
+    let clevel = u8::try_from(clevel)
+        .ok()
+        .filter(|&c| c <= 9)
+        .ok_or_else(|| err(format!("clevel {clevel} is not in 0..=9")))?;
+    let codec = u8::try_from(codec)
+        .map(Codec::from_id)
+        .map_err(|_| err(format!("codec {codec} is not a codec id (0..=255)")))?;
+    if let Codec::Other(id) = codec {
+        return Err(err(format!(
+            "codec {id} is not supported (blosclz 0, lz4 1, lz4hc 2, zlib 4, zstd 5)"
+        )));
+    }
+    if filters.len() > MAX_FILTERS || filters_meta.len() > MAX_FILTERS {
+        return Err(err(format!(
+            "at most {MAX_FILTERS} filters and filters_meta entries, got {} and {}",
+            filters.len(),
+            filters_meta.len()
+        )));
+    }
+    let mut fs = [Filter::NoFilter; MAX_FILTERS];
+    for (slot, &f) in fs.iter_mut().zip(filters) {
+        let id = u8::try_from(f).map_err(|_| err(format!("filter {f} is not a filter id")))?;
+        *slot = Filter::from_id(id);
+        if let Filter::Other(id) = *slot {
+            return Err(err(format!(
+                "filter {id} is not supported (nofilter 0, shuffle 1, bitshuffle 2, delta 3, \
+                 trunc_prec 4)"
+            )));
+        }
+    }
+    let mut meta = [0u8; MAX_FILTERS];
+    for (slot, &m) in meta.iter_mut().zip(filters_meta) {
+        // C stores filters_meta as uint8_t: python-blosc2 passes -20 for TRUNC_PREC as 236.
+        *slot = match m {
+            0..=255 => u8::try_from(m).unwrap_or(0),
+            -128..=-1 => i8::try_from(m).map(|v| v.to_le_bytes()[0]).unwrap_or(0),
+            _ => return Err(err(format!("filters_meta {m} is not in -128..=255"))),
+        };
+    }
+    let blocksize = usize::try_from(blocksize)
+        .ok()
+        .filter(|&b| b <= blosc_chunk::MAX_BLOCKSIZE)
+        .ok_or_else(|| {
+            err(format!(
+                "blocksize {blocksize} is not in 0..={}",
+                blosc_chunk::MAX_BLOCKSIZE
+            ))
+        })?;
+    let nthreads = usize::try_from(nthreads)
+        .ok()
+        .filter(|&n| n <= 4096)
+        .ok_or_else(|| err(format!("nthreads {nthreads} is not in 0..=4096")))?;
+    let mut p = CParams::default();
+    p.codec = codec;
+    p.clevel = clevel;
+    p.typesize = typesize;
+    p.filters = fs;
+    p.filters_meta = meta;
+    p.blocksize = blocksize;
+    p.splitmode = splitmode(split)?;
+    p.nthreads = nthreads;
+    p.use_dict = use_dict;
+    Ok(p)
+}
+
+/// Compresses a contiguous `uint8` array into one Blosc2 chunk (all arguments numeric; see
+/// `scifmt.blosc.compress`).
+///
+/// # Errors
+/// `BloscError` for out-of-range parameters, inputs above C-Blosc2's 2 GiB limit, or anything
+/// `blosc_chunk::compress` refuses.
+#[pyfunction]
+#[pyo3(signature = (data, typesize, clevel, codec, filters, filters_meta, blocksize, splitmode, nthreads, use_dict))]
+#[allow(clippy::too_many_arguments)]
+fn compress<'py>(
+    py: Python<'py>,
+    data: PyReadonlyArray1<'py, u8>,
+    typesize: i64,
+    clevel: i64,
+    codec: i64,
+    filters: Vec<i64>,
+    filters_meta: Vec<i64>,
+    blocksize: i64,
+    splitmode: i64,
+    nthreads: i64,
+    use_dict: bool,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let p = cparams(
+        typesize,
+        clevel,
+        codec,
+        &filters,
+        &filters_meta,
+        blocksize,
+        splitmode,
+        nthreads,
+        use_dict,
+    )?;
+    let src = bytes_of(&data, "data")?;
+    if src.len() > blosc_chunk::MAX_BUFFERSIZE {
+        return Err(err(format!(
+            "data has {} bytes, a Blosc chunk holds at most {}",
+            src.len(),
+            blosc_chunk::MAX_BUFFERSIZE
+        )));
+    }
+    let chunk = detached(py, || blosc_chunk::compress(src, &p))
+        .map_err(err)?
+        .map_err(|e| err(e.to_string()))?;
+    Ok(PyBytes::new(py, &chunk))
+}
+
+/// The header of `chunk`, checked against `max_nbytes` and the chunk's own length.
+fn checked_header(chunk: &[u8], max_nbytes: usize) -> PyResult<ChunkHeader> {
+    let h = ChunkHeader::parse(chunk).map_err(|e| err(e.to_string()))?;
+    if h.nbytes() > max_nbytes {
+        return Err(err(format!(
+            "limit exceeded: the chunk decompresses to {} bytes, max_nbytes is {max_nbytes}",
+            h.nbytes()
+        )));
+    }
+    Ok(h)
+}
+
+/// Decompresses one chunk into a new `bytes` object, decoding with the GIL released.
+///
+/// # Errors
+/// `BloscError` for a malformed, truncated, unsupported or too large chunk.
+#[pyfunction]
+#[pyo3(signature = (chunk, nthreads, max_nbytes))]
+fn decompress<'py>(
+    py: Python<'py>,
+    chunk: PyReadonlyArray1<'py, u8>,
+    nthreads: i64,
+    max_nbytes: i64,
+) -> PyResult<Bound<'py, PyBytes>> {
+    let src = bytes_of(&chunk, "chunk")?;
+    let params = dparams(nthreads, max_nbytes)?;
+    let h = checked_header(src, params.limits.max_nbytes)?;
+    PyBytes::new_with(py, h.nbytes(), |out| {
+        detached(py, || blosc_chunk::decompress_into_ctx(src, out, &params))
+            .map_err(err)?
+            .map_err(|e| err(e.to_string()))?;
+        Ok(())
+    })
+}
+
+/// Decompresses one chunk into a writable contiguous `uint8` array; returns the byte count.
+///
+/// # Errors
+/// `BloscError` for a bad chunk or an output smaller than the chunk's `nbytes`.
+#[pyfunction]
+#[pyo3(signature = (chunk, out, nthreads, max_nbytes))]
+fn decompress_into(
+    py: Python<'_>,
+    chunk: PyReadonlyArray1<'_, u8>,
+    mut out: numpy::PyReadwriteArray1<'_, u8>,
+    nthreads: i64,
+    max_nbytes: i64,
+) -> PyResult<usize> {
+    let src = bytes_of(&chunk, "chunk")?;
+    let params = dparams(nthreads, max_nbytes)?;
+    let h = checked_header(src, params.limits.max_nbytes)?;
+    let dst = out
+        .as_slice_mut()
+        .map_err(|_| err("out must be a writable C-contiguous buffer"))?;
+    if dst.len() < h.nbytes() {
+        return Err(err(format!(
+            "out holds {} bytes, the chunk decompresses to {}",
+            dst.len(),
+            h.nbytes()
+        )));
+    }
+    detached(py, || blosc_chunk::decompress_into_ctx(src, dst, &params))
+        .map_err(err)?
+        .map_err(|e| err(e.to_string()))
+}
+
+/// Decoding parameters from the Python arguments.
+fn dparams(nthreads: i64, max_nbytes: i64) -> PyResult<DParams> {
+    let nthreads = usize::try_from(nthreads)
+        .ok()
+        .filter(|&n| n <= 4096)
+        .ok_or_else(|| err(format!("nthreads {nthreads} is not in 0..=4096")))?;
+    let max = usize::try_from(max_nbytes)
+        .map_err(|_| err(format!("max_nbytes {max_nbytes} is negative")))?;
+    let mut p = DParams::with_threads(nthreads);
+    p.limits = Limits::with_max_nbytes(max.min(blosc_chunk::MAX_BUFFERSIZE));
+    Ok(p)
+}
+
+/// The header fields of `chunk` as a dict (the Python wrapper builds `ChunkInfo` from it).
+///
+/// # Errors
+/// `BloscError` if the header is malformed.
+#[pyfunction]
+fn info<'py>(py: Python<'py>, chunk: PyReadonlyArray1<'py, u8>) -> PyResult<Bound<'py, PyDict>> {
+    let src = bytes_of(&chunk, "chunk")?;
+    let h = ChunkHeader::parse(src).map_err(|e| err(e.to_string()))?;
+    let d = PyDict::new(py);
+    d.set_item("version", h.version())?;
+    d.set_item("versionlz", h.versionlz())?;
+    d.set_item("flags", h.flags())?;
+    d.set_item("nbytes", h.nbytes())?;
+    d.set_item("cbytes", h.cbytes())?;
+    d.set_item("blocksize", h.blocksize())?;
+    d.set_item("nblocks", h.nblocks())?;
+    d.set_item("typesize", h.typesize())?;
+    d.set_item("codec", h.codec().id())?;
+    d.set_item("codec_format", h.codec_format())?;
+    d.set_item("filters", h.filter_ids().to_vec())?;
+    d.set_item("filters_meta", h.filters_meta().to_vec())?;
+    d.set_item("compcode_meta", h.compcode_meta())?;
+    d.set_item("blosc2_flags", h.blosc2_flags())?;
+    d.set_item("header_len", h.header_len())?;
+    d.set_item("extended_header", h.is_extended())?;
+    d.set_item("memcpyed", h.is_memcpyed())?;
+    d.set_item("split", !h.dont_split())?;
+    d.set_item("use_dict", h.uses_dict())?;
+    d.set_item("lazy", h.is_lazy())?;
+    d.set_item("vl_blocks", h.vl_blocks())?;
+    let special = h.special().map(|s| match s {
+        SpecialValue::Zeros => "zeros",
+        SpecialValue::Nan => "nan",
+        SpecialValue::Value => "value",
+        SpecialValue::Uninit => "uninit",
+        _ => "other",
+    });
+    d.set_item("special", special)?;
+    Ok(d)
+}
+
+/// Names and ids of the codecs this build has (`blosc2.compressor_list()`'s analogue).
+#[pyfunction]
+fn codecs() -> Vec<(&'static str, u8)> {
+    [
+        Codec::BloscLz,
+        Codec::Lz4,
+        Codec::Lz4Hc,
+        Codec::Zlib,
+        Codec::Zstd,
+    ]
+    .into_iter()
+    .filter(|c| c.is_enabled())
+    .map(|c| (c.name(), c.id()))
+    .collect()
+}
+
+/// Adds the `blosc` submodule to `parent`.
+///
+/// # Errors
+/// A Python error if the module cannot be created.
+pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
+    crate::common::add_submodule(parent, "blosc", |m| {
+        m.add("BloscError", m.py().get_type::<BloscError>())?;
+        m.add("MAX_BUFFERSIZE", blosc_chunk::MAX_BUFFERSIZE)?;
+        m.add("MAX_BLOCKSIZE", blosc_chunk::MAX_BLOCKSIZE)?;
+        m.add("MAX_OVERHEAD", blosc_chunk::MAX_OVERHEAD)?;
+        m.add_function(wrap_pyfunction!(compress, m)?)?;
+        m.add_function(wrap_pyfunction!(decompress, m)?)?;
+        m.add_function(wrap_pyfunction!(decompress_into, m)?)?;
+        m.add_function(wrap_pyfunction!(info, m)?)?;
+        m.add_function(wrap_pyfunction!(codecs, m)?)?;
+        Ok(())
+    })
+}
