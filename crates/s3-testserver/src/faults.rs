@@ -1,0 +1,217 @@
+//! Fault injection: rules the tests program, consumed by the HTTP layer one request at a time.
+
+use std::fmt;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+/// What an injected fault does to the request it hits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum FaultKind {
+    /// Answer with this HTTP status (e.g. 500 or 503) and an S3 XML error body, without touching
+    /// the store. The request body, if any, is read and discarded first, so the client sees the
+    /// status rather than a broken pipe.
+    Status(u16),
+    /// Close the connection without sending a response (the client sees a connection error).
+    /// Nothing is stored.
+    Reset,
+    /// For a GET that succeeds with a non-empty body: send the status and headers (with the full
+    /// `Content-Length`), then only the first half of the body, then close the connection.
+    TruncateBody,
+    /// For a GET that succeeds: send the body in pieces of `chunk` bytes with `delay` before each.
+    SlowBody {
+        /// Bytes per piece (at least 1).
+        chunk: usize,
+        /// Pause before each piece.
+        delay: Duration,
+    },
+}
+
+impl FaultKind {
+    /// Whether the fault applies only to GET requests (it acts on a response body).
+    fn get_only(&self) -> bool {
+        matches!(self, Self::TruncateBody | Self::SlowBody { .. })
+    }
+}
+
+impl fmt::Display for FaultKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Status(s) => write!(f, "status {s}"),
+            Self::Reset => f.write_str("reset"),
+            Self::TruncateBody => f.write_str("truncated body"),
+            Self::SlowBody { chunk, delay } => write!(f, "slow body ({chunk} B per {delay:?})"),
+        }
+    }
+}
+
+/// A fault to inject into the next `count` requests that match the filters.
+///
+/// Rules are checked in the order they were added; the first matching rule with requests left is
+/// applied (and its count decremented). A request gets at most one fault.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FaultRule {
+    kind: FaultKind,
+    count: u32,
+    method: Option<String>,
+    key_contains: Option<String>,
+}
+
+impl FaultRule {
+    /// A rule applying `kind` to the next `count` requests (of any method and key; `TruncateBody`
+    /// and `SlowBody` only ever apply to GET requests).
+    #[must_use]
+    pub fn new(kind: FaultKind, count: u32) -> Self {
+        Self {
+            kind,
+            count,
+            method: None,
+            key_contains: None,
+        }
+    }
+
+    /// Only requests with this HTTP method (`"GET"`, `"PUT"`, `"HEAD"`, ...; case-insensitive).
+    #[must_use]
+    pub fn method(mut self, method: &str) -> Self {
+        self.method = Some(method.to_ascii_uppercase());
+        self
+    }
+
+    /// Only requests whose object key contains `needle` (the key is the percent-decoded path after
+    /// the bucket; for bucket-level requests such as LIST it is empty).
+    #[must_use]
+    pub fn key_contains(mut self, needle: &str) -> Self {
+        self.key_contains = Some(needle.to_owned());
+        self
+    }
+
+    fn matches(&self, method: &str, key: &str) -> bool {
+        if self.count == 0 {
+            return false;
+        }
+        if self.kind.get_only() && method != "GET" {
+            return false;
+        }
+        if let Some(m) = &self.method
+            && m != method
+        {
+            return false;
+        }
+        if let Some(needle) = &self.key_contains
+            && !key.contains(needle.as_str())
+        {
+            return false;
+        }
+        true
+    }
+}
+
+#[derive(Debug, Default)]
+struct FaultState {
+    latency: Duration,
+    rules: Vec<FaultRule>,
+    injected: u64,
+}
+
+/// Handle to the server's fault injection (cheap to clone; all clones control the same server).
+///
+/// Requests made by the server's own helpers ([`TestServer::upload_dir`](crate::TestServer::upload_dir),
+/// [`TestServer::download_prefix`](crate::TestServer::download_prefix)) bypass faults and latency.
+#[derive(Clone, Default)]
+pub struct Faults {
+    state: Arc<Mutex<FaultState>>,
+}
+
+impl fmt::Debug for Faults {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let st = self.lock();
+        f.debug_struct("Faults")
+            .field("latency", &st.latency)
+            .field("rules", &st.rules)
+            .finish()
+    }
+}
+
+impl Faults {
+    fn lock(&self) -> std::sync::MutexGuard<'_, FaultState> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Delay every request by `latency` before it is handled (to emulate a remote store's round
+    /// trip; `Duration::ZERO` turns it off). Applies until changed.
+    pub fn set_latency(&self, latency: Duration) {
+        self.lock().latency = latency;
+    }
+
+    /// The per-request latency currently set.
+    #[must_use]
+    pub fn latency(&self) -> Duration {
+        self.lock().latency
+    }
+
+    /// Add a rule (see [`FaultRule`]).
+    pub fn inject(&self, rule: FaultRule) {
+        self.lock().rules.push(rule);
+    }
+
+    /// Answer the next `n` requests (any method, any key) with HTTP `status` (e.g. 500, 503).
+    pub fn fail_next(&self, n: u32, status: u16) {
+        self.inject(FaultRule::new(FaultKind::Status(status), n));
+    }
+
+    /// Close the connection of the next `n` requests without a response.
+    pub fn reset_next(&self, n: u32) {
+        self.inject(FaultRule::new(FaultKind::Reset, n));
+    }
+
+    /// Truncate the body of the next `n` successful GET responses with a body.
+    pub fn truncate_next(&self, n: u32) {
+        self.inject(FaultRule::new(FaultKind::TruncateBody, n));
+    }
+
+    /// Send the body of the next `n` GET responses slowly (`chunk` bytes, then `delay`, ...).
+    pub fn slow_body_next(&self, n: u32, chunk: usize, delay: Duration) {
+        self.inject(FaultRule::new(
+            FaultKind::SlowBody {
+                chunk: chunk.max(1),
+                delay,
+            },
+            n,
+        ));
+    }
+
+    /// Remove all rules and set the latency to zero (the count of injected faults is kept).
+    pub fn clear(&self) {
+        let mut st = self.lock();
+        st.rules.clear();
+        st.latency = Duration::ZERO;
+    }
+
+    /// How many injections the rules still hold (sum of their remaining counts).
+    #[must_use]
+    pub fn pending(&self) -> u64 {
+        self.lock().rules.iter().map(|r| u64::from(r.count)).sum()
+    }
+
+    /// How many faults have been injected since the server started (never reset).
+    #[must_use]
+    pub fn injected(&self) -> u64 {
+        self.lock().injected
+    }
+
+    /// Pick the fault for a request (consuming one count of the first matching rule).
+    pub(crate) fn take(&self, method: &str, key: &str) -> (Duration, Option<FaultKind>) {
+        let mut st = self.lock();
+        let latency = st.latency;
+        let mut hit = None;
+        if let Some(rule) = st.rules.iter_mut().find(|r| r.matches(method, key)) {
+            rule.count -= 1;
+            hit = Some(rule.kind.clone());
+        }
+        if hit.is_some() {
+            st.injected = st.injected.saturating_add(1);
+            st.rules.retain(|r| r.count > 0);
+        }
+        (latency, hit)
+    }
+}

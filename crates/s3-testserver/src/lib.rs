@@ -1,0 +1,448 @@
+//! An S3-compatible server for tests: the real S3 protocol over TCP on `127.0.0.1`, started
+//! in-process, with fault injection and request counters.
+//!
+//! The server is [s3s](https://docs.rs/s3s) (S3 protocol: routing, SigV4 authentication, XML)
+//! over [s3s-fs](https://docs.rs/s3s-fs) (objects as files in a temporary directory), served by
+//! hyper on its own thread with its own tokio runtime, so synchronous and asynchronous tests use it
+//! alike. Between hyper and s3s sits this crate's layer:
+//!
+//! - **Consistency fixes** over s3s-fs: atomic conditional PUT (`If-Match` / `If-None-Match: *`)
+//!   per key, conditional GET/HEAD (`If-Match`, `If-None-Match`, `If-(Un)Modified-Since`), a GET's
+//!   bytes and ETag always of the same version, and no object left under its key by an upload that
+//!   fails its checksum. Details in the `guard` module source.
+//! - **Fault injection** ([`Faults`]): per-request latency; the next N requests (optionally only a
+//!   method and/or keys containing a substring) answered 500/503, reset without a response, or
+//!   (GET) sent with a truncated or slow body.
+//! - **Observation**: a log of every request ([`RequestRecord`]: method, key, query, range, start
+//!   and end time, status, bytes), [`Stats`] derived from it, and [`critical_path`] (round trips on
+//!   the critical path) for benchmarks.
+//!
+//! ```no_run
+//! use object_store::{ObjectStoreExt, PutPayload, path::Path};
+//! use s3_testserver::TestServer;
+//!
+//! # async fn demo() -> std::io::Result<()> {
+//! let server = TestServer::start()?;
+//! let store = server.store();
+//! store.put(&Path::from("a/b.bin"), PutPayload::from_static(b"hello")).await.map_err(std::io::Error::other)?;
+//! server.faults().fail_next(1, 503); // retried by the client
+//! let got = store.get(&Path::from("a/b.bin")).await.map_err(std::io::Error::other)?;
+//! assert_eq!(got.bytes().await.map_err(std::io::Error::other)?.as_ref(), b"hello");
+//! assert!(server.stats().method("GET") >= 2);
+//! # Ok(()) }
+//! ```
+//!
+//! Stop the server by dropping the [`TestServer`].
+
+mod faults;
+mod guard;
+mod http_layer;
+mod record;
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use hyper::server::conn::http1;
+use hyper::service::service_fn;
+use hyper_util::rt::{TokioIo, TokioTimer};
+use object_store::aws::{AmazonS3, AmazonS3Builder};
+use object_store::path::Path as ObjectPath;
+use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
+use s3s::auth::SimpleAuth;
+use s3s::service::S3ServiceBuilder;
+
+pub use faults::{FaultKind, FaultRule, Faults};
+pub use record::{RequestRecord, Stats, critical_path};
+
+use http_layer::{INTERNAL_HEADER, Shared};
+
+/// Bucket created at start.
+const BUCKET: &str = "scifmt-test";
+const ACCESS_KEY: &str = "scifmt-test-access-key";
+const SECRET_KEY: &str = "scifmt-test-secret-key";
+const REGION: &str = "us-east-1";
+
+/// How many times [`TestServer::store`] retries a failed request (object_store's default is 10).
+pub const CLIENT_MAX_RETRIES: usize = 3;
+
+/// A running S3-compatible server; dropping it stops the server and deletes its files.
+pub struct TestServer {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    dir: tempfile::TempDir,
+    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl fmt::Debug for TestServer {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("TestServer")
+            .field("endpoint", &self.endpoint())
+            .field("bucket", &BUCKET)
+            .field("dir", &self.dir.path())
+            .finish_non_exhaustive()
+    }
+}
+
+impl TestServer {
+    /// Start a server on `127.0.0.1` (a free port) backed by a new temporary directory, with the
+    /// bucket [`bucket`](Self::bucket) created.
+    ///
+    /// # Errors
+    /// I/O errors creating the directory, binding the socket, or starting the runtime thread.
+    pub fn start() -> io::Result<Self> {
+        let dir = tempfile::Builder::new().prefix("s3-testserver").tempdir()?;
+        std::fs::create_dir(dir.path().join(BUCKET))?;
+        let fs = s3s_fs::FileSystem::new(dir.path())
+            .map_err(|e| io::Error::other(format!("s3s-fs: {e:?}")))?;
+        let mut builder = S3ServiceBuilder::new(guard::Guarded::new(fs));
+        builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
+        let shared = Arc::new(Shared {
+            s3: builder.build(),
+            faults: Faults::default(),
+            recorder: record::Recorder::new(),
+            bucket: BUCKET.to_owned(),
+        });
+
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        listener.set_nonblocking(true)?;
+        let addr = listener.local_addr()?;
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("s3-testserver")
+            .enable_all()
+            .build()?;
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        let serve_shared = Arc::clone(&shared);
+        let thread = std::thread::Builder::new()
+            .name(format!("s3-testserver-{}", addr.port()))
+            .spawn(move || {
+                runtime.block_on(serve(listener, serve_shared, rx));
+                runtime.shutdown_timeout(Duration::from_secs(2));
+            })?;
+        Ok(Self {
+            addr,
+            shared,
+            dir,
+            shutdown: Some(tx),
+            thread: Some(thread),
+        })
+    }
+
+    /// The socket address the server listens on.
+    #[must_use]
+    pub fn addr(&self) -> SocketAddr {
+        self.addr
+    }
+
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    #[must_use]
+    pub fn endpoint(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// The bucket created at start (`scifmt-test`).
+    #[must_use]
+    pub fn bucket(&self) -> &str {
+        BUCKET
+    }
+
+    /// The access key id the server accepts.
+    #[must_use]
+    pub fn access_key(&self) -> &str {
+        ACCESS_KEY
+    }
+
+    /// The secret access key the server accepts.
+    #[must_use]
+    pub fn secret_key(&self) -> &str {
+        SECRET_KEY
+    }
+
+    /// The region clients should sign for (`us-east-1`).
+    #[must_use]
+    pub fn region(&self) -> &str {
+        REGION
+    }
+
+    /// `s3://BUCKET/KEY` (`key` without a leading slash; empty for the bucket root).
+    #[must_use]
+    pub fn url(&self, key: &str) -> String {
+        format!("s3://{BUCKET}/{}", key.trim_start_matches('/'))
+    }
+
+    /// The environment variables that make `AmazonS3Builder::from_env` (and
+    /// `object_store::parse_url_opts` with these keys lower-cased) talk to this server:
+    /// `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
+    /// `AWS_DEFAULT_REGION`, `AWS_ALLOW_HTTP=true`, `AWS_VIRTUAL_HOSTED_STYLE_REQUEST=false`,
+    /// `AWS_CONDITIONAL_PUT=etag`, and `AWS_SESSION_TOKEN` /
+    /// `AWS_EC2_METADATA_DISABLED`-style leftovers are not needed. Pass them to a subprocess
+    /// (`Command::envs`) rather than setting them in the test process.
+    #[must_use]
+    pub fn env(&self) -> Vec<(String, String)> {
+        [
+            ("AWS_ENDPOINT_URL", self.endpoint()),
+            ("AWS_ACCESS_KEY_ID", ACCESS_KEY.to_owned()),
+            ("AWS_SECRET_ACCESS_KEY", SECRET_KEY.to_owned()),
+            ("AWS_REGION", REGION.to_owned()),
+            ("AWS_DEFAULT_REGION", REGION.to_owned()),
+            ("AWS_ALLOW_HTTP", "true".to_owned()),
+            ("AWS_VIRTUAL_HOSTED_STYLE_REQUEST", "false".to_owned()),
+            ("AWS_CONDITIONAL_PUT", "etag".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect()
+    }
+
+    /// An `AmazonS3Builder` configured for this server (endpoint, bucket, credentials, region,
+    /// plain HTTP, path-style requests, conditional put by ETag, [`CLIENT_MAX_RETRIES`] retries
+    /// with 10–100 ms backoff), to adjust before `build()`.
+    #[must_use]
+    pub fn s3_builder(&self) -> AmazonS3Builder {
+        let backoff = BackoffConfig {
+            init_backoff: Duration::from_millis(10),
+            max_backoff: Duration::from_millis(100),
+            base: 2.0,
+        };
+        let retry = RetryConfig {
+            backoff,
+            max_retries: CLIENT_MAX_RETRIES,
+            retry_timeout: Duration::from_secs(30),
+        };
+        AmazonS3Builder::new()
+            .with_endpoint(self.endpoint())
+            .with_bucket_name(BUCKET)
+            .with_access_key_id(ACCESS_KEY)
+            .with_secret_access_key(SECRET_KEY)
+            .with_region(REGION)
+            .with_allow_http(true)
+            .with_virtual_hosted_style_request(false)
+            .with_conditional_put(object_store::aws::S3ConditionalPut::ETagMatch)
+            .with_retry(retry)
+    }
+
+    /// A client for this server built from [`s3_builder`](Self::s3_builder).
+    ///
+    /// # Errors
+    /// object_store's builder errors (none expected for this configuration).
+    pub fn s3(&self) -> object_store::Result<AmazonS3> {
+        self.s3_builder().build()
+    }
+
+    /// An object store on this server's bucket (see [`s3_builder`](Self::s3_builder)).
+    ///
+    /// # Panics
+    /// If object_store cannot build the client for this fixed configuration (a bug, not a test
+    /// condition).
+    #[must_use]
+    #[allow(clippy::expect_used)]
+    pub fn store(&self) -> Arc<dyn ObjectStore> {
+        Arc::new(self.s3().expect("AmazonS3 client for the test server"))
+    }
+
+    /// Handle to program faults and latency.
+    #[must_use]
+    pub fn faults(&self) -> Faults {
+        self.shared.faults.clone()
+    }
+
+    /// Every request since start or the last [`reset_stats`](Self::reset_stats), in arrival
+    /// order (requests of [`upload_dir`](Self::upload_dir) / [`download_prefix`](Self::download_prefix)
+    /// excluded).
+    #[must_use]
+    pub fn log(&self) -> Vec<RequestRecord> {
+        self.shared.recorder.records()
+    }
+
+    /// Counters over [`log`](Self::log).
+    #[must_use]
+    pub fn stats(&self) -> Stats {
+        self.shared.recorder.stats()
+    }
+
+    /// Clear the log (and so the stats). Faults and latency are unchanged.
+    pub fn reset_stats(&self) {
+        self.shared.recorder.reset();
+    }
+
+    /// The bucket's directory: the object `a/b` is the file `backing_dir()/a/b` (s3s-fs keeps
+    /// metadata and ETags in hidden files in the parent directory, and in-progress uploads as
+    /// `.tmp.*`/`.upload_id-*` files there too).
+    #[must_use]
+    pub fn backing_dir(&self) -> PathBuf {
+        self.dir.path().join(BUCKET)
+    }
+
+    /// Upload every file under `local` (recursively) to `prefix/<relative path>` through the S3
+    /// protocol, bypassing faults, latency and the log. Returns the number of files.
+    ///
+    /// Callable from synchronous and asynchronous code (it runs on a helper thread).
+    ///
+    /// # Errors
+    /// Reading the local files, or the upload failing (as `io::Error::other`).
+    pub fn upload_dir(&self, local: &Path, prefix: &str) -> io::Result<usize> {
+        let mut files = Vec::new();
+        walk(local, &mut files)?;
+        let store = self.internal_store()?;
+        let prefix = prefix.trim_matches('/').to_owned();
+        let local = local.to_path_buf();
+        run_blocking(async move {
+            let mut n = 0;
+            for file in files {
+                let rel = file
+                    .strip_prefix(&local)
+                    .map_err(io::Error::other)?
+                    .components()
+                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                    .collect::<Vec<_>>()
+                    .join("/");
+                let key = if prefix.is_empty() {
+                    rel
+                } else {
+                    format!("{prefix}/{rel}")
+                };
+                let data = tokio::fs::read(&file).await?;
+                store
+                    .put(&ObjectPath::from(key), data.into())
+                    .await
+                    .map_err(io::Error::other)?;
+                n += 1;
+            }
+            Ok(n)
+        })
+    }
+
+    /// Download every object under `prefix` to `local_dir/<key relative to prefix>` through the
+    /// S3 protocol, bypassing faults, latency and the log. Returns the number of files.
+    ///
+    /// # Errors
+    /// The listing or a download failing, or writing the files.
+    pub fn download_prefix(&self, prefix: &str, local_dir: &Path) -> io::Result<usize> {
+        let store = self.internal_store()?;
+        let prefix = prefix.trim_matches('/').to_owned();
+        let local_dir = local_dir.to_path_buf();
+        run_blocking(async move {
+            let list_prefix = (!prefix.is_empty()).then(|| ObjectPath::from(prefix.as_str()));
+            let metas: Vec<_> = store
+                .list(list_prefix.as_ref())
+                .try_collect()
+                .await
+                .map_err(io::Error::other)?;
+            let mut n = 0;
+            for meta in metas {
+                let key = meta.location.as_ref();
+                let rel = if prefix.is_empty() {
+                    key
+                } else {
+                    key.strip_prefix(prefix.as_str())
+                        .map_or(key, |r| r.trim_start_matches('/'))
+                };
+                let dest = local_dir.join(rel);
+                if let Some(parent) = dest.parent() {
+                    tokio::fs::create_dir_all(parent).await?;
+                }
+                let bytes = store
+                    .get(&meta.location)
+                    .await
+                    .map_err(io::Error::other)?
+                    .bytes()
+                    .await
+                    .map_err(io::Error::other)?;
+                tokio::fs::write(&dest, &bytes).await?;
+                n += 1;
+            }
+            Ok(n)
+        })
+    }
+
+    /// A client whose requests carry the internal header (not logged, not faulted).
+    fn internal_store(&self) -> io::Result<AmazonS3> {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(INTERNAL_HEADER, http::HeaderValue::from_static("1"));
+        self.s3_builder()
+            .with_client_options(
+                ClientOptions::new()
+                    .with_allow_http(true)
+                    .with_default_headers(headers),
+            )
+            .build()
+            .map_err(io::Error::other)
+    }
+}
+
+impl Drop for TestServer {
+    fn drop(&mut self) {
+        if let Some(tx) = self.shutdown.take() {
+            let _ = tx.send(());
+        }
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Accept connections until `stop` fires.
+async fn serve(
+    listener: std::net::TcpListener,
+    shared: Arc<Shared>,
+    mut stop: tokio::sync::oneshot::Receiver<()>,
+) {
+    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
+        return;
+    };
+    loop {
+        tokio::select! {
+            _ = &mut stop => break,
+            accepted = listener.accept() => {
+                let Ok((stream, _)) = accepted else { continue };
+                let _ = stream.set_nodelay(true);
+                let shared = Arc::clone(&shared);
+                tokio::spawn(async move {
+                    let service = service_fn(move |req| http_layer::handle(Arc::clone(&shared), req));
+                    let _ = http1::Builder::new()
+                        .timer(TokioTimer::new())
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
+                });
+            }
+        }
+    }
+}
+
+/// Run `fut` to completion on a fresh current-thread runtime on a helper thread (so it works
+/// whether or not the caller is inside a tokio runtime).
+fn run_blocking<T: Send + 'static>(
+    fut: impl Future<Output = io::Result<T>> + Send + 'static,
+) -> io::Result<T> {
+    std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?
+            .block_on(fut)
+    })
+    .join()
+    .map_err(|_| io::Error::other("s3-testserver helper thread panicked"))?
+}
+
+/// All regular files under `dir`, recursively, sorted.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
+    let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
+    entries.sort_by_key(std::fs::DirEntry::path);
+    for e in entries {
+        let ty = e.file_type()?;
+        if ty.is_dir() {
+            walk(&e.path(), out)?;
+        } else if ty.is_file() {
+            out.push(e.path());
+        }
+    }
+    Ok(())
+}
