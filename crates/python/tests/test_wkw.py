@@ -1,0 +1,600 @@
+"""scifmt.wkw against the reference `wkw` package (PyPI wkw 1.1.24) and its fixtures."""
+
+import hashlib
+import json
+import os
+import pickle
+import shutil
+import threading
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+import scifmt.wkw as wkw
+import scifmt.wkw.wkw as wkw_module
+
+ref = pytest.importorskip("wkw", reason="the reference package wkw==1.1.24 is needed")
+
+VOXEL_TYPES = [
+    np.uint8,
+    np.uint16,
+    np.uint32,
+    np.uint64,
+    np.float32,
+    np.float64,
+    np.int8,
+    np.int16,
+    np.int32,
+    np.int64,
+]
+BLOCK_TYPES = [1, 2, 3]  # raw, LZ4, LZ4HC
+# block_len 8, file_len 2: a file is 16³ voxels, so small boxes cross files.
+BLOCK_LEN, FILE_LEN = 8, 2
+FILE_VX = BLOCK_LEN * FILE_LEN
+
+
+def make_data(voxel_type, channels, shape, seed=0):
+    rng = np.random.default_rng(seed)
+    dt = np.dtype(voxel_type)
+    full = (channels,) + tuple(shape)
+    if dt.kind == "f":
+        return (rng.standard_normal(full) * 1000).astype(dt)
+    info = np.iinfo(dt)
+    return rng.integers(info.min, info.max, size=full, dtype=dt, endpoint=True)
+
+
+def in_order(data, order):
+    return np.asfortranarray(data) if order == "F" else np.ascontiguousarray(data)
+
+
+def header(mod, voxel_type, channels, block_type):
+    return mod.Header(
+        voxel_type,
+        num_channels=channels,
+        block_len=BLOCK_LEN,
+        file_len=FILE_LEN,
+        block_type=block_type,
+    )
+
+
+# ---- cross-checks with the reference, both ways -------------------------------------------
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("block_type", BLOCK_TYPES)
+@pytest.mark.parametrize("channels", [1, 3])
+@pytest.mark.parametrize("voxel_type", VOXEL_TYPES, ids=lambda t: np.dtype(t).name)
+def test_written_by_us_read_by_reference(tmp_path, voxel_type, channels, block_type, order):
+    root = str(tmp_path / "ds")
+    # Unaligned and crossing files, also in compressed datasets (which the reference refuses).
+    off, shape = (5, 13, 30), (20, 7, 19)
+    data = make_data(voxel_type, channels, shape)
+    with wkw.Dataset.create(root, header(wkw, voxel_type, channels, block_type)) as ds:
+        ds.write(off, in_order(data, order))
+    with ref.Dataset.open(root) as r:
+        assert r.header.voxel_type == voxel_type
+        assert r.header.num_channels == channels
+        assert r.header.block_type == block_type
+        got = r.read(off, shape)
+        np.testing.assert_array_equal(got, data)
+        around = r.read((0, 0, 16), (32, 32, 64))
+        assert around.sum(dtype=np.float64) == pytest.approx(
+            data.sum(dtype=np.float64), rel=1e-9
+        )
+    if channels == 1:
+        # 3-D input of a one-channel dataset.
+        with wkw.Dataset.open(root) as ds:
+            ds.write((40, 0, 0), in_order(data[0], order))
+        with ref.Dataset.open(root) as r:
+            np.testing.assert_array_equal(r.read((40, 0, 0), shape), data)
+
+
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("block_type", BLOCK_TYPES)
+@pytest.mark.parametrize("channels", [1, 2])
+@pytest.mark.parametrize("voxel_type", VOXEL_TYPES, ids=lambda t: np.dtype(t).name)
+def test_written_by_reference_read_by_us(tmp_path, voxel_type, channels, block_type, order):
+    root = str(tmp_path / "ds")
+    # The reference needs whole files in compressed datasets: write two files along x.
+    off = (FILE_VX, 0, FILE_VX) if block_type != 1 else (3, 17, 9)
+    shape = (2 * FILE_VX, FILE_VX, FILE_VX) if block_type != 1 else (21, 11, 30)
+    data = make_data(voxel_type, channels, shape, seed=1)
+    with ref.Dataset.create(root, header(ref, voxel_type, channels, block_type)) as r:
+        r.write(off, in_order(data, order))
+    with wkw.Dataset.open(root) as ds:
+        assert ds.header.voxel_type == voxel_type
+        assert vars(ds.header) == vars(ref.Dataset.open(root).header)
+        got = ds.read(off, shape)
+        assert got.shape == (channels,) + shape
+        assert got.dtype == np.dtype(voxel_type)
+        assert got.flags.f_contiguous
+        np.testing.assert_array_equal(got, data)
+        got_c = ds.read(off, shape, order="C")
+        assert got_c.flags.c_contiguous
+        np.testing.assert_array_equal(got_c, data)
+        # A box reaching into missing files: zeros there, as the reference.
+        wide = ds.read((0, 0, 0), (64, 32, 48))
+        np.testing.assert_array_equal(wide, ref.Dataset.open(root).read((0, 0, 0), (64, 32, 48)))
+        assert sorted(ds.list_files()) == sorted(ref.Dataset.open(root).list_files())
+
+
+@pytest.mark.parametrize("block_type", BLOCK_TYPES)
+def test_reads_match_reference_on_random_boxes(tmp_path, block_type):
+    root = str(tmp_path / "ds")
+    data = make_data(np.uint16, 2, (48, 32, 32), seed=2)
+    with ref.Dataset.create(root, header(ref, np.uint16, 2, block_type)) as r:
+        r.write((0, 0, 0), data)
+    rng = np.random.default_rng(3)
+    with wkw.Dataset.open(root) as ds, ref.Dataset.open(root) as r:
+        for _ in range(40):
+            off = tuple(int(v) for v in rng.integers(0, 40, 3))
+            shape = tuple(int(v) for v in rng.integers(1, 30, 3))
+            np.testing.assert_array_equal(ds.read(off, shape), r.read(off, shape))
+
+
+def test_strided_views_are_written_like_copies(tmp_path):
+    base = make_data(np.int32, 2, (40, 30, 24), seed=4)
+    views = {
+        "stepped": base[:, ::2, 1::3, ::2],
+        "reversed": base[:, ::-1, :, ::-1],
+        "permuted": np.transpose(base, (0, 3, 2, 1)),
+        "channel_last_fortran": np.asfortranarray(np.moveaxis(base, 0, -1)).transpose(3, 0, 1, 2),
+    }
+    for name, view in views.items():
+        root = str(tmp_path / name)
+        with wkw.Dataset.create(root, header(wkw, np.int32, 2, 2)) as ds:
+            ds.write((7, 3, 1), view)
+            np.testing.assert_array_equal(ds.read((7, 3, 1), view.shape[1:]), view)
+        with ref.Dataset.open(root) as r:
+            np.testing.assert_array_equal(r.read((7, 3, 1), view.shape[1:]), view)
+
+
+def test_readonly_and_non_native_inputs(tmp_path):
+    root = str(tmp_path / "ds")
+    data = make_data(np.uint16, 1, (10, 10, 10))
+    ro = data.copy()
+    ro.flags.writeable = False
+    with wkw.Dataset.create(root, header(wkw, np.uint16, 1, 1)) as ds:
+        ds.write((0, 0, 0), ro)
+        np.testing.assert_array_equal(ds.read((0, 0, 0), (10, 10, 10)), data)
+        with pytest.raises(wkw.WKWException, match="must be of type"):
+            ds.write((0, 0, 0), data.astype(">u2"))
+
+
+def test_compress_both_ways(tmp_path):
+    data = make_data(np.float32, 1, (40, 20, 36), seed=5)
+    # Reference raw dataset -> our compress -> reference reads.
+    src = str(tmp_path / "src")
+    with ref.Dataset.create(src, header(ref, np.float32, 1, 1)) as r:
+        r.write((1, 2, 3), data)
+    with wkw.Dataset.open(src) as ds:
+        out = ds.compress(str(tmp_path / "ours"), compress_files=True)
+        assert out.header.block_type == wkw.Header.BLOCK_TYPE_LZ4HC
+        out.close()
+        empty = ds.compress(str(tmp_path / "header_only"))
+        assert list(empty.list_files()) == []
+        assert empty.header.block_type == 3
+    with ref.Dataset.open(str(tmp_path / "ours")) as r:
+        assert r.header.block_type == 3
+        np.testing.assert_array_equal(r.read((1, 2, 3), data.shape[1:]), data)
+    # Reference compress -> we read.
+    with ref.Dataset.open(src) as r:
+        r.compress(str(tmp_path / "theirs"), compress_files=True).close()
+    with wkw.Dataset.open(str(tmp_path / "theirs")) as ds:
+        np.testing.assert_array_equal(ds.read((1, 2, 3), data.shape[1:]), data)
+    assert wkw.verify(str(tmp_path / "theirs")) == []
+    with pytest.raises(wkw.WKWException, match="already exists"):
+        wkw.Dataset.open(src).compress(str(tmp_path / "ours"), compress_files=True)
+
+
+def test_file_compress_in_place_is_read_by_both(tmp_path):
+    root = str(tmp_path / "ds")
+    data = make_data(np.uint8, 1, (16, 16, 16), seed=6)
+    with wkw.Dataset.create(root, header(wkw, np.uint8, 1, 1)) as ds:
+        ds.write((0, 0, 0), data)
+    path = os.path.join(root, "z0", "y0", "x0.wkw")
+    wkw.File.compress(path, path + ".tmp")
+    os.replace(path + ".tmp", path)
+    # header.wkw still says raw: both read the LZ4HC file by its own block type.
+    np.testing.assert_array_equal(ref.Dataset.open(root).read((0, 0, 0), (16, 16, 16)), data)
+    np.testing.assert_array_equal(wkw.Dataset.open(root).read((0, 0, 0), (16, 16, 16)), data)
+    with pytest.raises(wkw.WKWException, match="blockType"):
+        wkw.Dataset.open(root, strict_headers=True).read((0, 0, 0), (1, 1, 1))
+    with pytest.raises(wkw.WKWException):
+        wkw.File.compress(str(tmp_path / "missing.wkw"), str(tmp_path / "out.wkw"))
+
+
+# ---- the reference's fixtures ---------------------------------------------------------------
+
+
+def fixture_cases(testdata):
+    expected = json.loads((testdata / "wkw" / "expected.json").read_text())
+    return [(name, case) for name, case in expected.items() if not name.startswith("_")]
+
+
+def test_reference_fixtures(testdata):
+    cases = fixture_cases(testdata)
+    assert len(cases) >= 8
+    reads = 0
+    for name, case in cases:
+        root = str(testdata / "wkw" / name)
+        with wkw.Dataset.open(root) as ds:
+            h = case["header"]
+            assert np.dtype(ds.header.voxel_type).name == h["voxel_type"]
+            for field in ("num_channels", "block_len", "file_len", "block_type", "version"):
+                assert getattr(ds.header, field) == h[field], (name, field)
+            for rd in case.get("reads", []):
+                arr = ds.read(rd["offset_xyz"], rd["shape_xyz"])
+                assert list(arr.shape) == rd["array_shape_cxyz"]
+                assert arr.dtype.name == rd["dtype"]
+                assert int(np.count_nonzero(np.any(arr != 0, axis=0))) == rd[
+                    "nonzero_voxels"
+                ] or int(np.count_nonzero(arr)) == rd["nonzero_voxels"]
+                f = hashlib.sha256(arr.tobytes(order="F")).hexdigest()
+                assert f == rd["sha256_fortran_bytes"], (name, rd["offset_xyz"])
+                c = ds.read(rd["offset_xyz"], rd["shape_xyz"], order="C")
+                assert hashlib.sha256(c.tobytes()).hexdigest() == rd["sha256_c_bytes"]
+                reads += 1
+        assert wkw.verify(root) == []
+    assert reads >= 10
+
+
+# ---- behaviours of the reference we match ----------------------------------------------------
+
+BOTH = pytest.mark.parametrize("mod", [ref, wkw], ids=["reference", "scifmt"])
+
+
+@BOTH
+def test_header_defaults_and_checks(mod):
+    h = mod.Header(np.uint8)
+    assert (h.num_channels, h.version, h.block_len, h.file_len, h.block_type) == (1, 1, 32, 32, 1)
+    assert (mod.Header.BLOCK_TYPE_RAW, mod.Header.BLOCK_TYPE_LZ4, mod.Header.BLOCK_TYPE_LZ4HC) == (
+        1,
+        2,
+        3,
+    )
+    for kwargs in (
+        {"block_len": 3},
+        {"file_len": 6},
+        {"block_type": 4},
+        {"num_channels": 0},
+    ):
+        with pytest.raises(AssertionError):
+            mod.Header(np.uint8, **kwargs)
+    with pytest.raises(AssertionError):
+        mod.Header(np.bool_)
+
+
+@BOTH
+def test_error_cases_match(mod, tmp_path):
+    root = str(tmp_path / "ds")
+    with pytest.raises(mod.wkw.WKWException):
+        mod.Dataset.open(str(tmp_path / "missing"))
+    ds = mod.Dataset.create(root, mod.Header(np.uint8, num_channels=2))
+    with pytest.raises(mod.wkw.WKWException):
+        mod.Dataset.create(root, mod.Header(np.uint8))
+    # open with a header on an existing dataset opens it unchanged
+    assert mod.Dataset.open(root, mod.Header(np.uint16)).header.voxel_type == np.uint8
+    with pytest.raises(AssertionError):
+        ds.read((-1, 0, 0), (1, 1, 1))
+    with pytest.raises(AssertionError):
+        ds.read((0, 0, 0), (1, -1, 1))
+    with pytest.raises(mod.wkw.WKWException, match="NumPy ndarray"):
+        ds.write((0, 0, 0), [[[1]]])
+    with pytest.raises(mod.wkw.WKWException, match="three- or four-dimensional"):
+        ds.write((0, 0, 0), np.zeros((2, 2), np.uint8))
+    with pytest.raises(mod.wkw.WKWException, match="three- or four-dimensional"):
+        ds.write((0, 0, 0), np.zeros((1, 2, 2, 2, 2), np.uint8))
+    with pytest.raises(mod.wkw.WKWException, match="2 channels"):
+        ds.write((0, 0, 0), np.zeros((3, 2, 2, 2), np.uint8))
+    with pytest.raises(mod.wkw.WKWException, match="2 channels"):
+        ds.write((0, 0, 0), np.zeros((2, 2, 2), np.uint8))
+    with pytest.raises(mod.wkw.WKWException, match="must be of type"):
+        ds.write((0, 0, 0), np.zeros((2, 2, 2, 2), np.uint16))
+    with pytest.raises(mod.wkw.WKWException):
+        ds.read((2**32 - 1, 0, 0), (10, 1, 1))
+    os.makedirs(tmp_path / "garbage")
+    (tmp_path / "garbage" / "header.wkw").write_bytes(b"garbage")
+    with pytest.raises(mod.wkw.WKWException):
+        mod.Dataset.open(str(tmp_path / "garbage"))
+    ds.close()
+
+
+@BOTH
+def test_public_names(mod):
+    for name in ("Header", "Dataset", "File"):
+        assert hasattr(mod, name)
+    for name in ("open", "create"):
+        assert callable(getattr(mod.Dataset, name))
+    for name in ("read", "write", "compress", "list_files", "close", "__enter__", "__exit__"):
+        assert callable(getattr(mod.Dataset, name))
+    assert issubclass(mod.wkw.WKWException, Exception)
+    assert callable(mod.File.compress)
+
+
+def test_exception_is_the_same_class_everywhere():
+    from scifmt._scifmt import wkw as core
+
+    assert wkw.WKWException is wkw_module.WKWException is core.WKWException
+    assert wkw.wkw.WKWException is wkw.WKWException
+
+
+def test_unchanged_reference_code_runs(tmp_path):
+    """A snippet in the style of webKNOSSOS tools, written against `wkw`, run on scifmt.wkw."""
+    import scifmt.wkw as wkw_alias  # noqa: F401  (the documented import)
+
+    code = """
+import numpy as np
+with wkw.Dataset.open(root, wkw.Header(np.uint8, num_channels=1, file_len=4)) as dataset:
+    data = np.arange(64 * 64 * 64, dtype=np.uint8).reshape(64, 64, 64)
+    dataset.write((0, 0, 0), data)
+    out = dataset.read((0, 0, 0), (64, 64, 64))
+    assert out.shape == (1, 64, 64, 64)
+    assert (out[0] == data).all()
+    files = list(dataset.list_files())
+    assert len(files) == 1, files
+    compressed = dataset.compress(root + "_c", compress_files=True)
+    assert compressed.header.block_type == wkw.Header.BLOCK_TYPE_LZ4HC
+    assert (compressed.read((0, 0, 0), (64, 64, 64)) == out).all()
+    try:
+        dataset.write((0, 0, 0), data.astype(np.uint16))
+    except wkw.wkw.WKWException:
+        pass
+    else:
+        raise RuntimeError("no exception")
+"""
+    exec(code, {"wkw": wkw, "root": str(tmp_path / "ds")})
+    np.testing.assert_array_equal(
+        ref.Dataset.open(str(tmp_path / "ds_c")).read((0, 0, 0), (64, 64, 64))[0],
+        np.arange(64 * 64 * 64, dtype=np.uint8).reshape(64, 64, 64),
+    )
+
+
+# ---- where we are deliberately different -----------------------------------------------------
+
+
+def test_unaligned_compressed_writes_accepted_where_reference_refuses(tmp_path):
+    root = str(tmp_path / "ds")
+    data = make_data(np.uint8, 1, (5, 6, 7))
+    ref.Dataset.create(root, header(ref, np.uint8, 1, 2)).close()
+    with pytest.raises(ref.wkw.WKWException, match="as a whole"):
+        ref.Dataset.open(root).write((1, 2, 3), data)
+    ds = wkw.Dataset.open(root)
+    ds.write((1, 2, 3), data)
+    ds.write((10, 2, 3), data)  # merges into the same compressed file
+    np.testing.assert_array_equal(ref.Dataset.open(root).read((1, 2, 3), (5, 6, 7)), data)
+    np.testing.assert_array_equal(ref.Dataset.open(root).read((10, 2, 3), (5, 6, 7)), data)
+
+
+def test_corrupt_files_are_errors_not_zeros(tmp_path):
+    root = str(tmp_path / "ds")
+    data = make_data(np.uint16, 1, (16, 16, 16)) | 1
+    with wkw.Dataset.create(root, header(wkw, np.uint16, 1, 2)) as ds:
+        ds.write((0, 0, 0), data)
+    path = os.path.join(root, "z0", "y0", "x0.wkw")
+    with open(path, "r+b") as f:
+        f.write(b"XXXX")
+    assert ref.Dataset.open(root).read((0, 0, 0), (4, 4, 4)).sum() == 0  # reference: zeros
+    with pytest.raises(wkw.WKWException) as e:
+        wkw.Dataset.open(root).read((0, 0, 0), (4, 4, 4))
+    assert path in str(e.value) and "magic" in str(e.value)
+    with pytest.raises(wkw.WKWException, match="x0.wkw"):
+        wkw.Dataset.open(root).write((0, 0, 0), data[:, :2, :2, :2])
+    zeros = wkw.Dataset.open(root, corrupt_as_zeros=True).read((0, 0, 0), (4, 4, 4))
+    assert zeros.sum() == 0
+    problems = wkw.Dataset.open(root).verify()
+    assert [p for p, _ in problems] == [path]
+    assert "magic" in problems[0][1]
+    # Truncated compressed data inside a block: an error naming the file.
+    with wkw.Dataset.create(str(tmp_path / "t"), header(wkw, np.uint16, 1, 2)) as ds:
+        ds.write((0, 0, 0), data)
+    tpath = os.path.join(str(tmp_path / "t"), "z0", "y0", "x0.wkw")
+    os.truncate(tpath, os.path.getsize(tpath) - 100)
+    with pytest.raises(wkw.WKWException, match="x0.wkw"):
+        wkw.Dataset.open(str(tmp_path / "t")).read((0, 0, 0), (16, 16, 16))
+
+
+def test_empty_reads_return_empty_arrays(tmp_path):
+    with wkw.Dataset.create(str(tmp_path / "ds"), wkw.Header(np.float64, 2)) as ds:
+        assert ds.read((3, 3, 3), (0, 4, 4)).shape == (2, 0, 4, 4)
+
+
+# ---- extras -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("threads", [None, 1, 2, 3])
+def test_threads_give_identical_results(tmp_path, threads):
+    root = str(tmp_path / "ds")
+    data = make_data(np.uint32, 2, (40, 33, 35), seed=7)
+    with wkw.Dataset.create(root, header(wkw, np.uint32, 2, 3), threads=threads) as ds:
+        ds.write((1, 1, 1), data)
+        np.testing.assert_array_equal(ds.read((1, 1, 1), data.shape[1:]), data)
+    with wkw.Dataset.open(root, threads=threads) as ds:
+        np.testing.assert_array_equal(ds.read((1, 1, 1), data.shape[1:], order="C"), data)
+        out = ds.compress(str(tmp_path / "c"), compress_files=True)
+        np.testing.assert_array_equal(out.read((1, 1, 1), data.shape[1:]), data)
+
+
+def test_concurrent_python_threads(tmp_path):
+    """Reads and writes from many Python threads at once (the GIL is released during I/O)."""
+    root = str(tmp_path / "ds")
+    ds = wkw.Dataset.create(root, header(wkw, np.uint16, 1, 2))
+    cubes = {i: np.full((1, 8, 8, 8), i + 1, np.uint16) for i in range(16)}
+
+    def write(i):
+        ds.write(((i % 4) * 8, (i // 4) * 8, 3), cubes[i])
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(write, range(16)))
+        reads = list(pool.map(lambda i: ds.read(((i % 4) * 8, (i // 4) * 8, 3), (8, 8, 8)), range(16)))
+    for i, r in enumerate(reads):
+        np.testing.assert_array_equal(r, cubes[i])
+
+    # While one thread decodes a large box, another thread keeps running Python code.
+    big = wkw.Dataset.create(str(tmp_path / "big"), wkw.Header(np.uint8, block_type=3))
+    big.write((0, 0, 0), make_data(np.uint8, 1, (128, 128, 128)))
+    ticks = []
+    stop = threading.Event()
+
+    def ticker():
+        while not stop.is_set():
+            ticks.append(1)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        for _ in range(3):
+            big.read((0, 0, 0), (128, 128, 128))
+    finally:
+        stop.set()
+        t.join()
+    assert len(ticks) > 0
+
+
+def test_pickle_reopens_by_path(tmp_path):
+    root = str(tmp_path / "ds")
+    with wkw.Dataset.create(root, wkw.Header(np.int8), threads=1) as ds:
+        ds.write((0, 0, 0), np.full((1, 2, 2, 2), -3, np.int8))
+        clone = pickle.loads(pickle.dumps(ds))
+    assert clone.root == root
+    assert clone.read((0, 0, 0), (2, 2, 2)).sum() == -24
+
+
+def test_closed_dataset_raises(tmp_path):
+    ds = wkw.Dataset.create(str(tmp_path / "ds"), wkw.Header(np.uint8))
+    ds.close()
+    ds.close()  # twice is fine
+    with pytest.raises(wkw.WKWException, match="closed"):
+        ds.read((0, 0, 0), (1, 1, 1))
+    with pytest.raises(wkw.WKWException, match="closed"):
+        ds.write((0, 0, 0), np.zeros((1, 1, 1), np.uint8))
+    with pytest.raises(wkw.WKWException, match="closed"):
+        list(ds.list_files())
+
+
+def test_path_like_roots(tmp_path):
+    with wkw.Dataset.create(tmp_path / "ds", wkw.Header(np.uint8)) as ds:
+        ds.write((0, 0, 0), np.ones((1, 1, 1), np.uint8))
+        assert ds.root == str(tmp_path / "ds")
+    assert wkw.Dataset.open(tmp_path / "ds").read((0, 0, 0), (1, 1, 1)).item() == 1
+
+
+# ---- hostile arguments --------------------------------------------------------------------------
+
+
+@pytest.fixture
+def small(tmp_path):
+    ds = wkw.Dataset.create(str(tmp_path / "ds"), wkw.Header(np.uint8, block_type=2))
+    yield ds
+    ds.close()
+
+
+@pytest.mark.parametrize(
+    "off,shape,exc",
+    [
+        ((2**32, 0, 0), (1, 1, 1), wkw.WKWException),
+        ((0, 0, 0), (2**32, 1, 1), wkw.WKWException),
+        ((2**64, 0, 0), (1, 1, 1), wkw.WKWException),
+        ((0, 0, 2**32 - 1), (1, 1, 2), wkw.WKWException),
+        # 2^31 × 2^31 × 2^31 voxels: refused by the read limit before any allocation
+        ((0, 0, 0), (2**31, 2**31, 2**31), wkw.WKWException),
+        ((0, 0, 0), (2**20, 2**20, 2**20), wkw.WKWException),
+        ((-(2**70), 0, 0), (1, 1, 1), AssertionError),
+        ((0, 0), (1, 1, 1), wkw.WKWException),
+        (None, (1, 1, 1), wkw.WKWException),
+        ("abc", (1, 1, 1), wkw.WKWException),
+        ((0, 0, 0), (1.5, 1, 1), wkw.WKWException),
+        ((0, 0, 0), ("1", 1, 1), wkw.WKWException),
+        ((0, 0, 0), (object(), 1, 1), wkw.WKWException),
+    ],
+)
+def test_hostile_read_arguments(small, off, shape, exc):
+    with pytest.raises(exc):
+        small.read(off, shape)
+
+
+def test_acceptable_coordinate_types(small):
+    for off in ((1, 2, 3), [1, 2, 3], np.array([1, 2, 3], np.int64), (np.uint32(1), 2.0, 3)):
+        assert small.read(off, np.array([2, 2, 2])).shape == (1, 2, 2, 2)
+    assert small.read((2**32 - 2, 0, 0), (1, 1, 1)).shape == (1, 1, 1, 1)
+
+
+def test_hostile_write_arguments(small):
+    data = np.ones((1, 2, 2, 2), np.uint8)
+    for off in ((2**32, 0, 0), (2**32 - 1, 0, 0), (0, 0, 2**40)):
+        with pytest.raises(wkw.WKWException):
+            small.write(off, data)
+    with pytest.raises(AssertionError):
+        small.write((-1, 0, 0), data)
+    with pytest.raises(wkw.WKWException, match="order"):
+        small.read((0, 0, 0), (1, 1, 1), order="K")
+    # The raw core refuses what the Python layer would have caught, without crashing.
+    raw = small._raw
+    for args in (
+        ((0, 0, 0), np.ones((2, 2, 2), np.uint8)),
+        ((0, 0, 0), np.ones((1, 2, 2, 2), np.float32)),
+        ((0, 0, 0), "not an array"),
+        ((0, 0, 0), np.ones((300, 1, 1, 1), np.uint8)),
+    ):
+        with pytest.raises(wkw.WKWException):
+            raw.write(*args)
+    with pytest.raises(OverflowError):
+        raw.read((-1, 0, 0), (1, 1, 1))
+    # Zero-size writes are no-ops.
+    small.write((5, 5, 5), np.ones((1, 0, 3, 3), np.uint8))
+    assert small.read((0, 0, 0), (8, 8, 8)).sum() == 0
+
+
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"threads": 0},
+        {"threads": 10**6},
+        {"threads": -1},
+    ],
+)
+def test_hostile_options(tmp_path, kwargs):
+    with pytest.raises((wkw.WKWException, OverflowError)):
+        wkw.Dataset.create(str(tmp_path / "ds"), wkw.Header(np.uint8), **kwargs)
+
+
+def test_hostile_headers(tmp_path):
+    for h in (
+        wkw.Header(np.uint8, file_len=2**20),
+        wkw.Header(np.uint64, num_channels=100),
+        wkw.Header(np.uint8, block_len=2**16),
+    ):
+        with pytest.raises(wkw.WKWException):
+            wkw.Dataset.create(str(tmp_path / "ds"), h)
+    h = wkw.Header(np.uint8)
+    h.num_channels = 2**40
+    with pytest.raises(wkw.WKWException):
+        wkw.Dataset.create(str(tmp_path / "ds"), h)
+    h = wkw.Header(np.uint8)
+    h.voxel_type = np.complex64
+    with pytest.raises(AssertionError):
+        wkw.Dataset.create(str(tmp_path / "ds"), h)
+    assert not os.path.exists(tmp_path / "ds" / "header.wkw")
+
+
+def test_hostile_files(tmp_path):
+    """Headers that claim huge geometries are refused by the limits, not allocated."""
+    root = tmp_path / "ds"
+    with wkw.Dataset.create(str(root), wkw.Header(np.uint8, block_type=2, file_len=2)) as ds:
+        ds.write((0, 0, 0), np.ones((1, 64, 64, 64), np.uint8))
+    path = root / "z0" / "y0" / "x0.wkw"
+    raw = bytearray(path.read_bytes())
+    raw[4] = 0xFF  # perDimLog2: 2^15 blocks of 2^15 voxels per side
+    path.write_bytes(bytes(raw))
+    with pytest.raises(wkw.WKWException, match="x0.wkw"):
+        wkw.Dataset.open(str(root)).read((0, 0, 0), (2, 2, 2))
+    raw[4] = 0x15
+    raw[16:24] = (2**63).to_bytes(8, "little")  # a jump-table entry far past the end
+    path.write_bytes(bytes(raw))
+    with pytest.raises(wkw.WKWException, match="x0.wkw"):
+        wkw.Dataset.open(str(root)).read((0, 0, 0), (2, 2, 2))
+    shutil.rmtree(root / "z0")
+    (root / "header.wkw").write_bytes(b"WKW\x01\xff\x01\x01\x01" + bytes(8))
+    with pytest.raises(wkw.WKWException, match="header.wkw"):
+        wkw.Dataset.open(str(root))
