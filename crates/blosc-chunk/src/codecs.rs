@@ -2,7 +2,7 @@
 //!
 //! BloscLZ is ours (always built in); LZ4/LZ4HC go through the `lz4` crate (liblz4 1.10.0,
 //! feature `lz4`), zstd through `zstd-safe` (libzstd 1.5.7, feature `zstd`) and zlib through
-//! `libz-sys` (feature `zlib`). LZ4 streams that need a dictionary are decoded by a small safe
+//! `zlib-rs` (Rust, feature `zlib`). LZ4 streams that need a dictionary are decoded by a small safe
 //! decoder in `lz4dict`. A codec whose feature is off never reaches this module: chunks and
 //! parameters naming it are refused with [`Error::CodecDisabled`] first, so its arms here
 //! report failure.
