@@ -17,18 +17,24 @@
 //!   and end time, status, bytes), [`Stats`] derived from it, and [`critical_path`] (round trips on
 //!   the critical path) for benchmarks.
 //!
-//! ```no_run
+//! ```
+//! use std::time::Duration;
 //! use object_store::{ObjectStoreExt, PutPayload, path::Path};
-//! use s3_testserver::TestServer;
+//! use s3_testserver::{TestServer, critical_path};
 //!
-//! # async fn demo() -> std::io::Result<()> {
-//! let server = TestServer::start()?;
-//! let store = server.store();
-//! store.put(&Path::from("a/b.bin"), PutPayload::from_static(b"hello")).await.map_err(std::io::Error::other)?;
-//! server.faults().fail_next(1, 503); // retried by the client
-//! let got = store.get(&Path::from("a/b.bin")).await.map_err(std::io::Error::other)?;
-//! assert_eq!(got.bytes().await.map_err(std::io::Error::other)?.as_ref(), b"hello");
-//! assert!(server.stats().method("GET") >= 2);
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = TestServer::start()?;          // dropped = stopped, files deleted
+//! let store = server.store();                  // Arc<dyn ObjectStore> (object_store's AmazonS3)
+//! store.put(&Path::from("a/b.bin"), PutPayload::from_static(b"hello")).await?;
+//!
+//! server.reset_stats();
+//! server.faults().set_latency(Duration::from_millis(20)); // every request, like a remote store
+//! server.faults().fail_next(2, 503);                       // retried by the client
+//! let bytes = store.get(&Path::from("a/b.bin")).await?.bytes().await?;
+//! assert_eq!(bytes.as_ref(), b"hello");
+//! assert_eq!(server.stats().method("GET"), 3);
+//! assert_eq!(critical_path(&server.log()), 3);             // three sequential round trips
 //! # Ok(()) }
 //! ```
 //!
