@@ -1,11 +1,610 @@
-//! `scifmt._scifmt.b2nd`: the Rust core of `scifmt.b2nd`.
+//! `scifmt._scifmt.b2nd`: the Rust core of `scifmt.b2nd` (b2nd arrays in Blosc2 frames through
+//! `blosc2-frame`).
+//!
+//! Reading: `File` opens a frame, exposes its b2nd metalayer, metalayers and vlmetalayers
+//! (msgpack decoded to Python values) and reads hyper-slabs with the GIL released (only the
+//! chunks and blocks a region touches are decoded). Writing: `Writer` takes chunks already laid
+//! out block-major by the Python wrapper, compresses them with the GIL released and writes the
+//! frame file atomically. Every error is a `B2ndError` (or `OSError` for I/O) naming the file.
 
+use std::path::PathBuf;
+
+use blosc2_frame::blosc_chunk::{CParams, Codec, Filter, MAX_FILTERS, SplitMode};
+use blosc2_frame::rmpv::{self, Value};
+use blosc2_frame::{
+    B2ND_METALAYER, B2ndArray, B2ndMeta, ChunkLocation, Durability, FrameParams, FrameWriter,
+    Limits,
+};
+use numpy::{PyArray1, PyReadonlyArray1};
+use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+
+use crate::common::detached;
+
+pyo3::create_exception!(
+    b2nd,
+    B2ndError,
+    PyValueError,
+    "A b2nd frame could not be read or written (malformed or unsupported frame, bad \
+     arguments, a limit exceeded)."
+);
+
+/// Deepest msgpack nesting converted to or from Python values.
+const MAX_DEPTH: usize = 256;
+
+/// The Python exception for a frame error on `path`: `FileNotFoundError` / `OSError` for I/O
+/// errors, `B2ndError` otherwise; the message names the file.
+fn frame_err(path: &str, e: &blosc2_frame::Error) -> PyErr {
+    let msg = format!("{path}: {e}");
+    match e {
+        blosc2_frame::Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
+            PyFileNotFoundError::new_err(msg)
+        }
+        blosc2_frame::Error::Io(_) => PyOSError::new_err(msg),
+        _ => B2ndError::new_err(msg),
+    }
+}
+
+/// `B2ndError` with `msg`.
+fn err(msg: impl Into<String>) -> PyErr {
+    B2ndError::new_err(msg.into())
+}
+
+/// A msgpack value as a Python object: nil → None, integers → int, floats → float, strings →
+/// str (bytes if not UTF-8), binary → bytes, arrays → list, maps → dict, ext → (type, bytes).
+fn to_py<'py>(py: Python<'py>, v: &Value, depth: usize) -> PyResult<Bound<'py, PyAny>> {
+    if depth > MAX_DEPTH {
+        return Err(err(format!(
+            "msgpack nested deeper than {MAX_DEPTH} levels"
+        )));
+    }
+    Ok(match v {
+        Value::Nil => py.None().into_bound(py),
+        Value::Boolean(b) => PyBool::new(py, *b).to_owned().into_any(),
+        Value::Integer(i) => {
+            if let Some(n) = i.as_i64() {
+                n.into_pyobject(py)?.into_any()
+            } else {
+                i.as_u64().unwrap_or(0).into_pyobject(py)?.into_any()
+            }
+        }
+        Value::F32(f) => PyFloat::new(py, f64::from(*f)).into_any(),
+        Value::F64(f) => PyFloat::new(py, *f).into_any(),
+        Value::String(s) => match s.as_str() {
+            Some(t) => PyString::new(py, t).into_any(),
+            None => PyBytes::new(py, s.as_bytes()).into_any(),
+        },
+        Value::Binary(b) => PyBytes::new(py, b).into_any(),
+        Value::Array(items) => {
+            let l = PyList::empty(py);
+            for x in items {
+                l.append(to_py(py, x, depth + 1)?)?;
+            }
+            l.into_any()
+        }
+        Value::Map(pairs) => {
+            let d = PyDict::new(py);
+            for (k, x) in pairs {
+                let mut key = to_py(py, k, depth + 1)?;
+                if let Ok(l) = key.cast::<PyList>() {
+                    key = PyTuple::new(py, l.iter())?.into_any();
+                }
+                d.set_item(key, to_py(py, x, depth + 1)?)?;
+            }
+            d.into_any()
+        }
+        Value::Ext(t, data) => PyTuple::new(
+            py,
+            [
+                t.into_pyobject(py)?.into_any(),
+                PyBytes::new(py, data).into_any(),
+            ],
+        )?
+        .into_any(),
+    })
+}
+
+/// A Python value as msgpack (the inverse of [`to_py`]; tuples become arrays).
+///
+/// # Errors
+/// `TypeError` for values msgpack cannot hold, `B2ndError` for nesting beyond 256 levels.
+fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
+    if depth > MAX_DEPTH {
+        return Err(err(format!("value nested deeper than {MAX_DEPTH} levels")));
+    }
+    if obj.is_none() {
+        return Ok(Value::Nil);
+    }
+    if let Ok(b) = obj.cast::<PyBool>() {
+        return Ok(Value::Boolean(b.is_true()));
+    }
+    if obj.is_instance_of::<PyInt>() {
+        if let Ok(n) = obj.extract::<i64>() {
+            return Ok(Value::from(n));
+        }
+        if let Ok(n) = obj.extract::<u64>() {
+            return Ok(Value::from(n));
+        }
+        return Err(PyValueError::new_err(
+            "integer out of msgpack's range (-2**63 .. 2**64-1)",
+        ));
+    }
+    if let Ok(f) = obj.cast::<PyFloat>() {
+        return Ok(Value::F64(f.value()));
+    }
+    if let Ok(s) = obj.cast::<PyString>() {
+        return Ok(Value::from(s.extract::<String>()?));
+    }
+    if let Ok(b) = obj.cast::<PyBytes>() {
+        return Ok(Value::Binary(b.as_bytes().to_vec()));
+    }
+    if let Ok(l) = obj.cast::<PyList>() {
+        return l
+            .iter()
+            .map(|x| from_py(&x, depth + 1))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Value::Array);
+    }
+    if let Ok(t) = obj.cast::<PyTuple>() {
+        return t
+            .iter()
+            .map(|x| from_py(&x, depth + 1))
+            .collect::<PyResult<Vec<_>>>()
+            .map(Value::Array);
+    }
+    if let Ok(d) = obj.cast::<PyDict>() {
+        let mut pairs = Vec::with_capacity(d.len());
+        for (k, v) in d.iter() {
+            pairs.push((from_py(&k, depth + 1)?, from_py(&v, depth + 1)?));
+        }
+        return Ok(Value::Map(pairs));
+    }
+    Err(PyTypeError::new_err(format!(
+        "cannot store a {} in msgpack metadata (None, bool, int, float, str, bytes, list, tuple, dict)",
+        obj.get_type().name()?
+    )))
+}
+
+/// Encodes a Python value as msgpack bytes.
+fn pack(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
+    let v = from_py(obj, 0)?;
+    let mut out = Vec::new();
+    rmpv::encode::write_value(&mut out, &v).map_err(|e| err(format!("msgpack encoding: {e}")))?;
+    Ok(out)
+}
+
+/// Unsigned coordinates from Python integers, refusing negative ones.
+fn coords(v: &[i64], what: &str) -> PyResult<Vec<u64>> {
+    v.iter()
+        .map(|&x| u64::try_from(x).map_err(|_| err(format!("{what} coordinate {x} is negative"))))
+        .collect()
+}
+
+/// An opened b2nd frame file.
+#[pyclass(frozen, module = "scifmt._scifmt.b2nd")]
+struct File {
+    path: String,
+    array: B2ndArray<'static>,
+}
+
+#[pymethods]
+impl File {
+    /// Opens `path`, reading header, index and trailer (chunks are read on demand).
+    /// `max_output_bytes` caps a single read (default: the crate's 4 GiB).
+    #[new]
+    #[pyo3(signature = (path, max_output_bytes=None))]
+    fn new(py: Python<'_>, path: PathBuf, max_output_bytes: Option<u64>) -> PyResult<Self> {
+        let name = path.display().to_string();
+        let mut limits = Limits::default();
+        if let Some(m) = max_output_bytes {
+            limits.max_output_bytes = usize::try_from(m).unwrap_or(usize::MAX);
+        }
+        let array = detached(py, || B2ndArray::open_with(&path, &limits))
+            .map_err(|m| err(format!("{name}: {m}")))?
+            .map_err(|e| frame_err(&name, &e))?;
+        Ok(Self { path: name, array })
+    }
+
+    /// The file name given to `open`.
+    #[getter]
+    fn path(&self) -> &str {
+        &self.path
+    }
+
+    /// The array shape.
+    #[getter]
+    fn shape(&self) -> Vec<u64> {
+        self.array.shape().to_vec()
+    }
+
+    /// The chunk shape.
+    #[getter]
+    fn chunks(&self) -> Vec<u64> {
+        self.array.meta().chunkshape.clone()
+    }
+
+    /// The block shape.
+    #[getter]
+    fn blocks(&self) -> Vec<u64> {
+        self.array.meta().blockshape.clone()
+    }
+
+    /// The dtype string as stored (NumPy `dtype.str` or a structured dtype's repr).
+    #[getter]
+    fn dtype(&self) -> &str {
+        self.array.dtype()
+    }
+
+    /// Bytes per item.
+    #[getter]
+    fn itemsize(&self) -> usize {
+        self.array.itemsize()
+    }
+
+    /// Number of chunks.
+    #[getter]
+    fn nchunks(&self) -> usize {
+        self.array.frame().nchunks()
+    }
+
+    /// Length of the frame in bytes (header, chunks, index and trailer).
+    #[getter]
+    fn frame_len(&self) -> u64 {
+        self.array.frame().header().frame_len
+    }
+
+    /// The frame's default compression parameters: (codec id, clevel, typesize).
+    #[getter]
+    fn cparams(&self) -> (u8, u8, u32) {
+        let h = self.array.frame().header();
+        (h.codec().id(), h.clevel, h.typesize)
+    }
+
+    /// Names of the fixed-size metalayers (header), in file order.
+    fn metalayer_names(&self) -> Vec<String> {
+        self.array
+            .frame()
+            .metalayers()
+            .iter()
+            .map(|l| l.name.clone())
+            .collect()
+    }
+
+    /// Names of the variable-length metalayers (trailer), in file order.
+    fn vlmeta_names(&self) -> Vec<String> {
+        self.array
+            .frame()
+            .vlmetalayers()
+            .iter()
+            .map(|l| l.name.clone())
+            .collect()
+    }
+
+    /// The raw bytes of metalayer `name`.
+    fn metalayer_raw<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let raw = self.array.frame().metalayer(name).ok_or_else(|| {
+            pyo3::exceptions::PyKeyError::new_err(format!("{}: no metalayer {name:?}", self.path))
+        })?;
+        Ok(PyBytes::new(py, raw))
+    }
+
+    /// Metalayer `name` decoded from msgpack.
+    fn metalayer<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        if self.array.frame().metalayer(name).is_none() {
+            return Err(pyo3::exceptions::PyKeyError::new_err(format!(
+                "{}: no metalayer {name:?}",
+                self.path
+            )));
+        }
+        let v = self
+            .array
+            .frame()
+            .metalayer_value(name)
+            .map_err(|e| frame_err(&self.path, &e))?;
+        to_py(py, &v, 0)
+    }
+
+    /// The decompressed bytes of vlmetalayer `name`.
+    fn vlmeta_raw<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
+        let raw = detached(py, || self.array.frame().vlmetalayer(name))
+            .map_err(err)?
+            .map_err(|e| self.lookup_err(name, &e))?;
+        Ok(PyBytes::new(py, &raw))
+    }
+
+    /// Vlmetalayer `name` decompressed and decoded from msgpack.
+    fn vlmeta<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        let v = detached(py, || self.array.frame().vlmetalayer_value(name))
+            .map_err(err)?
+            .map_err(|e| self.lookup_err(name, &e))?;
+        to_py(py, &v, 0)
+    }
+
+    /// The hyper-slab `start..stop` as a 1-D `uint8` array of C-order items (stored byte
+    /// order), decoded with the GIL released; only the chunks and blocks it touches are read.
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        start: Vec<i64>,
+        stop: Vec<i64>,
+    ) -> PyResult<Bound<'py, PyArray1<u8>>> {
+        let start = coords(&start, "start")?;
+        let stop = coords(&stop, "stop")?;
+        let data = detached(py, || self.array.read_region(&start, &stop))
+            .map_err(|m| err(format!("{}: {m}", self.path)))?
+            .map_err(|e| frame_err(&self.path, &e))?;
+        Ok(PyArray1::from_vec(py, data))
+    }
+
+    /// File offsets of the stored chunks (`None` for special chunks: zeros, NaN, uninit), for
+    /// tests and tools.
+    fn chunk_offsets(&self) -> Vec<Option<u64>> {
+        let f = self.array.frame();
+        let base = u64::from(f.header().header_len);
+        f.index()
+            .iter()
+            .map(|l| match l {
+                ChunkLocation::Stored(off) if !f.is_sparse() => base.checked_add(*off),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "<scifmt b2nd file {:?} shape={:?} dtype={} chunks={:?} blocks={:?}>",
+            self.path,
+            self.array.shape(),
+            self.array.dtype(),
+            self.array.meta().chunkshape,
+            self.array.meta().blockshape
+        )
+    }
+}
+
+impl File {
+    /// `KeyError` for a missing layer, the frame error otherwise.
+    fn lookup_err(&self, name: &str, e: &blosc2_frame::Error) -> PyErr {
+        if let blosc2_frame::Error::NotFound { .. } = e {
+            pyo3::exceptions::PyKeyError::new_err(format!("{}: no vlmetalayer {name:?}", self.path))
+        } else {
+            frame_err(&self.path, e)
+        }
+    }
+}
+
+/// Builds a b2nd frame from block-major chunks and writes it to a file.
+#[pyclass(module = "scifmt._scifmt.b2nd")]
+struct Writer {
+    writer: Option<FrameWriter>,
+    chunk_bytes: usize,
+    nchunks: u64,
+}
+
+/// The compression parameters for a b2nd frame.
+#[allow(clippy::too_many_arguments)]
+fn frame_cparams(
+    itemsize: usize,
+    block_bytes: usize,
+    codec: i64,
+    clevel: i64,
+    filters: &[i64],
+    filters_meta: &[i64],
+    splitmode: i64,
+    nthreads: i64,
+    use_dict: bool,
+) -> PyResult<CParams> {
+    let mut p = CParams::default();
+    p.codec = u8::try_from(codec)
+        .map(Codec::from_id)
+        .ok()
+        .filter(|c| !matches!(c, Codec::Other(_)))
+        .ok_or_else(|| err(format!("codec {codec} is not supported")))?;
+    p.clevel = u8::try_from(clevel)
+        .ok()
+        .filter(|&c| c <= 9)
+        .ok_or_else(|| err(format!("clevel {clevel} is not in 0..=9")))?;
+    if filters.len() > MAX_FILTERS || filters_meta.len() > MAX_FILTERS {
+        return Err(err(format!("at most {MAX_FILTERS} filters")));
+    }
+    p.filters = [Filter::NoFilter; MAX_FILTERS];
+    for (slot, &f) in p.filters.iter_mut().zip(filters) {
+        *slot = u8::try_from(f)
+            .map(Filter::from_id)
+            .ok()
+            .filter(|f| !matches!(f, Filter::Other(_)))
+            .ok_or_else(|| err(format!("filter {f} is not supported")))?;
+    }
+    for (slot, &m) in p.filters_meta.iter_mut().zip(filters_meta) {
+        *slot = i8::try_from(m)
+            .map(|v| v.to_le_bytes()[0])
+            .or_else(|_| u8::try_from(m))
+            .map_err(|_| err(format!("filters_meta {m} is not in -128..=255")))?;
+    }
+    p.splitmode = match splitmode {
+        1 => SplitMode::Always,
+        2 => SplitMode::Never,
+        3 => SplitMode::Auto,
+        4 => SplitMode::ForwardCompat,
+        _ => return Err(err(format!("splitmode {splitmode} is not in 1..=4"))),
+    };
+    p.nthreads = usize::try_from(nthreads)
+        .ok()
+        .filter(|&n| n <= 4096)
+        .ok_or_else(|| err(format!("nthreads {nthreads} is not in 0..=4096")))?;
+    p.typesize = itemsize;
+    p.blocksize = block_bytes;
+    p.use_dict = use_dict;
+    Ok(p)
+}
+
+#[pymethods]
+impl Writer {
+    /// A writer for an array of `shape` items of `dtype` (`itemsize` bytes) stored in chunks
+    /// of `chunks` and blocks of `blocks`, compressed with the given parameters (numbers as in
+    /// `scifmt.blosc`).
+    #[new]
+    #[pyo3(signature = (shape, chunks, blocks, dtype, itemsize, codec, clevel, filters, filters_meta, splitmode, nthreads, use_dict))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        shape: Vec<i64>,
+        chunks: Vec<i64>,
+        blocks: Vec<i64>,
+        dtype: &str,
+        itemsize: i64,
+        codec: i64,
+        clevel: i64,
+        filters: Vec<i64>,
+        filters_meta: Vec<i64>,
+        splitmode: i64,
+        nthreads: i64,
+        use_dict: bool,
+    ) -> PyResult<Self> {
+        let meta = B2ndMeta::new(
+            &coords(&shape, "shape")?,
+            &coords(&chunks, "chunks")?,
+            &coords(&blocks, "blocks")?,
+            dtype,
+        )
+        .map_err(|e| err(e.to_string()))?;
+        let itemsize = usize::try_from(itemsize)
+            .ok()
+            .filter(|&s| s >= 1)
+            .ok_or_else(|| err(format!("itemsize {itemsize} must be at least 1")))?;
+        let sized = |items: u64, what: &str| {
+            usize::try_from(items)
+                .ok()
+                .and_then(|n| n.checked_mul(itemsize))
+                .filter(|&n| n <= blosc2_frame::blosc_chunk::MAX_BUFFERSIZE)
+                .ok_or_else(|| err(format!("{what} exceeds Blosc's 2 GiB chunk limit")))
+        };
+        let chunk_bytes = sized(meta.chunk_items(), "chunk size")?;
+        let block_bytes = sized(meta.block_items(), "block size")?;
+        let cp = frame_cparams(
+            itemsize,
+            block_bytes,
+            codec,
+            clevel,
+            &filters,
+            &filters_meta,
+            splitmode,
+            nthreads,
+            use_dict,
+        )?;
+        let mut params = FrameParams::new(cp, chunk_bytes);
+        params.nthreads_compress = i16::try_from(nthreads.max(1)).unwrap_or(i16::MAX);
+        let mut w = FrameWriter::new(params).map_err(|e| err(e.to_string()))?;
+        w.add_metalayer(
+            B2ND_METALAYER,
+            &meta.to_bytes().map_err(|e| err(e.to_string()))?,
+        )
+        .map_err(|e| err(e.to_string()))?;
+        Ok(Self {
+            writer: Some(w),
+            chunk_bytes,
+            nchunks: meta.nchunks(),
+        })
+    }
+
+    /// Bytes each chunk passed to `append` must have (padded, block-major).
+    #[getter]
+    fn chunk_bytes(&self) -> usize {
+        self.chunk_bytes
+    }
+
+    /// Number of chunks the array needs.
+    #[getter]
+    fn nchunks(&self) -> u64 {
+        self.nchunks
+    }
+
+    /// Adds a fixed-size metalayer holding `value` as msgpack (before the first chunk).
+    fn add_metalayer(&mut self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let content = pack(value)?;
+        self.writer_mut()?
+            .add_metalayer(name, &content)
+            .map_err(|e| err(e.to_string()))
+    }
+
+    /// Sets vlmetalayer `name` to `value` as msgpack.
+    fn set_vlmeta(&mut self, name: &str, value: &Bound<'_, PyAny>) -> PyResult<()> {
+        let content = pack(value)?;
+        let py = value.py();
+        let w = self.writer_mut()?;
+        detached(py, || w.set_vlmetalayer(name, &content))
+            .map_err(err)?
+            .map_err(|e| err(e.to_string()))
+    }
+
+    /// Compresses and appends one chunk (exactly `chunk_bytes` bytes, block-major).
+    fn append(&mut self, py: Python<'_>, chunk: PyReadonlyArray1<'_, u8>) -> PyResult<()> {
+        let data = chunk
+            .as_slice()
+            .map_err(|_| err("chunk must be a C-contiguous uint8 array"))?;
+        if data.len() != self.chunk_bytes {
+            return Err(err(format!(
+                "chunk has {} bytes, expected {}",
+                data.len(),
+                self.chunk_bytes
+            )));
+        }
+        let total = self.nchunks;
+        let w = self.writer_mut()?;
+        if w.nchunks() as u64 >= total {
+            return Err(err(format!("the array has only {total} chunks")));
+        }
+        detached(py, || w.append_buffer(data))
+            .map_err(err)?
+            .map_err(|e| err(e.to_string()))
+    }
+
+    /// Writes the frame to `path` (atomically: a temporary file renamed into place; with
+    /// `fsync`, flushed to disk first). The writer cannot be used afterwards.
+    #[pyo3(signature = (path, fsync=false))]
+    fn write(&mut self, py: Python<'_>, path: PathBuf, fsync: bool) -> PyResult<()> {
+        let name = path.display().to_string();
+        let w = self
+            .writer
+            .take()
+            .ok_or_else(|| err("the frame was already written"))?;
+        if w.nchunks() as u64 != self.nchunks {
+            let n = w.nchunks();
+            self.writer = Some(w);
+            return Err(err(format!(
+                "{name}: {n} of {} chunks appended",
+                self.nchunks
+            )));
+        }
+        let durability = if fsync {
+            Durability::Fsync
+        } else {
+            Durability::None
+        };
+        detached(py, || w.write_file(&path, durability))
+            .map_err(|m| err(format!("{name}: {m}")))?
+            .map_err(|e| frame_err(&name, &e))
+    }
+}
+
+impl Writer {
+    fn writer_mut(&mut self) -> PyResult<&mut FrameWriter> {
+        self.writer
+            .as_mut()
+            .ok_or_else(|| err("the frame was already written"))
+    }
+}
 
 /// Adds the `b2nd` submodule to `parent`.
 ///
 /// # Errors
 /// A Python error if the module cannot be created.
 pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
-    crate::common::add_submodule(parent, "b2nd", |_m| Ok(()))
+    crate::common::add_submodule(parent, "b2nd", |m| {
+        m.add("B2ndError", m.py().get_type::<B2ndError>())?;
+        m.add("MAX_DIM", blosc2_frame::B2ND_MAX_DIM)?;
+        m.add_class::<File>()?;
+        m.add_class::<Writer>()?;
+        Ok(())
+    })
 }
