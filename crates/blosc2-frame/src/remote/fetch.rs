@@ -292,7 +292,7 @@ impl Object {
                 }
                 Ok::<_, Error>((gi, f.bytes))
             })
-            .buffer_unordered(opts.concurrency())
+            .buffer_unordered(opts.in_flight())
             .try_collect()
             .await?;
         let mut out = vec![Bytes::new(); ranges.len()];

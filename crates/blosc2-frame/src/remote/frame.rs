@@ -459,7 +459,7 @@ impl Remote {
                             self.obj.get(&path, None, false, cap, &self.options).await?;
                         Ok::<_, Error>(f.bytes)
                     })
-                    .buffered(self.options.concurrency())
+                    .buffered(self.options.in_flight())
                     .try_collect()
                     .await?
             }
@@ -532,7 +532,7 @@ impl Remote {
                             .await?;
                         Ok::<_, Error>(f.bytes)
                     })
-                    .buffered(self.options.concurrency())
+                    .buffered(self.options.in_flight())
                     .try_collect()
                     .await?
             }

@@ -178,7 +178,7 @@ impl RemoteOptions {
         self
     }
 
-    pub(crate) fn concurrency(&self) -> usize {
+    pub(crate) fn in_flight(&self) -> usize {
         self.concurrency.max(1)
     }
 }

@@ -100,7 +100,7 @@ impl RemoteFrame {
                 let path = dir.clone().join(format!("{n:08X}.chunk"));
                 put_bytes(loc_ref, &path, Bytes::copy_from_slice(chunk), plain_ref).await
             })
-            .buffer_unordered(options.concurrency())
+            .buffer_unordered(options.in_flight())
             .try_collect::<Vec<()>>()
             .await?;
         put_bytes(&loc, &index_path, Bytes::from(index), options).await?;
@@ -115,7 +115,7 @@ impl RemoteFrame {
                     }
                 }
             })
-            .buffer_unordered(options.concurrency())
+            .buffer_unordered(options.in_flight())
             .try_collect::<Vec<()>>()
             .await?;
         Ok(())
@@ -169,7 +169,7 @@ pub(crate) async fn put_bytes(
         .collect();
     let sent = stream::iter(parts)
         .map(|p| upload.put_part(PutPayload::from(p)))
-        .buffer_unordered(options.concurrency())
+        .buffer_unordered(options.in_flight())
         .try_collect::<Vec<()>>()
         .await;
     let done = match sent {
