@@ -92,10 +92,11 @@ pub(crate) async fn handle(
             .call(req.map(s3s::Body::from))
             .await
             .map_err(|e| -> BoxError { format!("s3s: {e:?}").into() })?;
-        return Ok(resp.map(|b| ServerBody::new(b, None, None)));
+        return Ok(resp.map(|b| ServerBody::new(b, None, None, None)));
     }
 
     let method = req.method().as_str().to_owned();
+    let is_head = req.method() == http::Method::HEAD;
     let key = key_of(req.uri().path(), &shared.bucket);
     let (latency, fault) = shared.faults.take(&method, &key);
     let record = shared.recorder.begin(NewRecord {
@@ -128,11 +129,18 @@ pub(crate) async fn handle(
             let _ = body.collect().await;
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
             record.status.store(status.as_u16(), Ordering::Release);
-            let payload = s3_error_body(status.as_u16());
+            // A response to HEAD has no body (hyper would not send it).
+            let payload = if is_head {
+                Bytes::new()
+            } else {
+                s3_error_body(status.as_u16())
+            };
+            let len = payload.len() as u64;
             let mut resp = Response::new(ServerBody::new(
                 s3s::Body::from(payload),
                 Some(Arc::clone(&record)),
                 None,
+                Some(len),
             ));
             *resp.status_mut() = status;
             resp.headers_mut().insert(
@@ -174,7 +182,15 @@ pub(crate) async fn handle(
                 _ => None,
             };
             drop(guard);
-            Ok(resp.map(|b| ServerBody::new(b, Some(record), shaping)))
+            let expected = if is_head {
+                None
+            } else {
+                resp.headers()
+                    .get(http::header::CONTENT_LENGTH)
+                    .and_then(|v| v.to_str().ok())
+                    .and_then(|v| v.parse::<u64>().ok())
+            };
+            Ok(resp.map(|b| ServerBody::new(b, Some(record), shaping, expected)))
         }
     }
 }
@@ -244,21 +260,30 @@ pub(crate) struct ServerBody {
     inner: s3s::Body,
     record: Option<Arc<LiveRecord>>,
     shaping: Option<Shaping>,
+    /// Body length announced by `Content-Length` (not for HEAD): the record ends when the last
+    /// byte is handed to hyper, before the client can have it and send its next request.
+    expected: Option<u64>,
     sent: u64,
     done: bool,
 }
 
 impl ServerBody {
-    fn new(inner: s3s::Body, record: Option<Arc<LiveRecord>>, shaping: Option<Shaping>) -> Self {
+    fn new(
+        inner: s3s::Body,
+        record: Option<Arc<LiveRecord>>,
+        shaping: Option<Shaping>,
+        expected: Option<u64>,
+    ) -> Self {
         let this = Self {
             inner,
             record,
             shaping,
+            expected,
             sent: 0,
             done: false,
         };
         if this.shaping.is_none()
-            && this.inner.is_end_stream()
+            && (this.inner.is_end_stream() || this.expected == Some(0))
             && let Some(r) = &this.record
         {
             r.finish();
@@ -287,6 +312,7 @@ impl Body for ServerBody {
             inner,
             record,
             shaping,
+            expected,
             sent,
             done,
         } = &mut *self;
@@ -371,7 +397,7 @@ impl Body for ServerBody {
                     if let Some(d) = f.data_ref() {
                         count(sent, d.len());
                     }
-                    if inner.is_end_stream() {
+                    if inner.is_end_stream() || expected.is_some_and(|n| *sent >= n) {
                         finish(done);
                     }
                     Poll::Ready(Some(Ok(f)))

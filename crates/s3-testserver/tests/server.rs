@@ -353,6 +353,10 @@ async fn status_faults_are_retried_or_surface() {
     assert_eq!(stats.faults, 2);
     assert_eq!(stats.by_status.get(&503), Some(&2));
 
+    // HEAD too (its error response has no body).
+    server.faults().fail_next(1, 503);
+    assert_eq!(store.head(&Path::from("f/obj")).await.unwrap().size, 4096);
+
     // More 500s than the client retries: an error, after 1 + CLIENT_MAX_RETRIES requests.
     server.reset_stats();
     let n = u32::try_from(CLIENT_MAX_RETRIES).unwrap() + 1;
@@ -479,6 +483,15 @@ async fn latency_and_slow_body_add_delay_and_round_trips_are_counted() {
     assert!(log.iter().all(|r| r.end.unwrap() - r.start >= latency));
     assert_eq!(critical_path(&log), 4);
     server.faults().set_latency(Duration::ZERO);
+
+    // Without latency, sequential requests still count one round trip each: a record ends when
+    // its last byte is handed to the connection, before the client can send the next request.
+    server.reset_stats();
+    for _ in 0..20 {
+        assert_eq!(get(&store, "f/obj").await.unwrap(), body);
+        store.head(&Path::from("f/obj")).await.unwrap();
+    }
+    assert_eq!(critical_path(&server.log()), 40);
 
     server
         .faults()
