@@ -25,6 +25,11 @@ pub enum FaultKind {
         /// Pause before each piece.
         delay: Duration,
     },
+    /// Before the request is handled, replace the object it names with these bytes (as a PUT
+    /// would: new ETag), then handle the request normally. For "object replaced between two
+    /// reads" tests: e.g. `FaultRule::new(FaultKind::Replace(new), 1).method("GET")
+    /// .key_contains("x0.wkw").after(1)` replaces the file just before its second GET.
+    Replace(bytes::Bytes),
 }
 
 impl FaultKind {
@@ -41,6 +46,7 @@ impl fmt::Display for FaultKind {
             Self::Reset => f.write_str("reset"),
             Self::TruncateBody => f.write_str("truncated body"),
             Self::SlowBody { chunk, delay } => write!(f, "slow body ({chunk} B per {delay:?})"),
+            Self::Replace(b) => write!(f, "replaced ({} B)", b.len()),
         }
     }
 }
@@ -53,6 +59,7 @@ impl fmt::Display for FaultKind {
 pub struct FaultRule {
     kind: FaultKind,
     count: u32,
+    skip: u32,
     method: Option<String>,
     key_contains: Option<String>,
 }
@@ -65,6 +72,7 @@ impl FaultRule {
         Self {
             kind,
             count,
+            skip: 0,
             method: None,
             key_contains: None,
         }
@@ -74,6 +82,14 @@ impl FaultRule {
     #[must_use]
     pub fn method(mut self, method: &str) -> Self {
         self.method = Some(method.to_ascii_uppercase());
+        self
+    }
+
+    /// Let the first `n` matching requests through untouched (they may still match later rules),
+    /// then inject into the next `count`.
+    #[must_use]
+    pub fn after(mut self, n: u32) -> Self {
+        self.skip = n;
         self
     }
 
@@ -204,9 +220,14 @@ impl Faults {
         let mut st = self.lock();
         let latency = st.latency;
         let mut hit = None;
-        if let Some(rule) = st.rules.iter_mut().find(|r| r.matches(method, key)) {
+        for rule in st.rules.iter_mut().filter(|r| r.matches(method, key)) {
+            if rule.skip > 0 {
+                rule.skip -= 1;
+                continue;
+            }
             rule.count -= 1;
             hit = Some(rule.kind.clone());
+            break;
         }
         if hit.is_some() {
             st.injected = st.injected.saturating_add(1);

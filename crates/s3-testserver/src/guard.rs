@@ -61,19 +61,42 @@ impl KeyLocks {
     }
 }
 
-/// s3s-fs with per-key locking and conditional reads (see the module docs).
-#[derive(Debug)]
+/// s3s-fs with per-key locking and conditional reads (see the module docs). Clones share the
+/// store and the locks (the HTTP layer keeps one to replace objects for `FaultKind::Replace`).
+#[derive(Debug, Clone)]
 pub(crate) struct Guarded {
-    fs: FileSystem,
-    locks: KeyLocks,
+    fs: Arc<FileSystem>,
+    locks: Arc<KeyLocks>,
 }
 
 impl Guarded {
     pub(crate) fn new(fs: FileSystem) -> Self {
         Self {
-            fs,
-            locks: KeyLocks::default(),
+            fs: Arc::new(fs),
+            locks: Arc::default(),
         }
+    }
+
+    /// Store `data` under `bucket/key` as a PUT would (same lock, same ETag bookkeeping).
+    pub(crate) async fn replace(&self, bucket: &str, key: &str, data: Bytes) -> S3Result<()> {
+        let input = dto::PutObjectInput::builder()
+            .bucket(bucket.to_owned())
+            .key(key.to_owned())
+            .body(Some(StreamingBlob::from(s3s::Body::from(data))))
+            .build()
+            .map_err(|e| s3_error!(InternalError, "PutObjectInput: {e:?}"))?;
+        let req = S3Request {
+            input,
+            method: http::Method::PUT,
+            uri: http::Uri::from_static("/"),
+            headers: http::HeaderMap::new(),
+            extensions: http::Extensions::new(),
+            credentials: None,
+            region: None,
+            service: None,
+            trailing_headers: None,
+        };
+        self.put_object(req).await.map(drop)
     }
 }
 

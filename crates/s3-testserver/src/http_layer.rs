@@ -25,6 +25,8 @@ pub(crate) type BoxError = Box<dyn std::error::Error + Send + Sync>;
 #[derive(Debug)]
 pub(crate) struct Shared {
     pub(crate) s3: S3Service,
+    /// The same store as behind `s3`, for `FaultKind::Replace`.
+    pub(crate) objects: crate::guard::Guarded,
     pub(crate) faults: Faults,
     pub(crate) recorder: Recorder,
     pub(crate) bucket: String,
@@ -101,7 +103,7 @@ pub(crate) async fn handle(
     let (latency, fault) = shared.faults.take(&method, &key);
     let record = shared.recorder.begin(NewRecord {
         method,
-        key,
+        key: key.clone(),
         query: req.uri().query().unwrap_or_default().to_owned(),
         range: req
             .headers()
@@ -122,6 +124,19 @@ pub(crate) async fn handle(
         inner: incoming,
         record: Arc::clone(&record),
     };
+
+    if let Some(FaultKind::Replace(data)) = &fault
+        && !key.is_empty()
+    {
+        shared
+            .objects
+            .replace(&shared.bucket, &key, data.clone())
+            .await
+            .map_err(|e| -> BoxError {
+                record.finish();
+                format!("replacing {key}: {e:?}").into()
+            })?;
+    }
 
     match fault {
         Some(FaultKind::Status(status)) => {

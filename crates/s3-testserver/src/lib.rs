@@ -11,8 +11,9 @@
 //!   bytes and ETag always of the same version, and no object left under its key by an upload that
 //!   fails its checksum. Details in the `guard` module source.
 //! - **Fault injection** ([`Faults`]): per-request latency; the next N requests (optionally only a
-//!   method and/or keys containing a substring) answered 500/503, reset without a response, or
-//!   (GET) sent with a truncated or slow body.
+//!   method and/or keys containing a substring, optionally after letting M through) answered
+//!   500/503, reset without a response, (GET) sent with a truncated or slow body, or preceded by a
+//!   replacement of the object they name.
 //! - **Observation**: a log of every request ([`RequestRecord`]: method, key, query, range, start
 //!   and end time, status, bytes), [`Stats`] derived from it, and [`critical_path`] (round trips on
 //!   the critical path) for benchmarks.
@@ -108,10 +109,12 @@ impl TestServer {
         std::fs::create_dir(dir.path().join(BUCKET))?;
         let fs = s3s_fs::FileSystem::new(dir.path())
             .map_err(|e| io::Error::other(format!("s3s-fs: {e:?}")))?;
-        let mut builder = S3ServiceBuilder::new(guard::Guarded::new(fs));
+        let objects = guard::Guarded::new(fs);
+        let mut builder = S3ServiceBuilder::new(objects.clone());
         builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
         let shared = Arc::new(Shared {
             s3: builder.build(),
+            objects,
             faults: Faults::default(),
             recorder: record::Recorder::new(),
             bucket: BUCKET.to_owned(),

@@ -602,3 +602,68 @@ fn env_and_helpers_from_sync_code() {
     assert_eq!(std::fs::read(dst.path().join("z/.zarray")).unwrap(), b"{}");
     assert_eq!(server.url(""), "s3://scifmt-test/");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn replace_between_reads_and_rules_after_n() {
+    let server = TestServer::start().unwrap();
+    let store = server.store();
+    let key = Path::from("rep/obj");
+    let old_tag = put(&store, "rep/obj", b"old contents").await;
+    // Replace the object just before its second GET.
+    server.faults().inject(
+        FaultRule::new(
+            FaultKind::Replace(bytes::Bytes::from_static(b"new contents!")),
+            1,
+        )
+        .method("GET")
+        .key_contains("rep/")
+        .after(1),
+    );
+    let first = store
+        .get_opts(&key, GetOptions::default().with_range(Some(0..3u64)))
+        .await
+        .unwrap();
+    assert_eq!(first.meta.e_tag.as_deref(), Some(old_tag.as_str()));
+    assert_eq!(first.bytes().await.unwrap().as_ref(), b"old");
+    let err = store
+        .get_opts(
+            &key,
+            GetOptions::default()
+                .with_if_match(Some(old_tag.clone()))
+                .with_range(Some(4..12u64)),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Error::Precondition { .. }), "{err}");
+    let meta = store.head(&key).await.unwrap();
+    assert_ne!(meta.e_tag.as_deref(), Some(old_tag.as_str()));
+    assert_eq!(get(&store, "rep/obj").await.unwrap(), b"new contents!");
+    assert_eq!(server.faults().pending(), 0);
+
+    // `after(2)`: the first two PUTs go through, the following ones fail.
+    server.faults().inject(
+        FaultRule::new(FaultKind::Status(500), 10)
+            .method("PUT")
+            .after(2),
+    );
+    let store_no_retry = server
+        .s3_builder()
+        .with_retry(object_store::RetryConfig {
+            max_retries: 0,
+            ..Default::default()
+        })
+        .build()
+        .unwrap();
+    let mut results = Vec::new();
+    for i in 0..4 {
+        let key = Path::from(format!("after/{i}"));
+        results.push(
+            store_no_retry
+                .put(&key, PutPayload::from_static(b"x"))
+                .await
+                .is_ok(),
+        );
+    }
+    assert_eq!(results, [true, true, false, false]);
+    server.faults().clear();
+}
