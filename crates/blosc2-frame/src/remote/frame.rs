@@ -6,7 +6,7 @@ use std::sync::{Arc, OnceLock};
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt, stream};
 use object_store::path::Path;
-use object_store::{GetRange, ObjectStore};
+use object_store::{GetRange, ObjectMeta, ObjectStore};
 
 use super::RemoteOptions;
 use super::fetch::{Fetched, Location, Object, Prefetched, par_each, store_for_url};
@@ -83,7 +83,8 @@ pub struct RemoteFrame {
 impl RemoteFrame {
     /// Opens the frame at `path` in `store`: a contiguous frame object, a sparse frame's
     /// `chunks.b2frame`, or a sparse-frame prefix (directory) holding `chunks.b2frame` and the
-    /// `%08X.chunk` files.
+    /// `%08X.chunk` files. The prefix case costs one more round trip than the others (the key
+    /// is tried first); [`RemoteFrame::open_sparse`] avoids it.
     ///
     /// # Errors
     /// [`Error::Remote`] for failed requests (`object_store::Error::NotFound` inside when
@@ -689,7 +690,51 @@ fn peek_header(pre: &Prefetched) -> Result<FrameHeader> {
     FrameHeader::parse(&h)
 }
 
-/// Round trip 1 (head and tail, plus the sparse probe for [`Target::Auto`]) and, if needed,
+fn is_not_found(e: &Error) -> bool {
+    matches!(
+        e,
+        Error::Remote {
+            source: object_store::Error::NotFound { .. },
+            ..
+        }
+    )
+}
+
+/// The first round trip on `path`: head and tail ranges, concurrently, checked to come from
+/// one version of the object.
+async fn round1(
+    loc: &Location,
+    path: &Path,
+    head_n: u64,
+    tail_n: u64,
+    opts: &RemoteOptions,
+) -> Result<(Vec<(u64, Bytes)>, ObjectMeta)> {
+    let probe = Object {
+        loc: loc.clone(),
+        path: path.clone(),
+        etag: None,
+    };
+    let head = probe.get(
+        path,
+        Some(GetRange::Bounded(0..head_n)),
+        false,
+        head_n,
+        opts,
+    );
+    let tail = probe.get(path, Some(GetRange::Suffix(tail_n)), false, tail_n, opts);
+    let (h, t) = futures::future::join(head, tail).await;
+    let (h, t): (Fetched, Fetched) = (h?, t?);
+    if h.meta.e_tag != t.meta.e_tag || h.meta.size != t.meta.size {
+        return Err(Error::Changed { url: loc.url(path) });
+    }
+    Ok((
+        vec![(h.range.start, h.bytes), (t.range.start, t.bytes)],
+        t.meta,
+    ))
+}
+
+/// Round trip 1 (head and tail; for a sparse-frame prefix a second round on its index) and,
+/// if needed,
 /// round trip 2 (the missing parts of header, index and trailer). Retried once when the
 /// object changed between the requests of round 1.
 async fn open_target(
@@ -716,60 +761,26 @@ async fn open_once(
     let cap = opts.limits.max_output_bytes as u64;
     let head_n = opts.head_bytes.max(HEADER_FIXED_LEN as u64).min(cap);
     let tail_n = opts.tail_bytes.max(TAIL_LEN as u64).min(cap);
-    let probe = Object {
-        loc: loc.clone(),
-        path: path.clone(),
-        etag: None,
-    };
-    let sparse_path = path.clone().join(SPARSE_FRAME_FILE);
-    let head = probe.get(
-        path,
-        Some(GetRange::Bounded(0..head_n)),
-        false,
-        head_n,
-        opts,
-    );
-    let tail = probe.get(path, Some(GetRange::Suffix(tail_n)), false, tail_n, opts);
-    let (head, tail, sparse_tail) = if target == Target::Auto {
-        let st = probe.get(
-            &sparse_path,
-            Some(GetRange::Suffix(tail_n)),
-            false,
-            tail_n,
-            opts,
-        );
-        let (h, t, s) = futures::future::join3(head, tail, st).await;
-        (h, t, Some(s))
-    } else {
-        let (h, t) = futures::future::join(head, tail).await;
-        (h, t, None)
-    };
-    let not_found = |r: &Result<Fetched>| {
-        matches!(
-            r,
-            Err(Error::Remote {
-                source: object_store::Error::NotFound { .. },
-                ..
-            })
-        )
-    };
-    // A key that is no object but a sparse-frame prefix: continue with its index file.
-    let (obj_path, pieces, meta) = match sparse_tail {
-        Some(st) if not_found(&head) && !not_found(&st) => {
-            let st = st?;
-            (sparse_path, vec![(st.range.start, st.bytes)], st.meta)
-        }
-        _ => {
-            let (h, t) = (head?, tail?);
-            if h.meta.e_tag != t.meta.e_tag || h.meta.size != t.meta.size {
-                return Err(Error::Changed { url: loc.url(path) });
+    // A key that is no object may be a sparse-frame prefix: then continue with its index
+    // file (one more round trip). Any failure on the key itself leads there, since stores
+    // backed by file systems may answer a "directory" key with an error other than 404; the
+    // key's own error is reported when the prefix holds no sparse frame either.
+    let (obj_path, pieces, meta) = match round1(loc, path, head_n, tail_n, opts).await {
+        Ok(r) => (path.clone(), r.0, r.1),
+        Err(e @ Error::Changed { .. }) => return Err(e),
+        Err(e) if target == Target::Auto => {
+            let sparse_path = path.clone().join(SPARSE_FRAME_FILE);
+            match round1(loc, &sparse_path, head_n, tail_n, opts).await {
+                Ok(r) => (sparse_path, r.0, r.1),
+                Err(Error::Remote {
+                    source: object_store::Error::NotFound { .. },
+                    ..
+                }) => return Err(e),
+                Err(e2) if is_not_found(&e) => return Err(e2),
+                Err(_) => return Err(e),
             }
-            (
-                path.clone(),
-                vec![(h.range.start, h.bytes), (t.range.start, t.bytes)],
-                t.meta,
-            )
         }
+        Err(e) => return Err(e),
     };
     let obj = Object {
         loc: loc.clone(),

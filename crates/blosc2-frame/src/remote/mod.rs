@@ -6,8 +6,9 @@
 //! (`0..head_bytes`) and a speculative tail (the last `tail_bytes`, a suffix range that also
 //! reveals the object's length and ETag) concurrently; the second, needed only when the header
 //! with its metalayers or the index chunk plus trailer were not inside them, fetches exactly the
-//! missing ranges. Opening a sparse-frame prefix with [`RemoteFrame::open`] adds one request to
-//! the first round (the tail of `prefix/chunks.b2frame`, in case `prefix` is no object).
+//! missing ranges. Opening a sparse-frame prefix with [`RemoteFrame::open`] costs one more
+//! round trip (the requests on `prefix` itself fail first); [`RemoteFrame::open_sparse`] or the
+//! key `prefix/chunks.b2frame` avoid it.
 //!
 //! Chunk reads fetch the byte ranges of the chunks they touch (a chunk's extent is bounded by
 //! the next chunk's offset in the index, and checked against the `cbytes` in its header),
