@@ -30,6 +30,10 @@ pub enum FaultKind {
     /// reads" tests: e.g. `FaultRule::new(FaultKind::Replace(new), 1).method("GET")
     /// .key_contains("x0.wkw").after(1)` replaces the file just before its second GET.
     Replace(bytes::Bytes),
+    /// PUT requests only (PutObject, UploadPart): the server receives half of it, then the body
+    /// fails, as if the client's connection broke mid-upload. s3s-fs has started writing its
+    /// temporary file by then; nothing may appear under the key.
+    CutUpload,
 }
 
 impl FaultKind {
@@ -47,6 +51,7 @@ impl fmt::Display for FaultKind {
             Self::TruncateBody => f.write_str("truncated body"),
             Self::SlowBody { chunk, delay } => write!(f, "slow body ({chunk} B per {delay:?})"),
             Self::Replace(b) => write!(f, "replaced ({} B)", b.len()),
+            Self::CutUpload => f.write_str("cut upload"),
         }
     }
 }
@@ -66,7 +71,7 @@ pub struct FaultRule {
 
 impl FaultRule {
     /// A rule applying `kind` to the next `count` requests (of any method and key; `TruncateBody`
-    /// and `SlowBody` only ever apply to GET requests).
+    /// and `SlowBody` only ever apply to GET requests, `CutUpload` to PUT requests).
     #[must_use]
     pub fn new(kind: FaultKind, count: u32) -> Self {
         Self {
@@ -106,6 +111,9 @@ impl FaultRule {
             return false;
         }
         if self.kind.get_only() && method != "GET" {
+            return false;
+        }
+        if self.kind == FaultKind::CutUpload && method != "PUT" {
             return false;
         }
         if let Some(m) = &self.method

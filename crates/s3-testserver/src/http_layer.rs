@@ -120,9 +120,23 @@ pub(crate) async fn handle(
     }
 
     let (parts, incoming) = req.into_parts();
+    let cut_at = match &fault {
+        Some(FaultKind::CutUpload) => Some(
+            parts
+                .headers
+                .get(http::header::CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.parse::<u64>().ok())
+                .unwrap_or(0)
+                / 2,
+        ),
+        _ => None,
+    };
     let body = CountingBody {
         inner: incoming,
         record: Arc::clone(&record),
+        cut_at,
+        received: 0,
     };
 
     if let Some(FaultKind::Replace(data)) = &fault
@@ -222,34 +236,56 @@ impl Drop for FinishOnDrop {
     }
 }
 
-/// Request body that counts the bytes s3s reads.
+/// Request body that counts the bytes s3s reads (and, for `CutUpload`, fails half-way).
 struct CountingBody {
     inner: Incoming,
     record: Arc<LiveRecord>,
+    cut_at: Option<u64>,
+    received: u64,
 }
 
 impl Body for CountingBody {
     type Data = Bytes;
-    type Error = hyper::Error;
+    type Error = BoxError;
 
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, hyper::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
         let this = &mut *self;
-        let frame = ready!(Pin::new(&mut this.inner).poll_frame(cx));
-        if let Some(Ok(f)) = &frame
-            && let Some(d) = f.data_ref()
+        if let Some(cut) = this.cut_at
+            && this.received >= cut
         {
-            this.record
-                .bytes_received
-                .fetch_add(d.len() as u64, Ordering::AcqRel);
+            return Poll::Ready(Some(Err(
+                "upload cut short by the scifmt S3 test server".into()
+            )));
         }
-        Poll::Ready(frame)
+        let frame = match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+            None => return Poll::Ready(None),
+            Some(Err(e)) => return Poll::Ready(Some(Err(e.into()))),
+            Some(Ok(f)) => f,
+        };
+        let frame = match frame.into_data() {
+            Ok(mut d) => {
+                if let Some(cut) = this.cut_at {
+                    let room = cut.saturating_sub(this.received);
+                    if (d.len() as u64) > room {
+                        d.truncate(usize::try_from(room).unwrap_or(usize::MAX));
+                    }
+                }
+                this.received = this.received.saturating_add(d.len() as u64);
+                this.record
+                    .bytes_received
+                    .fetch_add(d.len() as u64, Ordering::AcqRel);
+                Frame::data(d)
+            }
+            Err(f) => f,
+        };
+        Poll::Ready(Some(Ok(frame)))
     }
 
     fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
+        self.cut_at.is_none() && self.inner.is_end_stream()
     }
 
     fn size_hint(&self) -> SizeHint {

@@ -667,3 +667,56 @@ async fn replace_between_reads_and_rules_after_n() {
     assert_eq!(results, [true, true, false, false]);
     server.faults().clear();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn uploads_cut_mid_way_leave_nothing() {
+    let server = TestServer::start().unwrap();
+    let store = server.store();
+    let body = data(200_000, 11);
+    put(&store, "cut/existing", b"previous").await;
+    server
+        .faults()
+        .inject(FaultRule::new(FaultKind::CutUpload, 100).method("PUT"));
+    for key in ["cut/new", "cut/existing"] {
+        let res = store
+            .put(&Path::from(key), PutPayload::from(body.clone()))
+            .await;
+        assert!(res.is_err(), "{key}");
+    }
+    // Multipart: a part cut short fails; the upload is then aborted.
+    let mut up = store.put_multipart(&Path::from("cut/mp")).await.unwrap();
+    assert!(up.put_part(PutPayload::from(body.clone())).await.is_err());
+    up.abort().await.unwrap();
+    server.faults().clear();
+
+    let cut: Vec<_> = server
+        .log()
+        .into_iter()
+        .filter(|r| r.fault.as_deref() == Some("cut upload"))
+        .collect();
+    assert!(cut.len() >= 3);
+    assert!(cut.iter().all(|r| r.bytes_received <= 100_000), "{cut:?}");
+    assert!(matches!(
+        store.head(&Path::from("cut/new")).await,
+        Err(Error::NotFound { .. })
+    ));
+    assert!(matches!(
+        store.head(&Path::from("cut/mp")).await,
+        Err(Error::NotFound { .. })
+    ));
+    assert_eq!(get(&store, "cut/existing").await.unwrap(), b"previous");
+    // No temporary or part files left behind in the store's directory.
+    let root = server.backing_dir().parent().unwrap().to_path_buf();
+    let leftovers: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".tmp.") || n.contains(".part-"))
+        .collect();
+    assert!(leftovers.is_empty(), "{leftovers:?}");
+    assert_eq!(
+        std::fs::read_dir(server.backing_dir().join("cut"))
+            .unwrap()
+            .count(),
+        1
+    );
+}
