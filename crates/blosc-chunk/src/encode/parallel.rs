@@ -97,7 +97,10 @@ fn fits_unconstrained(
 }
 
 /// Encodes all blocks in parallel, then lays them out with the serial budget rules, so the
-/// result equals the single-threaded output. Returns `None` when the chunk must be memcpyed.
+/// result equals the single-threaded output: the offsets of the blocks that fit are a prefix
+/// sum of their sizes, and the blocks are copied to them in parallel (into a zeroed buffer of
+/// the exact size, whose pages the copying threads touch first). Returns `None` when the chunk
+/// must be memcpyed.
 pub(super) fn encode_blocks(
     p: &Plan,
     data: &[u8],
@@ -111,19 +114,38 @@ pub(super) fn encode_blocks(
             })
             .collect::<Result<Vec<_>>>()
     })??;
-    let mut out = p.output_start();
+    let head = p.header_len + 4 * p.nblocks;
+    let mut starts = Vec::with_capacity(p.nblocks);
+    let mut ntbytes = head;
     let mut serial_from = None;
     for (j, blk) in blocks.iter().enumerate() {
-        let ntbytes = out.len();
         let Some(next) = fits_unconstrained(p, blk, p.bsize(j), ntbytes) else {
             serial_from = Some(j);
             break;
         };
         debug_assert_eq!(next, ntbytes + blk.bytes.len());
-        p.write_bstart(&mut out, j);
-        out.extend_from_slice(&blk.bytes);
+        starts.push(ntbytes);
+        ntbytes = next;
     }
+    let mut out = vec![0u8; ntbytes];
+    for (j, &start) in starts.iter().enumerate() {
+        p.write_bstart_at(&mut out, j, start);
+    }
+    let fitted = &blocks[..starts.len()];
+    let mut dsts = Vec::with_capacity(fitted.len());
+    let mut rest = &mut out[head..];
+    for blk in fitted {
+        let (dst, tail) = rest.split_at_mut(blk.bytes.len());
+        dsts.push(dst);
+        rest = tail;
+    }
+    with_pool(nthreads, || {
+        dsts.into_par_iter()
+            .zip(fitted.par_iter())
+            .for_each(|(dst, blk)| dst.copy_from_slice(&blk.bytes));
+    })?;
     if let Some(start) = serial_from {
+        out.reserve((p.destsize + 8).saturating_sub(ntbytes));
         // Near the budget: redo the remaining blocks exactly as the serial encoder does.
         let done = with_encode_state(|st| -> Result<bool> {
             for j in start..p.nblocks {

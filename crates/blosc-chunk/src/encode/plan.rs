@@ -274,7 +274,13 @@ impl Plan {
 
     /// Records that block `j` starts at the current end of `out`.
     pub(super) fn write_bstart(&self, out: &mut [u8], j: usize) {
-        let start = i32::try_from(out.len()).unwrap_or(i32::MAX).to_le_bytes();
+        let start = out.len();
+        self.write_bstart_at(out, j, start);
+    }
+
+    /// Records that block `j` starts at offset `start` of the chunk.
+    pub(super) fn write_bstart_at(&self, out: &mut [u8], j: usize, start: usize) {
+        let start = i32::try_from(start).unwrap_or(i32::MAX).to_le_bytes();
         let pos = self.header_len + 4 * j;
         out[pos..pos + 4].copy_from_slice(&start);
     }
