@@ -25,10 +25,16 @@
 //!   a mismatch answers 400 BadDigest and stores nothing. (A body cut short or failing its signed
 //!   SHA-256 never reaches the key: s3s-fs deletes the temporary file.)
 //!
+//! - **Suffix ranges and directory keys**: a suffix range longer than the object selects all of
+//!   it (RFC 9110 section 14.1.2) instead of s3s-fs's 500; a GET/HEAD of a key that is a
+//!   directory in s3s-fs (a prefix of other keys, or ending in `/`) or lies below an object is
+//!   404 NoSuchKey instead of 500.
+//!
 //! ETags are s3s-fs's: the hex MD5 of the content for a PUT, `md5(part md5s)-N` for a multipart
 //! upload, as S3 computes them. Writing the same bytes again gives the same ETag, as on S3.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use async_trait::async_trait;
@@ -67,13 +73,27 @@ impl KeyLocks {
 pub(crate) struct Guarded {
     fs: Arc<FileSystem>,
     locks: Arc<KeyLocks>,
+    /// s3s-fs's root directory (buckets are its subdirectories).
+    root: Arc<PathBuf>,
 }
 
 impl Guarded {
-    pub(crate) fn new(fs: FileSystem) -> Self {
+    pub(crate) fn new(fs: FileSystem, root: PathBuf) -> Self {
         Self {
             fs: Arc::new(fs),
             locks: Arc::default(),
+            root: Arc::new(root),
+        }
+    }
+
+    /// The size of the object `bucket/key`, or NoSuchKey if it is not a regular file: s3s-fs
+    /// answers 500 for a key naming a directory (a prefix of other keys, or `dir/`), where S3
+    /// answers 404.
+    async fn object_size(&self, bucket: &str, key: &str) -> S3Result<u64> {
+        let path = self.root.join(bucket).join(key);
+        match tokio::fs::metadata(&path).await {
+            Ok(m) if m.is_file() && !key.ends_with('/') => Ok(m.len()),
+            _ => Err(s3_error!(NoSuchKey)),
         }
     }
 
@@ -348,10 +368,21 @@ impl S3 for Guarded {
 
     async fn get_object(
         &self,
-        req: S3Request<dto::GetObjectInput>,
+        mut req: S3Request<dto::GetObjectInput>,
     ) -> S3Result<S3Response<dto::GetObjectOutput>> {
         let lock = self.locks.get(&req.input.bucket, &req.input.key);
         let _r = lock.read().await;
+        let size = self.object_size(&req.input.bucket, &req.input.key).await?;
+        // A suffix longer than the object selects all of it (RFC 9110 section 14.1.2; S3 answers
+        // 206 with the whole object); s3s-fs would seek before the start and answer 500.
+        if let Some(dto::Range::Suffix { length }) = req.input.range
+            && length >= size
+        {
+            req.input.range = (size > 0).then_some(dto::Range::Int {
+                first: 0,
+                last: None,
+            });
+        }
         let input = &req.input;
         let cond = ReadConditions {
             if_match: input.if_match.as_ref(),
@@ -369,11 +400,11 @@ impl S3 for Guarded {
         // Evaluate the conditions before a Range is checked (a 412 wins over a 416), on the
         // version GET will send: both happen under the read lock.
         let head = S3Request {
-            input: dto::HeadObjectInput {
-                bucket: input.bucket.clone(),
-                key: input.key.clone(),
-                ..Default::default()
-            },
+            input: dto::HeadObjectInput::builder()
+                .bucket(input.bucket.clone())
+                .key(input.key.clone())
+                .build()
+                .map_err(|e| s3_error!(InternalError, "HeadObjectInput: {e:?}"))?,
             method: req.method.clone(),
             uri: req.uri.clone(),
             headers: req.headers.clone(),
@@ -404,6 +435,7 @@ impl S3 for Guarded {
     ) -> S3Result<S3Response<dto::HeadObjectOutput>> {
         let lock = self.locks.get(&req.input.bucket, &req.input.key);
         let _r = lock.read().await;
+        self.object_size(&req.input.bucket, &req.input.key).await?;
         let input = &req.input;
         let if_match = input.if_match.clone();
         let if_none_match = input.if_none_match.clone();
@@ -541,7 +573,10 @@ mod tests {
     async fn corrupted_uploads_store_nothing() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("b")).unwrap();
-        let guarded = Guarded::new(FileSystem::new(dir.path()).unwrap());
+        let guarded = Guarded::new(
+            FileSystem::new(dir.path()).unwrap(),
+            dir.path().canonicalize().unwrap(),
+        );
         let object = dir.path().join("b/k");
 
         // s3s-fs alone keeps an upload whose Content-MD5 does not match (checked after rename):

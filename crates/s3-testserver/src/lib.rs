@@ -109,7 +109,7 @@ impl TestServer {
         std::fs::create_dir(dir.path().join(BUCKET))?;
         let fs = s3s_fs::FileSystem::new(dir.path())
             .map_err(|e| io::Error::other(format!("s3s-fs: {e:?}")))?;
-        let objects = guard::Guarded::new(fs);
+        let objects = guard::Guarded::new(fs, dir.path().canonicalize()?);
         let mut builder = S3ServiceBuilder::new(objects.clone());
         builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
         let shared = Arc::new(Shared {

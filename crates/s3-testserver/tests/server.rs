@@ -720,3 +720,51 @@ async fn uploads_cut_mid_way_leave_nothing() {
         1
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn suffix_ranges_and_directory_keys_behave_as_on_s3() {
+    let server = TestServer::start().unwrap();
+    let store = server.store();
+    let body = data(1000, 12);
+    put(&store, "s/small", &body).await;
+    put(&store, "s/dir/inner", b"inner").await;
+    server.reset_stats();
+
+    // A suffix longer than the object selects all of it (RFC 9110 section 14.1.2).
+    let got = store
+        .get_opts(
+            &Path::from("s/small"),
+            GetOptions::default().with_range(Some(object_store::GetRange::Suffix(65_536))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got.range, 0..1000);
+    assert_eq!(got.bytes().await.unwrap().as_ref(), body.as_slice());
+    let got = store
+        .get_opts(
+            &Path::from("s/small"),
+            GetOptions::default().with_range(Some(object_store::GetRange::Suffix(10))),
+        )
+        .await
+        .unwrap();
+    assert_eq!(got.bytes().await.unwrap().as_ref(), &body[990..]);
+
+    // A key that is a "directory" of other keys, or below an object: not found, at once.
+    let t = Instant::now();
+    for key in ["s/dir", "s/small/below", "s/dir/"] {
+        assert!(
+            matches!(get(&store, key).await, Err(Error::NotFound { .. })),
+            "GET {key}"
+        );
+        assert!(
+            matches!(
+                store.head(&Path::from(key)).await,
+                Err(Error::NotFound { .. })
+            ),
+            "HEAD {key}"
+        );
+    }
+    assert!(t.elapsed() < Duration::from_secs(10));
+    let stats = server.stats();
+    assert!(stats.by_status.keys().all(|s| *s < 500), "{stats:?}");
+}
