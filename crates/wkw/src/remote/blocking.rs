@@ -69,6 +69,18 @@ impl BlockingRemoteDataset {
         Self::build(async || RemoteDataset::open_url(url, options).await)
     }
 
+    /// [`RemoteDataset::open_url_with_config`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteDataset::open_url`]; [`Error::Unsupported`] inside a tokio runtime.
+    pub fn open_url_with_config(
+        url: &str,
+        config: &[(String, String)],
+        options: RemoteOptions,
+    ) -> Result<Self> {
+        Self::build(async || RemoteDataset::open_url_with_config(url, config, options).await)
+    }
+
     /// [`RemoteDataset::create`], blocking.
     ///
     /// # Errors

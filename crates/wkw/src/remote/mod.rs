@@ -69,7 +69,7 @@ use crate::geometry::{VBox, blocks_in, files_in};
 use crate::header::{BlockType, Header};
 use crate::options::{Durability, MissingOrCorrupt, Options};
 use crate::tree::{file_key, parse_index};
-use plan::{Fetched, beyond, coalesce};
+use plan::{Fetched, beyond, schedule};
 
 /// Options of a [`RemoteDataset`]: the dataset [`Options`] (limits, missing/corrupt policy,
 /// header check, metadata cache size, threads for decoding) plus how requests are made.
@@ -80,10 +80,11 @@ pub struct RemoteOptions {
     pub dataset: Options,
     /// Most requests in flight at once per operation (default 8).
     pub concurrency: usize,
-    /// Block byte ranges at most this far apart are fetched by one request, the bytes in
-    /// between discarded (default 32 KiB: about the transfer time saved by one request less at
-    /// object-store latencies, and small enough that a box's reads stay within ~10 % of the
-    /// bytes its blocks need).
+    /// Block byte ranges at most this far apart are always fetched by one request, the bytes
+    /// in between discarded (default 8 KiB). Beyond that, when a read needs more requests than
+    /// [`RemoteOptions::concurrency`] (which would cost another round trip), the closest
+    /// ranges are merged as long as the read fetches at most 10 % more bytes than its blocks
+    /// need.
     pub coalesce_gap: u64,
     /// Longest range request (default 8 MiB); longer runs of blocks are split into requests
     /// made concurrently.
@@ -110,7 +111,7 @@ impl Default for RemoteOptions {
         Self {
             dataset: Options::default(),
             concurrency: 8,
-            coalesce_gap: 32 << 10,
+            coalesce_gap: 8 << 10,
             max_request_bytes: 8 << 20,
             retries: 10,
             read_retries: 3,
@@ -241,7 +242,22 @@ impl RemoteDataset {
     /// [`Error::InvalidArgument`] for a malformed URL; [`Error::Remote`] for an unsupported
     /// scheme or bad configuration; otherwise as [`RemoteDataset::open`].
     pub async fn open_url(url: &str, options: RemoteOptions) -> Result<Self> {
-        let (store, prefix, url) = store_for_url(url)?;
+        let (store, prefix, url) = store_for_url(url, &[])?;
+        Self::open_at(store, prefix, url, options).await
+    }
+
+    /// [`RemoteDataset::open_url`] with store configuration `config` (keys as
+    /// `object_store::parse_url_opts` takes them, e.g. `("aws_endpoint_url", "http://…")`;
+    /// upper-case environment-variable names work too) applied after the environment's.
+    ///
+    /// # Errors
+    /// As [`RemoteDataset::open_url`].
+    pub async fn open_url_with_config(
+        url: &str,
+        config: &[(String, String)],
+        options: RemoteOptions,
+    ) -> Result<Self> {
+        let (store, prefix, url) = store_for_url(url, config)?;
         Self::open_at(store, prefix, url, options).await
     }
 
@@ -266,7 +282,7 @@ impl RemoteDataset {
     /// # Errors
     /// As [`RemoteDataset::create`] and [`RemoteDataset::open_url`].
     pub async fn create_url(url: &str, header: Header, options: RemoteOptions) -> Result<Self> {
-        let (store, prefix, url) = store_for_url(url)?;
+        let (store, prefix, url) = store_for_url(url, &[])?;
         Self::create_at(store, prefix, url, header, options).await
     }
 
@@ -504,8 +520,8 @@ impl RemoteDataset {
             .try_collect()
             .await?;
         // Every file's block ranges, all requests in one concurrent batch.
-        let mut requests = Vec::new();
         let mut present = HashMap::new();
+        let mut planned = Vec::new();
         for (idx, head) in heads {
             if let Head::Present {
                 meta,
@@ -513,10 +529,22 @@ impl RemoteDataset {
                 fetched,
             } = head
             {
-                for r in self.plan(idx, bx, &meta, fetched.prefix_len())? {
-                    requests.push((idx, r, etag.clone()));
-                }
+                planned.push((
+                    idx,
+                    etag.clone(),
+                    self.plan(idx, bx, &meta, fetched.prefix_len())?,
+                ));
                 present.insert(idx, (meta, etag, fetched));
+            }
+        }
+        let o = &self.inner.options;
+        let (keys, ranges): (Vec<_>, Vec<_>) =
+            planned.into_iter().map(|(i, e, r)| ((i, e), r)).unzip();
+        let ranges = schedule(ranges, o.coalesce_gap, o.max_request_bytes, conc);
+        let mut requests = Vec::new();
+        for ((idx, etag), rs) in keys.into_iter().zip(ranges) {
+            for r in rs {
+                requests.push((idx, r, etag.clone()));
             }
         }
         let results: Vec<_> = futures::stream::iter(requests)
@@ -555,7 +583,11 @@ impl RemoteDataset {
                     etag,
                     mut fetched,
                 } => {
+                    let o = &self.inner.options;
                     let plan = self.plan(idx, bx, &meta, fetched.prefix_len())?;
+                    let plan = schedule(vec![plan], o.coalesce_gap, o.max_request_bytes, conc)
+                        .into_iter()
+                        .flatten();
                     let got: Vec<_> = futures::stream::iter(plan)
                         .map(|r| self.fetch_range(idx, r, etag.clone()))
                         .buffer_unordered(conc)
@@ -594,8 +626,8 @@ impl RemoteDataset {
         }
     }
 
-    /// The coalesced byte ranges of the blocks of file `idx` that `bx` touches, minus the
-    /// first `have` bytes (already fetched).
+    /// The byte ranges of the blocks of file `idx` that `bx` touches, minus the first `have`
+    /// bytes (already fetched); [`schedule`] turns them into requests.
     fn plan(
         &self,
         idx: [u32; 3],
@@ -615,8 +647,7 @@ impl RemoteDataset {
                 }
             }
         }
-        let o = &self.inner.options;
-        Ok(coalesce(ranges, o.coalesce_gap, o.max_request_bytes))
+        Ok(ranges)
     }
 
     /// The metadata of file `idx`: cached (if `cached` and present), else fetched.
@@ -1156,7 +1187,10 @@ fn redact(url: &url::Url) -> String {
 
 /// The store, the prefix inside it and the message URL for `url`, configured from the
 /// environment variables with the `AWS_`, `GOOGLE_` and `AZURE_` prefixes.
-fn store_for_url(url: &str) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
+fn store_for_url(
+    url: &str,
+    config: &[(String, String)],
+) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
     let parsed = url::Url::parse(url).map_err(|e| {
         // The text may hold credentials: name only what cannot.
         let scheme = url.split(':').next().unwrap_or_default();
@@ -1168,6 +1202,11 @@ fn store_for_url(url: &str) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
         (lower.starts_with("aws_") || lower.starts_with("google_") || lower.starts_with("azure_"))
             .then_some((lower, v))
     });
+    let env = env.chain(
+        config
+            .iter()
+            .map(|(k, v)| (k.to_ascii_lowercase(), v.clone())),
+    );
     let (store, prefix) =
         object_store::parse_url_opts(&parsed, env).map_err(|source| Error::Remote {
             url: clean.clone(),

@@ -33,6 +33,69 @@ pub(crate) fn coalesce(mut ranges: Vec<(u64, u64)>, gap: u64, max_len: u64) -> V
     out
 }
 
+/// The requests for the block ranges of several files (`files[i]`: file i's ranges): each
+/// file's ranges coalesced at `gap`; then, while there are more requests than `limit` (the
+/// requests in flight at once, so more would cost another round trip), the closest neighbours
+/// are merged as long as all bytes fetched stay within 110 % of those needed; finally
+/// requests longer than `max_len` are split (concurrent pieces of one long run).
+pub(crate) fn schedule(
+    files: Vec<Vec<(u64, u64)>>,
+    gap: u64,
+    max_len: u64,
+    limit: usize,
+) -> Vec<Vec<(u64, u64)>> {
+    let needed: u64 = files
+        .iter()
+        .flatten()
+        .map(|&(s, e)| e.saturating_sub(s))
+        .sum();
+    let mut files: Vec<Vec<(u64, u64)>> = files
+        .into_iter()
+        .map(|r| coalesce(r, gap, u64::MAX))
+        .collect();
+    let fetched: u64 = files.iter().flatten().map(|&(s, e)| e - s).sum();
+    let mut count: usize = files.iter().map(Vec::len).sum();
+    if count > limit {
+        // Every gap between neighbours: (gap bytes, file, index of the left range).
+        let mut gaps: Vec<(u64, usize, usize)> = files
+            .iter()
+            .enumerate()
+            .flat_map(|(f, r)| {
+                r.windows(2)
+                    .enumerate()
+                    .map(move |(i, w)| (w[1].0 - w[0].1, f, i))
+            })
+            .collect();
+        gaps.sort_unstable();
+        // At most ~10 % more than needed in all, counting what `gap` already added.
+        let mut budget = (needed / 10).saturating_sub(fetched.saturating_sub(needed));
+        let mut merge: Vec<Vec<bool>> = files.iter().map(|r| vec![false; r.len()]).collect();
+        for (g, f, i) in gaps {
+            if count <= limit || g > budget {
+                break;
+            }
+            budget -= g;
+            count -= 1;
+            if let Some(m) = merge.get_mut(f).and_then(|m| m.get_mut(i)) {
+                *m = true;
+            }
+        }
+        for (r, m) in files.iter_mut().zip(&merge) {
+            let mut out: Vec<(u64, u64)> = Vec::with_capacity(r.len());
+            let mut join = false;
+            for (&(s, e), &next) in r.iter().zip(m) {
+                match out.last_mut() {
+                    Some(last) if join => last.1 = e,
+                    _ => out.push((s, e)),
+                }
+                join = next;
+            }
+            *r = out;
+        }
+    }
+    files.into_iter().map(|r| coalesce(r, 0, max_len)).collect()
+}
+
 /// The part of `[s, e)` not inside `[0, have)`: `None` if nothing is left.
 pub(crate) fn beyond(s: u64, e: u64, have: u64) -> Option<(u64, u64)> {
     let s = s.max(have);
@@ -126,6 +189,35 @@ mod tests {
         let r = coalesce(vec![(0, 10), (10, 25)], 0, 10);
         assert_eq!(r, vec![(0, 10), (10, 20), (20, 25)]);
         assert!(coalesce(vec![], 10, 10).is_empty());
+    }
+
+    #[test]
+    fn schedule_trades_a_few_bytes_for_fewer_round_trips() {
+        // 3 files, 6 ranges, limit 4: the two smallest gaps (10, 20) are merged, within the
+        // budget (10 % of 6 × 1000 bytes needed).
+        let files = vec![
+            vec![(0, 1000), (1010, 2010)],
+            vec![(0, 1000), (3000, 4000)],
+            vec![(0, 1000), (1020, 2020)],
+        ];
+        let s = schedule(files.clone(), 0, u64::MAX, 4);
+        assert_eq!(
+            s,
+            vec![
+                vec![(0, 2010)],
+                vec![(0, 1000), (3000, 4000)],
+                vec![(0, 2020)],
+            ]
+        );
+        // Within the limit: nothing merged; long runs split.
+        let s = schedule(files.clone(), 0, 600, 100);
+        assert_eq!(
+            s[0],
+            vec![(0, 600), (600, 1000), (1010, 1610), (1610, 2010)]
+        );
+        // No budget for a 2000-byte gap: stays apart even above the limit.
+        let s = schedule(files, 0, u64::MAX, 1);
+        assert_eq!(s[1], vec![(0, 1000), (3000, 4000)]);
     }
 
     #[test]
