@@ -16,7 +16,7 @@ use wkw::{
     BlockType, Dataset, Header, HeaderCheck, MissingOrCorrupt, Options, Order, Threads, VoxelType,
 };
 
-use crate::common::detached;
+use crate::common::{ThreadChoice, detached, in_pool};
 
 pyo3::create_exception!(
     scifmt.wkw,
@@ -122,22 +122,17 @@ macro_rules! with_voxel {
     };
 }
 
-/// Parses the `threads` argument: `None` → rayon's global pool, 1 → the calling thread only,
-/// n > 1 → a pool of n threads owned by the dataset.
-fn thread_setup(threads: Option<usize>) -> PyResult<(Threads, Option<Arc<rayon::ThreadPool>>)> {
-    match threads {
-        None => Ok((Threads::Rayon, None)),
-        Some(0) => Err(exc("threads must be at least 1 (or None for all cores)")),
-        Some(1) => Ok((Threads::Caller, None)),
-        Some(n) if n > 1024 => Err(exc(format!("threads={n}: at most 1024"))),
-        Some(n) => {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .thread_name(|i| format!("scifmt-wkw-{i}"))
-                .build()
-                .map_err(|e| exc(format!("cannot start {n} threads: {e}")))?;
-            Ok((Threads::Rayon, Some(Arc::new(pool))))
-        }
+/// The `threads` argument, or a `WKWException`.
+fn thread_choice(threads: Option<usize>) -> PyResult<ThreadChoice> {
+    ThreadChoice::new(threads).map_err(exc)
+}
+
+/// The dataset's thread mode for a `threads` choice.
+fn threads_mode(choice: &ThreadChoice) -> Threads {
+    if choice.caller_only() {
+        Threads::Caller
+    } else {
+        Threads::Rayon
     }
 }
 
@@ -166,20 +161,23 @@ fn parse_order(order: &str) -> PyResult<Order> {
     }
 }
 
-/// An open dataset plus the pool its work runs in.
+/// An open dataset plus where its work runs.
 #[derive(Debug)]
 struct Open {
     ds: Dataset,
-    pool: Option<Arc<rayon::ThreadPool>>,
+    threads: ThreadChoice,
 }
 
 impl Open {
-    /// Runs `f` in the dataset's own pool if it has one.
-    fn install<T: Send>(&self, f: impl FnOnce(&Dataset) -> T + Send) -> T {
-        match &self.pool {
-            Some(pool) => pool.install(|| f(&self.ds)),
-            None => f(&self.ds),
-        }
+    /// Runs `f` on the dataset without the GIL, in the dataset's pool.
+    fn run<T: Send>(
+        &self,
+        py: Python<'_>,
+        root: &Path,
+        f: impl FnOnce(&Dataset) -> wkw::Result<T> + Send,
+    ) -> PyResult<T> {
+        let pool = self.threads.pool().map_err(exc)?;
+        run(py, root, || in_pool(pool.as_ref(), || f(&self.ds)))
     }
 }
 
@@ -220,11 +218,11 @@ impl RawDataset {
         corrupt_as_zeros: bool,
         strict_headers: bool,
     ) -> PyResult<Self> {
-        let (t, pool) = thread_setup(threads)?;
-        let opts = options(t, corrupt_as_zeros, strict_headers);
+        let threads = thread_choice(threads)?;
+        let opts = options(threads_mode(&threads), corrupt_as_zeros, strict_headers);
         let r = root.clone();
         let ds = run(py, &root, move || Dataset::open_with(r, opts))?;
-        Ok(Self::new(root, Open { ds, pool }))
+        Ok(Self::new(root, Open { ds, threads }))
     }
 
     /// Creates a dataset at `root`: `voxel_type` is the on-disk code 1..=10, `block_type` 1..=3.
@@ -247,11 +245,11 @@ impl RawDataset {
         let bt = BlockType::from_u8(block_type).map_err(|e| exc(e.to_string()))?;
         let header = Header::new(vt, num_channels, block_len, file_len, bt)
             .map_err(|e| wkw_err(&e, &root))?;
-        let (t, pool) = thread_setup(threads)?;
-        let opts = options(t, corrupt_as_zeros, strict_headers);
+        let threads = thread_choice(threads)?;
+        let opts = options(threads_mode(&threads), corrupt_as_zeros, strict_headers);
         let r = root.clone();
         let ds = run(py, &root, move || Dataset::create_with(r, header, opts))?;
-        Ok(Self::new(root, Open { ds, pool }))
+        Ok(Self::new(root, Open { ds, threads }))
     }
 
     /// The dataset root as given.
@@ -289,8 +287,8 @@ impl RawDataset {
         let open = self.get()?;
         let vt = open.ds.header().voxel_type();
         with_voxel!(vt, T => {
-            let arr = run(py, &self.root, || {
-                open.install(|ds| ds.read(offset, shape, order)?.into_ndarray::<T>())
+            let arr = open.run(py, &self.root, |ds| {
+                ds.read(offset, shape, order)?.into_ndarray::<T>()
             })?;
             Ok(PyArray4::from_owned_array(py, arr).into_any())
         })
@@ -316,7 +314,7 @@ impl RawDataset {
             })?;
             let ro = typed.try_readonly().map_err(|e| exc(e.to_string()))?;
             let view = ro.as_array();
-            run(py, &self.root, || open.install(|ds| ds.write_ndarray(offset, view)))
+            open.run(py, &self.root, |ds| ds.write_ndarray(offset, view))
         })
     }
 
@@ -357,13 +355,11 @@ fn compress(
     threads: Option<usize>,
 ) -> PyResult<()> {
     let bt = BlockType::from_u8(block_type).map_err(|e| exc(e.to_string()))?;
-    let (t, pool) = thread_setup(threads)?;
-    let opts = options(t, false, false);
+    let threads = thread_choice(threads)?;
+    let opts = options(threads_mode(&threads), false, false);
+    let pool = threads.pool().map_err(exc)?;
     let work = || -> wkw::Result<()> { wkw::compress(&src, &dst, bt, opts, &|_| {}).map(drop) };
-    run(py, &src, || match &pool {
-        Some(pool) => pool.install(work),
-        None => work(),
-    })
+    run(py, &src, || in_pool(pool.as_ref(), work))
 }
 
 /// Checks every data file of the dataset at `root`: a list of `(path, problem)` for the files
@@ -375,8 +371,9 @@ fn verify(
     root: PathBuf,
     threads: Option<usize>,
 ) -> PyResult<Vec<(PathBuf, String)>> {
-    let (t, pool) = thread_setup(threads)?;
-    let opts = options(t, false, false);
+    let threads = thread_choice(threads)?;
+    let opts = options(threads_mode(&threads), false, false);
+    let pool = threads.pool().map_err(exc)?;
     let work = || -> wkw::Result<Vec<(PathBuf, String)>> {
         let report = wkw::verify(&root, opts, &|_| {})?;
         Ok(report
@@ -390,8 +387,5 @@ fn verify(
             })
             .collect())
     };
-    run(py, &root, || match &pool {
-        Some(pool) => pool.install(work),
-        None => work(),
-    })
+    run(py, &root, || in_pool(pool.as_ref(), work))
 }

@@ -598,3 +598,29 @@ def test_hostile_files(tmp_path):
     (root / "header.wkw").write_bytes(b"WKW\x01\xff\x01\x01\x01" + bytes(8))
     with pytest.raises(wkw.WKWException, match="header.wkw"):
         wkw.Dataset.open(str(root))
+
+
+_INHERITED = {}
+
+
+def _read_sum_in_child(args):
+    root, threads = args
+    total = int(wkw.Dataset.open(root, threads=threads).read((0, 0, 0), (64, 64, 64)).sum())
+    # The parent's Dataset object itself, copied by fork (not pickled).
+    return total + int(_INHERITED["ds"].read((0, 0, 0), (64, 64, 64)).sum())
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+@pytest.mark.parametrize("threads", [None, 1, 2])
+def test_forked_children_do_not_hang(tmp_path, threads):
+    """multiprocessing's fork start method after the parent used its thread pools."""
+    import multiprocessing
+
+    root = str(tmp_path / "ds")
+    ds = wkw.Dataset.create(root, wkw.Header(np.uint8, block_type=2, file_len=2), threads=threads)
+    ds.write((0, 0, 0), np.ones((1, 64, 64, 64), np.uint8))
+    assert ds.read((0, 0, 0), (64, 64, 64)).sum() == 64**3  # pools started in the parent
+    _INHERITED["ds"] = ds
+    with multiprocessing.get_context("fork").Pool(2) as pool:
+        result = pool.map_async(_read_sum_in_child, [(root, threads)] * 4)
+        assert result.get(timeout=60) == [2 * 64**3] * 4
