@@ -5,7 +5,7 @@
 //! element `i` at bit `i % 8` of byte `i / 8`. The remaining bytes are copied unchanged.
 //!
 //! Equivalently: a byte shuffle ([`crate::shuffle`]) followed by a bit transpose of each byte
-//! plane, which is how both directions are computed (SSE2 tiles on x86-64, see
+//! plane, which is how both directions are computed (AVX2 or SSE2 tiles on x86-64, see
 //! [`crate::simd`]).
 
 use crate::shuffle;

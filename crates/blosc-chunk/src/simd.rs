@@ -1,5 +1,6 @@
 //! SSE2 kernels for the byte shuffle and the bit transpose (x86-64, where SSE2 is part of the
-//! base instruction set, so no runtime detection is needed).
+//! base instruction set), and AVX2 versions of them that run when the CPU has AVX2 (detected
+//! at run time, see [`avx2`]).
 //!
 //! Both filters are matrix transposes. The kernels move 16-byte vectors with one primitive,
 //! [`zip_step`]: with `N` vectors numbered `x` and lanes numbered `l`, it interleaves vector
@@ -14,10 +15,13 @@
 //!
 //! The 8×8 bit transposes themselves run on both 64-bit halves of a vector at once.
 //!
-//! This is one of the two modules with `unsafe`: unaligned 16-byte loads and stores from and to
-//! fixed-size array references, and the calls into the `#[target_feature(enable = "sse2")]`
-//! kernels from code compiled with SSE2 (`cfg(target_feature = "sse2")`, always true on
-//! x86-64). Tests compare every kernel with the portable code for every length class.
+//! This is one of the two modules with `unsafe`: unaligned 16- and 32-byte loads and stores
+//! from and to fixed-size array references, the calls into the
+//! `#[target_feature(enable = "sse2")]` kernels from code compiled with SSE2
+//! (`cfg(target_feature = "sse2")`, always true on x86-64), and the calls into the
+//! `#[target_feature(enable = "avx2")]` kernels after `is_x86_feature_detected!("avx2")`.
+//! Tests compare every kernel with the definitions for every length class, on both paths, and
+//! the AVX2 and SSE2 paths with each other.
 #![allow(unsafe_code, reason = "SSE2 intrinsics; see the SAFETY comments")]
 
 use core::arch::x86_64::{
@@ -83,11 +87,11 @@ fn transpose8x2(x: __m128i) -> __m128i {
 /// Shuffles whole tiles of 16 elements of `TS` bytes (`TS` = 2, 4, 8 or 16) from `src` into
 /// the planes of `dst` (`n` elements each). Returns how many elements were done.
 #[target_feature(enable = "sse2")]
-fn shuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) -> usize {
+fn shuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize, from: usize) -> usize {
     let tiles = n / 16;
     let input = vectors(src, 0, tiles * TS);
     let mut planes: [&mut [[u8; 16]]; TS] = split_planes(dst, n, tiles);
-    for (t, tile) in input.chunks_exact(TS).enumerate() {
+    for (t, tile) in input.chunks_exact(TS).enumerate().skip(from) {
         let mut v = [_mm_setzero_si128(); TS];
         for (x, bytes) in v.iter_mut().zip(tile) {
             *x = load(bytes);
@@ -116,12 +120,17 @@ fn split_planes<const TS: usize>(dst: &mut [u8], n: usize, tiles: usize) -> [&mu
 /// Inverse of [`shuffle_tiles`]: `log2(TS)` steps. Plane `b` is `planes[b]` (each at least `n`
 /// bytes; checked by the caller).
 #[target_feature(enable = "sse2")]
-fn unshuffle_tiles<const TS: usize>(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+fn unshuffle_tiles<const TS: usize>(
+    planes: &[&[u8]],
+    dst: &mut [u8],
+    n: usize,
+    from: usize,
+) -> usize {
     let tiles = n / 16;
     let steps = TS.trailing_zeros();
     let planes: [&[[u8; 16]]; TS] = core::array::from_fn(|b| vectors(planes[b], 0, tiles));
     let output = vectors_mut(dst, 0, tiles * TS);
-    for (t, tile) in output.chunks_exact_mut(TS).enumerate() {
+    for (t, tile) in output.chunks_exact_mut(TS).enumerate().skip(from) {
         let mut v = [_mm_setzero_si128(); TS];
         for (x, plane) in v.iter_mut().zip(planes) {
             *x = load(&plane[t]);
@@ -139,11 +148,11 @@ fn unshuffle_tiles<const TS: usize>(planes: &[&[u8]], dst: &mut [u8], n: usize) 
 /// Bit-transposes whole tiles of 128 bytes of one byte plane: `src` holds `8 * groups`
 /// elements, `dst` 8 rows of `groups` bytes. Returns how many groups were done.
 #[target_feature(enable = "sse2")]
-fn bit_transpose_tiles(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
+fn bit_transpose_tiles(src: &[u8], dst: &mut [u8], groups: usize, from: usize) -> usize {
     let tiles = groups / 16;
     let input = vectors(src, 0, 8 * tiles);
     let mut rows: [&mut [[u8; 16]]; 8] = split_planes(dst, groups, tiles);
-    for (t, tile) in input.chunks_exact(8).enumerate() {
+    for (t, tile) in input.chunks_exact(8).enumerate().skip(from) {
         let mut v = [_mm_setzero_si128(); 8];
         for (x, bytes) in v.iter_mut().zip(tile) {
             *x = transpose8x2(load(bytes));
@@ -160,11 +169,11 @@ fn bit_transpose_tiles(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
 
 /// Inverse of [`bit_transpose_tiles`].
 #[target_feature(enable = "sse2")]
-fn bit_untranspose_tiles(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
+fn bit_untranspose_tiles(src: &[u8], dst: &mut [u8], groups: usize, from: usize) -> usize {
     let tiles = groups / 16;
     let rows: [&[[u8; 16]]; 8] = core::array::from_fn(|k| vectors(src, k * groups, tiles));
     let output = vectors_mut(dst, 0, 8 * tiles);
-    for (t, tile) in output.chunks_exact_mut(8).enumerate() {
+    for (t, tile) in output.chunks_exact_mut(8).enumerate().skip(from) {
         let mut v = [_mm_setzero_si128(); 8];
         for (x, row) in v.iter_mut().zip(rows) {
             *x = load(&row[t]);
@@ -186,14 +195,20 @@ pub(crate) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize 
     if src.len() < n * ts || dst.len() < n * ts {
         return 0;
     }
+    let from = if has_avx2() {
+        // SAFETY: AVX2 is available (checked at run time); the lengths are checked above.
+        unsafe { avx2::shuffle(ts, src, dst, n) / 16 }
+    } else {
+        0
+    };
     // SAFETY: the kernels only need SSE2, which every x86-64 CPU has (this module is compiled
     // only with `target_feature = "sse2"`).
     unsafe {
         match ts {
-            2 => shuffle_tiles::<2>(src, dst, n),
-            4 => shuffle_tiles::<4>(src, dst, n),
-            8 => shuffle_tiles::<8>(src, dst, n),
-            16 => shuffle_tiles::<16>(src, dst, n),
+            2 => shuffle_tiles::<2>(src, dst, n, from),
+            4 => shuffle_tiles::<4>(src, dst, n, from),
+            8 => shuffle_tiles::<8>(src, dst, n, from),
+            16 => shuffle_tiles::<16>(src, dst, n, from),
             _ => 0,
         }
     }
@@ -213,13 +228,19 @@ pub(crate) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [u8], n: usize) -> us
     if dst.len() < n * ts || planes.iter().any(|p| p.len() < n) {
         return 0;
     }
+    let from = if has_avx2() {
+        // SAFETY: as in `shuffle`.
+        unsafe { avx2::unshuffle_planes(planes, dst, n) / 16 }
+    } else {
+        0
+    };
     // SAFETY: as in `shuffle`.
     unsafe {
         match ts {
-            2 => unshuffle_tiles::<2>(planes, dst, n),
-            4 => unshuffle_tiles::<4>(planes, dst, n),
-            8 => unshuffle_tiles::<8>(planes, dst, n),
-            16 => unshuffle_tiles::<16>(planes, dst, n),
+            2 => unshuffle_tiles::<2>(planes, dst, n, from),
+            4 => unshuffle_tiles::<4>(planes, dst, n, from),
+            8 => unshuffle_tiles::<8>(planes, dst, n, from),
+            16 => unshuffle_tiles::<16>(planes, dst, n, from),
             _ => 0,
         }
     }
@@ -231,8 +252,14 @@ pub(crate) fn bit_transpose(src: &[u8], dst: &mut [u8], groups: usize) -> usize 
     if src.len() < 8 * groups || dst.len() < 8 * groups {
         return 0;
     }
+    let from = if has_avx2() {
+        // SAFETY: as in `shuffle`.
+        unsafe { avx2::bit_transpose(src, dst, groups) / 16 }
+    } else {
+        0
+    };
     // SAFETY: as in `shuffle`.
-    unsafe { bit_transpose_tiles(src, dst, groups) }
+    unsafe { bit_transpose_tiles(src, dst, groups, from) }
 }
 
 /// Inverse of [`bit_transpose`].
@@ -240,8 +267,245 @@ pub(crate) fn bit_untranspose(src: &[u8], dst: &mut [u8], groups: usize) -> usiz
     if src.len() < 8 * groups || dst.len() < 8 * groups {
         return 0;
     }
+    let from = if has_avx2() {
+        // SAFETY: as in `shuffle`.
+        unsafe { avx2::bit_untranspose(src, dst, groups) / 16 }
+    } else {
+        0
+    };
     // SAFETY: as in `shuffle`.
-    unsafe { bit_untranspose_tiles(src, dst, groups) }
+    unsafe { bit_untranspose_tiles(src, dst, groups, from) }
+}
+
+/// Whether the AVX2 kernels may run: detected at run time (the result is cached by `std`),
+/// and switched off by [`force_sse2`] in tests.
+#[inline]
+fn has_avx2() -> bool {
+    #[cfg(test)]
+    if FORCE_SSE2.with(core::cell::Cell::get) {
+        return false;
+    }
+    std::arch::is_x86_feature_detected!("avx2")
+}
+
+#[cfg(test)]
+std::thread_local! {
+    static FORCE_SSE2: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+}
+
+/// Runs `f` with the AVX2 kernels switched off on this thread (tests compare both paths).
+#[cfg(test)]
+pub(crate) fn force_sse2<R>(f: impl FnOnce() -> R) -> R {
+    FORCE_SSE2.with(|c| c.set(true));
+    let r = f();
+    FORCE_SSE2.with(|c| c.set(false));
+    r
+}
+
+/// AVX2 versions of the tile kernels, run when the CPU has AVX2. The byte interleave of AVX2
+/// works within each 128-bit half, so one 256-bit vector carries the same vector of two
+/// neighbouring tiles (tile `2p` in the low half, `2p + 1` in the high half) and every step
+/// above does two tiles at once: the side of a transpose that holds one tile's vectors
+/// together loads / stores the halves separately, the side with planes or rows (where the two
+/// tiles' vectors are adjacent) moves 32 bytes at once. They do whole pairs of tiles and
+/// return the number of elements (groups) done; the SSE2 kernels finish the odd tile.
+mod avx2 {
+    use core::arch::x86_64::{
+        __m256i, _mm256_and_si256, _mm256_loadu_si256, _mm256_loadu2_m128i, _mm256_set1_epi64x,
+        _mm256_setzero_si256, _mm256_slli_epi64, _mm256_srli_epi64, _mm256_storeu_si256,
+        _mm256_storeu2_m128i, _mm256_unpackhi_epi8, _mm256_unpacklo_epi8, _mm256_xor_si256,
+    };
+
+    use super::{split_planes, vectors, vectors_mut};
+
+    /// Vector `lo` of one tile and vector `hi` of the next, as one 256-bit vector.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn load2(lo: &[u8; 16], hi: &[u8; 16]) -> __m256i {
+        // SAFETY: both are 16 readable bytes; the loads have no alignment requirement.
+        unsafe { _mm256_loadu2_m128i(hi.as_ptr().cast(), lo.as_ptr().cast()) }
+    }
+
+    /// Inverse of [`load2`].
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn store2(lo: &mut [u8; 16], hi: &mut [u8; 16], v: __m256i) {
+        // SAFETY: both are 16 writable bytes; the stores have no alignment requirement.
+        unsafe { _mm256_storeu2_m128i(hi.as_mut_ptr().cast(), lo.as_mut_ptr().cast(), v) }
+    }
+
+    /// Two adjacent 16-byte vectors.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn load(b: &[[u8; 16]; 2]) -> __m256i {
+        // SAFETY: `b` is 32 readable bytes; `loadu` has no alignment requirement.
+        unsafe { _mm256_loadu_si256(b.as_ptr().cast()) }
+    }
+
+    /// Inverse of [`load`].
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn store(b: &mut [[u8; 16]; 2], v: __m256i) {
+        // SAFETY: `b` is 32 writable bytes; `storeu` has no alignment requirement.
+        unsafe { _mm256_storeu_si256(b.as_mut_ptr().cast(), v) }
+    }
+
+    /// [`super::zip_step`] on both 128-bit halves.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn zip_step<const N: usize>(v: &[__m256i; N]) -> [__m256i; N] {
+        let mut out = [_mm256_setzero_si256(); N];
+        let h = N / 2;
+        for k in 0..h {
+            out[2 * k] = _mm256_unpacklo_epi8(v[k], v[k + h]);
+            out[2 * k + 1] = _mm256_unpackhi_epi8(v[k], v[k + h]);
+        }
+        out
+    }
+
+    /// [`super::transpose8x2`] on the four 64-bit quarters of `x`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn transpose8x4(x: __m256i) -> __m256i {
+        let m1 = _mm256_set1_epi64x(0x00AA_00AA_00AA_00AA);
+        let m2 = _mm256_set1_epi64x(0x0000_CCCC_0000_CCCC);
+        let m3 = _mm256_set1_epi64x(0x0000_0000_F0F0_F0F0);
+        let t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64::<7>(x)), m1);
+        let x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64::<7>(t)));
+        let t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64::<14>(x)), m2);
+        let x = _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64::<14>(t)));
+        let t = _mm256_and_si256(_mm256_xor_si256(x, _mm256_srli_epi64::<28>(x)), m3);
+        _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64::<28>(t)))
+    }
+
+    /// [`super::shuffle_tiles`] on pairs of tiles.
+    #[target_feature(enable = "avx2")]
+    fn shuffle_pairs<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) -> usize {
+        let pairs = n / 32;
+        let input = vectors(src, 0, 2 * pairs * TS);
+        let planes: [&mut [[u8; 16]]; TS] = split_planes(dst, n, 2 * pairs);
+        let mut planes = planes.map(|p| p.as_chunks_mut::<2>().0);
+        for (t, two) in input.chunks_exact(2 * TS).enumerate() {
+            let (a, b) = two.split_at(TS);
+            let mut v = [_mm256_setzero_si256(); TS];
+            for (x, (lo, hi)) in v.iter_mut().zip(a.iter().zip(b)) {
+                *x = load2(lo, hi);
+            }
+            for _ in 0..4 {
+                v = zip_step(&v);
+            }
+            for (x, plane) in v.iter().zip(planes.iter_mut()) {
+                store(&mut plane[t], *x);
+            }
+        }
+        32 * pairs
+    }
+
+    /// [`super::unshuffle_tiles`] on pairs of tiles.
+    #[target_feature(enable = "avx2")]
+    fn unshuffle_pairs<const TS: usize>(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+        let pairs = n / 32;
+        let steps = TS.trailing_zeros();
+        let planes: [&[[[u8; 16]; 2]]; TS] =
+            core::array::from_fn(|b| vectors(planes[b], 0, 2 * pairs).as_chunks::<2>().0);
+        let output = vectors_mut(dst, 0, 2 * pairs * TS);
+        for (t, two) in output.chunks_exact_mut(2 * TS).enumerate() {
+            let mut v = [_mm256_setzero_si256(); TS];
+            for (x, plane) in v.iter_mut().zip(planes) {
+                *x = load(&plane[t]);
+            }
+            for _ in 0..steps {
+                v = zip_step(&v);
+            }
+            let (a, b) = two.split_at_mut(TS);
+            for (x, (lo, hi)) in v.iter().zip(a.iter_mut().zip(b)) {
+                store2(lo, hi, *x);
+            }
+        }
+        32 * pairs
+    }
+
+    /// [`super::bit_transpose_tiles`] on pairs of tiles.
+    #[target_feature(enable = "avx2")]
+    fn bit_transpose_pairs(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
+        let pairs = groups / 32;
+        let input = vectors(src, 0, 16 * pairs);
+        let rows: [&mut [[u8; 16]]; 8] = split_planes(dst, groups, 2 * pairs);
+        let mut rows = rows.map(|r| r.as_chunks_mut::<2>().0);
+        for (t, two) in input.chunks_exact(16).enumerate() {
+            let (a, b) = two.split_at(8);
+            let mut v = [_mm256_setzero_si256(); 8];
+            for (x, (lo, hi)) in v.iter_mut().zip(a.iter().zip(b)) {
+                *x = transpose8x4(load2(lo, hi));
+            }
+            for _ in 0..4 {
+                v = zip_step(&v);
+            }
+            for (x, row) in v.iter().zip(rows.iter_mut()) {
+                store(&mut row[t], *x);
+            }
+        }
+        32 * pairs
+    }
+
+    /// [`super::bit_untranspose_tiles`] on pairs of tiles.
+    #[target_feature(enable = "avx2")]
+    fn bit_untranspose_pairs(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
+        let pairs = groups / 32;
+        let rows: [&[[[u8; 16]; 2]]; 8] =
+            core::array::from_fn(|k| vectors(src, k * groups, 2 * pairs).as_chunks::<2>().0);
+        let output = vectors_mut(dst, 0, 16 * pairs);
+        for (t, two) in output.chunks_exact_mut(16).enumerate() {
+            let mut v = [_mm256_setzero_si256(); 8];
+            for (x, row) in v.iter_mut().zip(rows) {
+                *x = load(&row[t]);
+            }
+            for _ in 0..3 {
+                v = zip_step(&v);
+            }
+            let (a, b) = two.split_at_mut(8);
+            for (x, (lo, hi)) in v.iter().zip(a.iter_mut().zip(b)) {
+                store2(lo, hi, transpose8x4(*x));
+            }
+        }
+        32 * pairs
+    }
+
+    /// AVX2 [`super::shuffle`] of whole tile pairs (lengths checked by the caller).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize {
+        match ts {
+            2 => shuffle_pairs::<2>(src, dst, n),
+            4 => shuffle_pairs::<4>(src, dst, n),
+            8 => shuffle_pairs::<8>(src, dst, n),
+            16 => shuffle_pairs::<16>(src, dst, n),
+            _ => 0,
+        }
+    }
+
+    /// AVX2 [`super::unshuffle_planes`] of whole tile pairs (lengths checked by the caller).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+        match planes.len() {
+            2 => unshuffle_pairs::<2>(planes, dst, n),
+            4 => unshuffle_pairs::<4>(planes, dst, n),
+            8 => unshuffle_pairs::<8>(planes, dst, n),
+            16 => unshuffle_pairs::<16>(planes, dst, n),
+            _ => 0,
+        }
+    }
+
+    /// AVX2 [`super::bit_transpose`] of whole tile pairs (lengths checked by the caller).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn bit_transpose(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
+        bit_transpose_pairs(src, dst, groups)
+    }
+
+    /// AVX2 [`super::bit_untranspose`] of whole tile pairs (lengths checked by the caller).
+    #[target_feature(enable = "avx2")]
+    pub(super) fn bit_untranspose(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
+        bit_untranspose_pairs(src, dst, groups)
+    }
 }
 
 #[cfg(test)]
@@ -256,8 +520,44 @@ mod tests {
     /// the full filters are tested in `shuffle` and `bitshuffle`.
     #[test]
     fn kernels_cover_whole_tiles_and_match_definitions() {
+        // AVX2 pairs of tiles (when the CPU has AVX2) with an odd tile left to SSE2, then
+        // SSE2 alone.
+        kernels_match_definitions();
+        force_sse2(kernels_match_definitions);
+    }
+
+    /// The AVX2 and SSE2 paths give the same bytes (checked against each other here, and
+    /// against the definitions in `kernels_match_definitions`).
+    #[test]
+    fn avx2_and_sse2_paths_agree() {
+        for len in [0usize, 16, 32, 48, 96, 128, 4000, 4096, 65_536 + 48] {
+            let src: Vec<u8> = (0..len).map(|i| (i * 131 + i / 3) as u8).collect();
+            for ts in [2usize, 4, 8, 16] {
+                let n = len / ts;
+                let run = || {
+                    let mut sh = vec![0u8; len];
+                    let a = shuffle(ts, &src, &mut sh, n);
+                    let mut un = vec![0u8; len];
+                    let b = unshuffle(ts, &src, &mut un, n);
+                    (a, b, sh, un)
+                };
+                assert!(run() == force_sse2(run), "ts {ts} len {len}");
+            }
+            let groups = len / 8;
+            let run = || {
+                let mut t = vec![0u8; len];
+                let a = bit_transpose(&src, &mut t, groups);
+                let mut u = vec![0u8; len];
+                let b = bit_untranspose(&src, &mut u, groups);
+                (a, b, t, u)
+            };
+            assert!(run() == force_sse2(run), "bit transpose, len {len}");
+        }
+    }
+
+    fn kernels_match_definitions() {
         for ts in [2usize, 4, 8, 16] {
-            for n in [16usize, 17, 48, 1000] {
+            for n in [16usize, 17, 48, 80, 1000] {
                 let src: Vec<u8> = (0..n * ts).map(|i| (i * 31 + i / 7) as u8).collect();
                 let mut dst = vec![0u8; n * ts];
                 assert_eq!(shuffle(ts, &src, &mut dst, n), n / 16 * 16);
@@ -271,7 +571,7 @@ mod tests {
                 assert_eq!(back[..n / 16 * 16 * ts], src[..n / 16 * 16 * ts]);
             }
         }
-        for groups in [16usize, 33, 160] {
+        for groups in [16usize, 33, 48, 160, 1000] {
             let src: Vec<u8> = (0..8 * groups).map(|i| (i * 37 + i / 5) as u8).collect();
             let mut rows = vec![0u8; 8 * groups];
             let done = bit_transpose(&src, &mut rows, groups);
