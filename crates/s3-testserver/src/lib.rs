@@ -76,6 +76,11 @@ const ACCESS_KEY: &str = "scifmt-test-access-key";
 const SECRET_KEY: &str = "scifmt-test-secret-key";
 const REGION: &str = "us-east-1";
 
+/// Files larger than this are uploaded by [`TestServer::upload_dir`] as multipart uploads.
+const MULTIPART_THRESHOLD: u64 = 64 << 20;
+/// Part size of those uploads.
+const MULTIPART_PART: usize = 16 << 20;
+
 /// How many times [`TestServer::store`] retries a failed request (object_store's default is 10).
 pub const CLIENT_MAX_RETRIES: usize = 3;
 
@@ -291,7 +296,8 @@ impl TestServer {
     }
 
     /// Upload every file under `local` (recursively) to `prefix/<relative path>` through the S3
-    /// protocol, bypassing faults, latency and the log. Returns the number of files.
+    /// protocol, bypassing faults, latency and the log (files over 64 MiB as multipart uploads of
+    /// 16 MiB parts). Returns the number of files.
     ///
     /// Callable from synchronous and asynchronous code (it runs on a helper thread).
     ///
@@ -318,11 +324,35 @@ impl TestServer {
                 } else {
                     format!("{prefix}/{rel}")
                 };
-                let data = tokio::fs::read(&file).await?;
-                store
-                    .put(&ObjectPath::from(key), data.into())
-                    .await
-                    .map_err(io::Error::other)?;
+                let key = ObjectPath::from(key);
+                let len = tokio::fs::metadata(&file).await?.len();
+                if len <= MULTIPART_THRESHOLD {
+                    let data = tokio::fs::read(&file).await?;
+                    store
+                        .put(&key, data.into())
+                        .await
+                        .map_err(io::Error::other)?;
+                } else {
+                    // Large files (benchmark volumes) as multipart uploads, read part by part.
+                    use tokio::io::AsyncReadExt as _;
+                    let upload = store.put_multipart(&key).await.map_err(io::Error::other)?;
+                    let mut writer =
+                        object_store::WriteMultipart::new_with_chunk_size(upload, MULTIPART_PART);
+                    let mut f = tokio::fs::File::open(&file).await?;
+                    let mut buf = vec![0u8; MULTIPART_PART];
+                    loop {
+                        let read = f.read(&mut buf).await?;
+                        if read == 0 {
+                            break;
+                        }
+                        writer
+                            .wait_for_capacity(4)
+                            .await
+                            .map_err(io::Error::other)?;
+                        writer.write(&buf[..read]);
+                    }
+                    writer.finish().await.map_err(io::Error::other)?;
+                }
                 n += 1;
             }
             Ok(n)

@@ -768,3 +768,37 @@ async fn suffix_ranges_and_directory_keys_behave_as_on_s3() {
     let stats = server.stats();
     assert!(stats.by_status.keys().all(|s| *s < 500), "{stats:?}");
 }
+
+/// `upload_dir` of a file over the 64 MiB multipart threshold (slow in debug builds:
+/// `cargo test -p scifmt-s3-testserver -- --ignored`).
+#[test]
+#[ignore = "moves 130 MiB; run with --ignored"]
+fn upload_dir_large_file_as_multipart() {
+    use std::io::{Seek, SeekFrom, Write};
+    let server = TestServer::start().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.bin");
+    let mut f = std::fs::File::create(&big).unwrap();
+    f.set_len(65 << 20).unwrap();
+    for off in [0u64, 16 << 20, (65 << 20) - 5] {
+        f.seek(SeekFrom::Start(off)).unwrap();
+        f.write_all(b"mark!").unwrap();
+    }
+    drop(f);
+    assert_eq!(server.upload_dir(dir.path(), "big").unwrap(), 1);
+    let down = tempfile::tempdir().unwrap();
+    assert_eq!(server.download_prefix("big", down.path()).unwrap(), 1);
+    let (a, b) = (
+        std::fs::read(big).unwrap(),
+        std::fs::read(down.path().join("big.bin")).unwrap(),
+    );
+    assert!(a == b);
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let meta = rt
+        .block_on(server.store().head(&Path::from("big/big.bin")))
+        .unwrap();
+    assert!(meta.e_tag.unwrap().ends_with("-5\""), "5 parts of 16 MiB");
+}
