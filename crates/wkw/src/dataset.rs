@@ -29,6 +29,9 @@ pub struct Dataset {
     pub(crate) options: Options,
     pub(crate) storage: Box<dyn Storage>,
     pub(crate) cache: MetaCache,
+    /// Whether `root` is a local directory this crate may write and list (not for datasets
+    /// opened on another [`Storage`]).
+    pub(crate) local: bool,
 }
 
 /// A data file resolved for reading.
@@ -103,6 +106,40 @@ impl Dataset {
         Ok(Self::from_parts(root.to_path_buf(), header, options))
     }
 
+    /// Opens a dataset for reading on another [`Storage`] than the local file system: its
+    /// `header.wkw` and data files are read through `storage` (with the same checks, policies
+    /// and metadata cache as local datasets; the cache trusts [`crate::StorageFile::stamp`]).
+    /// [`Dataset::root`] is `storage.display_path("")`. Such a dataset is read-only:
+    /// [`Dataset::write`] and [`Dataset::list_files`] return [`Error::Unsupported`].
+    ///
+    /// # Errors
+    /// [`Error::NotADataset`] without `header.wkw`; [`Error::Format`] if it is invalid;
+    /// [`Error::LimitExceeded`]; [`Error::Io`] from the storage.
+    pub fn open_storage(storage: Box<dyn Storage>, options: Options) -> Result<Self> {
+        let root = storage.display_path("");
+        let path = storage.display_path(HEADER_FILE_NAME);
+        let Some(file) = storage
+            .open(HEADER_FILE_NAME)
+            .map_err(|e| Error::io(&path, e))?
+        else {
+            return Err(Error::NotADataset { path: root });
+        };
+        // Only the 16 header bytes matter; a shorter file is a truncated header.
+        let n = usize::try_from(file.len().min(16)).unwrap_or(16);
+        let mut bytes = vec![0u8; n];
+        file.read_exact_at(&mut bytes, 0)
+            .map_err(|e| Error::io(&path, e))?;
+        let header = parse_dataset_header(&bytes, &path, &options)?;
+        Ok(Self {
+            cache: MetaCache::new(options.cache_capacity),
+            storage,
+            root,
+            header,
+            options,
+            local: false,
+        })
+    }
+
     /// A dataset that only decodes: reads go through [`Dataset::read_resolved`] with files
     /// opened elsewhere (an object store); its storage opens nothing.
     #[cfg(feature = "object_store")]
@@ -110,6 +147,7 @@ impl Dataset {
         Self {
             storage: Box::new(crate::storage::Detached),
             cache: MetaCache::new(0),
+            local: false,
             root,
             header,
             options,
@@ -120,6 +158,7 @@ impl Dataset {
         Self {
             storage: Box::new(FsStorage { root: root.clone() }),
             cache: MetaCache::new(options.cache_capacity),
+            local: true,
             root,
             header,
             options,
@@ -164,9 +203,22 @@ impl Dataset {
     /// interrupted writes and foreign files are skipped.
     ///
     /// # Errors
-    /// [`Error::Io`] if a directory cannot be listed.
+    /// [`Error::Io`] if a directory cannot be listed; [`Error::Unsupported`] for a dataset
+    /// opened with [`Dataset::open_storage`].
     pub fn list_files(&self) -> Result<Vec<([u32; 3], PathBuf)>> {
+        self.check_local()?;
         tree::list_files(&self.root).map_err(|e| Error::io(&self.root, e))
+    }
+
+    /// [`Error::Unsupported`] unless the dataset is a local directory.
+    pub(crate) fn check_local(&self) -> Result<()> {
+        if self.local {
+            Ok(())
+        } else {
+            Err(Error::Unsupported(
+                "writing and listing need a local dataset (this one was opened on a Storage)",
+            ))
+        }
     }
 
     /// Opens data file `index` for reading, applying the cache and the policies.

@@ -39,6 +39,7 @@ pub use crate::{
     limits::Limits,
     lock::LOCK_DIR_NAME,
     options::{Durability, HeaderCheck, MissingOrCorrupt, Options, Threads},
+    storage::{Stamp, Storage, StorageFile},
     voxel::Voxel,
 };
 

@@ -1,10 +1,14 @@
-//! Positional read access to data files behind a small trait, so that an object-store backend
-//! (range requests) can replace the local file system without changing the public API.
+//! Positional read access to data files behind a small public trait, so that other storage
+//! (an archive, a cache, a network file system client, …) can replace the local file system
+//! for reads without changing the dataset API: [`crate::Dataset::open_storage`].
 //!
-//! The boundary: a [`Storage`] maps dataset-relative keys (`z{z}/y{y}/x{x}.wkw`) to opened
-//! [`StorageFile`]s that answer positional reads and a version [`Stamp`]. Parsing, caching and
-//! policies live above it (`file`, `cache`, `dataset`); writing, locking and listing are local
-//! file-system operations (`writer`, `lock`, `tree`) and not part of it.
+//! The boundary: a [`Storage`] maps dataset-relative keys (`header.wkw`, `z{z}/y{y}/x{x}.wkw`)
+//! to opened [`StorageFile`]s that answer positional reads and a version [`Stamp`]. Parsing,
+//! caching and policies live above it (`file`, `cache`, `dataset`); writing, locking and
+//! listing are local file-system operations (`writer`, `lock`, `tree`) and not part of it, so a
+//! dataset on another storage is read-only. Object stores have their own asynchronous path
+//! ([`crate::RemoteDataset`], feature `object_store`), which plans and batches range requests
+//! instead of reading block by block.
 
 use std::fs::File;
 use std::io;
@@ -13,24 +17,38 @@ use std::time::SystemTime;
 
 use crate::fsio;
 
-/// Identity of one version of a file: if it changes, cached metadata is stale.
-pub(crate) type Stamp = (u64, Option<SystemTime>);
+/// Identity of one version of a file (length and modification time for local files): while it
+/// is unchanged, the file's parsed header and jump table are reused from the dataset's cache.
+pub type Stamp = (u64, Option<SystemTime>);
 
-/// One opened file.
-pub(crate) trait StorageFile: Send + Sync {
+/// One file opened for reading.
+pub trait StorageFile: Send + Sync {
     /// Length in bytes at open time.
     fn len(&self) -> u64;
-    /// Version identity for the metadata cache (`None`: never cache).
+    /// Whether the file is empty.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Version identity for the metadata cache (`None`: never cache this file's metadata).
     fn stamp(&self) -> Option<Stamp>;
-    /// Fills `buf` from `offset`; a short file is an error.
+    /// Fills `buf` with the bytes at `offset`.
+    ///
+    /// # Errors
+    /// An I/O error; reading past the end must be an error (e.g.
+    /// [`io::ErrorKind::UnexpectedEof`]), never a short read.
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
 }
 
-/// A place data files live, addressed by their dataset-relative key `z{z}/y{y}/x{x}.wkw`.
-pub(crate) trait Storage: Send + Sync + std::fmt::Debug {
-    /// Opens a file for reading; `Ok(None)` if it does not exist.
+/// A place a dataset's files live, addressed by their dataset-relative key: `header.wkw` and
+/// `z{z}/y{y}/x{x}.wkw` (`/`-separated).
+pub trait Storage: Send + Sync + std::fmt::Debug {
+    /// Opens a file for reading.
+    ///
+    /// # Errors
+    /// An I/O error other than "not found", which is `Ok(None)` (a missing data file reads as
+    /// zeros).
     fn open(&self, key: &str) -> io::Result<Option<Box<dyn StorageFile>>>;
-    /// Where a key lives, for error messages.
+    /// Where a key lives, for error messages (and [`crate::Dataset::root`] for the key `""`).
     fn display_path(&self, key: &str) -> PathBuf;
 }
 

@@ -41,8 +41,10 @@ impl Dataset {
     /// # Errors
     /// [`Error::ArrayMismatch`] for another voxel type or channel count; [`Error::BoxOutOfRange`];
     /// [`Error::Format`] if an existing file is corrupt (unless [`MissingOrCorrupt::Zeros`], which
-    /// rewrites it like the reference) or its header does not match; [`Error::Io`].
+    /// rewrites it like the reference) or its header does not match; [`Error::Io`];
+    /// [`Error::Unsupported`] for a dataset opened with [`Dataset::open_storage`].
     pub fn write(&self, offset: [u32; 3], data: &ArrayView<'_>) -> Result<()> {
+        self.check_local()?;
         self.check_layout(&data.layout)?;
         let bx = VBox::new(offset, data.layout.shape)?;
         if bx.is_empty() {
