@@ -305,6 +305,16 @@ impl RawDataset {
         if untyped.ndim() != 4 {
             return Err(exc("Data must be four-dimensional (C, X, Y, Z)"));
         }
+        // Rust slices and ndarray views must be aligned: copy the rare unaligned array
+        // (e.g. `np.frombuffer` at an odd offset) first.
+        let aligned: bool = data.getattr("flags")?.getattr("aligned")?.extract()?;
+        let copied;
+        let data = if aligned {
+            data
+        } else {
+            copied = data.call_method0("copy")?;
+            &copied
+        };
         with_voxel!(vt, T => {
             let typed = data.cast::<PyArray4<T>>().map_err(|_| {
                 exc(format!(

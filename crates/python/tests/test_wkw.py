@@ -624,3 +624,12 @@ def test_forked_children_do_not_hang(tmp_path, threads):
     with multiprocessing.get_context("fork").Pool(2) as pool:
         result = pool.map_async(_read_sum_in_child, [(root, threads)] * 4)
         assert result.get(timeout=60) == [2 * 64**3] * 4
+
+
+def test_unaligned_input_arrays(tmp_path):
+    buf = np.arange(1 + 8 * 27, dtype=np.uint8).tobytes()
+    a = np.frombuffer(buf, dtype=np.uint64, offset=1, count=27).reshape(3, 3, 3)
+    assert not a.flags.aligned
+    with wkw.Dataset.create(str(tmp_path / "ds"), wkw.Header(np.uint64)) as ds:
+        ds.write((1, 1, 1), a)
+        np.testing.assert_array_equal(ds.read((1, 1, 1), (3, 3, 3))[0], a)
