@@ -27,7 +27,8 @@ pub struct RequestRecord {
     pub start: Duration,
     /// When the response was complete (see the type docs).
     pub end: Option<Duration>,
-    /// HTTP status sent (0 when the connection was reset without a response).
+    /// HTTP status sent; 0 when no response was sent (connection reset, or the request is still
+    /// being handled).
     pub status: u16,
     /// Request body bytes read.
     pub bytes_received: u64,
@@ -53,7 +54,7 @@ pub struct Stats {
     pub requests: u64,
     /// Requests by HTTP method.
     pub by_method: BTreeMap<String, u64>,
-    /// Responses by status (0 = connection reset without a response).
+    /// Responses by status (0 = no response: connection reset, or still being handled).
     pub by_status: BTreeMap<u16, u64>,
     /// Request body bytes read by the server.
     pub bytes_received: u64,
