@@ -240,3 +240,42 @@ def test_bad_save_arguments(tmp_path):
     with pytest.raises((b2nd.B2ndError, ValueError, OverflowError)):
         b2nd.save(a, p, chunks=(2**40, 2**40), blocks=(2**20, 2**20))
     assert not p.exists()
+
+
+def test_corrupt_frames_raise_never_crash(tmp_path):
+    a = np.arange(30 * 40, dtype="<i4").reshape(30, 40)
+    p = tmp_path / "f.b2nd"
+    b2nd.save(a, p, chunks=(10, 16), blocks=(5, 8), codec="zstd", vlmeta={"k": [1, 2]})
+    raw = p.read_bytes()
+    rng = np.random.default_rng(3)
+    q = tmp_path / "g.b2nd"
+    outcomes = {"error": 0, "read": 0}
+    for _ in range(300):
+        b = bytearray(raw)
+        for pos in rng.integers(0, len(b), int(rng.integers(1, 4))):
+            b[pos] = int(rng.integers(0, 256))
+        q.write_bytes(bytes(b))
+        try:
+            arr = b2nd.open(q)
+            arr[...]
+            arr[3:17, 5]
+            arr.vlmeta.to_dict()
+            arr.meta.to_dict()
+            outcomes["read"] += 1
+        except (b2nd.B2ndError, KeyError, IndexError, ValueError, TypeError):
+            outcomes["error"] += 1
+    assert outcomes["error"] > 0 and sum(outcomes.values()) == 300
+
+
+def test_concurrent_reads_from_threads(tmp_path):
+    from concurrent.futures import ThreadPoolExecutor
+
+    a = np.arange(64 * 64 * 8, dtype="<f8").reshape(64, 64, 8)
+    p = tmp_path / "t.b2nd"
+    b2nd.save(a, p, chunks=(16, 16, 8), blocks=(4, 8, 8), codec="lz4")
+    arr = b2nd.open(p)
+    keys = [(slice(i, i + 20), slice(None, None, 3), i % 8) for i in range(40)]
+    with ThreadPoolExecutor(4) as ex:
+        results = list(ex.map(lambda k: arr[k], keys))
+    for k, r in zip(keys, results):
+        np.testing.assert_array_equal(r, a[k])

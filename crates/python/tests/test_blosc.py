@@ -318,3 +318,15 @@ def test_huge_nbytes_claim_is_refused_before_allocation():
     with pytest.raises(sb.BloscError, match="limit"):
         sb.decompress(ok, max_nbytes=1000)
     assert len(sb.decompress(ok, max_nbytes=1 << 20)) == 1 << 20
+
+
+def test_concurrent_calls_from_threads():
+    from concurrent.futures import ThreadPoolExecutor
+
+    datas = [_data(4, 500_000, s) for s in range(8)]
+    with ThreadPoolExecutor(4) as ex:
+        chunks = list(ex.map(lambda d: sb.compress(d, typesize=4, codec="lz4", nthreads=1), datas))
+        outs = list(ex.map(sb.decompress, chunks))
+    for d, c, o in zip(datas, chunks, outs):
+        assert o == d.tobytes()
+        assert c == blosc2.compress2(d, typesize=4, codec=blosc2.Codec.LZ4, nthreads=1)
