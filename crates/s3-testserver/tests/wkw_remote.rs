@@ -3,7 +3,14 @@
 //! writers of one file (no lost update; and the lost update without conditional puts),
 //! injected faults, an object replaced during reads, and the request plan of a 256³ read.
 // Test helpers unwrap and panic like the tests themselves.
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+// Test data generators truncate counters into voxel values on purpose.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation,
+    clippy::cast_precision_loss
+)]
 
 use std::path::{Path as FsPath, PathBuf};
 use std::sync::{Arc, Barrier};
@@ -252,6 +259,9 @@ fn compress_remote_to_remote_and_from_local_files() {
     );
 }
 
+/// One racing round: both writers' results and the first byte of each box afterwards.
+type Round = ([Result<(), String>; 2], [u8; 2]);
+
 /// Two writers (own clients, own runtimes) write their own box of the same file, `rounds`
 /// times, both starting each round together; returns per round the writers' results and what
 /// the file held afterwards in each box (first byte).
@@ -261,7 +271,7 @@ fn race(
     bt: BlockType,
     options: RemoteOptions,
     rounds: u8,
-) -> Vec<([Result<(), String>; 2], [u8; 2])> {
+) -> Vec<Round> {
     let h = Header::new(VoxelType::U8, 1, 8, 4, bt).unwrap();
     create(server, name, h, RemoteOptions::default());
     let boxes = [
@@ -507,7 +517,7 @@ fn an_object_replaced_during_reads_gives_old_or_new_never_a_mix() {
         std::thread::spawn(move || {
             let mut n = 0u32;
             while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                let next = if n % 2 == 0 { &b } else { &a };
+                let next = if n.is_multiple_of(2) { &b } else { &a };
                 w.write([0, 0, 0], &next.view()).unwrap();
                 n += 1;
                 std::thread::sleep(Duration::from_millis(150));

@@ -1,43 +1,6 @@
 //! WKW datasets on object stores (feature `object_store`): [`RemoteDataset`] (async) and
-//! [`BlockingRemoteDataset`].
-//!
-//! # Reads
-//! `header.wkw` is fetched once when the dataset is opened. A read of a box then needs, for
-//! every data file the box touches:
-//!
-//! 1. the file's header and jump table: one range request for the first
-//!    `16 + 8 · blocks_per_file` bytes (the jump table's size follows from `header.wkw`, so it
-//!    is fetched speculatively with the header); raw files need only the 16 header bytes. The
-//!    parsed result is cached per file index together with the object's ETag
-//!    ([`Options::cache_capacity`] entries);
-//! 2. the byte ranges of the blocks the box touches, merged when they are at most
-//!    [`RemoteOptions::coalesce_gap`] apart, split at [`RemoteOptions::max_request_bytes`], all
-//!    fetched concurrently ([`RemoteOptions::concurrency`] requests in flight), each with
-//!    `If-Match` on the ETag the header came from.
-//!
-//! The files' step 1 requests run concurrently, then all step 2 requests: a read costs two
-//! round trips on its critical path after open (one when the file metadata is cached). Blocks
-//! are decoded and assembled by the same code as local reads (in parallel on rayon, inside
-//! `spawn_blocking` when called on a tokio runtime).
-//!
-//! # Consistency
-//! A file replaced while it is read fails the `If-Match` of its block requests (HTTP 412): its
-//! header is fetched again and its blocks once more; a second change within the same read is an
-//! [`Error::Remote`]. A read therefore returns, per file, the old or the new content, never a
-//! mix. A cached header is checked the same way, so a replaced file is never decoded with a
-//! stale jump table. Stores that report no ETag get no such check and no caching.
-//!
-//! # Writes
-//! A write of a box rebuilds each touched file whole (exactly like a local write: the existing
-//! object is downloaded, merged and, for compressed files, recompressed on local scratch
-//! space) and uploads it with a conditional put: `PutMode::Update` on the ETag/version read, or
-//! `PutMode::Create` when there was no object. A lost race (HTTP 412 / 409 / "already
-//! exists") redoes the read-modify-write of that file up to [`RemoteOptions::retries`] times,
-//! then fails with [`Error::Conflict`]; so two writers never silently lose an update.
-//!
-//! # Errors
-//! Name the object's URL: for [`RemoteDataset::open_url`] the given URL without user info,
-//! query or fragment; for [`RemoteDataset::open`] the store's display name and the key.
+//! [`BlockingRemoteDataset`]; the request plan and guarantees are documented on
+//! [`RemoteDataset`].
 
 mod blocking;
 mod plan;
@@ -173,10 +136,46 @@ impl RemoteOptions {
 }
 
 /// A WKW dataset on an object store (async API; see [`BlockingRemoteDataset`] for callers
-/// without a runtime).
+/// without a runtime). Cloning is cheap and shares the metadata cache.
 ///
-/// Cloning is cheap and shares the metadata cache. See the [module docs](self) for the request
-/// plan, consistency guarantees and errors.
+///
+/// # Reads
+/// `header.wkw` is fetched once when the dataset is opened. A read of a box then needs, for
+/// every data file the box touches:
+///
+/// 1. the file's header and jump table: one range request for the first
+///    `16 + 8 · blocks_per_file` bytes (the jump table's size follows from `header.wkw`, so it
+///    is fetched speculatively with the header); raw files need only the 16 header bytes. The
+///    parsed result is cached per file index together with the object's ETag
+///    ([`Options::cache_capacity`] entries);
+/// 2. the byte ranges of the blocks the box touches, merged when they are at most
+///    [`RemoteOptions::coalesce_gap`] apart, split at [`RemoteOptions::max_request_bytes`], all
+///    fetched concurrently ([`RemoteOptions::concurrency`] requests in flight), each with
+///    `If-Match` on the ETag the header came from.
+///
+/// The files' step 1 requests run concurrently, then all step 2 requests: a read costs two
+/// round trips on its critical path after open (one when the file metadata is cached). Blocks
+/// are decoded and assembled by the same code as local reads (in parallel on rayon, inside
+/// `spawn_blocking` when called on a tokio runtime).
+///
+/// # Consistency
+/// A file replaced while it is read fails the `If-Match` of its block requests (HTTP 412): its
+/// header is fetched again and its blocks once more; a second change within the same read is an
+/// [`Error::Remote`]. A read therefore returns, per file, the old or the new content, never a
+/// mix. A cached header is checked the same way, so a replaced file is never decoded with a
+/// stale jump table. Stores that report no ETag get no such check and no caching.
+///
+/// # Writes
+/// A write of a box rebuilds each touched file whole (exactly like a local write: the existing
+/// object is downloaded, merged and, for compressed files, recompressed on local scratch
+/// space) and uploads it with a conditional put: `PutMode::Update` on the ETag/version read, or
+/// `PutMode::Create` when there was no object. A lost race (HTTP 412 / 409 / "already
+/// exists") redoes the read-modify-write of that file up to [`RemoteOptions::retries`] times,
+/// then fails with [`Error::Conflict`]; so two writers never silently lose an update.
+///
+/// # Errors
+/// Name the object's URL: for [`RemoteDataset::open_url`] the given URL without user info,
+/// query or fragment; for [`RemoteDataset::open`] the store's display name and the key.
 #[derive(Debug, Clone)]
 pub struct RemoteDataset {
     inner: Arc<Inner>,
@@ -804,7 +803,7 @@ impl RemoteDataset {
 
     /// Writes `data` (shape (C, X, Y, Z), either order) at `offset` (x, y, z), like
     /// [`Dataset::write`]: every touched file is read, merged and uploaded whole with a
-    /// conditional put (see the [module docs](self)); files are processed concurrently. A
+    /// conditional put (see [`RemoteDataset`]); files are processed concurrently. A
     /// failure in one file leaves the other files written.
     ///
     /// # Errors

@@ -1,6 +1,11 @@
 //! Remote reads and writes against `object_store`'s in-memory store, compared with local
 //! datasets holding the same data (the real-server tests live in the S3 test server crate).
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::cast_possible_truncation
+)]
 
 use std::path::PathBuf;
 use std::sync::Arc;
