@@ -153,11 +153,14 @@ fn options(threads: Threads, corrupt_as_zeros: bool, strict_headers: bool) -> Op
         })
 }
 
-fn parse_order(order: &str) -> PyResult<Order> {
+fn parse_order(order: &str, root: &Path) -> PyResult<Order> {
     match order {
         "F" | "f" => Ok(Order::Fortran),
         "C" | "c" => Ok(Order::C),
-        other => Err(exc(format!("order must be \"F\" or \"C\", not {other:?}"))),
+        other => Err(exc(format!(
+            "{}: order must be \"F\" or \"C\", not {other:?}",
+            root.display()
+        ))),
     }
 }
 
@@ -283,7 +286,7 @@ impl RawDataset {
         shape: [u32; 3],
         order: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let order = parse_order(order)?;
+        let order = parse_order(order, &self.root)?;
         let open = self.get()?;
         let vt = open.ds.header().voxel_type();
         with_voxel!(vt, T => {

@@ -633,3 +633,23 @@ def test_unaligned_input_arrays(tmp_path):
     with wkw.Dataset.create(str(tmp_path / "ds"), wkw.Header(np.uint64)) as ds:
         ds.write((1, 1, 1), a)
         np.testing.assert_array_equal(ds.read((1, 1, 1), (3, 3, 3))[0], a)
+
+
+def test_every_dataset_error_names_the_dataset(small):
+    root = small.root
+    calls = [
+        lambda: small.write((0, 0, 0), [[[1]]]),
+        lambda: small.write((0, 0, 0), np.zeros((2, 2), np.uint8)),
+        lambda: small.write((0, 0, 0), np.zeros((2, 2, 2, 2), np.uint8)),
+        lambda: small.write((0, 0, 0), np.zeros((2, 2, 2), np.int8)),
+        lambda: small.write((2**32, 0, 0), np.zeros((2, 2, 2), np.uint8)),
+        lambda: small.read((0, 0), (1, 1, 1)),
+        lambda: small.read((0, 0, 0), (1.5, 1, 1)),
+        lambda: small.read((0, 0, 0), (1, 1, 1), order="K"),
+        lambda: small.read((0, 0, 0), (2**20, 2**20, 2**20)),
+        lambda: small.read((2**32 - 1, 0, 0), (2, 1, 1)),
+    ]
+    for call in calls:
+        with pytest.raises(wkw.WKWException) as e:
+            call()
+        assert root in str(e.value), str(e.value)

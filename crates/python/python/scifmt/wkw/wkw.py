@@ -116,27 +116,31 @@ def _check(ok, message):
         raise AssertionError(message)
 
 
-def _int(v, what):
+def _int(v, what, root):
     try:
         return operator.index(v)
     except TypeError:
         if isinstance(v, (float, np.floating)) and float(v).is_integer():
             return int(v)
-        raise WKWException(f"{what} must be an integer, not {v!r}") from None
+        raise WKWException(f"{what} must be an integer, not {v!r} (dataset {root})") from None
 
 
-def _xyz(values, what):
+def _xyz(values, what, root):
     """Three non-negative u32 coordinates from a sequence (as the reference's `_build_box`)."""
     try:
         vals = [values[0], values[1], values[2]]
     except (TypeError, IndexError, KeyError):
-        raise WKWException(f"{what} must have three values (x, y, z), not {values!r}") from None
+        raise WKWException(
+            f"{what} must have three values (x, y, z), not {values!r} (dataset {root})"
+        ) from None
     out = []
     for axis, v in zip("xyz", vals):
-        v = _int(v, f"{what} {axis}")
+        v = _int(v, f"{what} {axis}", root)
         _check(v >= 0, f"{what} {axis} must be greater or equal to 0")
         if v > _U32_MAX:
-            raise WKWException(f"{what} {axis} = {v} does not fit the u32 coordinate range")
+            raise WKWException(
+                f"{what} {axis} = {v} does not fit the u32 coordinate range (dataset {root})"
+            )
         out.append(v)
     return out
 
@@ -259,29 +263,33 @@ class Dataset:
         """Reads the box at ``off`` (x, y, z) of ``shape`` voxels as an array of shape
         (channels, x, y, z); Fortran-contiguous like the reference, or C-contiguous with
         ``order="C"``. Missing files read as 0."""
-        off = _xyz(off, "Offset")
-        shape = _xyz(shape, "Shape")
+        off = _xyz(off, "Offset", self.root)
+        shape = _xyz(shape, "Shape", self.root)
         return self._raw.read(off, shape, order)
 
     def write(self, off, data):
         """Writes a numpy array of shape (x, y, z) or (channels, x, y, z) at ``off``; any
         memory layout (C order, Fortran order, strided views)."""
         if not isinstance(data, np.ndarray):
-            raise WKWException("Data must be a NumPy ndarray")
+            raise self._error("Data must be a NumPy ndarray")
         if data.ndim not in (3, 4):
-            raise WKWException("Data must be three- or four-dimensional")
+            raise self._error("Data must be three- or four-dimensional")
         if data.ndim == 3:
             data = data[np.newaxis]
         if not data.shape[0] == self.header.num_channels:
-            raise WKWException(
+            raise self._error(
                 "Data volume must have {} channels".format(self.header.num_channels)
             )
         if not data.dtype == self.header.voxel_type:
-            raise WKWException(
+            raise self._error(
                 "Data elements must be of type {}".format(self.header.voxel_type)
             )
-        off = _xyz(off, "Offset")
+        off = _xyz(off, "Offset", self.root)
         self._raw.write(off, data)
+
+    def _error(self, message):
+        # The reference's message first (code may match on it), then the dataset.
+        return WKWException(f"{message} (dataset {self.root})")
 
     # -- files ------------------------------------------------------------------------------
 
