@@ -152,6 +152,11 @@ def test_only_touched_chunks_are_read(tmp_path):
     np.testing.assert_array_equal(arr[30:, 25:], a[30:, 25:])
     with pytest.raises(b2nd.B2ndError, match="c.b2nd"):
         arr[25, 30]
+    # steps that skip the corrupt chunk never read it (rows 0, 15, 30; chunk rows 0, 1, 3)
+    np.testing.assert_array_equal(arr[::15, 30], a[::15, 30])
+    np.testing.assert_array_equal(arr[38::-36, 24:40:7], a[38::-36, 24:40:7])
+    with pytest.raises(b2nd.B2ndError):
+        arr[::20, 30]
     with pytest.raises(b2nd.B2ndError):
         arr[...]
 

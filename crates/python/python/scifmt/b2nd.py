@@ -16,7 +16,8 @@ Quick start::
 
 Slicing takes integers (negative ones too), slices with any step and ``Ellipsis``; the
 bounding box of the selection is decoded (chunks and blocks outside it are never read) and
-steps are applied to it. Other keys (``None``, integer or boolean arrays) are applied by numpy
+steps are applied to it; when steps skip whole chunks, the selection is read chunk by chunk and
+the skipped chunks are not read either. Other keys (``None``, integer or boolean arrays) are applied by numpy
 to the bounding box of the basic part of the key. Decoding runs with the GIL released. Errors
 are :class:`B2ndError` (a ``ValueError``) naming the file, ``FileNotFoundError``/``OSError``
 for I/O errors and ``IndexError`` for out-of-range indices.
@@ -27,6 +28,7 @@ Paths only for now; URLs will follow the remote-storage work.
 from __future__ import annotations
 
 import ast
+import itertools
 import math
 import os
 from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
@@ -242,11 +244,46 @@ class B2ndArray:
         if norm is None:
             return self._advanced(key)
         start, stop, local = norm
+        if any(isinstance(k, slice) and k.step not in (None, 1) for k in local):
+            stepped = self._read_stepped(start, stop, local)
+            if stepped is not None:
+                return stepped
         box = self.read_region(start, stop)
         out = box[local]
         if isinstance(out, np.ndarray) and not out.flags.c_contiguous:
             out = np.ascontiguousarray(out)
         return out
+
+    def _read_stepped(self, start, stop, local) -> Optional[np.ndarray]:
+        """A selection with steps, read chunk by chunk when the steps skip whole chunks of its
+        bounding box (so skipped chunks are never read); ``None`` when they skip none."""
+        chunks = self.chunks
+        idx = []
+        for a, b, k in zip(start, stop, local):
+            if isinstance(k, slice):
+                step = 1 if k.step is None else k.step
+                sel = np.arange(a, b)[::step] if b > a else np.empty(0, np.int64)
+            else:
+                sel = np.array([a])
+            idx.append(sel)
+        box_chunks = 1
+        sel_chunks = 1
+        for a, b, sel, c in zip(start, stop, idx, chunks):
+            box_chunks *= (b - 1) // c - a // c + 1 if b > a else 0
+            sel_chunks *= len(np.unique(sel // c))
+        if sel_chunks >= box_chunks:
+            return None
+        groups = []
+        for sel, c in zip(idx, chunks):
+            cid = sel // c
+            groups.append([(np.nonzero(cid == u)[0], sel[cid == u]) for u in np.unique(cid)])
+        out = np.empty([len(sel) for sel in idx], dtype=self._dtype)
+        for combo in itertools.product(*groups):
+            lo = [int(ind.min()) for _, ind in combo]
+            hi = [int(ind.max()) + 1 for _, ind in combo]
+            box = self.read_region(lo, hi)
+            out[np.ix_(*[pos for pos, _ in combo])] = box[np.ix_(*[ind - l for (_, ind), l in zip(combo, lo)])]
+        return out.reshape([len(sel) for sel, k in zip(idx, local) if isinstance(k, slice)])
 
     def _advanced(self, key: Any) -> np.ndarray:
         """Keys with None / arrays: numpy indexes the whole array (bounded by the limits)."""
