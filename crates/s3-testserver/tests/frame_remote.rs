@@ -497,7 +497,11 @@ fn uniform(v: u8, n: usize) -> Vec<u8> {
 #[test]
 fn object_replaced_during_reads_is_old_new_or_an_error_never_a_mix() {
     let server = TestServer::start().unwrap();
+    // The library's requests run on its runtime, this test's own puts on `rt` and the writer
+    // thread's runtime: one client each (a pooled connection is driven by the runtime that
+    // opened it).
     let store = server.store();
+    let direct = server.store();
     let key = Path::from("r/x.b2frame");
     let versions: Vec<Vec<u8>> = (0..2).map(|v| uniform(v, 16)).collect();
     let contents: Vec<Vec<u8>> = versions
@@ -508,13 +512,13 @@ fn object_replaced_during_reads_is_old_new_or_an_error_never_a_mix() {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(store.put(&key, PutPayload::from(versions[0].clone())))
+    rt.block_on(direct.put(&key, PutPayload::from(versions[0].clone())))
         .unwrap();
 
     // Replaced between open and read: the ETag check refuses the new bytes.
     let f =
         BlockingRemoteFrame::open(store.clone(), key.clone(), RemoteOptions::default()).unwrap();
-    rt.block_on(store.put(&key, PutPayload::from(versions[1].clone())))
+    rt.block_on(direct.put(&key, PutPayload::from(versions[1].clone())))
         .unwrap();
     let e = f.decompress_all().unwrap_err();
     assert!(matches!(e, Error::Changed { .. }), "{e:?}");
@@ -524,7 +528,7 @@ fn object_replaced_during_reads_is_old_new_or_an_error_never_a_mix() {
     let stop = Arc::new(AtomicBool::new(false));
     let writer = {
         let (store, key, versions, stop) =
-            (store.clone(), key.clone(), versions.clone(), stop.clone());
+            (server.store(), key.clone(), versions.clone(), stop.clone());
         std::thread::spawn(move || {
             let rt = tokio::runtime::Builder::new_current_thread()
                 .enable_all()

@@ -4,6 +4,8 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 use object_store::path::Path;
+use std::sync::OnceLock;
+
 use tokio::runtime::{Builder, Handle, Runtime};
 
 use super::{RemoteB2nd, RemoteFrame, RemoteOptions};
@@ -11,9 +13,14 @@ use crate::element::Element;
 use crate::offsets::ChunkLocation;
 use crate::{B2ndMeta, Error, FrameHeader, FrameWriter, Layer, Result};
 
-/// A single-threaded tokio runtime (I/O concurrency needs no more threads; decoding runs on
-/// its own threads). Refuses to start inside a runtime, where blocking would stall it.
-fn runtime() -> Result<Runtime> {
+/// The runtime of every blocking wrapper in the process: two I/O worker threads, built on first
+/// use. One shared runtime, not one per object, because an object store client pools its
+/// connections and each connection is driven by the runtime that opened it: with a runtime per
+/// object, a connection opened by one object's idle runtime and reused by another object (the
+/// same `Arc<dyn ObjectStore>`) would never make progress. Refuses to run inside a runtime,
+/// where blocking would stall it.
+fn runtime() -> Result<&'static Runtime> {
+    static RT: OnceLock<Runtime> = OnceLock::new();
     if Handle::try_current().is_ok() {
         return Err(Error::InvalidArgument(
             "blocking remote API called from inside a tokio runtime; use the async API \
@@ -21,26 +28,30 @@ fn runtime() -> Result<Runtime> {
                 .into(),
         ));
     }
-    Ok(Builder::new_current_thread().enable_all().build()?)
-}
-
-fn block_on<F: Future>(rt: &Runtime, f: F) -> Result<F::Output> {
-    if Handle::try_current().is_ok() {
-        return Err(Error::InvalidArgument(
-            "blocking remote API called from inside a tokio runtime".into(),
-        ));
+    if let Some(rt) = RT.get() {
+        return Ok(rt);
     }
-    Ok(rt.block_on(f))
+    let rt = Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("blosc2-frame-io")
+        .enable_all()
+        .build()?;
+    // A racing thread may have set it first; its runtime is as good as ours.
+    Ok(RT.get_or_init(|| rt))
 }
 
-/// [`RemoteFrame`] with blocking methods; owns a current-thread tokio runtime.
+fn block_on<F: Future>(f: F) -> Result<F::Output> {
+    Ok(runtime()?.block_on(f))
+}
+
+/// [`RemoteFrame`] with blocking methods, run on a process-wide tokio runtime (two I/O threads,
+/// started on first use).
 ///
 /// Must not be used from inside a tokio runtime: every method then returns
 /// [`Error::InvalidArgument`] instead of blocking the runtime's thread.
 #[derive(Debug)]
 pub struct BlockingRemoteFrame {
     inner: RemoteFrame,
-    rt: Runtime,
 }
 
 impl BlockingRemoteFrame {
@@ -51,7 +62,7 @@ impl BlockingRemoteFrame {
     pub fn open(store: Arc<dyn ObjectStore>, path: Path, options: RemoteOptions) -> Result<Self> {
         let rt = runtime()?;
         let inner = rt.block_on(RemoteFrame::open(store, path, options))?;
-        Ok(Self { inner, rt })
+        Ok(Self { inner })
     }
 
     /// [`RemoteFrame::open_sparse`], blocking.
@@ -65,7 +76,7 @@ impl BlockingRemoteFrame {
     ) -> Result<Self> {
         let rt = runtime()?;
         let inner = rt.block_on(RemoteFrame::open_sparse(store, dir, options))?;
-        Ok(Self { inner, rt })
+        Ok(Self { inner })
     }
 
     /// [`RemoteFrame::open_url`], blocking.
@@ -75,7 +86,7 @@ impl BlockingRemoteFrame {
     pub fn open_url(url: &str, options: RemoteOptions) -> Result<Self> {
         let rt = runtime()?;
         let inner = rt.block_on(RemoteFrame::open_url(url, options))?;
-        Ok(Self { inner, rt })
+        Ok(Self { inner })
     }
 
     /// [`RemoteFrame::put`], blocking.
@@ -110,6 +121,16 @@ impl BlockingRemoteFrame {
         options: &RemoteOptions,
     ) -> Result<()> {
         runtime()?.block_on(RemoteFrame::put_sparse(store, dir, writer, options))
+    }
+
+    /// [`RemoteFrame::reopen`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteFrame::reopen`].
+    pub fn reopen(&self) -> Result<Self> {
+        let rt = runtime()?;
+        let inner = rt.block_on(self.inner.reopen())?;
+        Ok(Self { inner })
     }
 
     /// The async frame (metadata accessors: header, metalayers, index, …).
@@ -159,7 +180,7 @@ impl BlockingRemoteFrame {
     /// # Errors
     /// As [`RemoteFrame::chunk_sizes`].
     pub fn chunk_sizes(&self) -> Result<Vec<usize>> {
-        block_on(&self.rt, self.inner.chunk_sizes())?
+        block_on(self.inner.chunk_sizes())?
     }
 
     /// [`RemoteFrame::chunk`], blocking.
@@ -167,7 +188,7 @@ impl BlockingRemoteFrame {
     /// # Errors
     /// As [`RemoteFrame::chunk`].
     pub fn chunk(&self, i: usize) -> Result<Vec<u8>> {
-        block_on(&self.rt, self.inner.chunk(i))?
+        block_on(self.inner.chunk(i))?
     }
 
     /// [`RemoteFrame::decompress_chunk`], blocking.
@@ -175,7 +196,7 @@ impl BlockingRemoteFrame {
     /// # Errors
     /// As [`RemoteFrame::decompress_chunk`].
     pub fn decompress_chunk(&self, i: usize) -> Result<Vec<u8>> {
-        block_on(&self.rt, self.inner.decompress_chunk(i))?
+        block_on(self.inner.decompress_chunk(i))?
     }
 
     /// [`RemoteFrame::decompress_chunks`], blocking.
@@ -183,7 +204,7 @@ impl BlockingRemoteFrame {
     /// # Errors
     /// As [`RemoteFrame::decompress_chunks`].
     pub fn decompress_chunks(&self, chunks: &[usize]) -> Result<Vec<Vec<u8>>> {
-        block_on(&self.rt, self.inner.decompress_chunks(chunks))?
+        block_on(self.inner.decompress_chunks(chunks))?
     }
 
     /// [`RemoteFrame::decompress_all`], blocking.
@@ -191,7 +212,7 @@ impl BlockingRemoteFrame {
     /// # Errors
     /// As [`RemoteFrame::decompress_all`].
     pub fn decompress_all(&self) -> Result<Vec<u8>> {
-        block_on(&self.rt, self.inner.decompress_all())?
+        block_on(self.inner.decompress_all())?
     }
 
     /// [`RemoteFrame::get_slice`], blocking.
@@ -199,7 +220,7 @@ impl BlockingRemoteFrame {
     /// # Errors
     /// As [`RemoteFrame::get_slice`].
     pub fn get_slice(&self, start: u64, stop: u64) -> Result<Vec<u8>> {
-        block_on(&self.rt, self.inner.get_slice(start, stop))?
+        block_on(self.inner.get_slice(start, stop))?
     }
 
     /// Interprets the frame as a b2nd array (keeps the runtime).
@@ -209,17 +230,15 @@ impl BlockingRemoteFrame {
     pub fn into_b2nd(self) -> Result<BlockingRemoteB2nd> {
         Ok(BlockingRemoteB2nd {
             inner: RemoteB2nd::from_frame(self.inner)?,
-            rt: self.rt,
         })
     }
 }
 
-/// [`RemoteB2nd`] with blocking methods; owns a current-thread tokio runtime. Same rules as
+/// [`RemoteB2nd`] with blocking methods, on the same runtime. Same rules as
 /// [`BlockingRemoteFrame`].
 #[derive(Debug)]
 pub struct BlockingRemoteB2nd {
     inner: RemoteB2nd,
-    rt: Runtime,
 }
 
 impl BlockingRemoteB2nd {
@@ -230,7 +249,7 @@ impl BlockingRemoteB2nd {
     pub fn open(store: Arc<dyn ObjectStore>, path: Path, options: RemoteOptions) -> Result<Self> {
         let rt = runtime()?;
         let inner = rt.block_on(RemoteB2nd::open(store, path, options))?;
-        Ok(Self { inner, rt })
+        Ok(Self { inner })
     }
 
     /// [`RemoteB2nd::open_url`], blocking.
@@ -240,7 +259,7 @@ impl BlockingRemoteB2nd {
     pub fn open_url(url: &str, options: RemoteOptions) -> Result<Self> {
         let rt = runtime()?;
         let inner = rt.block_on(RemoteB2nd::open_url(url, options))?;
-        Ok(Self { inner, rt })
+        Ok(Self { inner })
     }
 
     /// The async array.
@@ -278,7 +297,7 @@ impl BlockingRemoteB2nd {
     /// # Errors
     /// As [`RemoteB2nd::read_all`].
     pub fn read_all(&self) -> Result<Vec<u8>> {
-        block_on(&self.rt, self.inner.read_all())?
+        block_on(self.inner.read_all())?
     }
 
     /// [`RemoteB2nd::read_region`], blocking.
@@ -286,7 +305,7 @@ impl BlockingRemoteB2nd {
     /// # Errors
     /// As [`RemoteB2nd::read_region`].
     pub fn read_region(&self, start: &[u64], stop: &[u64]) -> Result<Vec<u8>> {
-        block_on(&self.rt, self.inner.read_region(start, stop))?
+        block_on(self.inner.read_region(start, stop))?
     }
 
     /// [`RemoteB2nd::read_all_as`], blocking.
@@ -294,7 +313,7 @@ impl BlockingRemoteB2nd {
     /// # Errors
     /// As [`RemoteB2nd::read_all_as`].
     pub fn read_all_as<T: Element>(&self) -> Result<Vec<T>> {
-        block_on(&self.rt, self.inner.read_all_as())?
+        block_on(self.inner.read_all_as())?
     }
 
     /// [`RemoteB2nd::read_region_as`], blocking.
@@ -302,6 +321,6 @@ impl BlockingRemoteB2nd {
     /// # Errors
     /// As [`RemoteB2nd::read_region_as`].
     pub fn read_region_as<T: Element>(&self, start: &[u64], stop: &[u64]) -> Result<Vec<T>> {
-        block_on(&self.rt, self.inner.read_region_as(start, stop))?
+        block_on(self.inner.read_region_as(start, stop))?
     }
 }

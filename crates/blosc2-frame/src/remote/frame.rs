@@ -186,6 +186,23 @@ impl RemoteFrame {
         })
     }
 
+    /// Opens the same frame again, e.g. after [`Error::Changed`], to read its current version.
+    ///
+    /// # Errors
+    /// As [`RemoteFrame::open`].
+    pub async fn reopen(&self) -> Result<Self> {
+        let loc = self.remote.obj.loc.clone();
+        let options = self.remote.options.clone();
+        match &self.remote.dir {
+            Some(dir) => {
+                let index = dir.clone().join(SPARSE_FRAME_FILE);
+                let (obj, p) = open_target(&loc, &index, Target::SparseIndex, &options).await?;
+                Self::assemble(obj, p, Some(dir.clone()), FrameType::Sparse, options)
+            }
+            None => Self::open_at(loc, self.remote.obj.path.clone(), options).await,
+        }
+    }
+
     /// The decoded fixed header.
     #[must_use]
     pub fn header(&self) -> &FrameHeader {

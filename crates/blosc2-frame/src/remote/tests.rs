@@ -326,6 +326,10 @@ fn replaced_object_is_an_error_never_mixed_data() {
     put(&store, "r.b2frame", mk(2));
     assert!(matches!(f.decompress_chunk(1), Err(Error::Changed { .. })));
     assert!(matches!(f.decompress_all(), Err(Error::Changed { .. })));
+    assert_eq!(
+        f.reopen().unwrap().decompress_all().unwrap(),
+        vec![2; 4 * 4096]
+    );
     let f = BlockingRemoteFrame::open(
         store.clone(),
         Path::from("r.b2frame"),
