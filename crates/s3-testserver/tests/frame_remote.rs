@@ -303,6 +303,11 @@ fn b2nd_region_fetches_its_chunks_in_one_round_trip() {
             // Only the touched chunks' bytes travel.
             assert_eq!(sent, stored_bytes, "gap 0");
         }
+        // Bridged gaps stay within the 10 % byte budget.
+        assert!(
+            sent * 10 <= stored_bytes * 11,
+            "gap {gap}: {sent} bytes for {stored_bytes}"
+        );
         let expect: Vec<f32> = (25..75)
             .flat_map(|r| (30..110).map(move |c| (r, c)))
             .map(|(r, c)| data[r * 200 + c])
@@ -587,4 +592,91 @@ fn chunk_index_of_remote_matches_local_for_sparse_writes() {
         .decompress_all()
         .unwrap();
     assert_eq!(r.decompress_all().unwrap(), local);
+}
+
+/// Benchmark (not a timed test; run with `--ignored --nocapture`): a 256 MiB f32 b2nd array in
+/// 1 MiB chunks on the server with 20 ms latency per request; open, then a region touching 16
+/// chunks, against downloading the whole object and reading it locally.
+#[test]
+#[ignore = "benchmark; run with --ignored --nocapture"]
+fn bench_b2nd_region_with_latency() {
+    use std::time::Instant;
+    let server = TestServer::start().unwrap();
+    let shape = [1024u64, 1024, 64];
+    let n = 1024 * 1024 * 64;
+    let data: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 0.5).collect();
+    let w = b2nd_frame_from_slice(
+        &data,
+        &shape,
+        &[64, 64, 64],
+        &[16, 64, 64],
+        &CParams::default(),
+    )
+    .unwrap();
+    drop(data);
+    let bytes = w.to_bytes().unwrap();
+    let key = Path::from("bench/a.b2nd");
+    BlockingRemoteFrame::put(server.store(), &key, &w, &RemoteOptions::default()).unwrap();
+    drop(w);
+    let local = B2ndArray::from_slice(&bytes).unwrap();
+    let (start, stop) = ([100u64, 100, 0], [300u64, 300, 64]);
+    let touched: Vec<usize> = (1..=4)
+        .flat_map(|r| (1..=4).map(move |c| r * 16 + c))
+        .collect();
+    let needed: u64 = touched
+        .iter()
+        .map(|&i| local.frame().chunk(i).unwrap().len() as u64)
+        .sum();
+    let expect = local.read_region(&start, &stop).unwrap();
+    server.faults().set_latency(Duration::from_millis(20));
+
+    server.reset_stats();
+    let t = Instant::now();
+    let a =
+        BlockingRemoteB2nd::open(server.store(), key.clone(), RemoteOptions::default()).unwrap();
+    let t_open = t.elapsed();
+    let open_log = server.log();
+    server.reset_stats();
+    let t = Instant::now();
+    let got = a.read_region(&start, &stop).unwrap();
+    let t_region = t.elapsed();
+    let log = server.log();
+    assert_eq!(got, expect);
+    let sent: u64 = log.iter().map(|r| r.bytes_sent).sum();
+    println!(
+        "frame {} bytes ({} chunks); open: {} requests, {} round trips, {} bytes, {t_open:?}",
+        bytes.len(),
+        local.frame().nchunks(),
+        open_log.len(),
+        critical_path(&open_log),
+        open_log.iter().map(|r| r.bytes_sent).sum::<u64>()
+    );
+    println!(
+        "region touching {} chunks: {} requests, {} round trips, {sent} bytes sent for {needed} \
+         compressed bytes needed ({:.3}x), {t_region:?}",
+        touched.len(),
+        log.len(),
+        critical_path(&log),
+        sent as f64 / needed as f64
+    );
+
+    // Peer: download the whole object, then read locally.
+    server.reset_stats();
+    let t = Instant::now();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let store = server.store();
+    let whole = rt
+        .block_on(async { store.get(&key).await.unwrap().bytes().await })
+        .unwrap();
+    let b = B2ndArray::from_slice(&whole).unwrap();
+    assert_eq!(b.read_region(&start, &stop).unwrap(), expect);
+    println!(
+        "download whole + local read: {} requests, {} bytes, {:?}",
+        server.log().len(),
+        whole.len(),
+        t.elapsed()
+    );
 }

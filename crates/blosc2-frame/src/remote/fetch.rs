@@ -269,7 +269,7 @@ impl Object {
         opts: &RemoteOptions,
     ) -> Result<Vec<Bytes>> {
         let cap = opts.limits.max_output_bytes as u64;
-        let groups = coalesce(ranges, opts.coalesce_gap, cap);
+        let groups = coalesce(ranges, opts.coalesce_gap, cap, opts.in_flight());
         let fetched: Vec<(usize, Bytes)> = stream::iter(groups.iter().enumerate())
             .map(|(gi, (r, _))| async move {
                 let want = r.end - r.start;
@@ -307,23 +307,66 @@ impl Object {
     }
 }
 
-/// Groups `ranges` (by index) into requests: sorted by start, merged while the gap to the
-/// next is at most `gap` and the request stays within `cap` bytes.
-pub(crate) fn coalesce(ranges: &[Range<u64>], gap: u64, cap: u64) -> Vec<(Range<u64>, Vec<usize>)> {
+/// Groups `ranges` (by index) into requests. Overlapping and touching ranges always share a
+/// request; a gap of at most `gap` bytes is bridged, smallest gaps first, while the bridged
+/// bytes stay within a tenth of the bytes asked for, or while there are more requests than
+/// `max_requests` (so that one round of concurrent requests suffices). No request exceeds `cap`
+/// bytes unless a single range does.
+pub(crate) fn coalesce(
+    ranges: &[Range<u64>],
+    gap: u64,
+    cap: u64,
+    max_requests: usize,
+) -> Vec<(Range<u64>, Vec<usize>)> {
     let mut order: Vec<usize> = (0..ranges.len()).collect();
     order.sort_by_key(|&i| (ranges[i].start, ranges[i].end));
-    let mut groups: Vec<(Range<u64>, Vec<usize>)> = Vec::new();
+    // Runs of overlapping or touching ranges.
+    let mut runs: Vec<(Range<u64>, Vec<usize>)> = Vec::new();
     for i in order {
         let r = &ranges[i];
-        if let Some((g, members)) = groups.last_mut() {
-            let end = g.end.max(r.end);
-            if r.start <= g.end.saturating_add(gap) && end - g.start <= cap {
-                g.end = end;
-                members.push(i);
-                continue;
-            }
+        if let Some((g, members)) = runs.last_mut()
+            && r.start <= g.end
+            && g.end.max(r.end) - g.start <= cap
+        {
+            g.end = g.end.max(r.end);
+            members.push(i);
+            continue;
         }
-        groups.push((r.clone(), vec![i]));
+        runs.push((r.clone(), vec![i]));
+    }
+    let needed: u64 = runs.iter().map(|(r, _)| r.end - r.start).sum();
+    let budget = needed / 10;
+    // Gaps between consecutive runs, smallest first.
+    let mut gaps: Vec<(u64, usize)> = runs
+        .windows(2)
+        .enumerate()
+        .map(|(k, w)| (w[1].0.start - w[0].0.end, k))
+        .filter(|&(g, _)| g <= gap)
+        .collect();
+    gaps.sort_unstable();
+    let mut bridge = vec![false; runs.len().saturating_sub(1)];
+    let mut count = runs.len();
+    let mut waste = 0u64;
+    for (g, k) in gaps {
+        if waste.saturating_add(g) > budget && count <= max_requests.max(1) {
+            break;
+        }
+        bridge[k] = true;
+        waste = waste.saturating_add(g);
+        count -= 1;
+    }
+    let mut groups: Vec<(Range<u64>, Vec<usize>)> = Vec::new();
+    for (k, (r, members)) in runs.into_iter().enumerate() {
+        if k > 0
+            && bridge[k - 1]
+            && let Some((g, m)) = groups.last_mut()
+            && r.end - g.start <= cap
+        {
+            g.end = r.end;
+            m.extend(members);
+            continue;
+        }
+        groups.push((r, members));
     }
     groups
 }
@@ -452,16 +495,30 @@ mod tests {
     use super::*;
 
     #[test]
-    fn coalesce_merges_close_ranges_and_respects_cap() {
-        let r = [10..20, 0..5, 30..40, 100..110, 21..25];
-        let g = coalesce(&r, 5, 1000);
-        assert_eq!(g.len(), 2);
-        assert_eq!(g[0].0, 0..40);
-        assert_eq!(g[0].1, vec![1, 0, 4, 2]);
-        assert_eq!(g[1].0, 100..110);
-        let g = coalesce(&r, 5, 30);
-        assert!(g.iter().all(|(r, _)| r.end - r.start <= 30));
-        assert_eq!(coalesce(&r, 0, 1000).len(), 5);
+    fn coalesce_merges_touching_ranges_and_small_gaps_within_budget() {
+        // Touching and overlapping ranges share a request whatever the gap setting.
+        let g = coalesce(&[10..20, 0..10, 15..30], 0, 1000, 8);
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].0, 0..30);
+        assert_eq!(g[0].1, vec![1, 0, 2]);
+        // 300 bytes needed: gaps of 5 and 10 bridged (15 <= 30), the gap of 60 not.
+        let r = [0..100, 105..200, 210..250, 310..375];
+        let g = coalesce(&r, 1000, 1 << 20, 8);
+        let spans: Vec<_> = g.iter().map(|(r, _)| r.clone()).collect();
+        assert_eq!(spans, vec![0..250, 310..375]);
+        // Gaps above `gap` are never bridged; none at all with gap 0.
+        assert_eq!(coalesce(&r, 7, 1 << 20, 8).len(), 3);
+        assert_eq!(coalesce(&r, 0, 1 << 20, 8).len(), 4);
+        // More requests than allowed: bridge (smallest gaps first) beyond the byte budget.
+        let g = coalesce(&r, 1000, 1 << 20, 1);
+        assert_eq!(g.len(), 1);
+        assert_eq!(g[0].0, 0..375);
+        // The cap splits requests.
+        let g = coalesce(&r, 1000, 200, 1);
+        assert!(g.iter().all(|(r, _)| r.end - r.start <= 200), "{g:?}");
+        let mut all: Vec<usize> = g.iter().flat_map(|(_, m)| m.clone()).collect();
+        all.sort_unstable();
+        assert_eq!(all, vec![0, 1, 2, 3]);
     }
 
     #[test]

@@ -12,8 +12,9 @@
 //!
 //! Chunk reads fetch the byte ranges of the chunks they touch (a chunk's extent is bounded by
 //! the next chunk's offset in the index, and checked against the `cbytes` in its header),
-//! merging ranges closer than [`RemoteOptions::coalesce_gap`] and keeping at most
-//! [`RemoteOptions::concurrency`] requests in flight: one round of concurrent requests per call.
+//! merging touching ranges and bridging gaps up to [`RemoteOptions::coalesce_gap`] within a 10 %
+//! byte budget (or as needed to fit [`RemoteOptions::concurrency`] requests), with at most
+//! `concurrency` requests in flight: one round of concurrent requests per call.
 //! Chunks are then decoded in parallel.
 //!
 //! # Consistency
@@ -79,9 +80,11 @@ pub enum WriteMode {
 pub struct RemoteOptions {
     /// Most requests in flight at once (default 8; 0 counts as 1).
     pub concurrency: usize,
-    /// Byte ranges closer than this are fetched in one request (default 256 KiB: on a
-    /// connection with a few milliseconds of latency, transferring that many extra bytes costs
-    /// less than one more request).
+    /// Largest gap between two byte ranges that one request may bridge (default 256 KiB).
+    /// Gaps are bridged, smallest first, while the extra bytes stay within 10 % of the bytes
+    /// needed, or while a read would otherwise need more than [`RemoteOptions::concurrency`]
+    /// requests (so that it takes one round of concurrent requests); touching ranges always
+    /// share a request. 0 fetches exactly the bytes needed.
     pub coalesce_gap: u64,
     /// Speculative head range fetched at open (default 64 KiB, at least the 87-byte fixed
     /// header is fetched).
