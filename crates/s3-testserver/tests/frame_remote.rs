@@ -680,3 +680,67 @@ fn bench_b2nd_region_with_latency() {
         t.elapsed()
     );
 }
+
+/// `open_url` / `put_url` configured only by the standard `AWS_*` variables: the test runs
+/// itself as a child process with the server's environment (the variables are never set in
+/// this process).
+#[test]
+fn open_url_and_put_url_take_s3_configuration_from_the_environment() {
+    const CHILD: &str = "SCIFMT_FRAME_REMOTE_CHILD_URL";
+    let name = "frames/lz4_shuffle_meta_vlmeta.b2frame";
+    if let Ok(url) = std::env::var(CHILD) {
+        let local = Frame::open(testdata().join(name)).unwrap();
+        let f = BlockingRemoteFrame::open_url(&url, RemoteOptions::default()).unwrap();
+        assert!(f.inner().url().starts_with("s3://"), "{}", f.inner().url());
+        assert_eq!(f.decompress_all().unwrap(), local.decompress_all().unwrap());
+        let a = BlockingRemoteB2nd::open_url(
+            &url.replace(name, "frames/b2nd_u2_7x9x11.b2nd"),
+            RemoteOptions::default(),
+        )
+        .unwrap();
+        assert_eq!(a.shape(), [7, 9, 11]);
+        let w = FrameWriter::from_frame(&local).unwrap();
+        BlockingRemoteFrame::put_url(
+            &url.replace(name, "copies/c.b2frame"),
+            &w,
+            &RemoteOptions::default(),
+        )
+        .unwrap();
+        // A missing object: the error names the URL and no secret.
+        let e = BlockingRemoteFrame::open_url(
+            &url.replace(name, "nope.b2frame"),
+            RemoteOptions::default(),
+        )
+        .unwrap_err();
+        let msg = format!("{e} {e:?}");
+        assert!(msg.contains("nope.b2frame"), "{msg}");
+        assert!(
+            !msg.contains(&std::env::var("AWS_SECRET_ACCESS_KEY").unwrap()),
+            "{msg}"
+        );
+        return;
+    }
+    let server = server_with_fixtures();
+    let out = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "open_url_and_put_url_take_s3_configuration_from_the_environment",
+            "--nocapture",
+            "--test-threads=1",
+        ])
+        .envs(server.env())
+        .env(CHILD, server.url(&format!("fx/{name}")))
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "child failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The child really talked to this server, and its upload is readable here.
+    assert!(server.log().iter().any(|r| r.key.ends_with(name)));
+    let copy = open(&server, "fx/copies/c.b2frame", RemoteOptions::default());
+    let local = Frame::open(testdata().join(name)).unwrap();
+    assert_same(&local, &copy, "put_url copy");
+}
