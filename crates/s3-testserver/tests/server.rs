@@ -465,7 +465,8 @@ async fn latency_and_slow_body_add_delay_and_round_trips_are_counted() {
     put(&store, "f/obj", &body).await;
     server.reset_stats();
 
-    let latency = Duration::from_millis(40);
+    // Long enough that three concurrent requests surely overlap, however loaded the machine.
+    let latency = Duration::from_millis(100);
     server.faults().set_latency(latency);
     let t = Instant::now();
     for _ in 0..3 {
