@@ -196,9 +196,10 @@ impl TestServer {
     /// `object_store::parse_url_opts` with these keys lower-cased) talk to this server:
     /// `AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`, `AWS_REGION`,
     /// `AWS_DEFAULT_REGION`, `AWS_ALLOW_HTTP=true`, `AWS_VIRTUAL_HOSTED_STYLE_REQUEST=false`,
-    /// `AWS_CONDITIONAL_PUT=etag`, and `AWS_SESSION_TOKEN` /
-    /// `AWS_EC2_METADATA_DISABLED`-style leftovers are not needed. Pass them to a subprocess
-    /// (`Command::envs`) rather than setting them in the test process.
+    /// `AWS_CONDITIONAL_PUT=etag`. Pass them to a subprocess (`Command::envs`) rather than
+    /// setting them in the test process (tests run in parallel); a subprocess also inherits any
+    /// other `AWS_*` variable of the caller's environment (`AWS_SESSION_TOKEN`, `AWS_PROFILE`),
+    /// which `Command::env_remove` can drop.
     #[must_use]
     pub fn env(&self) -> Vec<(String, String)> {
         [
