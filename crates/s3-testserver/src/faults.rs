@@ -30,6 +30,9 @@ pub enum FaultKind {
     /// reads" tests: e.g. `FaultRule::new(FaultKind::Replace(new), 1).method("GET")
     /// .key_contains("x0.wkw").after(1)` replaces the file just before its second GET.
     Replace(bytes::Bytes),
+    /// Hold the request this long (on top of the latency) before handling it: a slow response
+    /// for chosen requests, or a window for another client to act in.
+    Delay(Duration),
     /// PUT requests only (PutObject, UploadPart): the server receives half of it, then the body
     /// fails, as if the client's connection broke mid-upload. s3s-fs has started writing its
     /// temporary file by then; nothing may appear under the key.
@@ -52,6 +55,7 @@ impl fmt::Display for FaultKind {
             Self::SlowBody { chunk, delay } => write!(f, "slow body ({chunk} B per {delay:?})"),
             Self::Replace(b) => write!(f, "replaced ({} B)", b.len()),
             Self::CutUpload => f.write_str("cut upload"),
+            Self::Delay(d) => write!(f, "delay {d:?}"),
         }
     }
 }

@@ -118,6 +118,9 @@ pub(crate) async fn handle(
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
+    if let Some(FaultKind::Delay(d)) = &fault {
+        tokio::time::sleep(*d).await;
+    }
 
     let (parts, incoming) = req.into_parts();
     let cut_at = match &fault {

@@ -494,6 +494,18 @@ async fn latency_and_slow_body_add_delay_and_round_trips_are_counted() {
     }
     assert_eq!(critical_path(&server.log()), 40);
 
+    // A delay rule holds only the requests it matches.
+    server.reset_stats();
+    server.faults().inject(
+        FaultRule::new(FaultKind::Delay(Duration::from_millis(150)), 1).key_contains("f/obj"),
+    );
+    let t = Instant::now();
+    store.head(&Path::from("f/obj")).await.unwrap();
+    assert!(t.elapsed() >= Duration::from_millis(150));
+    let log = server.log();
+    assert_eq!(log[0].fault.as_deref(), Some("delay 150ms"));
+    assert!(log[0].end.unwrap() - log[0].start >= Duration::from_millis(150));
+
     server
         .faults()
         .slow_body_next(1, 1024, Duration::from_millis(5));
