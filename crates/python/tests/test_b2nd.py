@@ -284,3 +284,15 @@ def test_concurrent_reads_from_threads(tmp_path):
         results = list(ex.map(lambda k: arr[k], keys))
     for k, r in zip(keys, results):
         np.testing.assert_array_equal(r, a[k])
+
+
+def test_sparse_frames_from_blosc2(tmp_path):
+    """python-blosc2's sparse frames (a directory of chunk files) open too."""
+    a = np.arange(30 * 40, dtype="<i2").reshape(30, 40)
+    p = tmp_path / "sp.b2nd"
+    blosc2.asarray(a, urlpath=str(p), mode="w", contiguous=False, chunks=(10, 16), blocks=(5, 8))
+    assert p.is_dir()
+    arr = b2nd.open(p)
+    np.testing.assert_array_equal(arr[...], a)
+    np.testing.assert_array_equal(arr[3:27:4, -7], a[3:27:4, -7])
+    np.testing.assert_array_equal(arr[::25, ::17], a[::25, ::17])
