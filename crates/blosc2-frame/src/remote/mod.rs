@@ -15,13 +15,15 @@
 //! merging touching ranges and bridging gaps up to [`RemoteOptions::coalesce_gap`] within a 10 %
 //! byte budget (or as needed to fit [`RemoteOptions::concurrency`] requests), with at most
 //! `concurrency` requests in flight: one round of concurrent requests per call.
-//! Chunks are then decoded in parallel.
+//! Chunks are then decoded in parallel, on scoped threads started by the calling task (the
+//! async methods do this CPU work inline; move it off latency-sensitive executors if needed).
 //!
 //! # Consistency
 //! Every range request after open carries `If-Match` with the ETag seen at open and the ETag of
 //! each response is compared with it, so a contiguous frame replaced while it is read yields
 //! [`Error::Changed`](crate::Error::Changed) and never a mix of two versions; open it again to
-//! read the new one. The two requests of the first round are checked to return the same ETag
+//! read the new one (stores that report no ETag, such as some HTTP servers, cannot be checked
+//! this way). The two requests of the first round are checked to return the same ETag
 //! and length (the open is retried once otherwise). A sparse frame's chunk files are separate
 //! objects whose ETags are not known in advance: the index file is read consistently, each
 //! chunk file is validated (length, `nbytes`) and a chunk file deleted by a concurrent rewrite
