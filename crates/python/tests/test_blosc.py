@@ -348,3 +348,29 @@ def test_concurrent_calls_from_threads():
     for d, c, o in zip(datas, chunks, outs):
         assert o == d.tobytes()
         assert c == blosc2.compress2(d, typesize=4, codec=blosc2.Codec.LZ4, nthreads=1)
+
+
+def test_gil_is_released_while_compressing():
+    """While one thread compresses, another runs Python code (it could not if the GIL were held
+    for the whole call: the main thread wakes from its sleep only when it gets the GIL back)."""
+    import threading
+    import time
+
+    data = np.random.default_rng(0).integers(0, 4, 4 << 20, dtype=np.uint8)
+    started = threading.Event()
+    times = {}
+
+    def work():
+        started.set()
+        times["t0"] = time.perf_counter()
+        sb.compress(data, typesize=1, codec="zstd", clevel=6, nthreads=1)
+        times["t1"] = time.perf_counter()
+
+    th = threading.Thread(target=work)
+    th.start()
+    started.wait()
+    time.sleep(0.05)
+    t_main = time.perf_counter()
+    th.join()
+    assert times["t1"] - times["t0"] > 0.2, "compression too fast to show anything"
+    assert t_main < times["t1"]
