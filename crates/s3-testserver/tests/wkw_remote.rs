@@ -17,6 +17,7 @@ use std::sync::{Arc, Barrier};
 use std::time::{Duration, Instant};
 
 use s3_testserver::{TestServer, critical_path};
+use wkw::object_store::ObjectStoreExt;
 use wkw::object_store::path::Path;
 use wkw::{
     Array, BlockType, BlockingRemoteDataset, Dataset, Error, Header, Order, RemoteOptions,
@@ -212,7 +213,13 @@ fn compress_remote_to_remote_and_from_local_files() {
     let server = server();
     let f4 = fixtures().join("u64_raw_b4_f2_multi");
     server.upload_dir(&f4, "raw").unwrap();
-    let src = open(&server, "raw", RemoteOptions::default());
+    // Every converted file goes up as a multipart upload (threshold 1 byte).
+    let src = open(
+        &server,
+        "raw",
+        RemoteOptions::default().multipart_threshold(1),
+    );
+    server.reset_stats();
     let seen = std::sync::Mutex::new(Vec::new());
     let dst = src
         .compress_to(server.store(), Path::from("hc"), BlockType::Lz4Hc, &|p| {
@@ -222,6 +229,16 @@ fn compress_remote_to_remote_and_from_local_files() {
         })
         .unwrap();
     let seen = seen.into_inner().unwrap();
+    let multipart = server
+        .log()
+        .iter()
+        .filter(|r| r.method == "POST" && r.query.contains("uploadId"))
+        .count();
+    assert_eq!(
+        multipart,
+        seen.len(),
+        "one CompleteMultipartUpload per file"
+    );
     assert_eq!(seen.len(), src.list_files().unwrap().len());
     assert!(
         seen.iter()
@@ -641,11 +658,53 @@ fn a_256_cube_read_takes_two_round_trips_and_few_extra_bytes() {
             let rt_warm = critical_path(&server.log());
             let want = local.read(offset, shape, Order::Fortran).unwrap();
             assert!(got.as_bytes() == want.as_bytes() && again.as_bytes() == want.as_bytes());
+            // Peer: download the whole files the box touches, then read locally.
+            let down = tmp.path().join(format!("down-{name}-{}", offset[0]));
+            let client = open(&server, name, RemoteOptions::default());
+            let whole = client.as_async().clone();
+            let fl = local.header().file_len_vx();
+            let range = |a: usize| offset[a] / fl..(offset[a] + shape[a]).div_ceil(fl);
+            let mut files = Vec::new();
+            for z in range(2) {
+                for y in range(1) {
+                    for x in range(0) {
+                        files.push([x, y, z]);
+                    }
+                }
+            }
+            let t = Instant::now();
+            std::fs::create_dir_all(&down).unwrap();
+            std::fs::copy(local.root().join("header.wkw"), down.join("header.wkw")).unwrap();
+            let runtime = tokio::runtime::Runtime::new().unwrap();
+            let fresh = server.store();
+            runtime.block_on(async {
+                let bodies = futures::future::join_all(files.iter().map(|idx| {
+                    // A client of this runtime (connections belong to the runtime that made them).
+                    let store = fresh.clone();
+                    let loc = whole.file_location(*idx);
+                    async move { (*idx, store.get(&loc).await.unwrap().bytes().await.unwrap()) }
+                }))
+                .await;
+                for (idx, b) in bodies {
+                    let p = down.join(format!("z{}/y{}/x{}.wkw", idx[2], idx[1], idx[0]));
+                    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+                    std::fs::write(p, b).unwrap();
+                }
+            });
+            let peer = Dataset::open(&down)
+                .unwrap()
+                .read(offset, shape, Order::Fortran)
+                .unwrap();
+            let peer_time = t.elapsed();
+            assert!(peer.as_bytes() == want.as_bytes());
+
             eprintln!(
                 "{name} {offset:?}+{shape:?}: {} requests, {rt} round trips ({rt_warm} cached), \
-                 {sent} bytes sent for {needed} needed ({:.3}x), {cold:?} cold / {warm:?} warm at 20 ms latency",
+                 {sent} bytes sent for {needed} needed ({:.3}x), {cold:?} cold / {warm:?} warm at 20 ms latency; \
+                 downloading the touched files whole, then reading locally: {peer_time:?} ({:.2}x)",
                 log.len(),
-                sent as f64 / needed as f64
+                sent as f64 / needed as f64,
+                peer_time.as_secs_f64() / cold.as_secs_f64()
             );
             if shape == [256, 256, 256] {
                 assert!(rt <= 3 && rt_warm <= 2, "{rt} {rt_warm}");
@@ -656,5 +715,48 @@ fn a_256_cube_read_takes_two_round_trips_and_few_extra_bytes() {
             }
         }
         server.faults().set_latency(Duration::ZERO);
+    }
+}
+
+#[test]
+fn empty_and_corrupt_objects_follow_the_local_policy() {
+    let server = server();
+    let tmp = tempfile::tempdir().unwrap();
+    let root = tmp.path().join("bad");
+    let h = Header::new(VoxelType::U8, 1, 8, 2, BlockType::Lz4).unwrap();
+    let ds = Dataset::create(&root, h).unwrap();
+    ds.write(
+        [0, 0, 0],
+        &pattern(&h, [48, 16, 16], 3, Order::Fortran).view(),
+    )
+    .unwrap();
+    // x0: intact; x1: empty; x2: garbage header.
+    std::fs::write(ds.file_path([1, 0, 0]), b"").unwrap();
+    std::fs::write(ds.file_path([2, 0, 0]), b"not a wkw file at all, no").unwrap();
+    server.upload_dir(&root, "bad").unwrap();
+    for policy in [wkw::MissingOrCorrupt::Error, wkw::MissingOrCorrupt::Zeros] {
+        let options = wkw::Options::default().missing_or_corrupt(policy);
+        let local = Dataset::open_with(&root, options).unwrap();
+        let remote = open(&server, "bad", RemoteOptions::default().dataset(options));
+        for (offset, shape) in [
+            ([0, 0, 0], [16, 16, 16]),
+            ([16, 0, 0], [8, 8, 8]),
+            ([0, 0, 0], [48, 16, 16]),
+        ] {
+            let want = local.read(offset, shape, Order::C);
+            let got = remote.read(offset, shape, Order::C);
+            match (want, got) {
+                (Ok(w), Ok(g)) => assert!(w.as_bytes() == g.as_bytes()),
+                (Err(Error::Format { source: w, .. }), Err(Error::Format { path, source: g })) => {
+                    assert_eq!(w, g);
+                    assert!(
+                        path.to_str().unwrap().contains("/bad/z0/y0/x"),
+                        "{}",
+                        path.display()
+                    );
+                }
+                (w, g) => panic!("{policy:?} {offset:?}: local {w:?}, remote {g:?}"),
+            }
+        }
     }
 }

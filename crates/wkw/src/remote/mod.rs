@@ -669,7 +669,11 @@ impl RemoteDataset {
         let h = self.header();
         let mut want = 16u64;
         if h.block_type().is_compressed() {
-            want = want.saturating_add(h.blocks_per_file().saturating_mul(8));
+            // A table beyond the limit is refused by the parser; fetch no more than that.
+            let n = h
+                .blocks_per_file()
+                .min(inner.options.dataset.limits.max_blocks_per_file);
+            want = want.saturating_add(n.saturating_mul(8));
         }
         let opts = GetOptions {
             range: Some(GetRange::Bounded(0..want)),
@@ -678,7 +682,16 @@ impl RemoteDataset {
         let res = match inner.store.get_opts(&location, opts).await {
             Ok(r) => r,
             Err(object_store::Error::NotFound { .. }) => return Ok(Head::Zeros),
-            Err(e) => return Err(remote(e)),
+            Err(e) => {
+                // An empty object cannot answer a range request (HTTP 416): it is a file
+                // truncated before its header, subject to the missing/corrupt policy.
+                if let Ok(m) = inner.store.head(&location).await
+                    && m.size == 0
+                {
+                    return self.parse_head(idx, Fetched::new(0, Vec::new()), m.e_tag);
+                }
+                return Err(remote(e));
+            }
         };
         let size = res.meta.size;
         let etag = res.meta.e_tag.clone();
@@ -711,7 +724,13 @@ impl RemoteDataset {
                 }
             }
         }
-        let path = PathBuf::from(&url);
+        self.parse_head(idx, fetched, etag)
+    }
+
+    /// Parses and checks the fetched start of file `idx` (caching the result under `etag`).
+    fn parse_head(&self, idx: [u32; 3], fetched: Fetched, etag: Option<String>) -> Result<Head> {
+        let inner = &self.inner;
+        let path = PathBuf::from(self.file_url(idx));
         match FileMeta::parse(&fetched, &inner.options.dataset.limits, &path) {
             Ok(meta) => {
                 let meta = Arc::new(meta);
