@@ -211,22 +211,18 @@ pub fn critical_path(records: &[RequestRecord]) -> usize {
         .map(|r| (r.start, r.end.unwrap_or(horizon)))
         .collect();
     spans.sort_by_key(|s| s.1);
-    // depth[i] = longest chain ending with span i (spans sorted by end time).
-    let mut depth: Vec<usize> = Vec::with_capacity(spans.len());
-    let mut best = 0;
-    for (i, &(start, _)) in spans.iter().enumerate() {
-        let d = spans[..i]
-            .iter()
-            .zip(&depth)
-            .filter(|((_, end), _)| *end <= start)
-            .map(|(_, &d)| d)
-            .max()
-            .unwrap_or(0)
-            + 1;
-        depth.push(d);
-        best = best.max(d);
+    // Sorted by end time, the requests that ended by the time request i started form a prefix
+    // of `spans`, all before i (a request ends after it starts). best_upto[k] is the longest
+    // chain among the first k spans.
+    let mut best_upto: Vec<usize> = Vec::with_capacity(spans.len() + 1);
+    best_upto.push(0);
+    for &(start, _) in &spans {
+        let before = spans.partition_point(|s| s.1 <= start);
+        let depth = best_upto[before.min(best_upto.len() - 1)] + 1;
+        let prev = best_upto[best_upto.len() - 1];
+        best_upto.push(prev.max(depth));
     }
-    best
+    best_upto[best_upto.len() - 1]
 }
 
 #[cfg(test)]
@@ -258,5 +254,18 @@ mod tests {
         // Three in a row plus overlapping noise: 3.
         let log = [rec(0, 10), rec(10, 20), rec(5, 25), rec(21, 30)];
         assert_eq!(critical_path(&log), 3);
+        // Zero-length and identical spans; order of the input does not matter.
+        let log = [
+            rec(30, 40),
+            rec(0, 0),
+            rec(0, 0),
+            rec(0, 10),
+            rec(10, 10),
+            rec(10, 30),
+        ];
+        assert_eq!(critical_path(&log), 6);
+        // Many sequential requests.
+        let log: Vec<_> = (0..10_000).rev().map(|i| rec(i * 2, i * 2 + 1)).collect();
+        assert_eq!(critical_path(&log), 10_000);
     }
 }
