@@ -270,8 +270,15 @@ impl Object {
     ) -> Result<Vec<Bytes>> {
         let cap = opts.limits.max_output_bytes as u64;
         let groups = coalesce(ranges, opts.coalesce_gap, cap, opts.in_flight());
-        let fetched: Vec<(usize, Bytes)> = stream::iter(groups.iter().enumerate())
-            .map(|(gi, (r, _))| async move {
+        // Owned items: a stream over borrowed ones makes the future not `Send` (the closure
+        // would have to be general over the borrow's lifetime).
+        let requests: Vec<(usize, Range<u64>)> = groups
+            .iter()
+            .enumerate()
+            .map(|(gi, (r, _))| (gi, r.clone()))
+            .collect();
+        let fetched: Vec<(usize, Bytes)> = stream::iter(requests)
+            .map(|(gi, r)| async move {
                 let want = r.end - r.start;
                 let f = self
                     .get(

@@ -458,3 +458,32 @@ fn async_api_works_on_a_caller_runtime() {
         local.read_region_as::<f32>(&[3, 5], &[17, 29]).unwrap()
     );
 }
+
+/// The async API's futures can be spawned on multi-threaded runtimes (checked at compile time).
+#[test]
+fn futures_are_send() {
+    fn assert_send<T: Send>(_: &T) {}
+    fn check(f: &RemoteFrame, a: &RemoteB2nd, store: Arc<dyn ObjectStore>, w: &FrameWriter) {
+        assert_send(&f.decompress_all());
+        assert_send(&f.decompress_chunks(&[0]));
+        assert_send(&f.get_slice(0, 1));
+        assert_send(&f.chunk_sizes());
+        assert_send(&f.reopen());
+        assert_send(&a.read_region(&[0], &[1]));
+        assert_send(&a.read_region_as::<f32>(&[0], &[1]));
+        assert_send(&RemoteFrame::open(
+            store.clone(),
+            Path::from("x"),
+            RemoteOptions::default(),
+        ));
+        assert_send(&RemoteB2nd::open(
+            store.clone(),
+            Path::from("x"),
+            RemoteOptions::default(),
+        ));
+        let o = RemoteOptions::default();
+        assert_send(&RemoteFrame::put(store.clone(), &Path::from("x"), w, &o));
+        assert_send(&RemoteFrame::put_sparse(store, &Path::from("x"), w, &o));
+    }
+    let _ = check;
+}

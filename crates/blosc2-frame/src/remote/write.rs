@@ -95,10 +95,17 @@ impl RemoteFrame {
         let plain = options.clone().with_write_mode(WriteMode::Overwrite);
         let loc_ref = &loc;
         let plain_ref = &plain;
-        stream::iter(files)
-            .map(|(n, chunk)| async move {
-                let path = dir.clone().join(format!("{n:08X}.chunk"));
-                put_bytes(loc_ref, &path, Bytes::copy_from_slice(chunk), plain_ref).await
+        let files_ref = &files;
+        // Indices, not borrowed items, keep the future `Send`; each chunk is copied into its
+        // request body only when its upload starts.
+        stream::iter(0..files.len())
+            .map(|k| {
+                let (n, chunk) = files_ref[k];
+                let body = Bytes::copy_from_slice(chunk);
+                async move {
+                    let path = dir.clone().join(format!("{n:08X}.chunk"));
+                    put_bytes(loc_ref, &path, body, plain_ref).await
+                }
             })
             .buffer_unordered(options.in_flight())
             .try_collect::<Vec<()>>()
