@@ -356,18 +356,21 @@ impl RemoteFrame {
     /// # Errors
     /// As [`Frame::decompress_all`], plus request errors.
     pub async fn decompress_all(&self) -> Result<Vec<u8>> {
-        let total = self.limits().check_output(self.header().nbytes)?;
-        let ts = u64::from(self.header().typesize);
-        let items = self.header().nbytes / ts;
-        let out = self.get_slice(0, items).await?;
-        if out.len() != total {
+        let nbytes = self.header().nbytes;
+        self.limits().check_output(nbytes)?;
+        let sizes = self.chunk_sizes().await?;
+        let held = sizes
+            .iter()
+            .try_fold(0u64, |acc, &n| acc.checked_add(n as u64))
+            .ok_or(Error::Overflow { what: "nbytes" })?;
+        if held != nbytes {
             return Err(Error::invalid(
                 "nbytes",
                 30,
-                format!("chunks hold {} bytes, the header says {total}", out.len()),
+                format!("chunks hold {held} bytes, the header says {nbytes}"),
             ));
         }
-        Ok(out)
+        self.remote.byte_range(&self.frame, 0, nbytes).await
     }
 
     /// Items `start..stop` (in units of the frame's typesize) across chunks, fetching only the
@@ -639,7 +642,11 @@ impl Remote {
                 "slice {start}..{stop} outside 0..{nitems}"
             )));
         }
-        let (b0, b1) = (start * ts, stop * ts);
+        self.byte_range(frame, start * ts, stop * ts).await
+    }
+
+    /// Decompressed bytes `b0..b1` (within `nbytes`), fetching the chunks touched in one round.
+    pub(crate) async fn byte_range(&self, frame: &Frame<'_>, b0: u64, b1: u64) -> Result<Vec<u8>> {
         let total = frame.limits().check_output(b1 - b0)?;
         let sizes = self.chunk_sizes(frame).await?;
         let plan = frame.slice_plan(b0, b1, |i| {
