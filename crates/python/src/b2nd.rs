@@ -206,6 +206,32 @@ impl File {
         Ok(Self { path: name, array })
     }
 
+    /// Parses an in-memory contiguous frame (python-blosc2's `to_cframe()` bytes); the bytes
+    /// are copied once and owned by the result.
+    #[staticmethod]
+    #[pyo3(signature = (data, max_output_bytes=None))]
+    fn from_cframe(
+        py: Python<'_>,
+        data: PyReadonlyArray1<'_, u8>,
+        max_output_bytes: Option<u64>,
+    ) -> PyResult<Self> {
+        let name = "<cframe>".to_string();
+        let mut limits = Limits::default();
+        if let Some(m) = max_output_bytes {
+            limits.max_output_bytes = usize::try_from(m).unwrap_or(usize::MAX);
+        }
+        let buf = data
+            .as_slice()
+            .map_err(|_| err("the frame must be a C-contiguous buffer"))?
+            .to_vec();
+        let array = detached(py, || {
+            blosc2_frame::Frame::from_reader(buf, 0, &limits).and_then(B2ndArray::new)
+        })
+        .map_err(|m| err(format!("{name}: {m}")))?
+        .map_err(|e| frame_err(&name, &e))?;
+        Ok(Self { path: name, array })
+    }
+
     /// The file name given to `open`.
     #[getter]
     fn path(&self) -> &str {
@@ -559,6 +585,15 @@ impl Writer {
             .map_err(|e| err(e.to_string()))
     }
 
+    /// The whole frame as bytes (python-blosc2's `to_cframe()` form).
+    fn to_bytes<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let w = self.finished()?;
+        let bytes = detached(py, || w.to_bytes())
+            .map_err(err)?
+            .map_err(|e| err(e.to_string()))?;
+        Ok(PyBytes::new(py, &bytes))
+    }
+
     /// Writes the frame to `path` (atomically: a temporary file renamed into place; with
     /// `fsync`, flushed to disk first). The writer cannot be used afterwards.
     #[pyo3(signature = (path, fsync=false))]
@@ -588,6 +623,21 @@ impl Writer {
 }
 
 impl Writer {
+    fn finished(&self) -> PyResult<&FrameWriter> {
+        let w = self
+            .writer
+            .as_ref()
+            .ok_or_else(|| err("the frame was already written"))?;
+        if w.nchunks() as u64 != self.nchunks {
+            return Err(err(format!(
+                "{} of {} chunks appended",
+                w.nchunks(),
+                self.nchunks
+            )));
+        }
+        Ok(w)
+    }
+
     fn writer_mut(&mut self) -> PyResult<&mut FrameWriter> {
         self.writer
             .as_mut()

@@ -296,3 +296,22 @@ def test_sparse_frames_from_blosc2(tmp_path):
     np.testing.assert_array_equal(arr[...], a)
     np.testing.assert_array_equal(arr[3:27:4, -7], a[3:27:4, -7])
     np.testing.assert_array_equal(arr[::25, ::17], a[::25, ::17])
+
+
+def test_cframes_both_ways():
+    a = np.arange(7 * 9 * 11, dtype="<u2").reshape(7, 9, 11)
+    ours = b2nd.to_cframe(a, (4, 5, 6), (2, 5, 3), codec="lz4", vlmeta={"k": "v"})
+    assert isinstance(ours, bytes)
+    ref = blosc2.ndarray_from_cframe(ours)
+    np.testing.assert_array_equal(ref[...], a)
+    assert ref.schunk.vlmeta["k"] == "v"
+    theirs = blosc2.asarray(a, chunks=(3, 9, 4), blocks=(1, 3, 4)).to_cframe()
+    arr = b2nd.from_cframe(theirs)
+    assert arr.path == "<cframe>" and arr.chunks == (3, 9, 4)
+    np.testing.assert_array_equal(arr[...], a)
+    np.testing.assert_array_equal(arr[2:6:3, ::-2, 5], a[2:6:3, ::-2, 5])
+    np.testing.assert_array_equal(b2nd.from_cframe(memoryview(ours))[...], a)
+    with pytest.raises(b2nd.B2ndError, match="<cframe>"):
+        b2nd.from_cframe(ours[: len(ours) // 2])
+    with pytest.raises(TypeError):
+        b2nd.save(a, "/nonexistent-dir/x.b2nd", codecc="lz4")

@@ -38,7 +38,8 @@ import numpy as np
 from scifmt._scifmt import b2nd as _core
 from scifmt.blosc import Codec, Filter, SplitMode, _enum_number, _threads
 
-__all__ = ["B2ndArray", "B2ndError", "MAX_DIM", "open", "save", "default_chunks_blocks"]
+__all__ = ["B2ndArray", "B2ndError", "MAX_DIM", "open", "save", "from_cframe", "to_cframe",
+           "default_chunks_blocks"]
 
 B2ndError = _core.B2ndError
 MAX_DIM: int = _core.MAX_DIM
@@ -158,8 +159,9 @@ def _normalize_key(key: Any, shape: Tuple[int, ...]):
 class B2ndArray:
     """A b2nd array opened from a file (see :func:`open`)."""
 
-    def __init__(self, path: "os.PathLike[str] | str", max_output_bytes: Optional[int] = None):
-        self._f = _core.File(os.fspath(path), max_output_bytes)
+    def __init__(self, path: "os.PathLike[str] | str", max_output_bytes: Optional[int] = None,
+                 _core_file: Any = None):
+        self._f = _core_file if _core_file is not None else _core.File(os.fspath(path), max_output_bytes)
         self._dtype = _dtype_from_str(self._f.dtype)
         if self._dtype.itemsize != self._f.itemsize:
             raise B2ndError(
@@ -308,6 +310,14 @@ def open(path: "os.PathLike[str] | str", max_output_bytes: Optional[int] = None)
     return B2ndArray(path, max_output_bytes)
 
 
+def from_cframe(cframe: Any, max_output_bytes: Optional[int] = None) -> B2ndArray:
+    """Reads an in-memory frame (``bytes`` or any contiguous buffer, e.g. python-blosc2's
+    ``NDArray.to_cframe()`` or :func:`to_cframe`); the bytes are copied once."""
+    from scifmt.blosc import _u8
+
+    return B2ndArray("<cframe>", None, _core.File.from_cframe(_u8(cframe, "cframe"), max_output_bytes))
+
+
 def _fit(shape: Sequence[int], itemsize: int, target: int) -> list:
     """Shrinks ``shape`` from the first axis on until it holds at most ``target`` bytes."""
     out = [max(1, int(s)) for s in shape]
@@ -345,9 +355,8 @@ def _block_major(chunk: np.ndarray, ext: Sequence[int], blocks: Sequence[int]) -
     return np.ascontiguousarray(t).reshape(-1).view(np.uint8)
 
 
-def save(
+def _build(
     array: Any,
-    path: "os.PathLike[str] | str",
     chunks: Optional[Sequence[int]] = None,
     blocks: Optional[Sequence[int]] = None,
     *,
@@ -360,19 +369,8 @@ def save(
     use_dict: bool = False,
     meta: Optional[Dict[str, Any]] = None,
     vlmeta: Optional[Dict[str, Any]] = None,
-    fsync: bool = False,
-) -> None:
-    """Writes ``array`` (anything ``np.asarray`` takes) as a b2nd frame file that python-blosc2
-    opens with ``blosc2.open``.
-
-    ``chunks``/``blocks``: shapes (``None``: :func:`default_chunks_blocks`; a block is at most
-    its chunk). Compression parameters as in :func:`scifmt.blosc.compress` (python-blosc2's
-    defaults: zstd, clevel 5, SHUFFLE); each chunk is compressed with the item size as
-    typesize and the block's byte size as blocksize, like C-Blosc2. ``meta``: extra
-    fixed-size metalayers, ``vlmeta``: variable-length metalayers, each a name → value dict
-    stored as msgpack (None, bool, int, float, str, bytes, list, tuple, dict). The file is
-    written atomically (``fsync=True`` also flushes it to disk).
-    """
+) -> Any:
+    """The frame writer for ``array`` with every chunk appended (see :func:`save`)."""
     a = np.asarray(array)
     if a.dtype.hasobject:
         raise TypeError("arrays of Python objects cannot be stored in a b2nd frame")
@@ -406,4 +404,30 @@ def save(
         w.append(_block_major(a[sl], ext, blocks))
     for name, value in (vlmeta or {}).items():
         w.set_vlmeta(name, value)
-    w.write(os.fspath(path), fsync)
+    return w
+
+
+def save(array: Any, path: "os.PathLike[str] | str", chunks: Optional[Sequence[int]] = None,
+         blocks: Optional[Sequence[int]] = None, *, fsync: bool = False, **kwargs: Any) -> None:
+    """Writes ``array`` (anything ``np.asarray`` takes) as a b2nd frame file that python-blosc2
+    opens with ``blosc2.open``, replacing ``path`` atomically (``fsync=True`` also flushes it to
+    disk).
+
+    Keyword arguments: ``codec``, ``clevel``, ``filters``, ``filters_meta``, ``splitmode``,
+    ``nthreads``, ``use_dict`` (as in :func:`scifmt.blosc.compress`; python-blosc2's defaults:
+    zstd, clevel 5, SHUFFLE), ``meta`` (extra fixed-size metalayers) and ``vlmeta``
+    (variable-length metalayers), each a name → value dict stored as msgpack (None, bool, int,
+    float, str, bytes, list, tuple, dict).
+
+    ``chunks``/``blocks``: shapes (``None``: :func:`default_chunks_blocks`; a block is at most
+    its chunk). Chunks are padded and laid out block by block like C-Blosc2 and compressed with
+    the item size as typesize and the block's byte size as blocksize.
+    """
+    _build(array, chunks, blocks, **kwargs).write(os.fspath(path), bool(fsync))
+
+
+def to_cframe(array: Any, chunks: Optional[Sequence[int]] = None,
+              blocks: Optional[Sequence[int]] = None, **kwargs: Any) -> bytes:
+    """Like :func:`save`, returning the frame as ``bytes`` (python-blosc2 reads it with
+    ``blosc2.ndarray_from_cframe``)."""
+    return _build(array, chunks, blocks, **kwargs).to_bytes()
