@@ -18,7 +18,9 @@ pub struct Limits {
     /// Most chunks a frame's index may list. Default 2<sup>26</sup> (a 512 MiB index).
     pub max_nchunks: usize,
     /// Largest buffer returned by whole-frame or multi-chunk reads (`decompress_all`,
-    /// `get_slice`, `read_region`). Default 4 GiB (1 GiB on 32-bit targets).
+    /// `get_slice`, `read_region`). Default 4 GiB (1 GiB on 32-bit targets). Remote reads
+    /// (feature `object_store`) also bound the metadata fetched at open and every single
+    /// request by it.
     pub max_output_bytes: usize,
 }
 

@@ -744,3 +744,46 @@ fn open_url_and_put_url_take_s3_configuration_from_the_environment() {
     let local = Frame::open(testdata().join(name)).unwrap();
     assert_same(&local, &copy, "put_url copy");
 }
+
+/// The async API on a caller's multi-threaded runtime: concurrent region reads of one array
+/// from spawned tasks.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn async_region_reads_from_spawned_tasks() {
+    let server = TestServer::start().unwrap();
+    let (data, w) = big_b2nd();
+    let store = server.store();
+    blosc2_frame::RemoteFrame::put(
+        store.clone(),
+        &Path::from("async/a.b2nd"),
+        &w,
+        &RemoteOptions::default(),
+    )
+    .await
+    .unwrap();
+    let a = Arc::new(
+        blosc2_frame::RemoteB2nd::open(store, Path::from("async/a.b2nd"), RemoteOptions::default())
+            .await
+            .unwrap(),
+    );
+    let tasks: Vec<_> = (0..6u64)
+        .map(|k| {
+            let a = a.clone();
+            tokio::spawn(async move {
+                let (r0, c0) = (k * 17, k * 29);
+                let got = a
+                    .read_region_as::<f32>(&[r0, c0], &[r0 + 20, c0 + 30])
+                    .await
+                    .unwrap();
+                (r0, c0, got)
+            })
+        })
+        .collect();
+    for t in tasks {
+        let (r0, c0, got) = t.await.unwrap();
+        let expect: Vec<f32> = (r0..r0 + 20)
+            .flat_map(|r| (c0..c0 + 30).map(move |c| (r, c)))
+            .map(|(r, c)| data[(r * 200 + c) as usize])
+            .collect();
+        assert_eq!(got, expect, "region at {r0},{c0}");
+    }
+}
