@@ -782,7 +782,7 @@ async fn async_region_reads_from_spawned_tasks() {
         let (r0, c0, got) = t.await.unwrap();
         let expect: Vec<f32> = (r0..r0 + 20)
             .flat_map(|r| (c0..c0 + 30).map(move |c| (r, c)))
-            .map(|(r, c)| data[(r * 200 + c) as usize])
+            .map(|(r, c)| data[usize::try_from(r * 200 + c).unwrap()])
             .collect();
         assert_eq!(got, expect, "region at {r0},{c0}");
     }
