@@ -681,3 +681,20 @@ def test_gil_is_released_during_io(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.startswith("released"), out.stdout
     assert "x0.wkw" in out.stdout  # the read then failed on the FIFO's bytes, naming the file
+
+
+@pytest.mark.parametrize("threads", [None, 2])
+def test_small_and_large_boxes_agree(tmp_path, threads):
+    """Small boxes run on the calling thread, large ones in the pool: same bytes either way."""
+    root = str(tmp_path / "ds")
+    data = make_data(np.int16, 2, (40, 40, 40), seed=9)
+    with wkw.Dataset.create(root, header(wkw, np.int16, 2, 2), threads=threads) as ds:
+        for x in range(0, 40, 5):  # many small unaligned writes into compressed files
+            ds.write((x, 0, 0), data[:, x : x + 5])
+        raw = wkw.Dataset.create(str(tmp_path / "raw"), header(wkw, np.int16, 2, 1), threads=threads)
+        raw.write((3, 3, 3), data[:, :2, :2, :2])  # one block
+        raw.write((0, 0, 0), data)  # many
+        for d in (ds, raw):
+            for off, shape in (((7, 9, 11), (1, 1, 1)), ((6, 6, 6), (4, 4, 4)), ((0, 0, 0), (40, 40, 40))):
+                want = data[:, off[0] : off[0] + shape[0], off[1] : off[1] + shape[1], off[2] : off[2] + shape[2]]
+                np.testing.assert_array_equal(d.read(off, shape), want)
