@@ -1,8 +1,8 @@
 """Blosc2 chunks from Rust (the ``blosc-chunk`` crate).
 
 ``compress`` makes chunks byte-identical to python-blosc2's ``blosc2.compress2`` (C-Blosc2
-3.3.5) for the same parameters with the BloscLZ, LZ4, LZ4HC and Zstd codecs; zlib chunks
-round-trip both ways but their bytes may differ (C-Blosc2 links zlib-ng). ``decompress`` reads
+3.3.5, one thread) for the same parameters with the BloscLZ, LZ4, LZ4HC and Zstd codecs, and
+with zlib (zlib-rs here, zlib-ng in C-Blosc2) in every case the tests check. ``decompress`` reads
 any chunk C-Blosc2 writes with these codecs (Blosc1 and Blosc2 headers, special-value chunks,
 dictionaries, VL blocks). The codec runs with the GIL released.
 
