@@ -315,3 +315,15 @@ def test_cframes_both_ways():
         b2nd.from_cframe(ours[: len(ours) // 2])
     with pytest.raises(TypeError):
         b2nd.save(a, "/nonexistent-dir/x.b2nd", codecc="lz4")
+
+
+def test_pickle_reopens(tmp_path):
+    import pickle
+
+    a = np.arange(100, dtype="<i8").reshape(10, 10)
+    p = tmp_path / "p.b2nd"
+    b2nd.save(a, p, chunks=(5, 5), blocks=(5, 5))
+    arr = pickle.loads(pickle.dumps(b2nd.open(p)))
+    np.testing.assert_array_equal(arr[2:7, 3], a[2:7, 3])
+    with pytest.raises(TypeError):
+        pickle.dumps(b2nd.from_cframe(b2nd.to_cframe(a)))

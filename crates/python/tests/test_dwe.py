@@ -197,3 +197,12 @@ def test_errors(tmp_path, testdata):
         dwe.write(tmp_path / "w.dwe", np.full((3, 4, 2), 40000), 0.5, jump_interval=2)
     with pytest.raises(ValueError):
         dwe.write(tmp_path / "w.dwe", np.zeros((4, 2), np.int16), 0.5, jump_interval=2)
+
+
+def test_pickle_reopens(testdata):
+    import pickle
+
+    f = dwe.open(testdata / "dwe" / "block" / "small_2_4_4_c4.dwe", check_integrity=True)
+    g = pickle.loads(pickle.dumps(f))
+    assert g.shape == f.shape and g.layout == "block"
+    np.testing.assert_array_equal(g.to_numpy(), f.to_numpy())

@@ -162,6 +162,7 @@ class B2ndArray:
     def __init__(self, path: "os.PathLike[str] | str", max_output_bytes: Optional[int] = None,
                  _core_file: Any = None):
         self._f = _core_file if _core_file is not None else _core.File(os.fspath(path), max_output_bytes)
+        self._reopen = None if _core_file is not None else (os.fspath(path), max_output_bytes)
         self._dtype = _dtype_from_str(self._f.dtype)
         if self._dtype.itemsize != self._f.itemsize:
             raise B2ndError(
@@ -224,6 +225,12 @@ class B2ndArray:
         except ValueError:
             pass
         return {"codec": codec, "clevel": clevel, "typesize": typesize}
+
+    def __reduce__(self):
+        """Pickles as "open this path again" (for multiprocessing and Dask workers)."""
+        if self._reopen is None:
+            raise TypeError("an array read from an in-memory frame cannot be pickled")
+        return (B2ndArray, self._reopen)
 
     def __len__(self) -> int:
         if not self._shape:

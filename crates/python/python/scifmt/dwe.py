@@ -61,9 +61,14 @@ class DweFile:
     def __init__(self, path: "os.PathLike[str] | str", layout: Optional[str] = None,
                  check_integrity: bool = False, max_file_bytes: Optional[int] = None):
         self._f = _core.File(os.fspath(path), layout, bool(check_integrity), max_file_bytes)
+        self._args = (os.fspath(path), layout, bool(check_integrity), max_file_bytes)
         self._t = self._f.num_timesteps
         self._v = self._f.vocab_size
         self._k = self._f.embedding_dim
+
+    def __reduce__(self):
+        """Pickles as "open this path again" (for multiprocessing and Dask workers)."""
+        return (DweFile, self._args)
 
     @property
     def path(self) -> str:
