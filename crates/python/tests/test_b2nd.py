@@ -327,3 +327,15 @@ def test_pickle_reopens(tmp_path):
     np.testing.assert_array_equal(arr[2:7, 3], a[2:7, 3])
     with pytest.raises(TypeError):
         pickle.dumps(b2nd.from_cframe(b2nd.to_cframe(a)))
+
+
+def test_dask_from_array(tmp_path):
+    da = pytest.importorskip("dask.array")
+    a = np.arange(40 * 30 * 6, dtype="<f4").reshape(40, 30, 6)
+    p = tmp_path / "d.b2nd"
+    b2nd.save(a, p, chunks=(16, 16, 6), blocks=(4, 8, 6))
+    arr = b2nd.open(p)
+    d = da.from_array(arr, chunks=arr.chunks)
+    np.testing.assert_array_equal(d.compute(scheduler="threads"), a)
+    np.testing.assert_array_equal(d[5:33:2, ::-1, 3].compute(scheduler="processes"), a[5:33:2, ::-1, 3])
+    assert float(d.astype("f8").sum().compute()) == float(a.sum(dtype=np.float64))
