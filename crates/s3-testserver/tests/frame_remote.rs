@@ -594,9 +594,10 @@ fn chunk_index_of_remote_matches_local_for_sparse_writes() {
     assert_eq!(r.decompress_all().unwrap(), local);
 }
 
-/// Benchmark (not a timed test; run with `--ignored --nocapture`): a 256 MiB f32 b2nd array in
-/// 1 MiB chunks on the server with 20 ms latency per request; open, then a region touching 16
-/// chunks, against downloading the whole object and reading it locally.
+/// Benchmark (not a timed test; run with `cargo test --release … -- --ignored --nocapture`): a
+/// 256 MiB f32 b2nd array in 1 MiB chunks on the server with 20 ms latency per request; open,
+/// then a region touching 16 chunks, against downloading the whole object and reading it
+/// locally.
 #[test]
 #[ignore = "benchmark; run with --ignored --nocapture"]
 fn bench_b2nd_region_with_latency() {
@@ -604,7 +605,13 @@ fn bench_b2nd_region_with_latency() {
     let server = TestServer::start().unwrap();
     let shape = [1024u64, 1024, 64];
     let n = 1024 * 1024 * 64;
-    let data: Vec<f32> = (0..n).map(|i| ((i % 1000) as f32) * 0.5).collect();
+    // A ramp plus 8 bits of hashed noise (compresses about 10:1 with the default codec).
+    let data: Vec<f32> = (0..n)
+        .map(|i: u64| {
+            let noise = (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 56) as f32;
+            ((i % 65_536) as f32) * 0.25 + noise
+        })
+        .collect();
     let w = b2nd_frame_from_slice(
         &data,
         &shape,

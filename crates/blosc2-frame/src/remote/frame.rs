@@ -417,10 +417,8 @@ impl Remote {
             Err(_) => None,
         };
         let end = next.unwrap_or(h.cbytes).min(h.cbytes);
-        let len = end
-            .saturating_sub(off)
-            .min(self.max_cbytes(frame, i)?)
-            .max(MIN_CHUNK_LEN.min(end.saturating_sub(off)));
+        // `off + 16 <= cbytes` was checked at open, and the size bound is above 16.
+        let len = end.saturating_sub(off).min(self.max_cbytes(frame, i)?);
         let start = u64::from(h.header_len)
             .checked_add(off)
             .ok_or(Error::Overflow {
