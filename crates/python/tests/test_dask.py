@@ -155,3 +155,17 @@ def test_to_wkw_checks_its_input(tmp_path):
                header=wkw.Header(np.uint8, block_len=8, file_len=1), compute=False)
     d.compute(scheduler="threads")
     assert wkw.Dataset.open(root1).read((0, 0, 0), (22, 22, 22)).sum() == 20**3
+
+
+def test_hostile_boxes(tmp_path):
+    root = str(tmp_path / "ds")
+    wkw.Dataset.create(root, header(1)).close()
+    for off, shape in (((-1, 0, 0), (1, 1, 1)), ((0, 0, 0), (2**32 + 1, 1, 1)), ((2**32 - 1, 0, 0), (2, 1, 1))):
+        with pytest.raises(wkw.WKWException):
+            WKWArray(root, off, shape)
+    with pytest.raises(wkw.WKWException):
+        WKWArray(root, (0, 0), (1, 1, 1))
+    big = WKWArray(root, (0, 0, 0), (2**31, 2**31, 2**31))
+    with pytest.raises(wkw.WKWException, match="limit"):
+        big[...]  # refused before allocating
+    assert big[0, 5, 6, 7] == 0

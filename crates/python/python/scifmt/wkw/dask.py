@@ -50,9 +50,11 @@ class WKWArray:
             shape = tuple(max(0, e - o) for e, o in zip(ends, self.offset))
         self.box_shape = tuple(operator.index(v) for v in shape)
         if len(self.offset) != 3 or len(self.box_shape) != 3:
-            raise WKWException("offset and shape need three values (x, y, z)")
+            raise WKWException(f"{self.path}: offset and shape need three values (x, y, z)")
         if min(self.offset + self.box_shape) < 0:
-            raise WKWException("offset and shape must not be negative")
+            raise WKWException(f"{self.path}: offset and shape must not be negative")
+        if any(o + n > 2**32 for o, n in zip(self.offset, self.box_shape)):
+            raise WKWException(f"{self.path}: the box ends beyond the u32 coordinate range")
         self.header = ds.header
         self.dtype = np.dtype(ds.header.voxel_type)
         self.shape = (int(ds.header.num_channels),) + self.box_shape
