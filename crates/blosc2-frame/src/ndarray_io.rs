@@ -22,18 +22,7 @@ impl B2ndArray<'_> {
         start: &[u64],
         stop: &[u64],
     ) -> Result<ArrayD<T>> {
-        let items = self.read_region_as::<T>(start, stop)?;
-        let shape = start
-            .iter()
-            .zip(stop)
-            .map(|(&a, &b)| {
-                usize::try_from(b - a).map_err(|_| Error::Overflow {
-                    what: "region shape",
-                })
-            })
-            .collect::<Result<Vec<usize>>>()?;
-        ArrayD::from_shape_vec(IxDyn(&shape), items)
-            .map_err(|e| Error::InvalidArgument(format!("region shape {shape:?}: {e}")))
+        region_array(start, stop, self.read_region_as::<T>(start, stop)?)
     }
 
     /// The whole array as an `ndarray` array (see [`B2ndArray::read_region_ndarray`]).
@@ -44,6 +33,54 @@ impl B2ndArray<'_> {
     pub fn read_all_ndarray<T: Element>(&self) -> Result<ArrayD<T>> {
         let zero = vec![0; self.meta().ndim()];
         self.read_region_ndarray(&zero, self.shape())
+    }
+}
+
+/// The items of region `start..stop` (C order) as an array of shape `stop - start`.
+fn region_array<T>(start: &[u64], stop: &[u64], items: Vec<T>) -> Result<ArrayD<T>> {
+    let shape = start
+        .iter()
+        .zip(stop)
+        .map(|(&a, &b)| {
+            usize::try_from(b.saturating_sub(a)).map_err(|_| Error::Overflow {
+                what: "region shape",
+            })
+        })
+        .collect::<Result<Vec<usize>>>()?;
+    ArrayD::from_shape_vec(IxDyn(&shape), items)
+        .map_err(|e| Error::InvalidArgument(format!("region shape {shape:?}: {e}")))
+}
+
+#[cfg(feature = "object_store")]
+impl crate::RemoteB2nd {
+    /// The hyper-slab `start..stop` as an `ndarray` array (as
+    /// [`B2ndArray::read_region_ndarray`]), fetching only the chunks it touches.
+    ///
+    /// # Errors
+    /// As [`RemoteB2nd::read_region_as`](crate::RemoteB2nd::read_region_as).
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "ndarray", feature = "object_store"))))]
+    pub async fn read_region_ndarray<T: Element>(
+        &self,
+        start: &[u64],
+        stop: &[u64],
+    ) -> Result<ArrayD<T>> {
+        region_array(start, stop, self.read_region_as::<T>(start, stop).await?)
+    }
+}
+
+#[cfg(feature = "object_store")]
+impl crate::BlockingRemoteB2nd {
+    /// [`RemoteB2nd::read_region_ndarray`](crate::RemoteB2nd::read_region_ndarray), blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteB2nd::read_region_as`](crate::RemoteB2nd::read_region_as).
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "ndarray", feature = "object_store"))))]
+    pub fn read_region_ndarray<T: Element>(
+        &self,
+        start: &[u64],
+        stop: &[u64],
+    ) -> Result<ArrayD<T>> {
+        region_array(start, stop, self.read_region_as::<T>(start, stop)?)
     }
 }
 

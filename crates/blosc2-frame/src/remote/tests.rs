@@ -487,3 +487,18 @@ fn futures_are_send() {
     }
     let _ = check;
 }
+
+#[cfg(feature = "ndarray")]
+#[test]
+fn ndarray_regions_match_local() {
+    let store = Arc::new(InMemory::new());
+    let bytes = std::fs::read(testdata().join("frames/b2nd_u2_7x9x11.b2nd")).unwrap();
+    put(&store, "a.b2nd", bytes.clone());
+    let local = B2ndArray::from_slice(&bytes).unwrap();
+    let remote =
+        BlockingRemoteB2nd::open(store, Path::from("a.b2nd"), RemoteOptions::default()).unwrap();
+    let (a, b) = ([1, 2, 3], [6, 8, 10]);
+    let got = remote.read_region_ndarray::<u16>(&a, &b).unwrap();
+    assert_eq!(got.shape(), [5, 6, 7]);
+    assert_eq!(got, local.read_region_ndarray::<u16>(&a, &b).unwrap());
+}
