@@ -794,3 +794,40 @@ async fn async_region_reads_from_spawned_tasks() {
         assert_eq!(got, expect, "region at {r0},{c0}");
     }
 }
+
+/// Metadata larger than the speculative ranges (a 300 KB vlmetalayer, a 100 KB metalayer): the
+/// second round trip fetches exactly what is missing, and everything matches the local read.
+#[test]
+fn large_metadata_needs_exactly_a_second_round_trip() {
+    let server = TestServer::start().unwrap();
+    let mut w = FrameWriter::new(FrameParams::new(CParams::default(), 4096)).unwrap();
+    w.add_metalayer("big", &noise(100_000, 1)).unwrap();
+    for k in 0..50 {
+        w.append_buffer(&noise(4096, k)).unwrap();
+    }
+    w.set_vlmetalayer("notes", &noise(300_000, 2)).unwrap();
+    let bytes = w.to_bytes().unwrap();
+    BlockingRemoteFrame::put(
+        server.store(),
+        &Path::from("meta/a.b2frame"),
+        &w,
+        &RemoteOptions::default(),
+    )
+    .unwrap();
+    server.faults().set_latency(Duration::from_millis(30));
+    server.reset_stats();
+    let r = open(&server, "meta/a.b2frame", RemoteOptions::default());
+    let log = server.log();
+    assert_eq!(critical_path(&log), 2, "{log:#?}");
+    let sent: u64 = log.iter().map(|r| r.bytes_sent).sum();
+    let local = Frame::from_slice(&bytes).unwrap();
+    // Header with metalayers and index + trailer, plus at most the two speculative ranges.
+    let needed = u64::from(local.header().header_len) + local.trailer_len();
+    assert!(
+        sent <= needed + 2 * (64 << 10) + 4096,
+        "{sent} bytes for {needed}"
+    );
+    assert_eq!(r.inner().vlmetalayer("notes").unwrap(), noise(300_000, 2));
+    assert_eq!(r.inner().metalayer("big").unwrap(), &noise(100_000, 1)[..]);
+    assert_same(&local, &r, "large metadata");
+}
