@@ -823,7 +823,8 @@ impl RemoteDataset {
     /// Writes `data` (shape (C, X, Y, Z), either order) at `offset` (x, y, z), like
     /// [`Dataset::write`]: every touched file is read, merged and uploaded whole with a
     /// conditional put (see [`RemoteDataset`]); files are processed concurrently. A
-    /// failure in one file leaves the other files written.
+    /// failure in one file leaves the other files written. The merge and recompression of a
+    /// file run on the calling task (in parallel on rayon), between its download and upload.
     ///
     /// # Errors
     /// [`Error::ArrayMismatch`], [`Error::BoxOutOfRange`]; [`Error::Format`] for a corrupt
