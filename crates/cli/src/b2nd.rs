@@ -2,11 +2,11 @@
 
 use std::path::PathBuf;
 
-use blosc2_frame::B2ndArray;
 use clap::{Args, Subcommand};
 
 use crate::args::{Region, parse_region, resolve_region};
 use crate::fail::{At, CliResult, Fail};
+use crate::frame::AnyB2nd;
 use crate::inout::{in_name, write_output};
 
 /// `scifmt b2nd`.
@@ -42,10 +42,10 @@ pub(crate) struct ReadArgs {
 
 /// `b2nd read IN OUT [--region …]`.
 fn read(a: &ReadArgs) -> CliResult {
-    let name = in_name(&a.input);
-    let array = B2ndArray::new(crate::frame::open(&a.input)?).at(name)?;
+    let name = &in_name(&a.input);
+    let array = AnyB2nd::new(crate::frame::open(&a.input)?).at(name)?;
     let (start, stop) =
         resolve_region(a.region.as_ref(), array.shape()).map_err(|e| Fail::input(name, e))?;
-    let data = array.read_region(&start, &stop).at(name)?;
+    let data = array.read_region(&start, &stop)?.at(name)?;
     write_output(&a.output, &data)
 }

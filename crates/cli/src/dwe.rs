@@ -10,6 +10,7 @@ use crate::fail::{At, CliResult, Fail, describe};
 use crate::inout::{Output, in_name, need_path, read_whole};
 use crate::print::{JsonFlag, emit, emit_json, emit_object, to_object};
 use crate::progress::progress;
+use crate::remote::{RemoteUrl, relabel};
 
 /// `scifmt dwe`.
 #[derive(Debug, Subcommand)]
@@ -337,7 +338,7 @@ fn create(a: &CreateArgs) -> CliResult {
             ));
         }
     };
-    let input = in_name(&a.input);
+    let input = &in_name(&a.input);
     let want = [u64::from(v), u64::from(k), 2]
         .iter()
         .try_fold(u64::from(t), |a, &b| a.checked_mul(b));
@@ -372,8 +373,17 @@ fn create(a: &CreateArgs) -> CliResult {
         .collect();
     // Two steps per time step: its entropy model, then its encoding.
     let bar = progress(2 * u64::from(t), "encode");
+    // A URL output is written on local scratch space and uploaded when complete.
+    let target = RemoteUrl::parse(&a.output)?;
+    let scratch = match &target {
+        Some(url) => Some(tempfile::tempdir().at(url.name())?),
+        None => None,
+    };
+    let local = scratch
+        .as_ref()
+        .map_or_else(|| a.output.clone(), |d| d.path().join("out.dwe"));
     let result = dwe_format::write_file_with_progress(
-        &a.output,
+        &local,
         &values,
         Dims::new(t, v, k),
         a.scale,
@@ -382,8 +392,15 @@ fn create(a: &CreateArgs) -> CliResult {
         &mut |done, _| bar.set_position(done),
     );
     bar.finish_and_clear();
-    result.map_err(|e| match e {
-        dwe_format::Error::Io(_) => Fail::input(&a.output, describe(&e)),
-        other => Fail::input(input, describe(&other)),
-    })
+    result.map_err(|e| {
+        let fail = match e {
+            dwe_format::Error::Io(_) => Fail::input(&a.output, describe(&e)),
+            other => Fail::input(input, describe(&other)),
+        };
+        relabel(fail, &local, &crate::remote::display_name(&a.output))
+    })?;
+    match &target {
+        Some(url) => crate::remote::upload_file(&local, url),
+        None => Ok(()),
+    }
 }

@@ -14,11 +14,14 @@ pub(crate) struct Fail {
 }
 
 impl Fail {
-    /// Bad input in `path` (exit 2).
-    pub(crate) fn input(path: &Path, msg: impl Display) -> Self {
+    /// Bad input in `path` (exit 2). A URL is named without user info or query string.
+    pub(crate) fn input(path: impl AsRef<Path>, msg: impl Display) -> Self {
         Self {
             code: 2,
-            msg: one_line(&format!("{}: {msg}", path.display())),
+            msg: one_line(&format!(
+                "{}: {msg}",
+                crate::remote::display_name(path.as_ref())
+            )),
         }
     }
 
@@ -73,11 +76,11 @@ pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
 /// Attaches the file an error is about.
 pub(crate) trait At<T> {
     /// Maps the error to [`Fail::input`] naming `path`.
-    fn at(self, path: &Path) -> CliResult<T>;
+    fn at(self, path: impl AsRef<Path>) -> CliResult<T>;
 }
 
 impl<T, E: std::error::Error + 'static> At<T> for Result<T, E> {
-    fn at(self, path: &Path) -> CliResult<T> {
+    fn at(self, path: impl AsRef<Path>) -> CliResult<T> {
         self.map_err(|e| Fail::input(path, describe(&e)))
     }
 }

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use blosc_chunk::{ChunkHeader, Codec};
 use blosc2_frame::{
-    B2ND_METALAYER, B2ndArray, ChunkLocation, Frame, FrameFileWriter, FrameHeader, FrameParams,
-    FrameWriter,
+    B2ND_METALAYER, B2ndArray, B2ndMeta, ChunkLocation, Frame, FrameFileWriter, FrameHeader,
+    FrameParams, FrameWriter, Layer, RemoteB2nd, RemoteFrame, RemoteOptions,
 };
 use clap::{Args, Subcommand};
 use serde_json::{Map, Value, json};
@@ -20,6 +20,7 @@ use crate::inout::{
 use crate::msgpack::{bytes_to_json, parse_layer};
 use crate::print::{JsonFlag, emit, emit_json, to_object};
 use crate::progress::{progress, progress_bytes};
+use crate::remote::{self, RemoteUrl};
 
 /// `scifmt frame`.
 #[derive(Debug, Subcommand)]
@@ -97,15 +98,189 @@ pub(crate) struct CreateArgs {
     sparse: bool,
 }
 
+/// A frame read from a local file or directory (or stdin), or from an object store through
+/// blosc2-frame's remote API (only the byte ranges a command needs are fetched).
+#[derive(Debug)]
+pub(crate) enum AnyFrame {
+    /// A local frame (or one read from stdin).
+    Local(Frame<'static>),
+    /// A frame at a URL.
+    Remote(Box<RemoteFrame>),
+}
+
+/// Chunks decompressed per round of requests by `frame extract` from a URL: as many as fit
+/// 64 MiB of output (at least one).
+const EXTRACT_BATCH_BYTES: u64 = 64 << 20;
+
+impl AnyFrame {
+    pub(crate) fn nchunks(&self) -> usize {
+        match self {
+            Self::Local(f) => f.nchunks(),
+            Self::Remote(f) => f.nchunks(),
+        }
+    }
+    fn is_sparse(&self) -> bool {
+        match self {
+            Self::Local(f) => f.is_sparse(),
+            Self::Remote(f) => f.is_sparse(),
+        }
+    }
+    fn index(&self) -> &[ChunkLocation] {
+        match self {
+            Self::Local(f) => f.index(),
+            Self::Remote(f) => f.index(),
+        }
+    }
+    fn header(&self) -> &FrameHeader {
+        match self {
+            Self::Local(f) => f.header(),
+            Self::Remote(f) => f.header(),
+        }
+    }
+    fn trailer_len(&self) -> u64 {
+        match self {
+            Self::Local(f) => f.trailer_len(),
+            Self::Remote(f) => f.trailer_len(),
+        }
+    }
+    fn metalayers(&self) -> &[Layer] {
+        match self {
+            Self::Local(f) => f.metalayers(),
+            Self::Remote(f) => f.metalayers(),
+        }
+    }
+    fn metalayer(&self, name: &str) -> Option<&[u8]> {
+        match self {
+            Self::Local(f) => f.metalayer(name),
+            Self::Remote(f) => f.metalayer(name),
+        }
+    }
+    fn vlmetalayers(&self) -> &[Layer] {
+        match self {
+            Self::Local(f) => f.vlmetalayers(),
+            Self::Remote(f) => f.vlmetalayers(),
+        }
+    }
+    fn vlmetalayer(&self, name: &str) -> blosc2_frame::Result<Vec<u8>> {
+        match self {
+            Self::Local(f) => f.vlmetalayer(name),
+            Self::Remote(f) => f.vlmetalayer(name),
+        }
+    }
+    /// The compressed bytes of chunk `i` (outer error: the runtime).
+    fn chunk(&self, i: usize) -> CliResult<blosc2_frame::Result<Vec<u8>>> {
+        match self {
+            Self::Local(f) => Ok(f.chunk(i).map(std::borrow::Cow::into_owned)),
+            Self::Remote(f) => remote::block_on(f.chunk(i)),
+        }
+    }
+    fn chunk_nbytes(&self, i: usize) -> CliResult<blosc2_frame::Result<usize>> {
+        match self {
+            Self::Local(f) => Ok(f.chunk_nbytes(i)),
+            Self::Remote(f) => Ok(remote::block_on(f.chunk_sizes())?.and_then(|v| {
+                v.get(i).copied().ok_or(blosc2_frame::Error::ChunkIndex {
+                    index: i,
+                    nchunks: v.len(),
+                })
+            })),
+        }
+    }
+    /// Decompresses chunks `range` in order (from a URL: one round of concurrent requests);
+    /// a failure names `input` and the chunk.
+    fn decompress_range(
+        &self,
+        range: std::ops::Range<usize>,
+        input: &Path,
+    ) -> CliResult<Vec<Vec<u8>>> {
+        let fail = |i: usize, e: &blosc2_frame::Error| {
+            Fail::input(in_name(input), format!("chunk {i}: {}", describe(e)))
+        };
+        match self {
+            Self::Local(f) => range
+                .map(|i| f.decompress_chunk(i).map_err(|e| fail(i, &e)))
+                .collect(),
+            Self::Remote(f) => {
+                let idx: Vec<usize> = range.clone().collect();
+                remote::block_on(f.decompress_chunks(&idx))?.map_err(|e| fail(range.start, &e))
+            }
+        }
+    }
+}
+
+/// A b2nd array over an [`AnyFrame`].
+#[derive(Debug)]
+pub(crate) enum AnyB2nd {
+    /// A local array.
+    Local(Box<B2ndArray<'static>>),
+    /// An array at a URL.
+    Remote(Box<RemoteB2nd>),
+}
+
+impl AnyB2nd {
+    /// The array in `frame` (which must carry the b2nd metalayer).
+    pub(crate) fn new(frame: AnyFrame) -> blosc2_frame::Result<Self> {
+        Ok(match frame {
+            AnyFrame::Local(f) => Self::Local(Box::new(B2ndArray::new(f)?)),
+            AnyFrame::Remote(f) => Self::Remote(Box::new(RemoteB2nd::from_frame(*f)?)),
+        })
+    }
+    pub(crate) fn shape(&self) -> &[u64] {
+        match self {
+            Self::Local(a) => a.shape(),
+            Self::Remote(a) => a.shape(),
+        }
+    }
+    fn meta(&self) -> &B2ndMeta {
+        match self {
+            Self::Local(a) => a.meta(),
+            Self::Remote(a) => a.meta(),
+        }
+    }
+    fn itemsize(&self) -> usize {
+        match self {
+            Self::Local(a) => a.itemsize(),
+            Self::Remote(a) => a.itemsize(),
+        }
+    }
+    /// C-order bytes of the region `start..stop` (outer error: the runtime).
+    pub(crate) fn read_region(
+        &self,
+        start: &[u64],
+        stop: &[u64],
+    ) -> CliResult<blosc2_frame::Result<Vec<u8>>> {
+        match self {
+            Self::Local(a) => Ok(a.read_region(start, stop)),
+            Self::Remote(a) => remote::block_on(a.read_region(start, stop)),
+        }
+    }
+    /// The frame back.
+    fn into_frame(self) -> AnyFrame {
+        match self {
+            Self::Local(a) => AnyFrame::Local(a.into_frame()),
+            Self::Remote(a) => AnyFrame::Remote(Box::new(a.into_frame())),
+        }
+    }
+}
+
 /// Opens a frame file or sparse-frame directory, or reads a contiguous frame from stdin for
 /// `-` (held in memory, at most [`MAX_WHOLE_INPUT`] bytes; files are read at positions, chunk by
-/// chunk).
-pub(crate) fn open(path: &Path) -> CliResult<Frame<'static>> {
+/// chunk), or opens a frame object or sparse-frame prefix at a URL.
+pub(crate) fn open(path: &Path) -> CliResult<AnyFrame> {
     if is_std(path) {
         let bytes = read_whole(path, MAX_WHOLE_INPUT, "the most a frame on stdin may have")?;
-        return Frame::from_reader(bytes, 0, &blosc2_frame::Limits::default()).at(in_name(path));
+        return Frame::from_reader(bytes, 0, &blosc2_frame::Limits::default())
+            .map(AnyFrame::Local)
+            .at(in_name(path));
     }
-    Frame::open(path).at(path)
+    if let Some(url) = RemoteUrl::parse(path)? {
+        let frame = remote::block_on(RemoteFrame::open_url(
+            url.as_str(),
+            RemoteOptions::default(),
+        ))?
+        .at(url.name())?;
+        return Ok(AnyFrame::Remote(Box::new(frame)));
+    }
+    Frame::open(path).map(AnyFrame::Local).at(path)
 }
 
 /// `frame extract IN OUT`: chunk by chunk, so memory holds one decompressed chunk.
@@ -114,12 +289,25 @@ fn extract(a: &ExtractArgs) -> CliResult {
     let n = frame.nchunks();
     let bar = progress(u64::try_from(n).unwrap_or(u64::MAX), "extract");
     let mut out = Output::create(&a.output)?;
-    for i in 0..n {
-        let data = frame
-            .decompress_chunk(i)
-            .map_err(|e| Fail::input(in_name(&a.input), format!("chunk {i}: {}", describe(&e))))?;
-        out.write(&data)?;
-        bar.inc(1);
+    // Locally one chunk at a time; from a URL a batch per round of requests.
+    let batch = match &frame {
+        AnyFrame::Local(_) => 1,
+        AnyFrame::Remote(_) => {
+            let chunk = u64::from(frame.header().chunksize).max(1);
+            usize::try_from(EXTRACT_BATCH_BYTES / chunk)
+                .unwrap_or(1)
+                .max(1)
+        }
+    };
+    let mut i = 0;
+    while i < n {
+        let end = i.saturating_add(batch).min(n);
+        let chunks = frame.decompress_range(i..end, &a.input)?;
+        for data in chunks {
+            out.write(&data)?;
+            bar.inc(1);
+        }
+        i = end;
     }
     bar.finish_and_clear();
     out.commit()
@@ -127,17 +315,16 @@ fn extract(a: &ExtractArgs) -> CliResult {
 
 /// The columns of `frame chunks`, the same in every row (null where they do not apply): the
 /// place is `offset` in a contiguous frame, `file` (chunk file number) in a sparse one.
-fn chunk_row(
-    frame: &Frame<'_>,
-    i: usize,
-    loc: ChunkLocation,
-) -> Result<Map<String, Value>, String> {
+fn chunk_row(frame: &AnyFrame, i: usize, loc: ChunkLocation) -> Result<Map<String, Value>, String> {
     let place = if frame.is_sparse() { "file" } else { "offset" };
     let mut m = Map::new();
     m.insert("index".into(), json!(i));
     match loc {
         ChunkLocation::Stored(off) => {
-            let chunk = frame.chunk(i).map_err(|e| describe(&e))?;
+            let chunk = frame
+                .chunk(i)
+                .map_err(|f| f.msg)?
+                .map_err(|e| describe(&e))?;
             let h = ChunkHeader::parse(&chunk).map_err(|e| describe(&e))?;
             m.insert(place.into(), json!(off));
             m.insert("special".into(), json!(special_name(&h)));
@@ -150,7 +337,10 @@ fn chunk_row(
         special => {
             // ChunkLocation's serde name of a special run: "zeros", "nan", "uninit".
             let kind = serde_json::to_value(special).map_err(|e| e.to_string())?;
-            let nbytes = frame.chunk_nbytes(i).map_err(|e| describe(&e))?;
+            let nbytes = frame
+                .chunk_nbytes(i)
+                .map_err(|f| f.msg)?
+                .map_err(|e| describe(&e))?;
             m.insert(place.into(), Value::Null);
             m.insert("special".into(), kind);
             m.insert("nbytes".into(), json!(nbytes));
@@ -222,7 +412,7 @@ fn chunks(a: &ListArgs) -> CliResult {
 
 /// Metalayers and vlmetalayers of a frame as JSON.
 fn layers_json(
-    frame: &Frame<'_>,
+    frame: &AnyFrame,
     path: &Path,
 ) -> CliResult<(Map<String, Value>, Map<String, Value>)> {
     let mut meta = Map::new();
@@ -287,12 +477,12 @@ pub(crate) fn info_map(path: &Path) -> CliResult<Map<String, Value>> {
     let frame = open(path)?;
     let mut m = Map::new();
     if frame.metalayer(B2ND_METALAYER).is_some() {
-        let array = B2ndArray::new(frame).at(path)?;
+        let array = AnyB2nd::new(frame).at(in_name(path))?;
         let meta = array.meta();
         m.insert("format".into(), json!("b2nd"));
         m.extend(to_object(meta)?);
         m.insert("itemsize".into(), json!(array.itemsize()));
-        frame_fields(&mut m, array.frame(), path)?;
+        frame_fields(&mut m, &array.into_frame(), path)?;
     } else {
         let format = if frame.is_sparse() {
             "blosc2-sparse-frame"
@@ -306,7 +496,7 @@ pub(crate) fn info_map(path: &Path) -> CliResult<Map<String, Value>> {
 }
 
 /// The frame part of `info`: structure, fixed header, trailer and layers.
-fn frame_fields(m: &mut Map<String, Value>, frame: &Frame<'_>, path: &Path) -> CliResult {
+fn frame_fields(m: &mut Map<String, Value>, frame: &AnyFrame, path: &Path) -> CliResult {
     m.insert("sparse".into(), json!(frame.is_sparse()));
     m.insert("nchunks".into(), json!(frame.nchunks()));
     header_fields(m, frame.header())?;
@@ -343,24 +533,48 @@ fn create(a: &CreateArgs) -> CliResult {
         }
         return create_to_stdout(a, params, &meta);
     }
+    if let Some(url) = RemoteUrl::parse(&a.output)? {
+        // Built on local scratch space exactly as a local frame, then uploaded (the index file
+        // of a sparse frame last).
+        let dir = tempfile::tempdir().at(url.name())?;
+        let local = dir
+            .path()
+            .join(if a.sparse { "frame" } else { "frame.b2frame" });
+        create_at(a, params, &meta, &local).map_err(|f| remote::relabel(f, &local, url.shown()))?;
+        return if a.sparse {
+            remote::upload_dir(&local, &url, blosc2_frame::SPARSE_FRAME_FILE)
+        } else {
+            remote::upload_file(&local, &url)
+        };
+    }
+    create_at(a, params, &meta, &a.output)
+}
+
+/// `frame create` into the local file or directory `output`.
+fn create_at(
+    a: &CreateArgs,
+    params: FrameParams,
+    meta: &[(&str, &[u8])],
+    output: &Path,
+) -> CliResult {
     let durability = blosc2_frame::Durability::None;
     let mut w = if a.sparse {
-        FrameFileWriter::create_sparse(&a.output, params, &meta, durability)
+        FrameFileWriter::create_sparse(output, params, meta, durability)
     } else {
-        FrameFileWriter::create(&a.output, params, &meta, durability)
+        FrameFileWriter::create(output, params, meta, durability)
     }
-    .at(&a.output)?;
-    feed_chunks(a, |piece| w.append_data(piece).at(&a.output))?;
+    .at(output)?;
+    feed_chunks(a, |piece| w.append_data(piece).at(output))?;
     for (name, bytes) in &a.vlmeta {
-        w.set_vlmetalayer(name, bytes).at(&a.output)?;
+        w.set_vlmetalayer(name, bytes).at(output)?;
     }
-    w.finish().at(&a.output)
+    w.finish().at(output)
 }
 
 /// `frame create IN - …`: the frame built in memory (at most [`MAX_WHOLE_INPUT`] bytes of
 /// input), then streamed to stdout.
 fn create_to_stdout(a: &CreateArgs, params: FrameParams, meta: &[(&str, &[u8])]) -> CliResult {
-    let stdout = out_name(&a.output);
+    let stdout = &out_name(&a.output);
     let mut w = FrameWriter::new(params).at(stdout)?;
     for (name, bytes) in meta {
         w.add_metalayer(name, bytes).at(stdout)?;
@@ -390,10 +604,17 @@ fn create_to_stdout(a: &CreateArgs, params: FrameParams, meta: &[(&str, &[u8])])
 /// Reads the input in `chunksize` pieces (the last may be shorter) and hands each to `append`,
 /// with a progress bar in bytes.
 fn feed_chunks(a: &CreateArgs, mut append: impl FnMut(&[u8]) -> CliResult) -> CliResult {
-    let name = in_name(&a.input);
+    let name = &in_name(&a.input);
     let (mut source, bar, cap): (Box<dyn Read>, _, _) = if is_std(&a.input) {
         let bar = indicatif::ProgressBar::hidden();
         (Box::new(std::io::stdin().lock()), bar, a.chunksize)
+    } else if let Some(url) = RemoteUrl::parse(&a.input)? {
+        let reader = remote::ObjectReader::open(&url)?;
+        let total = reader.size;
+        let cap = usize::try_from(total)
+            .unwrap_or(usize::MAX)
+            .clamp(1, a.chunksize);
+        (Box::new(reader), progress_bytes(total, "compress"), cap)
     } else {
         let file = open_input(&a.input)?;
         let meta = file.metadata().at(name)?;

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 
 use crate::fail::{At, CliResult, Fail, describe};
 use crate::print::{JsonFlag, emit_object};
+use crate::remote::{self, RemoteUrl};
 
 /// `scifmt info`.
 #[derive(Debug, Args)]
@@ -33,6 +34,9 @@ pub(crate) fn run(a: &InfoArgs) -> CliResult {
 
 /// The fields of whatever `path` holds.
 fn detect(path: &Path) -> CliResult<Map<String, Value>> {
+    if let Some(url) = RemoteUrl::parse(path)? {
+        return detect_remote(path, &url);
+    }
     let meta = std::fs::metadata(path).at(path)?;
     if meta.is_dir() {
         return if path.join(wkw::HEADER_FILE_NAME).is_file() {
@@ -73,6 +77,52 @@ fn read_prefix(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> 
         }
     }
     Ok(n)
+}
+
+/// The fields of whatever the URL holds: a prefix holding `header.wkw` (a WKW dataset) or
+/// `chunks.b2frame` (a sparse frame), else one object, detected as a local file is. Datasets
+/// and frames are read through the libraries' remote APIs; a `.dwe` file, a single `.wkw` data
+/// file or a Blosc chunk is read whole (bounded by its library's limit).
+fn detect_remote(path: &Path, url: &RemoteUrl) -> CliResult<Map<String, Value>> {
+    if remote::exists(&url.join(wkw::HEADER_FILE_NAME))? {
+        return crate::wkw_cmd::dataset_info(path);
+    }
+    if remote::exists(&url.join(SPARSE_FRAME_FILE))? {
+        return crate::frame::info_map(path);
+    }
+    let len = remote::size(url)?;
+    let head = remote::read_prefix(url, 32, len)?;
+    if head.starts_with(&dwe_format::MAGIC) {
+        crate::dwe::info_map(path)
+    } else if head.starts_with(&wkw::MAGIC) {
+        // The library inspects a file by path and reads only its header and jump table (and
+        // its length): a sparse local file of the object's length holding just those bytes.
+        let blocks = wkw::Header::parse(&head).map_or(0, |h| {
+            h.blocks_per_file()
+                .min(wkw::Limits::default().max_blocks_per_file.saturating_add(1))
+        });
+        let prefix = blocks.saturating_mul(8).saturating_add(16);
+        remote::with_prefix_copy(url, len, prefix, crate::wkw_cmd::file_info)
+    } else {
+        let frame_err = match crate::frame::open(path) {
+            Ok(_) => return crate::frame::info_map(path),
+            Err(f) => f.msg,
+        };
+        if let Ok(h) = ChunkHeader::parse(&head)
+            && h.cbytes() as u64 == len
+        {
+            return Ok(crate::blosc::chunk_info(&h, len));
+        }
+        Err(Fail::input(
+            url.name(),
+            format!(
+                "not a recognised format (no .dwe or WKW magic, not a Blosc2 frame: {}, not a Blosc chunk of this length)",
+                frame_err
+                    .strip_prefix(&format!("{}: ", url.shown()))
+                    .unwrap_or(&frame_err)
+            ),
+        ))
+    }
 }
 
 /// A frame, a b2nd array or a chunk (`head`: the first bytes of the file).

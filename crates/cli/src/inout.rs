@@ -6,14 +6,20 @@
 //! that closes the pipe early (`| head`) ends the command quietly ([`Fail::closed_stdout`]).
 //!
 //! Inputs read whole into memory are read through [`read_whole`], which stops one byte past a
-//! limit whether the bytes come from a file or from a pipe: a hostile or endless stdin cannot
-//! make the command allocate more than the limit.
+//! limit whether the bytes come from a file, a pipe or a URL: a hostile or endless stdin (or
+//! server) cannot make the command allocate more than the limit.
+//!
+//! A URL (see [`crate::remote`]) works as an input of [`read_whole`] and as an output: the
+//! output is spooled to a local temporary file and uploaded by [`Output::commit`] only when
+//! complete.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::fail::{At, CliResult, Fail, describe};
+use crate::remote::{self, RemoteUrl};
 
 /// The most bytes read into memory from an input whose format crate sets no input limit (an
 /// `offset` chunk, a frame or b2nd array from stdin): 4 GiB, blosc2-frame's default
@@ -25,21 +31,25 @@ pub(crate) fn is_std(path: &Path) -> bool {
     path.as_os_str() == "-"
 }
 
-/// The name an input is called in messages (`<stdin>` for `-`).
-pub(crate) fn in_name(path: &Path) -> &Path {
+/// The name an input is called in messages (`<stdin>` for `-`, a URL without credentials).
+pub(crate) fn in_name(path: &Path) -> Cow<'_, Path> {
     if is_std(path) {
-        Path::new("<stdin>")
+        Cow::Borrowed(Path::new("<stdin>"))
+    } else if remote::is_url(path) {
+        Cow::Owned(PathBuf::from(remote::display_name(path)))
     } else {
-        path
+        Cow::Borrowed(path)
     }
 }
 
-/// The name an output is called in messages (`<stdout>` for `-`).
-pub(crate) fn out_name(path: &Path) -> &Path {
+/// The name an output is called in messages (`<stdout>` for `-`, a URL without credentials).
+pub(crate) fn out_name(path: &Path) -> Cow<'_, Path> {
     if is_std(path) {
-        Path::new("<stdout>")
+        Cow::Borrowed(Path::new("<stdout>"))
+    } else if remote::is_url(path) {
+        Cow::Owned(PathBuf::from(remote::display_name(path)))
     } else {
-        path
+        Cow::Borrowed(path)
     }
 }
 
@@ -66,13 +76,16 @@ pub(crate) fn stdout_error(e: &std::io::Error) -> Fail {
 /// Reads a whole input (a file, or stdin for `-`) of at most `limit` bytes; `what` says what
 /// the limit is in the error message.
 pub(crate) fn read_whole(path: &Path, limit: u64, what: &str) -> CliResult<Vec<u8>> {
+    if let Some(url) = RemoteUrl::parse(path)? {
+        return remote::read_object(&url, limit, what);
+    }
     let name = in_name(path);
     let source: Box<dyn Read> = if is_std(path) {
         Box::new(std::io::stdin().lock())
     } else {
         let file = File::open(path).at(path)?;
         if file.metadata().at(path)?.len() > limit {
-            return Err(too_long(name, limit, what));
+            return Err(too_long(&name, limit, what));
         }
         Box::new(file)
     };
@@ -81,9 +94,9 @@ pub(crate) fn read_whole(path: &Path, limit: u64, what: &str) -> CliResult<Vec<u
     source
         .take(limit.saturating_add(1))
         .read_to_end(&mut data)
-        .at(name)?;
+        .at(&name)?;
     if data.len() as u64 > limit {
-        return Err(too_long(name, limit, what));
+        return Err(too_long(&name, limit, what));
     }
     Ok(data)
 }
@@ -92,7 +105,8 @@ fn too_long(name: &Path, limit: u64, what: &str) -> Fail {
     Fail::input(name, format!("holds more than {limit} bytes, {what}"))
 }
 
-/// Opens an input file for reads at positions (`-` is not accepted: see [`spool_stdin`]).
+/// Opens an input file for reads at positions (`-` is not accepted: see [`spool_stdin`]; a URL
+/// is not either: see [`remote::spool`]).
 pub(crate) fn open_input(path: &Path) -> CliResult<File> {
     File::open(path).at(path)
 }
@@ -125,6 +139,11 @@ enum Sink {
         path: PathBuf,
         w: BufWriter<tempfile::NamedTempFile>,
     },
+    /// A temporary file uploaded to `url` by [`Output::commit`].
+    Remote {
+        url: RemoteUrl,
+        w: BufWriter<tempfile::NamedTempFile>,
+    },
     /// Stdout, written in order (`pos` bytes so far).
     Stdout {
         w: BufWriter<std::io::Stdout>,
@@ -132,17 +151,28 @@ enum Sink {
     },
 }
 
-/// An output file (written atomically) or stdout (for `-`).
+/// An output file (written atomically), an object at a URL (uploaded when complete) or stdout
+/// (for `-`).
 #[derive(Debug)]
 pub(crate) struct Output(Sink);
 
 impl Output {
-    /// Starts writing `path` (stdout for `-`).
+    /// Starts writing `path` (stdout for `-`, an object for a URL).
     pub(crate) fn create(path: &Path) -> CliResult<Self> {
         if is_std(path) {
             return Ok(Self(Sink::Stdout {
                 w: BufWriter::with_capacity(1 << 20, std::io::stdout()),
                 pos: 0,
+            }));
+        }
+        if let Some(url) = RemoteUrl::parse(path)? {
+            let tmp = tempfile::Builder::new()
+                .prefix(".scifmt-upload-")
+                .tempfile()
+                .at(url.name())?;
+            return Ok(Self(Sink::Remote {
+                url,
+                w: BufWriter::with_capacity(1 << 20, tmp),
             }));
         }
         let dir = match path.parent() {
@@ -168,13 +198,14 @@ impl Output {
     /// Whether [`Output::write_at`] accepts any position (a file), or only the next one
     /// (stdout).
     pub(crate) fn is_seekable(&self) -> bool {
-        matches!(self.0, Sink::File { .. })
+        matches!(self.0, Sink::File { .. } | Sink::Remote { .. })
     }
 
     /// Appends bytes.
     pub(crate) fn write(&mut self, bytes: &[u8]) -> CliResult {
         match &mut self.0 {
             Sink::File { path, w } => w.write_all(bytes).at(path),
+            Sink::Remote { url, w } => w.write_all(bytes).at(url.name()),
             Sink::Stdout { w, pos } => {
                 w.write_all(bytes).map_err(|e| stdout_error(&e))?;
                 *pos += bytes.len() as u64;
@@ -188,8 +219,12 @@ impl Output {
     pub(crate) fn write_at(&mut self, offset: u64, bytes: &[u8]) -> CliResult {
         match &mut self.0 {
             Sink::File { path, w } => {
-                w.seek(SeekFrom::Start(offset)).at(path)?;
-                w.write_all(bytes).at(path)
+                w.seek(SeekFrom::Start(offset)).at(&*path)?;
+                w.write_all(bytes).at(&*path)
+            }
+            Sink::Remote { url, w } => {
+                w.seek(SeekFrom::Start(offset)).at(url.name())?;
+                w.write_all(bytes).at(url.name())
             }
             Sink::Stdout { pos, .. } if *pos != offset => Err(Fail::usage(format!(
                 "internal error: stdout is at byte {pos}, not {offset}"
@@ -198,7 +233,7 @@ impl Output {
         }
     }
 
-    /// Flushes, and renames a file into place.
+    /// Flushes, and renames a file into place or uploads the object.
     pub(crate) fn commit(self) -> CliResult {
         match self.0 {
             Sink::File { path, w } => {
@@ -208,6 +243,12 @@ impl Output {
                 tmp.persist(&path)
                     .map_err(|e| Fail::input(&path, describe(&e.error)))?;
                 Ok(())
+            }
+            Sink::Remote { url, w } => {
+                let tmp = w
+                    .into_inner()
+                    .map_err(|e| Fail::input(url.name(), describe(e.error())))?;
+                remote::upload_file(tmp.path(), &url)
             }
             Sink::Stdout { mut w, .. } => w.flush().map_err(|e| stdout_error(&e)),
         }

@@ -12,6 +12,7 @@ mod msgpack;
 mod offset;
 mod print;
 mod progress;
+mod remote;
 mod wkw_cmd;
 mod zarr;
 
@@ -81,7 +82,7 @@ impl Cmd {
 fn main() -> ExitCode {
     // A bug must still end with one line and status 2, never a backtrace.
     std::panic::set_hook(Box::new(|info| {
-        let text = info.to_string();
+        let text = remote::scrub(&info.to_string());
         eprintln!(
             "scifmt: internal error: {}",
             text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -102,7 +103,8 @@ fn parse_and_run() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(fail) => {
             if !fail.msg.is_empty() {
-                eprintln!("scifmt: {}", fail.msg);
+                // Credentials never reach stderr, whatever a library put in its message.
+                eprintln!("scifmt: {}", remote::scrub(&fail.msg));
             }
             ExitCode::from(fail.code)
         }

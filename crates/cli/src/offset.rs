@@ -58,7 +58,7 @@ fn codec(json: &str) -> CliResult<OffsetCodec> {
 fn run(a: &CodecArgs, encode: bool) -> CliResult {
     let codec = codec(&a.codec)?;
     let data = read_whole(&a.input, MAX_WHOLE_INPUT, "the most one chunk may have")?;
-    let input = in_name(&a.input);
+    let input = &in_name(&a.input);
     if encode {
         let stored = codec.encode(&data).at(input)?;
         write_output(&a.output, &stored)

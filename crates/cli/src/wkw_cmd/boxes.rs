@@ -12,12 +12,13 @@ use std::fs::File;
 use std::path::{Path, PathBuf};
 
 use clap::{Args, ValueEnum};
-use wkw::{ArrayView, ArrayViewMut, Dataset, Header, Order};
+use wkw::{ArrayView, ArrayViewMut, Header, Order};
 
 use crate::args::parse_xyz;
 use crate::fail::{At, CliResult, Fail};
 use crate::inout::{Output, in_name, is_std, open_input, out_name, read_at, spool_stdin};
 use crate::progress::progress;
+use crate::remote::RemoteUrl;
 
 /// Target size of one slab of a streamed read or write.
 const SLAB_BUDGET: u64 = 32 << 20;
@@ -218,8 +219,8 @@ impl SlabPlan {
 
 /// `wkw read DATASET OUT --offset --shape [--order]`.
 pub(crate) fn read(a: &ReadArgs) -> CliResult {
-    let (dataset, output) = (a.dataset.as_path(), out_name(&a.output));
-    let ds = Dataset::open(dataset).at(dataset)?;
+    let (dataset, output) = (a.dataset.as_path(), &*out_name(&a.output));
+    let ds = super::open(dataset)?;
     let h = *ds.header();
     box_bytes(&h, a.bx.shape).ok_or_else(|| Fail::usage("--shape is too large"))?;
     let plan = SlabPlan::new(&h, &a.bx, false);
@@ -246,7 +247,7 @@ pub(crate) fn read(a: &ReadArgs) -> CliResult {
                 &mut buf,
             )
             .at(dataset)?;
-            ds.read_into(corner, &mut view).at(dataset)?;
+            ds.read_into(corner, &mut view)?.at(dataset)?;
             for (r, bytes) in buf.chunks(run.max(1)).enumerate() {
                 if pass.is_none_or(|p| p == r) {
                     out.write_at(plan.position(r, part.0), bytes)?;
@@ -264,13 +265,15 @@ pub(crate) fn read(a: &ReadArgs) -> CliResult {
 fn box_input(input: &Path, total: u64, describe_box: impl Fn() -> String) -> CliResult<File> {
     let (file, len) = if is_std(input) {
         spool_stdin(total)?
+    } else if let Some(url) = RemoteUrl::parse(input)? {
+        crate::remote::spool(&url, total)?
     } else {
         let file = open_input(input)?;
         let len = file.metadata().at(input)?.len();
         (file, len)
     };
     if len != total {
-        let holds = if is_std(input) && len > total {
+        let holds = if (is_std(input) || crate::remote::is_url(input)) && len > total {
             format!("holds more than {total} bytes")
         } else {
             format!("holds {len} bytes")
@@ -285,8 +288,8 @@ fn box_input(input: &Path, total: u64, describe_box: impl Fn() -> String) -> Cli
 
 /// `wkw write DATASET IN --offset --shape [--order]`.
 pub(crate) fn write(a: &WriteArgs) -> CliResult {
-    let (dataset, input) = (a.dataset.as_path(), in_name(&a.input));
-    let ds = Dataset::open(dataset).at(dataset)?;
+    let (dataset, input) = (a.dataset.as_path(), &*in_name(&a.input));
+    let ds = super::open(dataset)?;
     let h = *ds.header();
     let [sx, sy, sz] = a.bx.shape;
     let total = box_bytes(&h, a.bx.shape).ok_or_else(|| Fail::usage("--shape is too large"))?;
@@ -309,7 +312,7 @@ pub(crate) fn write(a: &WriteArgs) -> CliResult {
         let (corner, shape) = plan.slab(part);
         let view =
             ArrayView::new(h.voxel_type(), h.num_channels(), shape, plan.order, &buf).at(input)?;
-        ds.write(corner, &view).at(dataset)?;
+        ds.write(corner, &view)?.at(dataset)?;
         bar.inc(1);
     }
     bar.finish_and_clear();

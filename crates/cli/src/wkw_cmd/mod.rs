@@ -6,12 +6,15 @@ use std::path::{Path, PathBuf};
 
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Map, Value, json};
-use wkw::{BlockType, Dataset, Header, VoxelType};
+use wkw::{
+    ArrayView, ArrayViewMut, BlockType, Dataset, Header, RemoteDataset, RemoteOptions, VoxelType,
+};
 
 use crate::fail::{At, CliResult, Fail, describe};
 use crate::inout::need_path;
 use crate::print::{JsonFlag, emit, emit_json, emit_object, fields_text, to_object};
 use crate::progress::progress;
+use crate::remote::{self, RemoteUrl};
 
 /// `scifmt wkw`.
 #[derive(Debug, Subcommand)]
@@ -176,8 +179,104 @@ fn header_fields(m: &mut Map<String, Value>, h: &Header) -> CliResult {
     Ok(())
 }
 
-fn open(dataset: &Path) -> CliResult<Dataset> {
-    Dataset::open(dataset).at(dataset)
+/// A dataset in a local directory, or at a URL through wkw's remote API (a box read fetches
+/// only the headers, jump tables and blocks it needs; nothing is downloaded whole).
+#[derive(Debug)]
+pub(crate) enum AnyDataset {
+    /// A local dataset.
+    Local(Dataset),
+    /// A dataset at a URL.
+    Remote(RemoteDataset),
+}
+
+impl AnyDataset {
+    pub(crate) fn header(&self) -> &Header {
+        match self {
+            Self::Local(d) => d.header(),
+            Self::Remote(d) => d.header(),
+        }
+    }
+
+    /// The data files as paths relative to the dataset root (`z0/y0/x0.wkw`), in the order the
+    /// library lists them.
+    fn file_names(&self, root: &Path) -> CliResult<Vec<String>> {
+        match self {
+            Self::Local(d) => Ok(d
+                .list_files()
+                .at(root)?
+                .iter()
+                .map(|(_, p)| {
+                    p.strip_prefix(root)
+                        .unwrap_or(p)
+                        .to_string_lossy()
+                        .into_owned()
+                })
+                .collect()),
+            Self::Remote(d) => {
+                let base = format!("{}/", d.url());
+                Ok(remote::block_on(d.list_files())?
+                    .at(root)?
+                    .into_iter()
+                    .map(|(_, u)| u.strip_prefix(&base).map(str::to_owned).unwrap_or(u))
+                    .collect())
+            }
+        }
+    }
+
+    fn num_files(&self, root: &Path) -> CliResult<usize> {
+        match self {
+            Self::Local(d) => Ok(d.list_files().at(root)?.len()),
+            Self::Remote(d) => Ok(remote::block_on(d.list_files())?.at(root)?.len()),
+        }
+    }
+
+    /// Reads the box at `corner` into `view` (outer error: the runtime).
+    pub(crate) fn read_into(
+        &self,
+        corner: [u32; 3],
+        view: &mut ArrayViewMut<'_>,
+    ) -> CliResult<wkw::Result<()>> {
+        match self {
+            Self::Local(d) => Ok(d.read_into(corner, view)),
+            Self::Remote(d) => remote::block_on(d.read_into(corner, view)),
+        }
+    }
+
+    /// Writes `view` at `corner` (outer error: the runtime).
+    pub(crate) fn write(
+        &self,
+        corner: [u32; 3],
+        view: &ArrayView<'_>,
+    ) -> CliResult<wkw::Result<()>> {
+        match self {
+            Self::Local(d) => Ok(d.write(corner, view)),
+            Self::Remote(d) => remote::block_on(d.write(corner, view)),
+        }
+    }
+}
+
+/// Opens the dataset at a local path or a URL.
+pub(crate) fn open(dataset: &Path) -> CliResult<AnyDataset> {
+    if let Some(url) = RemoteUrl::parse(dataset)? {
+        let ds = remote::block_on(RemoteDataset::open_url(
+            url.as_str(),
+            RemoteOptions::default(),
+        ))?
+        .at(url.name())?;
+        return Ok(AnyDataset::Remote(ds));
+    }
+    Dataset::open(dataset).map(AnyDataset::Local).at(dataset)
+}
+
+/// The URL of `path`: as given for a URL, `file://` of the absolute path for a local one.
+fn url_of(path: &Path) -> CliResult<String> {
+    if let Some(url) = RemoteUrl::parse(path)? {
+        return Ok(url.as_str().to_owned());
+    }
+    let abs = std::path::absolute(path).at(path)?;
+    url::Url::from_file_path(&abs)
+        .map(String::from)
+        .map_err(|()| Fail::input(path, "cannot be written as a file:// URL"))
 }
 
 /// `info` on a dataset: header and data files.
@@ -186,17 +285,8 @@ pub(crate) fn dataset_info(dataset: &Path) -> CliResult<Map<String, Value>> {
     let mut m = Map::new();
     m.insert("format".into(), json!("wkw-dataset"));
     header_fields(&mut m, ds.header())?;
-    let files = ds.list_files().at(dataset)?;
-    m.insert("num_files".into(), json!(files.len()));
-    let names: Vec<String> = files
-        .iter()
-        .map(|(_, p)| {
-            p.strip_prefix(dataset)
-                .unwrap_or(p)
-                .to_string_lossy()
-                .into_owned()
-        })
-        .collect();
+    let names = ds.file_names(dataset)?;
+    m.insert("num_files".into(), json!(names.len()));
     m.insert("files".into(), json!(names));
     Ok(m)
 }
@@ -252,6 +342,15 @@ fn create(a: &CreateArgs) -> CliResult {
         block_type(a.block_type),
     )
     .map_err(|e| Fail::usage(describe(&e)))?;
+    if let Some(url) = RemoteUrl::parse(&a.dataset)? {
+        remote::block_on(RemoteDataset::create_url(
+            url.as_str(),
+            header,
+            RemoteOptions::default(),
+        ))?
+        .at(url.name())?;
+        return Ok(());
+    }
     Dataset::create(&a.dataset, header).at(&a.dataset)?;
     Ok(())
 }
@@ -280,7 +379,10 @@ fn compress(a: &CompressArgs) -> CliResult {
     if a.block_type == BlockArg::Raw {
         return Err(Fail::usage("--block-type must be lz4 or lz4hc"));
     }
-    let total = open(&a.src)?.list_files().at(&a.src)?.len();
+    if remote::is_url(&a.src) || remote::is_url(&a.dst) {
+        return compress_remote(a);
+    }
+    let total = open(&a.src)?.num_files(&a.src)?;
     let bar = progress(total as u64, "compress");
     let result = with_threads(a.threads, || {
         wkw::compress(
@@ -298,14 +400,46 @@ fn compress(a: &CompressArgs) -> CliResult {
     Ok(())
 }
 
+/// `wkw compress` with a URL as source or destination, through wkw's remote API (a local side
+/// is addressed as a `file://` URL): files are converted one by one on local scratch space and
+/// uploaded whole.
+fn compress_remote(a: &CompressArgs) -> CliResult {
+    let src_url = url_of(&a.src)?;
+    let dst_url = url_of(&a.dst)?;
+    if !remote::is_url(&a.dst) {
+        std::fs::create_dir_all(&a.dst).at(&a.dst)?;
+    }
+    let src =
+        remote::block_on(RemoteDataset::open_url(&src_url, RemoteOptions::default()))?.at(&a.src)?;
+    let total = remote::block_on(src.list_files())?.at(&a.src)?.len();
+    let bar = progress(total as u64, "compress");
+    let result = with_threads(a.threads, || {
+        remote::block_on(src.compress_to_url(
+            &dst_url,
+            block_type(a.block_type),
+            &|p: wkw::Progress<'_>| {
+                bar.set_position(p.done as u64);
+            },
+        ))
+    })?;
+    bar.finish_and_clear();
+    result?.at(&a.src)?;
+    Ok(())
+}
+
 /// `wkw verify DATASET [--json]`: exit 1 if a file has a problem.
 fn verify(a: &DatasetArgs) -> CliResult {
     let dataset = a.dataset.as_path();
-    let total = open(dataset)?.list_files().at(dataset)?.len();
+    let ds = open(dataset)?;
+    let total = ds.num_files(dataset)?;
     let bar = progress(total as u64, "verify");
-    let report = wkw::verify(dataset, wkw::Options::default(), &|p: wkw::Progress<'_>| {
+    let on_progress = |p: wkw::Progress<'_>| {
         bar.set_position(p.done as u64);
-    })
+    };
+    let report = match &ds {
+        AnyDataset::Local(_) => wkw::verify(dataset, wkw::Options::default(), &on_progress),
+        AnyDataset::Remote(d) => remote::block_on(d.verify(&on_progress))?,
+    }
     .at(dataset)?;
     bar.finish_and_clear();
     // `FileReport`'s serde form: {"path", "index", "problem": message}.
@@ -335,7 +469,7 @@ fn verify(a: &DatasetArgs) -> CliResult {
     } else {
         Err(Fail::problems(format!(
             "{}: {n_problems} of {files} data files have problems",
-            dataset.display(),
+            remote::display_name(dataset),
         )))
     }
 }
