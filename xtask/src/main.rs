@@ -11,6 +11,7 @@ mod fixtures;
 mod fuzz;
 mod python;
 mod readme_examples;
+mod remote_bench;
 mod util;
 
 use std::process::ExitCode;
@@ -57,6 +58,11 @@ const TASKS: &[Task] = &[
         "fixtures",
         fixtures::run,
         "regenerate fixtures with the reference implementations and compare [FORMAT…]",
+    ),
+    (
+        "remote-bench",
+        remote_bench::run,
+        "remote reads (wkw, b2nd) vs download-then-read and tensorstore on the S3 test server with latency [--reps N] [--latency-ms MS]",
     ),
     (
         "python",

@@ -1,0 +1,400 @@
+//! `cargo xtask remote-bench [--reps N] [--latency-ms MS]`: remote reads (issue 16) against
+//! their peers on one S3 server with injected latency, as one Markdown table.
+//!
+//! 1. Builds (release) the `s3-testserver` binary and the `remote_bench` example of
+//!    `crates/s3-testserver`.
+//! 2. Creates or reuses the virtualenv `target/remote-bench-venv` with [`REQUIREMENTS`]
+//!    (tensorstore from PyPI).
+//! 3. Prepares the data once in `target/remote-bench/` (`remote_bench prepare`: a 512³ LZ4 wkw
+//!    dataset with block_len 32 / file_len 4 and a 1 GiB b2nd frame; then the same wkw voxels as
+//!    a sharded Zarr v3 array written by tensorstore: shards = wkw files, inner chunks = wkw
+//!    blocks, blosc-lz4).
+//! 4. Starts `s3-testserver --latency-ms MS --dir target/remote-bench/data` (every request waits
+//!    MS before it is handled; the upload is not delayed).
+//! 5. Runs `remote_bench run` (scifmt's remote readers and the download-then-read-locally peer)
+//!    and the tensorstore peer in alternating rounds, each repeating every scenario, with the
+//!    server's request log reset and read around every open and every read.
+//! 6. Checks every peer's result against the expected voxels (SHA-256 of the same bytes) and
+//!    prints medians: requests, round trips on the critical path, bytes sent by the server vs
+//!    bytes needed, open and read times.
+//!
+//! Takes one to two minutes after the first build; not part of CI (it needs Python and
+//! PyPI).
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Write};
+use std::path::Path;
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use crate::util::{cargo, exec, project_root};
+
+/// What the tensorstore peer needs, pinned.
+const REQUIREMENTS: &[&str] = &["tensorstore==0.1.86", "numpy==2.4.6"];
+/// The peer's script (written to the work directory).
+const TENSORSTORE_PEER: &str = include_str!("remote_bench_tensorstore.py");
+
+const USAGE: &str = "remote-bench [--reps N] [--latency-ms MS]";
+
+/// Runs the task.
+///
+/// # Errors
+/// On bad arguments, a failed build, venv or pip install, a server that does not start, a
+/// benchmark process failing, or results that differ between peers.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    let mut reps = 6usize;
+    let mut latency_ms = 20u64;
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{a} needs a value ({USAGE})"))
+        };
+        match a.as_str() {
+            "--reps" => {
+                let v = value()?;
+                reps = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| format!("--reps {v}: not a positive count ({USAGE})"))?;
+            }
+            "--latency-ms" => {
+                let v = value()?;
+                latency_ms = v
+                    .parse()
+                    .map_err(|_| format!("--latency-ms {v}: not a number ({USAGE})"))?;
+            }
+            other => return Err(format!("unknown argument `{other}` ({USAGE})")),
+        }
+    }
+
+    let root = project_root();
+    let target = root.join("target");
+    let work = target.join("remote-bench");
+    std::fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
+
+    exec(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "scifmt-s3-testserver",
+        "--bin",
+        "s3-testserver",
+        "--example",
+        "remote_bench",
+    ]))?;
+    let server_bin = target.join("release").join("s3-testserver");
+    let bench_bin = target.join("release").join("examples").join("remote_bench");
+
+    let python = venv(&target.join("remote-bench-venv"))?;
+    let script = work.join("remote_bench_tensorstore.py");
+    std::fs::write(&script, TENSORSTORE_PEER).map_err(|e| format!("{}: {e}", script.display()))?;
+
+    exec(
+        Command::new(&bench_bin)
+            .arg("prepare")
+            .arg("--out")
+            .arg(&work),
+    )?;
+    exec(
+        Command::new(&python)
+            .arg(&script)
+            .arg("prepare")
+            .arg("--data")
+            .arg(&work),
+    )?;
+
+    let server = Server::start(&server_bin, &work, latency_ms)?;
+    let rounds = reps.min(2);
+    let per_round = reps.div_ceil(rounds).to_string();
+    let mut lines = Vec::new();
+    for round in 0..rounds {
+        eprintln!("remote-bench: round {} of {rounds}", round + 1);
+        lines.extend(capture(
+            Command::new(&bench_bin)
+                .arg("run")
+                .arg("--data")
+                .arg(&work)
+                .args(["--reps", &per_round])
+                .envs(server.env.iter().cloned()),
+        )?);
+        lines.extend(capture(
+            Command::new(&python)
+                .arg(&script)
+                .arg("run")
+                .arg("--data")
+                .arg(&work)
+                .args(["--reps", &per_round])
+                .envs(server.env.iter().cloned()),
+        )?);
+    }
+    drop(server);
+
+    let table = summarize(&lines)?;
+    println!(
+        "\nRemote reads, {latency_ms} ms injected per request, {reps} repetitions per peer \
+         (medians; warm-up repetitions dropped):\n"
+    );
+    println!("{table}");
+    Ok(())
+}
+
+/// Creates or reuses the venv with [`REQUIREMENTS`]; returns its `python`.
+fn venv(dir: &Path) -> Result<std::path::PathBuf, String> {
+    let python = dir.join("bin").join("python");
+    if !python.exists() {
+        exec(Command::new("python3").arg("-m").arg("venv").arg(dir))?;
+    }
+    let stamp = dir.join("scifmt-requirements.txt");
+    let wanted = REQUIREMENTS.join("\n");
+    if !std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
+        exec(
+            Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args(REQUIREMENTS),
+        )?;
+        std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    }
+    Ok(python)
+}
+
+/// Runs a benchmark process; returns its stdout lines (stderr passes through).
+fn capture(cmd: &mut Command) -> Result<Vec<String>, String> {
+    eprintln!("$ {cmd:?}");
+    let out = cmd
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("{cmd:?} failed with {}", out.status));
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect())
+}
+
+/// The server process; dropping it closes its stdin (it stops and deletes its files).
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    env: Vec<(String, String)>,
+}
+
+impl Server {
+    fn start(bin: &Path, work: &Path, latency_ms: u64) -> Result<Self, String> {
+        // A killed server leaves its backing directory behind: keep those under our work
+        // directory and clear them before each start.
+        let tmp = work.join("tmp");
+        if tmp.exists() {
+            std::fs::remove_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        }
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        let mut cmd = Command::new(bin);
+        cmd.args(["--latency-ms", &latency_ms.to_string(), "--dir"])
+            .arg(work.join("data"))
+            .env("TMPDIR", &tmp)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        eprintln!("$ {cmd:?}");
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("server stdout")?;
+        let mut server = Self {
+            child,
+            stdin,
+            env: Vec::new(),
+        };
+        for line in BufReader::new(stdout).lines() {
+            let line = line.map_err(|e| format!("server stdout: {e}"))?;
+            if line == "READY" {
+                return Ok(server);
+            }
+            if let Some((k, v)) = line.split_once('=') {
+                server.env.push((k.to_owned(), v.to_owned()));
+            }
+        }
+        Err("the server exited before it was ready".to_owned())
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut stdin) = self.stdin.take() {
+            let _ = stdin.flush();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// One `RESULT` line.
+#[derive(Debug)]
+struct Row {
+    open_s: f64,
+    read_s: f64,
+    open_requests: u64,
+    open_rt: u64,
+    read_requests: u64,
+    read_rt: u64,
+    bytes: u64,
+    errors: u64,
+    needed: u64,
+}
+
+fn fields(line: &str) -> BTreeMap<&str, &str> {
+    line.split_whitespace()
+        .skip(1)
+        .filter_map(|kv| kv.split_once('='))
+        .collect()
+}
+
+fn num<T: std::str::FromStr>(f: &BTreeMap<&str, &str>, k: &str) -> Result<T, String> {
+    f.get(k)
+        .and_then(|v| v.parse().ok())
+        .ok_or_else(|| format!("result line without a valid `{k}`"))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// `a` or `a–b` for the spread of a count over repetitions.
+fn spread(v: impl Iterator<Item = u64> + Clone) -> String {
+    let (lo, hi) = (v.clone().min().unwrap_or(0), v.max().unwrap_or(0));
+    if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}–{hi}")
+    }
+}
+
+/// Checks the checksums and builds the table.
+fn summarize(lines: &[String]) -> Result<String, String> {
+    let mut expected: BTreeMap<String, String> = BTreeMap::new();
+    let mut notes = Vec::new();
+    let mut rows: BTreeMap<(String, String), Vec<Row>> = BTreeMap::new();
+    for line in lines {
+        let f = fields(line);
+        let scenario = f.get("scenario").copied().unwrap_or_default().to_owned();
+        if line.starts_with("EXPECT ") {
+            let hash = f.get("sha256").copied().unwrap_or_default().to_owned();
+            if let Some(old) = expected.insert(scenario.clone(), hash.clone())
+                && old != hash
+            {
+                return Err(format!("{scenario}: expected results differ between runs"));
+            }
+            if let (Some(frame), Some(logical)) = (f.get("frame_bytes"), f.get("logical_bytes")) {
+                let note =
+                    format!("{scenario}: frame {frame} bytes stored, {logical} bytes logical");
+                if !notes.contains(&note) {
+                    notes.push(note);
+                }
+            }
+        } else if line.starts_with("RESULT ") {
+            let peer = f.get("peer").copied().unwrap_or_default().to_owned();
+            let hash = f.get("sha256").copied().unwrap_or_default();
+            if expected.get(&scenario).map(String::as_str) != Some(hash) {
+                return Err(format!(
+                    "{scenario}: {peer} returned other voxels than expected"
+                ));
+            }
+            if num::<u64>(&f, "rep")? == 0 {
+                continue; // warm-up
+            }
+            rows.entry((scenario, peer)).or_default().push(Row {
+                open_s: num(&f, "open_s")?,
+                read_s: num(&f, "read_s")?,
+                open_requests: num(&f, "open_requests")?,
+                open_rt: num(&f, "open_rt")?,
+                read_requests: num(&f, "read_requests")?,
+                read_rt: num(&f, "read_rt")?,
+                bytes: num(&f, "read_bytes")?,
+                errors: num(&f, "errors")?,
+                needed: num(&f, "needed")?,
+            });
+        }
+    }
+    if rows.is_empty() {
+        return Err("no results".to_owned());
+    }
+    let mut out = String::from(
+        "| scenario | peer | requests open + read | round trips open + read | bytes read / needed | open ms | read ms | open + read ms | peer ÷ scifmt time: read, open + read (> 1: scifmt faster) |\n\
+         | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n",
+    );
+    let scenarios: Vec<String> = {
+        let mut s: Vec<String> = rows.keys().map(|(s, _)| s.clone()).collect();
+        s.dedup();
+        s
+    };
+    let order = ["scifmt", "scifmt-c32", "download", "tensorstore"];
+    for scenario in &scenarios {
+        let times = |peer: &str| {
+            rows.get(&(scenario.clone(), peer.to_owned())).map(|r| {
+                (
+                    median(r.iter().map(|x| x.read_s).collect()),
+                    median(r.iter().map(|x| x.open_s + x.read_s).collect()),
+                )
+            })
+        };
+        let base = times("scifmt");
+        for peer in order {
+            let Some(r) = rows.get(&(scenario.clone(), peer.to_owned())) else {
+                continue;
+            };
+            let (read, total) = times(peer).unwrap_or((f64::NAN, f64::NAN));
+            let open = median(r.iter().map(|x| x.open_s).collect());
+            let bytes = median(r.iter().map(|x| x.bytes as f64).collect());
+            let needed = r.first().map_or(0, |x| x.needed);
+            let ratio = match base {
+                Some((b_read, b_total)) if peer != "scifmt" => {
+                    format!("{:.2}×, {:.2}×", read / b_read, total / b_total)
+                }
+                _ => "1".to_owned(),
+            };
+            let errors: u64 = r.iter().map(|x| x.errors).sum();
+            let peer_label = if errors > 0 {
+                format!("{peer} ({errors} error responses)")
+            } else {
+                peer.to_owned()
+            };
+            out.push_str(&format!(
+                "| {scenario} | {peer_label} | {} + {} | {} + {} | {:.1} MB / {:.1} MB ({:.2}×) | {:.0} | {:.0} | {:.0} | {ratio} |\n",
+                spread(r.iter().map(|x| x.open_requests)),
+                spread(r.iter().map(|x| x.read_requests)),
+                spread(r.iter().map(|x| x.open_rt)),
+                spread(r.iter().map(|x| x.read_rt)),
+                bytes / 1e6,
+                needed as f64 / 1e6,
+                bytes / needed as f64,
+                open * 1e3,
+                read * 1e3,
+                total * 1e3,
+            ));
+        }
+    }
+    for n in notes {
+        out.push_str(&format!("\n{n}"));
+    }
+    out.push_str(
+        "\nEvery peer's result was checked against the same voxels (SHA-256) before it was counted.",
+    );
+    Ok(out)
+}
