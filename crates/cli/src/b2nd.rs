@@ -14,7 +14,7 @@ use crate::inout::{in_name, write_output};
 pub(crate) enum Cmd {
     /// Write C-order raw bytes of a region (default: the whole array).
     #[command(
-        after_help = "Examples:\n  scifmt b2nd read data.b2nd part.raw --region 0:10,5:20\n  cat data.b2nd | scifmt b2nd read - - | od -An -tu2 | head"
+        after_help = "Examples:\n  scifmt b2nd read data.b2nd part.raw --region 0:10,5:20\n  cat data.b2nd | scifmt b2nd read - - | od -An -tu2 | head\n  scifmt b2nd read s3://bucket/data.b2nd part.raw --region 0:10,5:20"
     )]
     Read(ReadArgs),
 }

@@ -17,7 +17,7 @@ use crate::inout::{in_name, read_whole, write_output};
 pub(crate) enum Cmd {
     /// Decompress one chunk.
     #[command(
-        after_help = "Examples:\n  scifmt blosc decompress chunk.cdata chunk.raw\n  scifmt blosc decompress chunk.cdata - | sha256sum"
+        after_help = "Examples:\n  scifmt blosc decompress chunk.cdata chunk.raw\n  scifmt blosc decompress chunk.cdata - | sha256sum\n  scifmt blosc decompress s3://bucket/c.cdata s3://bucket/c.raw"
     )]
     Decompress(DecompressArgs),
     /// Compress a file into one chunk (byte-identical to C-Blosc2 for all codecs but zlib).

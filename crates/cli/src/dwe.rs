@@ -16,11 +16,13 @@ use crate::remote::{RemoteUrl, relabel};
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
     /// Print layout (block|stream), header and per-time-step model sizes.
-    #[command(after_help = "Example:\n  scifmt dwe info words.dwe --json")]
+    #[command(
+        after_help = "Examples:\n  scifmt dwe info words.dwe --json\n  scifmt dwe info https://example.org/words.dwe"
+    )]
     Info(InfoArgs),
     /// Write all values: i16 little-endian, shape (T, V, K), C order.
     #[command(
-        after_help = "Examples:\n  scifmt dwe decode words.dwe values.i16\n  cat words.dwe | scifmt dwe decode - - | sha256sum"
+        after_help = "Examples:\n  scifmt dwe decode words.dwe values.i16\n  cat words.dwe | scifmt dwe decode - - | sha256sum\n  scifmt dwe decode gs://bucket/words.dwe values.i16"
     )]
     Decode(DecodeArgs),
     /// Print one embedding vector, one value per line.
@@ -37,7 +39,7 @@ pub(crate) enum Cmd {
     Trajectories(TrajectoriesArgs),
     /// Encode i16 little-endian values of shape (T, V, K) (C order) into a .dwe file.
     #[command(
-        after_help = "Example:\n  scifmt dwe create values.i16 words.dwe --shape 6,100,16 --scale 0.015074313 --jump-interval 20"
+        after_help = "Example:\n  scifmt dwe create values.i16 words.dwe --shape 6,100,16 --scale 0.015074313 --jump-interval 20\n  scifmt dwe create values.i16 s3://bucket/words.dwe --shape 6,100,16 --scale 0.015074313 --chunk-size 20"
     )]
     Create(CreateArgs),
 }

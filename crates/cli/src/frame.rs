@@ -27,20 +27,22 @@ use crate::remote::{self, RemoteUrl};
 pub(crate) enum Cmd {
     /// Write all chunks decompressed in index order (python-blosc2's `schunk[:]`).
     #[command(
-        after_help = "Examples:\n  scifmt frame extract data.b2frame data.raw\n  scifmt frame extract data.b2frame - | sha256sum"
+        after_help = "Examples:\n  scifmt frame extract data.b2frame data.raw\n  scifmt frame extract data.b2frame - | sha256sum\n  scifmt frame extract s3://bucket/data.b2frame data.raw"
     )]
     Extract(ExtractArgs),
     /// List chunks: index, offset or special kind, nbytes, cbytes, codec, filters.
-    #[command(after_help = "Example:\n  scifmt frame chunks data.b2frame --json")]
+    #[command(
+        after_help = "Examples:\n  scifmt frame chunks data.b2frame --json\n  scifmt frame chunks s3://bucket/sparse_frame --json"
+    )]
     Chunks(ListArgs),
     /// Print metalayers and vlmetalayers, msgpack decoded to JSON.
     #[command(
-        after_help = "Example:\n  scifmt frame meta data.b2frame --json\n\nBinary msgpack values print as {\"$bin\": \"<hex>\"}; undecodable layers as {\"$raw\": \"<hex>\"}."
+        after_help = "Examples:\n  scifmt frame meta data.b2frame --json\n  scifmt frame meta az://container/data.b2frame\n\nBinary msgpack values print as {\"$bin\": \"<hex>\"}; undecodable layers as {\"$raw\": \"<hex>\"}."
     )]
     Meta(ListArgs),
     /// Build a frame from raw bytes, CHUNKSIZE bytes per chunk (the last may be shorter).
     #[command(
-        after_help = "Examples:\n  cat data.raw | scifmt frame create - - --typesize 4 --chunksize 40000 > data.b2frame\n  scifmt frame create data.raw data.b2frame --typesize 8 --chunksize 8000 --codec zstd --filter delta --filter shuffle --meta 'm=[1,2,3]' --vlmeta 'info={\"a\":1}'"
+        after_help = "Examples:\n  cat data.raw | scifmt frame create - - --typesize 4 --chunksize 40000 > data.b2frame\n  scifmt frame create data.raw data.b2frame --typesize 8 --chunksize 8000 --codec zstd --filter delta --filter shuffle --meta 'm=[1,2,3]' --vlmeta 'info={\"a\":1}'\n  scifmt frame create data.raw s3://bucket/data.b2frame --typesize 4 --chunksize 40000 --codec zstd"
     )]
     Create(CreateArgs),
 }
@@ -60,7 +62,7 @@ impl Cmd {
 /// `frame extract`.
 #[derive(Debug, Args)]
 pub(crate) struct ExtractArgs {
-    /// Frame file or sparse-frame directory (`-`: a contiguous frame on stdin).
+    /// Frame file or sparse-frame directory, or its URL (`-`: a contiguous frame on stdin).
     input: PathBuf,
     /// Output file (`-`: stdout).
     output: PathBuf,
@@ -69,7 +71,7 @@ pub(crate) struct ExtractArgs {
 /// `frame chunks` and `frame meta`.
 #[derive(Debug, Args)]
 pub(crate) struct ListArgs {
-    /// Frame file or sparse-frame directory (`-`: a contiguous frame on stdin).
+    /// Frame file or sparse-frame directory, or its URL (`-`: a contiguous frame on stdin).
     input: PathBuf,
     #[command(flatten)]
     json: JsonFlag,
@@ -80,7 +82,7 @@ pub(crate) struct ListArgs {
 pub(crate) struct CreateArgs {
     /// Raw bytes (`-`: stdin).
     input: PathBuf,
-    /// Frame file, directory with --sparse (`-`: stdout, a contiguous frame built in memory).
+    /// Frame file, directory with --sparse, or URL (`-`: stdout, a contiguous frame built in memory).
     output: PathBuf,
     /// Bytes per chunk (a multiple of the typesize).
     #[arg(long, value_name = "BYTES")]

@@ -21,7 +21,7 @@ use crate::remote::{self, RemoteUrl};
 /// `scifmt info`.
 #[derive(Debug, Args)]
 pub(crate) struct InfoArgs {
-    /// File or directory to inspect.
+    /// File or directory to inspect, or its URL (s3://, gs://, az://, http(s)://, file://).
     path: PathBuf,
     #[command(flatten)]
     json: JsonFlag,

@@ -279,8 +279,25 @@ pub(crate) fn exists(url: &RemoteUrl) -> CliResult<bool> {
     match block_on(store.head(&key))? {
         Ok(_) => Ok(true),
         Err(object_store::Error::NotFound { .. }) => Ok(false),
+        // A `file://` key below a file (`x.b2frame/header.wkw`): no such object either.
+        Err(e) if below_a_file(&e) => Ok(false),
         Err(e) => Err(Fail::input(url.name(), describe(&e))),
     }
+}
+
+/// Whether an error comes from a local path whose parent is a file (`ENOTDIR`).
+fn below_a_file(e: &(dyn std::error::Error + 'static)) -> bool {
+    let mut cur = Some(e);
+    while let Some(err) = cur {
+        if err
+            .downcast_ref::<std::io::Error>()
+            .is_some_and(|io| io.kind() == std::io::ErrorKind::NotADirectory)
+        {
+            return true;
+        }
+        cur = err.source();
+    }
+    false
 }
 
 /// The object's size (a `HEAD` request).

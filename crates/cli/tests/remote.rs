@@ -684,3 +684,55 @@ fn injected_503s_are_retried() {
     assert!(ok(&s, &args) == want);
     assert!(faults.injected() > before);
 }
+
+#[test]
+fn file_urls_match_local_paths() {
+    let file_url = |rel: &str| {
+        let p = std::fs::canonicalize(testdata(rel)).unwrap();
+        format!("file://{}", p.display())
+    };
+    for (rel, args) in [
+        (
+            "blosc/frames/b2nd_u2_7x9x11.b2nd",
+            vec!["info", "{}", "--json"],
+        ),
+        (
+            "blosc/frames/sparse_lz4.b2frame",
+            vec!["frame", "extract", "{}", "-"],
+        ),
+        (
+            "blosc/chunks/lz4_shuffle_ts4.cdata",
+            vec!["blosc", "decompress", "{}", "-"],
+        ),
+        (
+            "offset/zarr/pad_end_zero.zarr",
+            vec!["zarr", "read", "{}", "-"],
+        ),
+        (
+            "wkw/u16_3ch_lz4_b8_f4",
+            vec![
+                "wkw", "read", "{}", "-", "--offset", "1,2,3", "--shape", "20,30,9",
+            ],
+        ),
+    ] {
+        let with = |data: &str| -> Vec<String> {
+            args.iter()
+                .map(|a| {
+                    if *a == "{}" {
+                        data.to_owned()
+                    } else {
+                        (*a).to_owned()
+                    }
+                })
+                .collect()
+        };
+        let local = common::run(&with(testdata(rel).to_str().unwrap()));
+        let by_url = common::run(&with(&file_url(rel)));
+        assert!(local.status.success(), "{rel}");
+        assert!(
+            local.stdout == by_url.stdout && by_url.status.success(),
+            "{rel}: {}",
+            String::from_utf8_lossy(&by_url.stderr)
+        );
+    }
+}

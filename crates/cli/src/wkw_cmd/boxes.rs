@@ -49,7 +49,7 @@ pub(crate) struct BoxArgs {
 /// `wkw read`.
 #[derive(Debug, Args)]
 pub(crate) struct ReadArgs {
-    /// Dataset root.
+    /// Dataset root (a directory or URL).
     dataset: PathBuf,
     /// Output file (`-`: stdout).
     output: PathBuf,
@@ -60,7 +60,7 @@ pub(crate) struct ReadArgs {
 /// `wkw write`.
 #[derive(Debug, Args)]
 pub(crate) struct WriteArgs {
-    /// Dataset root.
+    /// Dataset root (a directory or URL).
     dataset: PathBuf,
     /// Input file (`-`: stdin).
     input: PathBuf,

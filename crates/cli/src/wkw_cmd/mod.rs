@@ -20,31 +20,33 @@ use crate::remote::{self, RemoteUrl};
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
     /// Print the dataset header and its data files.
-    #[command(after_help = "Example:\n  scifmt wkw info dataset/ --json")]
+    #[command(
+        after_help = "Examples:\n  scifmt wkw info dataset/ --json\n  scifmt wkw info s3://bucket/volume --json"
+    )]
     Info(DatasetArgs),
     /// Create an empty dataset (header.wkw).
     #[command(
-        after_help = "Example:\n  scifmt wkw create dataset/ --voxel-type u16 --channels 3 --block-type lz4"
+        after_help = "Examples:\n  scifmt wkw create dataset/ --voxel-type u16 --channels 3 --block-type lz4\n  scifmt wkw create s3://bucket/volume --voxel-type u8 --block-type lz4"
     )]
     Create(CreateArgs),
     /// Read a box into OUT: the (C,X,Y,Z) array in Fortran (default) or C order.
     #[command(
-        after_help = "Examples:\n  scifmt wkw read dataset/ box.raw --offset 0,0,0 --shape 64,64,32 --order c\n  scifmt wkw read dataset/ - --offset 0,0,0 --shape 64,64,32 | sha256sum"
+        after_help = "Examples:\n  scifmt wkw read dataset/ box.raw --offset 0,0,0 --shape 64,64,32 --order c\n  scifmt wkw read dataset/ - --offset 0,0,0 --shape 64,64,32 | sha256sum\n  scifmt wkw read s3://bucket/volume box.raw --offset 1024,2048,512 --shape 256,256,256"
     )]
     Read(boxes::ReadArgs),
     /// Write a box from IN (the (C,X,Y,Z) array in Fortran (default) or C order).
     #[command(
-        after_help = "Examples:\n  scifmt wkw write dataset/ box.raw --offset 32,0,0 --shape 64,64,32\n  scifmt wkw read src/ - --offset 0,0,0 --shape 64,64,32 | scifmt wkw write dst/ - --offset 0,0,0 --shape 64,64,32"
+        after_help = "Examples:\n  scifmt wkw write dataset/ box.raw --offset 32,0,0 --shape 64,64,32\n  scifmt wkw read src/ - --offset 0,0,0 --shape 64,64,32 | scifmt wkw write dst/ - --offset 0,0,0 --shape 64,64,32\n  scifmt wkw write s3://bucket/volume box.raw --offset 32,0,0 --shape 64,64,32"
     )]
     Write(boxes::WriteArgs),
     /// Convert every data file of SRC into a new dataset DST with another block type.
     #[command(
-        after_help = "Example:\n  scifmt wkw compress raw_ds/ lz4_ds/ --block-type lz4hc --threads 4"
+        after_help = "Examples:\n  scifmt wkw compress raw_ds/ lz4_ds/ --block-type lz4hc --threads 4\n  scifmt wkw compress raw_ds/ s3://bucket/volume_lz4 --block-type lz4"
     )]
     Compress(CompressArgs),
     /// Check every data file (headers, jump tables, lengths, every block decodes).
     #[command(
-        after_help = "Example:\n  scifmt wkw verify dataset/ --json\n\nExit status 1 when a file has a problem."
+        after_help = "Examples:\n  scifmt wkw verify dataset/ --json\n  scifmt wkw verify s3://bucket/volume\n\nExit status 1 when a file has a problem."
     )]
     Verify(DatasetArgs),
 }
@@ -66,7 +68,7 @@ impl Cmd {
 /// `wkw info` and `wkw verify`.
 #[derive(Debug, Args)]
 pub(crate) struct DatasetArgs {
-    /// Dataset root (holding header.wkw).
+    /// Dataset root holding header.wkw (a directory or URL).
     dataset: PathBuf,
     #[command(flatten)]
     json: JsonFlag,
@@ -75,11 +77,11 @@ pub(crate) struct DatasetArgs {
 /// `wkw create`.
 #[derive(Debug, Args)]
 pub(crate) struct CreateArgs {
-    /// Dataset root to create.
+    /// Dataset root to create (a directory or URL).
     dataset: PathBuf,
-    /// Voxel type.
-    #[arg(long, value_enum)]
-    voxel_type: VoxelArg,
+    /// Voxel type, by wkw's names: u8, u16, u32, u64, i8, i16, i32, i64, f32, f64.
+    #[arg(long, value_name = "TYPE", value_parser = parse_voxel)]
+    voxel_type: VoxelType,
     /// Channels per voxel.
     #[arg(long, default_value_t = 1)]
     channels: u8,
@@ -97,9 +99,9 @@ pub(crate) struct CreateArgs {
 /// `wkw compress`.
 #[derive(Debug, Args)]
 pub(crate) struct CompressArgs {
-    /// Source dataset.
+    /// Source dataset (a directory or URL).
     src: PathBuf,
-    /// New dataset (must not exist as a dataset).
+    /// New dataset, a directory or URL (must not exist as a dataset).
     dst: PathBuf,
     /// Block type of DST.
     #[arg(long, value_enum, default_value = "lz4")]
@@ -109,29 +111,23 @@ pub(crate) struct CompressArgs {
     threads: Option<usize>,
 }
 
-/// A WKW voxel type.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum VoxelArg {
-    /// uint8
-    U8,
-    /// uint16
-    U16,
-    /// uint32
-    U32,
-    /// uint64
-    U64,
-    /// float32
-    F32,
-    /// float64
-    F64,
-    /// int8
-    I8,
-    /// int16
-    I16,
-    /// int32
-    I32,
-    /// int64
-    I64,
+/// The name of a voxel type: its serde form in wkw (`u8`, `u16`, …, `f64`).
+fn voxel_name(v: VoxelType) -> String {
+    match serde_json::to_value(v) {
+        Ok(Value::String(s)) => s,
+        _ => format!("{v:?}").to_lowercase(),
+    }
+}
+
+/// Parses `--voxel-type` by wkw's names for [`VoxelType::ALL`].
+fn parse_voxel(s: &str) -> Result<VoxelType, String> {
+    VoxelType::ALL
+        .into_iter()
+        .find(|&v| voxel_name(v) == s)
+        .ok_or_else(|| {
+            let names: Vec<String> = VoxelType::ALL.into_iter().map(voxel_name).collect();
+            format!("unknown voxel type `{s}` ({})", names.join("|"))
+        })
 }
 
 /// A WKW block type.
@@ -150,21 +146,6 @@ fn block_type(b: BlockArg) -> BlockType {
         BlockArg::Raw => BlockType::Raw,
         BlockArg::Lz4 => BlockType::Lz4,
         BlockArg::Lz4hc => BlockType::Lz4Hc,
-    }
-}
-
-fn voxel_type(v: VoxelArg) -> VoxelType {
-    match v {
-        VoxelArg::U8 => VoxelType::U8,
-        VoxelArg::U16 => VoxelType::U16,
-        VoxelArg::U32 => VoxelType::U32,
-        VoxelArg::U64 => VoxelType::U64,
-        VoxelArg::F32 => VoxelType::F32,
-        VoxelArg::F64 => VoxelType::F64,
-        VoxelArg::I8 => VoxelType::I8,
-        VoxelArg::I16 => VoxelType::I16,
-        VoxelArg::I32 => VoxelType::I32,
-        VoxelArg::I64 => VoxelType::I64,
     }
 }
 
@@ -335,7 +316,7 @@ fn info(a: &DatasetArgs) -> CliResult {
 fn create(a: &CreateArgs) -> CliResult {
     need_path(&a.dataset, "DATASET")?;
     let header = Header::new(
-        voxel_type(a.voxel_type),
+        a.voxel_type,
         a.channels,
         a.block_len,
         a.file_len,
@@ -471,5 +452,19 @@ fn verify(a: &DatasetArgs) -> CliResult {
             "{}: {n_problems} of {files} data files have problems",
             remote::display_name(dataset),
         )))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn voxel_types_parse_by_wkw_names() {
+        for v in VoxelType::ALL {
+            assert_eq!(parse_voxel(&voxel_name(v)), Ok(v));
+        }
+        assert_eq!(parse_voxel("u16"), Ok(VoxelType::U16));
+        assert!(parse_voxel("u17").unwrap_err().contains("f64"));
     }
 }
