@@ -15,8 +15,10 @@
 //!    and the tensorstore peer in alternating rounds, each repeating every scenario, with the
 //!    server's request log reset and read around every open and every read.
 //! 6. Checks every peer's result against the expected voxels (SHA-256 of the same bytes) and
-//!    prints medians: requests, round trips on the critical path, bytes sent by the server vs
-//!    bytes needed, open and read times.
+//!    prints medians: requests, round trips on the critical path, bytes sent by the server
+//!    (response bodies) vs bytes needed, open and read times; "server busy" is the time from the
+//!    read's first request arriving to its last response byte leaving, on the server's clock
+//!    (the rest of the read time is the client's own work before and after).
 //!
 //! Takes one to two minutes after the first build; not part of CI (it needs Python and
 //! PyPI).
@@ -247,6 +249,7 @@ struct Row {
     read_requests: u64,
     read_rt: u64,
     bytes: u64,
+    span_ms: f64,
     errors: u64,
     needed: u64,
 }
@@ -327,6 +330,7 @@ fn summarize(lines: &[String]) -> Result<String, String> {
                 read_requests: num(&f, "read_requests")?,
                 read_rt: num(&f, "read_rt")?,
                 bytes: num(&f, "read_bytes")?,
+                span_ms: num(&f, "read_span_ms")?,
                 errors: num(&f, "errors")?,
                 needed: num(&f, "needed")?,
             });
@@ -336,7 +340,7 @@ fn summarize(lines: &[String]) -> Result<String, String> {
         return Err("no results".to_owned());
     }
     let mut out = String::from(
-        "| scenario | peer | requests open + read | round trips open + read | bytes read / needed | open ms | read ms | open + read ms | peer ÷ scifmt time: read, open + read (> 1: scifmt faster) |\n\
+        "| scenario | peer | requests open + read | round trips open + read | bytes read / needed | open ms | read ms (server busy) | open + read ms | peer ÷ scifmt time: read, open + read (> 1: scifmt faster) |\n\
          | --- | --- | --- | --- | --- | ---: | ---: | ---: | ---: |\n",
     );
     let scenarios: Vec<String> = {
@@ -362,6 +366,7 @@ fn summarize(lines: &[String]) -> Result<String, String> {
             let (read, total) = times(peer).unwrap_or((f64::NAN, f64::NAN));
             let open = median(r.iter().map(|x| x.open_s).collect());
             let bytes = median(r.iter().map(|x| x.bytes as f64).collect());
+            let span = median(r.iter().map(|x| x.span_ms).collect());
             let needed = r.first().map_or(0, |x| x.needed);
             let ratio = match base {
                 Some((b_read, b_total)) if peer != "scifmt" => {
@@ -376,7 +381,7 @@ fn summarize(lines: &[String]) -> Result<String, String> {
                 peer.to_owned()
             };
             out.push_str(&format!(
-                "| {scenario} | {peer_label} | {} + {} | {} + {} | {:.1} MB / {:.1} MB ({:.2}×) | {:.0} | {:.0} | {:.0} | {ratio} |\n",
+                "| {scenario} | {peer_label} | {} + {} | {} + {} | {:.1} MB / {:.1} MB ({:.2}×) | {:.0} | {:.0} ({span:.0}) | {:.0} | {ratio} |\n",
                 spread(r.iter().map(|x| x.open_requests)),
                 spread(r.iter().map(|x| x.read_requests)),
                 spread(r.iter().map(|x| x.open_rt)),

@@ -181,7 +181,7 @@ def run(data_dir, reps):
                 f"read_s={t3 - t2:.6f} open_requests={open_stats['requests']} "
                 f"open_rt={open_stats['critical_path']} open_bytes={open_stats['bytes_sent']} "
                 f"read_requests={read_stats['requests']} read_rt={read_stats['critical_path']} "
-                f"read_bytes={read_stats['bytes_sent']} "
+                f"read_bytes={read_stats['bytes_sent']} read_span_ms={read_stats['span_ms']:.3f} "
                 f"errors={open_stats['errors'] + read_stats['errors']} needed={needed} "
                 f"sha256={digest}",
                 flush=True,

@@ -218,28 +218,37 @@ struct Counts {
     critical_path: u64,
     bytes: u64,
     errors: u64,
+    /// First request's arrival to the last response's end, on the server (ms).
+    span_ms: f64,
 }
 
 fn stats() -> Res<Counts> {
     let body = control("/stats")?;
-    let field = |name: &str| -> Res<u64> {
-        let key = format!("\"{name}\":");
-        let at = body
-            .find(&key)
-            .ok_or_else(|| format!("stats: no {name} in {body}"))?;
-        body[at + key.len()..]
-            .chars()
-            .take_while(char::is_ascii_digit)
-            .collect::<String>()
-            .parse()
-            .map_err(|e| format!("stats {name}: {e}"))
-    };
+    let field = |name: &str| -> Res<u64> { number(&body, name) };
     Ok(Counts {
         requests: field("requests")?,
         critical_path: field("critical_path")?,
         bytes: field("bytes_sent")?,
         errors: field("errors")?,
+        span_ms: number(&body, "span_ms")?,
     })
+}
+
+/// A number field of the `/stats` JSON.
+fn number<T: std::str::FromStr>(body: &str, name: &str) -> Res<T>
+where
+    T::Err: std::fmt::Display,
+{
+    let key = format!("\"{name}\":");
+    let at = body
+        .find(&key)
+        .ok_or_else(|| format!("stats: no {name} in {body}"))?;
+    body[at + key.len()..]
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect::<String>()
+        .parse()
+        .map_err(|e| format!("stats {name}: {e}"))
 }
 
 fn reset() -> Res<()> {
@@ -255,7 +264,22 @@ struct Sample {
     read_s: f64,
     open: Counts,
     read: Counts,
-    data: Vec<u8>,
+    data: Output,
+}
+
+/// What a read returns (kept as the reader made it: copying it is not part of the read).
+enum Output {
+    Wkw(Array),
+    Bytes(Vec<u8>),
+}
+
+impl Output {
+    fn as_bytes(&self) -> &[u8] {
+        match self {
+            Self::Wkw(a) => a.as_bytes(),
+            Self::Bytes(b) => b,
+        }
+    }
 }
 
 fn sha256_hex(data: &[u8]) -> String {
@@ -267,7 +291,7 @@ fn report(scenario: &str, peer: &str, rep: usize, s: &Sample, needed: u64, hash:
     println!(
         "RESULT scenario={scenario} peer={peer} rep={rep} open_s={:.6} read_s={:.6} \
          open_requests={} open_rt={} open_bytes={} read_requests={} read_rt={} read_bytes={} \
-         errors={} needed={needed} sha256={hash}",
+         read_span_ms={:.3} errors={} needed={needed} sha256={hash}",
         s.open_s,
         s.read_s,
         s.open.requests,
@@ -276,6 +300,7 @@ fn report(scenario: &str, peer: &str, rep: usize, s: &Sample, needed: u64, hash:
         s.read.requests,
         s.read.critical_path,
         s.read.bytes,
+        s.read.span_ms,
         s.open.errors + s.read.errors,
     );
 }
@@ -286,7 +311,7 @@ where
     F1: FnOnce() -> Fut1,
     Fut1: std::future::Future<Output = Res<O>>,
     F2: FnOnce(O) -> Fut2,
-    Fut2: std::future::Future<Output = Res<Vec<u8>>>,
+    Fut2: std::future::Future<Output = Res<Output>>,
 {
     reset()?;
     let t = Instant::now();
@@ -427,7 +452,7 @@ async fn wkw_download(
                 let a = ds
                     .read(offset, shape, Order::Fortran)
                     .map_err(err("local read"))?;
-                Ok(a.as_bytes().to_vec())
+                Ok(Output::Wkw(a))
             })
             .await
             .map_err(err("join"))?
@@ -485,7 +510,9 @@ async fn b2nd_download(
             let file = file.clone();
             tokio::task::spawn_blocking(move || {
                 let a = B2ndArray::open(&file).map_err(err("local open"))?;
-                a.read_region(&start, &stop).map_err(err("local read"))
+                a.read_region(&start, &stop)
+                    .map(Output::Bytes)
+                    .map_err(err("local read"))
             })
             .await
             .map_err(err("join"))?
@@ -581,14 +608,14 @@ async fn run_async(dir: PathBuf, reps: usize) -> Res<()> {
                                 .read(*offset, *shape, Order::Fortran)
                                 .await
                                 .map_err(err("remote read"))?;
-                            Ok(a.as_bytes().to_vec())
+                            Ok(Output::Wkw(a))
                         },
                     )
                     .await?
                 } else {
                     wkw_download(&store, *offset, *shape).await?
                 };
-                if &s.data != want {
+                if s.data.as_bytes() != want.as_slice() {
                     return Err(format!("{name}: {peer} read different voxels"));
                 }
                 report(name, peer, rep, &s, *needed, hash);
@@ -614,6 +641,7 @@ async fn run_async(dir: PathBuf, reps: usize) -> Res<()> {
                     |a: RemoteB2nd| async move {
                         a.read_region(&start, &stop)
                             .await
+                            .map(Output::Bytes)
                             .map_err(err("remote region"))
                     },
                 )
@@ -621,10 +649,17 @@ async fn run_async(dir: PathBuf, reps: usize) -> Res<()> {
             } else {
                 b2nd_download(&store, start, stop).await?
             };
-            if s.data != b2nd_want {
+            if s.data.as_bytes() != b2nd_want.as_slice() {
                 return Err(format!("{name}: {peer} read different items"));
             }
-            report(name, peer, rep, &s, b2nd_needed, &sha256_hex(&s.data));
+            report(
+                name,
+                peer,
+                rep,
+                &s,
+                b2nd_needed,
+                &sha256_hex(s.data.as_bytes()),
+            );
         }
     }
     Ok(())
