@@ -484,10 +484,13 @@ async fn put_file(store: &dyn ObjectStore, key: &ObjPath, path: &Path) -> Result
             break;
         }
         if let Err(e) = w.wait_for_capacity(PART_CONCURRENCY).await {
+            // Drop the parts already uploaded; nothing appears under the key.
+            let _ = w.abort().await;
             return Err(describe(&e));
         }
         w.write(buf.get(..n).unwrap_or_default());
     }
+    // `finish` aborts the upload itself when a part or the completion fails.
     w.finish().await.map(|_| ()).map_err(|e| describe(&e))
 }
 

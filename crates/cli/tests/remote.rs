@@ -736,3 +736,51 @@ fn file_urls_match_local_paths() {
         );
     }
 }
+
+#[test]
+fn large_outputs_upload_in_parts_and_never_partially() {
+    use s3_testserver::{FaultKind, FaultRule};
+    let s = server();
+    let d = tmp();
+    // 512 x 512 x 280 u8 voxels of a dataset without data files: 70 MiB of zeros, above the
+    // 64 MiB multipart threshold (five 16 MiB parts).
+    let ds = testdata("wkw/u8_default_header_only");
+    let read = |out: &str| {
+        os(&[
+            "wkw",
+            "read",
+            ds.to_str().unwrap(),
+            out,
+            "--offset",
+            "0,0,0",
+            "--shape",
+            "512,512,280",
+        ])
+    };
+    let big = s.url("out/big.raw");
+    ok(&s, &read(&big));
+    let uploads = s.log().iter().filter(|r| r.method == "PUT").count();
+    assert!(
+        uploads >= 5,
+        "{uploads} PUT requests: not a multipart upload"
+    );
+    let got = download_object(&s, "out/big.raw", &d.path().join("dl"));
+    assert_eq!(got.len(), 512 * 512 * 280);
+    assert!(got.iter().all(|&b| b == 0));
+
+    // A part refused by the server (403, not retried): the command fails naming the URL, and
+    // no object appears under the key.
+    s.faults().inject(
+        FaultRule::new(FaultKind::Status(403), 1)
+            .method("PUT")
+            .key_contains("big2.raw")
+            .after(1),
+    );
+    let big2 = s.url("out/big2.raw");
+    fails_clean(&s.env(), &read(&big2), &big2, &[s.secret_key()]);
+    let listed = s.download_prefix("out", &d.path().join("after")).unwrap();
+    assert!(
+        !d.path().join("after/big2.raw").exists(),
+        "a partial object was left ({listed} objects under out/)"
+    );
+}
