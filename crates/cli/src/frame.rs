@@ -110,6 +110,9 @@ pub(crate) enum AnyFrame {
     Remote(Box<RemoteFrame>),
 }
 
+/// Stored chunks fetched concurrently by `frame chunks` from a URL.
+const CHUNKS_IN_FLIGHT: usize = 8;
+
 /// Chunks decompressed per round of requests by `frame extract` from a URL: as many as fit
 /// 64 MiB of output (at least one).
 const EXTRACT_BATCH_BYTES: u64 = 64 << 20;
@@ -175,6 +178,27 @@ impl AnyFrame {
             Self::Local(f) => Ok(f.chunk(i).map(std::borrow::Cow::into_owned)),
             Self::Remote(f) => remote::block_on(f.chunk(i)),
         }
+    }
+    /// The compressed bytes of the stored chunks among `locs` (chunks `first..`), fetched
+    /// concurrently from a URL; `None` where nothing was fetched (local frames, special runs).
+    fn prefetch(
+        &self,
+        first: usize,
+        locs: &[ChunkLocation],
+    ) -> CliResult<Vec<Option<blosc2_frame::Result<Vec<u8>>>>> {
+        let Self::Remote(f) = self else {
+            return Ok(Vec::new());
+        };
+        let fetches = locs.iter().enumerate().map(|(k, loc)| {
+            let f = &**f;
+            async move {
+                match loc {
+                    ChunkLocation::Stored(_) => Some(f.chunk(first + k).await),
+                    _ => None,
+                }
+            }
+        });
+        remote::block_on(futures::future::join_all(fetches))
     }
     fn chunk_nbytes(&self, i: usize) -> CliResult<blosc2_frame::Result<usize>> {
         match self {
@@ -317,16 +341,24 @@ fn extract(a: &ExtractArgs) -> CliResult {
 
 /// The columns of `frame chunks`, the same in every row (null where they do not apply): the
 /// place is `offset` in a contiguous frame, `file` (chunk file number) in a sparse one.
-fn chunk_row(frame: &AnyFrame, i: usize, loc: ChunkLocation) -> Result<Map<String, Value>, String> {
+///
+/// `bytes`: the compressed bytes of a stored chunk if already fetched.
+fn chunk_row(
+    frame: &AnyFrame,
+    i: usize,
+    loc: ChunkLocation,
+    bytes: Option<blosc2_frame::Result<Vec<u8>>>,
+) -> Result<Map<String, Value>, String> {
     let place = if frame.is_sparse() { "file" } else { "offset" };
     let mut m = Map::new();
     m.insert("index".into(), json!(i));
     match loc {
         ChunkLocation::Stored(off) => {
-            let chunk = frame
-                .chunk(i)
-                .map_err(|f| f.msg)?
-                .map_err(|e| describe(&e))?;
+            let chunk = match bytes {
+                Some(b) => b,
+                None => frame.chunk(i).map_err(|f| f.msg)?,
+            }
+            .map_err(|e| describe(&e))?;
             let h = ChunkHeader::parse(&chunk).map_err(|e| describe(&e))?;
             m.insert(place.into(), json!(off));
             m.insert("special".into(), json!(special_name(&h)));
@@ -397,10 +429,18 @@ fn chunk_line(m: &Map<String, Value>) -> String {
 fn chunks(a: &ListArgs) -> CliResult {
     let frame = open(&a.input)?;
     let mut rows = Vec::with_capacity(frame.nchunks());
-    for (i, &loc) in frame.index().iter().enumerate() {
-        let m = chunk_row(&frame, i, loc)
-            .map_err(|e| Fail::input(in_name(&a.input), format!("chunk {i}: {e}")))?;
-        rows.push(m);
+    // From a URL the stored chunks are fetched CHUNKS_IN_FLIGHT at a time (concurrently);
+    // locally they are read one by one.
+    let index = frame.index().to_vec();
+    for (start, batch) in index.chunks(CHUNKS_IN_FLIGHT).enumerate() {
+        let first = start * CHUNKS_IN_FLIGHT;
+        let mut fetched = frame.prefetch(first, batch)?.into_iter();
+        for (k, &loc) in batch.iter().enumerate() {
+            let i = first + k;
+            let m = chunk_row(&frame, i, loc, fetched.next().flatten())
+                .map_err(|e| Fail::input(in_name(&a.input), format!("chunk {i}: {e}")))?;
+            rows.push(m);
+        }
     }
     if a.json.json {
         return emit_json(&Value::Array(rows.into_iter().map(Value::Object).collect()));

@@ -120,15 +120,19 @@ fn is_secret_var(name: &str) -> bool {
         && !n.ends_with("_ID")
 }
 
+/// Shorter values are not masked: flags such as `true` are no secrets, and masking them
+/// would garble messages.
+const MIN_SECRET_LEN: usize = 8;
+
 /// `msg` with every credential (from the environment or from URL arguments) replaced by `***`.
 pub(crate) fn scrub(msg: &str) -> String {
     let mut out = msg.to_owned();
     let mut secrets: Vec<String> = std::env::vars()
-        .filter(|(k, v)| is_secret_var(k) && v.len() >= 4)
+        .filter(|(k, v)| is_secret_var(k) && v.len() >= MIN_SECRET_LEN)
         .map(|(_, v)| v)
         .collect();
     if let Ok(s) = url_secrets().lock() {
-        secrets.extend(s.iter().filter(|v| v.len() >= 4).cloned());
+        secrets.extend(s.iter().filter(|v| v.len() >= MIN_SECRET_LEN).cloned());
     }
     // Longest first, so a secret containing another is masked whole.
     secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
@@ -567,11 +571,12 @@ mod tests {
             u.join("z0/y0/x0.wkw").shown(),
             "s3://bucket/ds/z0/y0/x0.wkw"
         );
-        let u = RemoteUrl::parse(Path::new("https://u:hunter22@h/x?token=abcdef"))
+        let u = RemoteUrl::parse(Path::new("https://u:hunter22@h/x?token=abcdefgh"))
             .unwrap()
             .unwrap();
         assert_eq!(u.shown(), "https://h/x");
-        let s = scrub("failed: hunter22 abcdef");
-        assert!(!s.contains("hunter22") && !s.contains("abcdef"), "{s}");
+        let s = scrub("failed: hunter22 abcdefgh true");
+        assert!(!s.contains("hunter22") && !s.contains("abcdefgh"), "{s}");
+        assert!(s.ends_with("true"), "{s}");
     }
 }
