@@ -784,3 +784,54 @@ fn large_outputs_upload_in_parts_and_never_partially() {
         "a partial object was left ({listed} objects under out/)"
     );
 }
+
+#[test]
+fn url_reads_fetch_only_what_they_need() {
+    let s = server();
+    // One 8³ block of a 197 KB compressed WKW file: header.wkw, the file's header + jump table,
+    // the block's byte range; never the whole file.
+    let ds = "wkw/u16_3ch_lz4_b8_f4";
+    s.reset_stats();
+    let out = same(
+        &s,
+        ds,
+        &[
+            "wkw", "read", "{}", "-", "--offset", "8,8,8", "--shape", "8,8,8",
+        ],
+    );
+    assert_eq!(out.len(), 8 * 8 * 8 * 6);
+    let log = s.log();
+    let gets: Vec<_> = log.iter().filter(|r| r.is_object_get()).collect();
+    let file = std::fs::metadata(testdata(ds).join("z0/y0/x0.wkw"))
+        .unwrap()
+        .len();
+    let sent: u64 = gets.iter().map(|r| r.bytes_sent).sum();
+    eprintln!(
+        "wkw read of one block by URL: {} GETs, {sent} bytes sent, file {file} bytes",
+        gets.len()
+    );
+    assert!(gets.len() <= 3, "{} GETs: {gets:?}", gets.len());
+    assert!(
+        sent * 10 < file,
+        "{sent} bytes sent for one block of a {file}-byte file"
+    );
+    assert!(
+        gets.iter()
+            .all(|r| r.key == format!("td/{ds}/header.wkw") || r.range.is_some())
+    );
+
+    // A zarr region: only the chunks it touches (plus the metadata).
+    let store = "offset/zarr/gzip_custom_header.zarr";
+    s.reset_stats();
+    same(
+        &s,
+        store,
+        &["zarr", "read", "{}", "-", "--region", "0:1,0:1"],
+    );
+    let chunk_gets = s
+        .log()
+        .iter()
+        .filter(|r| r.is_object_get() && r.key.contains("/c/"))
+        .count();
+    assert_eq!(chunk_gets, 1, "{:?}", s.log());
+}
