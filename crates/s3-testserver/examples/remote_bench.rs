@@ -5,7 +5,8 @@
 //!
 //! ```text
 //! remote_bench prepare --out DIR        # DIR/data/{wkw,frame}, DIR/volume.u8 (skipped if present)
-//! remote_bench run --data DIR [--reps N] # needs the server's environment (AWS_*, S3_TESTSERVER_*)
+//! remote_bench run --data DIR [--reps N] [--only SCENARIO:PEER]
+//!                                        # needs the server's environment (AWS_*, S3_TESTSERVER_*)
 //! ```
 //!
 //! Data:
@@ -71,9 +72,13 @@ fn main() -> std::process::ExitCode {
             let reps = flag(&args, "--reps")
                 .ok()
                 .map_or(Ok(3), |r| r.parse().map_err(|e| format!("--reps: {e}")))?;
-            run(Path::new(&d), reps)
+            let only = flag(&args, "--only").unwrap_or_default();
+            run(Path::new(&d), reps, &only)
         }),
-        _ => Err("usage: remote_bench prepare --out DIR | run --data DIR [--reps N]".to_owned()),
+        _ => Err(
+            "usage: remote_bench prepare --out DIR | run --data DIR [--reps N] [--only SCENARIO:PEER]"
+                .to_owned(),
+        ),
     };
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -523,15 +528,21 @@ async fn b2nd_download(
     Ok(s)
 }
 
-fn run(dir: &Path, reps: usize) -> Res<()> {
+fn run(dir: &Path, reps: usize, only: &str) -> Res<()> {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(err("runtime"))?;
-    rt.block_on(run_async(dir.to_path_buf(), reps))
+    rt.block_on(run_async(dir.to_path_buf(), reps, only))
 }
 
-async fn run_async(dir: PathBuf, reps: usize) -> Res<()> {
+/// Whether `scenario`/`peer` is selected by `only` (empty: all; else a substring of
+/// `scenario:peer`).
+fn selected(only: &str, scenario: &str, peer: &str) -> bool {
+    only.is_empty() || format!("{scenario}:{peer}").contains(only)
+}
+
+async fn run_async(dir: PathBuf, reps: usize, only: &str) -> Res<()> {
     let store = store_from_env()?;
     let data = dir.join("data");
     let local = Dataset::open(data.join("wkw")).map_err(err("local wkw"))?;
@@ -586,7 +597,7 @@ async fn run_async(dir: PathBuf, reps: usize) -> Res<()> {
             let (want, needed, hash) = &wkw_expected[i];
             let mut peers = ["scifmt", "scifmt-c32", "download"];
             peers.rotate_left(rep % 3);
-            for peer in peers {
+            for peer in peers.into_iter().filter(|p| selected(only, name, p)) {
                 let s = if peer.starts_with("scifmt") {
                     let options = if peer == "scifmt" {
                         wkw::RemoteOptions::default()
@@ -626,7 +637,7 @@ async fn run_async(dir: PathBuf, reps: usize) -> Res<()> {
         } else {
             ["download", "scifmt"]
         };
-        for peer in peers {
+        for peer in peers.into_iter().filter(|p| selected(only, name, p)) {
             let s = if peer == "scifmt" {
                 measure(
                     || async {
