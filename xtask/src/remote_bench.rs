@@ -109,7 +109,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
     let server = Server::start(&server_bin, &work, latency_ms)?;
     let rounds = reps.min(2);
-    let per_round = reps.div_ceil(rounds).to_string();
+    let per_round = reps.div_ceil(rounds);
+    let total_reps = per_round * rounds;
+    let per_round = per_round.to_string();
     let mut lines = Vec::new();
     for round in 0..rounds {
         eprintln!("remote-bench: round {} of {rounds}", round + 1);
@@ -135,7 +137,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
     let table = summarize(&lines)?;
     println!(
-        "\nRemote reads, {latency_ms} ms injected per request, {reps} repetitions per peer \
+        "\nRemote reads, {latency_ms} ms injected per request, {total_reps} repetitions per peer \
          (medians; warm-up repetitions dropped):\n"
     );
     println!("{table}");
