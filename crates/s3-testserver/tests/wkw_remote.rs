@@ -748,7 +748,12 @@ fn empty_and_corrupt_objects_follow_the_local_policy() {
             match (want, got) {
                 (Ok(w), Ok(g)) => assert!(w.as_bytes() == g.as_bytes()),
                 (Err(Error::Format { source: w, .. }), Err(Error::Format { path, source: g })) => {
-                    assert_eq!(w, g);
+                    // A box over several corrupt files reports whichever file fails first
+                    // (files are decoded in parallel, locally and remotely alike): the same
+                    // error is asserted only for boxes inside one file.
+                    if shape[0] <= 16 {
+                        assert_eq!(w, g);
+                    }
                     assert!(
                         path.to_str().unwrap().contains("/bad/z0/y0/x"),
                         "{}",
