@@ -15,7 +15,8 @@ use serde_json::{Map, Value, json};
 use crate::blosc::{CParamArgs, codec_name, filter_names, special_name};
 use crate::fail::{At, CliResult, Fail, describe};
 use crate::inout::{
-    MAX_WHOLE_INPUT, Output, in_name, is_std, open_input, out_name, read_whole, stdout_error,
+    MAX_WHOLE_INPUT, Output, in_name, is_std, open_input, out_name, read_full, read_whole,
+    stdout_error,
 };
 use crate::msgpack::{bytes_to_json, parse_layer};
 use crate::print::{JsonFlag, emit, emit_json, to_object};
@@ -685,19 +686,4 @@ fn feed_chunks(a: &CreateArgs, mut append: impl FnMut(&[u8]) -> CliResult) -> Cl
     }
     bar.finish_and_clear();
     Ok(())
-}
-
-/// Reads until `buf` is full or the input ends; returns the bytes read.
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        let Some(rest) = buf.get_mut(n..) else { break };
-        match r.read(rest) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }

@@ -261,3 +261,18 @@ pub(crate) fn write_output(path: &Path, bytes: &[u8]) -> CliResult {
     out.write(bytes)?;
     out.commit()
 }
+
+/// Reads until `buf` is full or the input ends; returns the bytes read.
+pub(crate) fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        let Some(rest) = buf.get_mut(n..) else { break };
+        match r.read(rest) {
+            Ok(0) => break,
+            Ok(k) => n += k,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(n)
+}

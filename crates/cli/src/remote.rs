@@ -34,6 +34,7 @@ use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutPayload, WriteMultipart};
 
 use crate::fail::{CliResult, Fail, describe};
+use crate::inout::read_full;
 
 /// Uploads of at least this many bytes use a multipart upload (16 MiB parts).
 pub(crate) const MULTIPART_THRESHOLD: u64 = 64 << 20;
@@ -496,20 +497,6 @@ async fn put_file(store: &dyn ObjectStore, key: &ObjPath, path: &Path) -> Result
     }
     // `finish` aborts the upload itself when a part or the completion fails.
     w.finish().await.map(|_| ()).map_err(|e| describe(&e))
-}
-
-fn read_full(r: &mut impl Read, buf: &mut [u8]) -> std::io::Result<usize> {
-    let mut n = 0;
-    while n < buf.len() {
-        let Some(rest) = buf.get_mut(n..) else { break };
-        match r.read(rest) {
-            Ok(0) => break,
-            Ok(k) => n += k,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
-        }
-    }
-    Ok(n)
 }
 
 /// Uploads every file below the local directory `dir` under the prefix `url`, in sorted order
