@@ -47,8 +47,8 @@ fn fill(shape: [u32; 3], v: u8) -> Array {
     Array::from_bytes(VoxelType::U8, 1, shape, Order::Fortran, vec![v; n]).unwrap()
 }
 
-/// The child: writes generations 1, 2, 3, … (the box filled with the generation number, mod
-/// 255 and never the background) until killed.
+/// The child: fills the box with value V, then the next value, and so on (1 to 200, cycling)
+/// until killed.
 #[test]
 fn kill_child() {
     let Ok(spec) = std::env::var(ENV) else {
@@ -69,16 +69,25 @@ fn kill_child() {
             .unwrap();
         }
     }
-    let root = Path::new(&spec);
-    let ds = Dataset::open(root).unwrap();
-    for g in 0u32.. {
-        let v = (g % 200) as u8 + 1;
+    // "ROOT@V": start with value V, the newest one the parent saw in the box, so that a
+    // block torn by this child's first write holds two consecutive values like every other.
+    let (root, start) = spec.rsplit_once('@').unwrap();
+    let ds = Dataset::open(Path::new(root)).unwrap();
+    let mut v: u8 = start.parse().unwrap();
+    loop {
         ds.write(BOX_AT, &fill(BOX, v).view()).unwrap();
+        v = next(v);
     }
 }
 
-/// Checks the invariants; returns the value of each touched block region in file x0 and x1.
-fn check(root: &Path, block_type: BlockType) -> Vec<u8> {
+/// The value written after `v`: 1, 2, …, 200, 1, …
+fn next(v: u8) -> u8 {
+    v % 200 + 1
+}
+
+/// Checks the invariants; returns the value of each touched block region in file x0 and x1,
+/// and the newest value found in the box.
+fn check(root: &Path, block_type: BlockType) -> (Vec<u8>, u8) {
     let ds = Dataset::open(root).unwrap();
     let files = ds.list_files().unwrap();
     let names: Vec<_> = files.iter().map(|(i, _)| *i).collect();
@@ -122,6 +131,7 @@ fn check(root: &Path, block_type: BlockType) -> Vec<u8> {
         [8; 3]
     };
     let mut values = Vec::new();
+    let mut all_seen: Vec<u8> = Vec::new();
     for [ux, uy, uz] in units {
         let mut seen = Vec::new();
         for z in uz..uz + size[2] {
@@ -140,14 +150,33 @@ fn check(root: &Path, block_type: BlockType) -> Vec<u8> {
             // Raw blocks are written in place with one pwrite each; a kill can tear the write
             // where the block crosses a page boundary, leaving the previous write's bytes on one
             // side and this write's on the other, never anything else.
-            [a, b] if !block_type.is_compressed() && (b == a + 1 || (a == 1 && b == 200)) => {
+            [a, b] if !block_type.is_compressed() && consecutive(a, b) => {
                 TORN.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
             }
             _ => panic!("{block_type:?}: values {seen:?} in the unit at ({ux},{uy},{uz})"),
         }
+        for v in seen {
+            if !all_seen.contains(&v) {
+                all_seen.push(v);
+            }
+        }
         values.push(at(ux, uy, uz));
     }
-    values
+    // One write covers every unit: a kill during it leaves the previous write's value in some
+    // units and this write's in the others, never anything older.
+    all_seen.sort_unstable();
+    let newest = match all_seen[..] {
+        [v] => v,
+        [a, b] if b == next(a) => b,
+        [a, b] if a == next(b) => a,
+        _ => panic!("{block_type:?}: values {all_seen:?} across the box"),
+    };
+    (values, newest)
+}
+
+/// Whether the sorted pair `a < b` are two consecutive writes' values.
+fn consecutive(a: u8, b: u8) -> bool {
+    b == next(a) || a == next(b)
 }
 
 /// Raw blocks found torn between two consecutive writes (reported, allowed).
@@ -161,11 +190,12 @@ fn scenario(block_type: BlockType, seed: u64) {
         .unwrap();
     let mut rng = Lcg(seed);
     let mut changed = 0;
-    let mut last = check(root, block_type);
-    let spec = root.display().to_string();
+    let (mut last, mut newest) = check(root, block_type);
     for _ in 0..KILLS {
+        let spec = format!("{}@{newest}", root.display());
         run_and_kill("kill_child", ENV, &spec, &mut rng);
-        let now = check(root, block_type);
+        let now;
+        (now, newest) = check(root, block_type);
         if now != last {
             changed += 1;
         }
@@ -179,7 +209,7 @@ fn scenario(block_type: BlockType, seed: u64) {
     // Whatever the kills left behind, the dataset is still writable (no stale lock).
     let ds = Dataset::open(root).unwrap();
     ds.write(BOX_AT, &fill(BOX, 250).view()).unwrap();
-    assert!(check(root, block_type).iter().all(|&v| v == 250));
+    assert!(check(root, block_type).0.iter().all(|&v| v == 250));
 }
 
 #[test]
