@@ -39,10 +39,12 @@ pub(crate) fn temp_beside(path: &Path) -> Result<NamedTempFile> {
     let mut prefix = OsString::from(".");
     prefix.push(name);
     prefix.push(".");
-    Ok(tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .tempfile_in(parent_dir(path))?)
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    // The permissions of any new file (0666 minus the umask), not tempfile's private 0600.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    Ok(builder.tempfile_in(parent_dir(path))?)
 }
 
 /// Flushes `out`, fsyncs it if asked, renames it over `path`, then fsyncs the directory if
@@ -84,4 +86,28 @@ fn sync_dir(dir: &Path) -> Result<()> {
 #[cfg(not(unix))]
 fn sync_dir(_dir: &Path) -> Result<()> {
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+    #[cfg(unix)]
+    #[test]
+    fn written_files_get_ordinary_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, b"").unwrap();
+        let target = dir.path().join("f.b2frame");
+        super::write_atomically(&target, super::Durability::Fsync, |w| {
+            std::io::Write::write_all(w, b"x")?;
+            Ok(())
+        })
+        .unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        // The same permissions as a file made by `fs::write` under the same umask.
+        assert_eq!(mode(&target), mode(&plain));
+        assert_eq!(std::fs::read(&target).unwrap(), b"x");
+    }
 }

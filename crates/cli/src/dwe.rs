@@ -399,7 +399,7 @@ fn create(a: &CreateArgs) -> CliResult {
             dwe_format::Error::Io(_) => Fail::input(&a.output, describe(&e)),
             other => Fail::input(input, describe(&other)),
         };
-        relabel(fail, &local, &crate::remote::display_name(&a.output))
+        relabel(fail, &local, &crate::names::display_name(&a.output))
     })?;
     match &target {
         Some(url) => crate::remote::upload_file(&local, url),

@@ -20,7 +20,7 @@ impl Fail {
             code: 2,
             msg: one_line(&format!(
                 "{}: {msg}",
-                crate::remote::display_name(path.as_ref())
+                crate::names::display_name(path.as_ref())
             )),
         }
     }

@@ -19,6 +19,7 @@ use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
 use crate::fail::{At, CliResult, Fail, describe};
+use crate::names;
 use crate::remote::{self, RemoteUrl};
 
 /// The most bytes read into memory from an input whose format crate sets no input limit (an
@@ -35,8 +36,8 @@ pub(crate) fn is_std(path: &Path) -> bool {
 pub(crate) fn in_name(path: &Path) -> Cow<'_, Path> {
     if is_std(path) {
         Cow::Borrowed(Path::new("<stdin>"))
-    } else if remote::is_url(path) {
-        Cow::Owned(PathBuf::from(remote::display_name(path)))
+    } else if names::is_url(path) {
+        Cow::Owned(PathBuf::from(names::display_name(path)))
     } else {
         Cow::Borrowed(path)
     }
@@ -46,8 +47,8 @@ pub(crate) fn in_name(path: &Path) -> Cow<'_, Path> {
 pub(crate) fn out_name(path: &Path) -> Cow<'_, Path> {
     if is_std(path) {
         Cow::Borrowed(Path::new("<stdout>"))
-    } else if remote::is_url(path) {
-        Cow::Owned(PathBuf::from(remote::display_name(path)))
+    } else if names::is_url(path) {
+        Cow::Owned(PathBuf::from(names::display_name(path)))
     } else {
         Cow::Borrowed(path)
     }

@@ -9,6 +9,7 @@ mod frame;
 mod info;
 mod inout;
 mod msgpack;
+mod names;
 mod offset;
 mod print;
 mod progress;
@@ -84,7 +85,7 @@ impl Cmd {
 fn main() -> ExitCode {
     // A bug must still end with one line and status 2, never a backtrace.
     std::panic::set_hook(Box::new(|info| {
-        let text = remote::scrub(&info.to_string());
+        let text = names::scrub(&info.to_string());
         eprintln!(
             "scifmt: internal error: {}",
             text.split_whitespace().collect::<Vec<_>>().join(" ")
@@ -106,7 +107,7 @@ fn parse_and_run() -> ExitCode {
         Err(fail) => {
             if !fail.msg.is_empty() {
                 // Credentials never reach stderr, whatever a library put in its message.
-                eprintln!("scifmt: {}", remote::scrub(&fail.msg));
+                eprintln!("scifmt: {}", names::scrub(&fail.msg));
             }
             ExitCode::from(fail.code)
         }

@@ -18,15 +18,14 @@
 //!   files and uploaded only when complete (multipart above [`MULTIPART_THRESHOLD`]: the
 //!   object appears only when the last part is committed), so a failed command never leaves a
 //!   partial object under the real key.
-//! - **Names in messages** ([`display_name`], [`scrub`]): a URL is shown without user info,
-//!   query string or fragment, and the values of credential environment variables are masked
-//!   in every message the tool prints.
+//! - **Names in messages** are the `names` module's: a URL is shown without user info, query
+//!   string or fragment, and credentials are masked in every message the tool prints.
 
 use std::fs::File;
 use std::future::Future;
 use std::io::Read;
 use std::path::Path;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -34,7 +33,7 @@ use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutPayload, WriteMultipart};
 
 use crate::fail::{CliResult, Fail, describe};
-use crate::inout::read_full;
+use crate::names::{redact, remember_secrets, scheme_of};
 
 /// Uploads of at least this many bytes use a multipart upload (16 MiB parts).
 pub(crate) const MULTIPART_THRESHOLD: u64 = 64 << 20;
@@ -65,84 +64,6 @@ impl std::fmt::Debug for RemoteUrl {
     }
 }
 
-/// The `SCHEME` of a `SCHEME://…` argument.
-fn scheme_of(s: &str) -> Option<&str> {
-    let (scheme, _) = s.split_once("://")?;
-    let mut chars = scheme.chars();
-    let first = chars.next()?;
-    (first.is_ascii_alphabetic()
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-    .then_some(scheme)
-}
-
-/// Whether `path` is written as a URL (`SCHEME://…`).
-pub(crate) fn is_url(path: &Path) -> bool {
-    path.to_str().and_then(scheme_of).is_some()
-}
-
-/// The URL without user info, query and fragment.
-fn redact(url: &url::Url) -> String {
-    let mut u = url.clone();
-    let _ = u.set_username("");
-    let _ = u.set_password(None);
-    u.set_query(None);
-    u.set_fragment(None);
-    let s = u.to_string();
-    s.strip_suffix('/')
-        .filter(|t| !t.ends_with('/'))
-        .unwrap_or(&s)
-        .to_owned()
-}
-
-/// How `path` is named in messages: a URL without credentials, otherwise the path.
-pub(crate) fn display_name(path: &Path) -> String {
-    match path.to_str().map(|s| (s, scheme_of(s))) {
-        Some((s, Some(scheme))) => match url::Url::parse(s) {
-            Ok(u) => redact(&u),
-            Err(_) => format!("{scheme}://…"),
-        },
-        _ => path.display().to_string(),
-    }
-}
-
-/// Secrets that must never appear in a message: credentials found in URL arguments.
-fn url_secrets() -> &'static Mutex<Vec<String>> {
-    static SECRETS: OnceLock<Mutex<Vec<String>>> = OnceLock::new();
-    SECRETS.get_or_init(|| Mutex::new(Vec::new()))
-}
-
-/// Whether an environment variable holds a credential (its value is masked in messages).
-fn is_secret_var(name: &str) -> bool {
-    let n = name.to_ascii_uppercase();
-    (n.starts_with("AWS_") || n.starts_with("GOOGLE_") || n.starts_with("AZURE_"))
-        && ["SECRET", "TOKEN", "KEY", "PASSWORD", "CREDENTIAL", "SAS"]
-            .iter()
-            .any(|w| n.contains(w))
-        && !n.ends_with("_ID")
-}
-
-/// Shorter values are not masked: flags such as `true` are no secrets, and masking them
-/// would garble messages.
-const MIN_SECRET_LEN: usize = 8;
-
-/// `msg` with every credential (from the environment or from URL arguments) replaced by `***`.
-pub(crate) fn scrub(msg: &str) -> String {
-    let mut out = msg.to_owned();
-    let mut secrets: Vec<String> = std::env::vars()
-        .filter(|(k, v)| is_secret_var(k) && v.len() >= MIN_SECRET_LEN)
-        .map(|(_, v)| v)
-        .collect();
-    if let Ok(s) = url_secrets().lock() {
-        secrets.extend(s.iter().filter(|v| v.len() >= MIN_SECRET_LEN).cloned());
-    }
-    // Longest first, so a secret containing another is masked whole.
-    secrets.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    for s in &secrets {
-        out = out.replace(s.as_str(), "***");
-    }
-    out
-}
-
 impl RemoteUrl {
     /// The URL `path` is written as, or `None` for a local path (or `-`).
     ///
@@ -164,18 +85,7 @@ impl RemoteUrl {
         }
         let url = url::Url::parse(s)
             .map_err(|e| Fail::usage(format!("{scheme}://…: not a valid URL: {e}")))?;
-        if let Ok(mut secrets) = url_secrets().lock() {
-            if let Some(p) = url.password() {
-                secrets.push(p.to_owned());
-            }
-            if let Some(q) = url.query() {
-                secrets.extend(
-                    q.split('&')
-                        .filter_map(|kv| kv.split_once('='))
-                        .map(|(_, v)| v.to_owned()),
-                );
-            }
-        }
+        remember_secrets(&url);
         let shown = redact(&url);
         Ok(Some(Self { url, shown }))
     }
@@ -476,9 +386,10 @@ async fn put_file(store: &dyn ObjectStore, key: &ObjPath, path: &Path) -> Result
     }
     let upload = store.put_multipart(key).await.map_err(|e| describe(&e))?;
     let mut w = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-    let mut buf = vec![0u8; PART_SIZE];
+    let mut buf = Vec::with_capacity(PART_SIZE);
     loop {
-        let n = match read_full(&mut file, &mut buf) {
+        buf.clear();
+        let n = match (&mut file).take(PART_SIZE as u64).read_to_end(&mut buf) {
             Ok(n) => n,
             Err(e) => {
                 let _ = w.abort().await;
@@ -493,7 +404,7 @@ async fn put_file(store: &dyn ObjectStore, key: &ObjPath, path: &Path) -> Result
             let _ = w.abort().await;
             return Err(describe(&e));
         }
-        w.write(buf.get(..n).unwrap_or_default());
+        w.write(&buf);
     }
     // `finish` aborts the upload itself when a part or the completion fails.
     w.finish().await.map(|_| ()).map_err(|e| describe(&e))
@@ -537,6 +448,7 @@ fn collect_files(root: &Path, dir: &Path, out: &mut Vec<String>) -> std::io::Res
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::names::{display_name, is_url, scrub};
 
     #[test]
     fn urls_are_recognised_and_redacted() {

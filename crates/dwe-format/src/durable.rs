@@ -35,10 +35,12 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8], durability: Durability
     let mut prefix = OsString::from(".");
     prefix.push(name);
     prefix.push(".");
-    let mut tmp = tempfile::Builder::new()
-        .prefix(&prefix)
-        .suffix(".tmp")
-        .tempfile_in(dir)?;
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    // The permissions of any new file (0666 minus the umask), not tempfile's private 0600.
+    #[cfg(unix)]
+    builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
+    let mut tmp = builder.tempfile_in(dir)?;
     tmp.write_all(bytes)?;
     if durability == Durability::Fsync {
         tmp.as_file().sync_all()?;
@@ -49,4 +51,24 @@ pub(crate) fn write_atomically(path: &Path, bytes: &[u8], durability: Durability
         std::fs::File::open(dir)?.sync_all()?;
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+    #[cfg(unix)]
+    #[test]
+    fn written_files_get_ordinary_permissions() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, b"").unwrap();
+        let target = dir.path().join("e.dwe");
+        super::write_atomically(&target, b"x", super::Durability::Fsync).unwrap();
+        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+        // The same permissions as a file made by `fs::write` under the same umask.
+        assert_eq!(mode(&target), mode(&plain));
+        assert_eq!(std::fs::read(&target).unwrap(), b"x");
+    }
 }

@@ -84,7 +84,7 @@ impl fmt::Debug for DynamicPrefix {
 fn n5_mismatch(expected: Option<&[u8]>, skipped: &[u8]) -> Option<Error> {
     let want = crate::n5::N5BlockHeader::parse(expected?).ok()?;
     let got = crate::n5::N5BlockHeader::parse(skipped).ok()?;
-    let n5 = crate::n5::N5Mode::Default;
+    let n5 = crate::types::N5Mode::Default;
     (want.mode == n5
         && got.mode == n5
         && want.len() == skipped.len()

@@ -154,7 +154,7 @@ pub enum Error {
     #[error("byte range {range} is outside the {len}-byte payload")]
     RangeOutOfBounds {
         /// The requested range (in decoded coordinates).
-        range: crate::ByteRange,
+        range: crate::types::ByteRange,
         /// Payload length.
         len: u64,
     },
@@ -240,7 +240,7 @@ pub enum Error {
     )]
     N5NumElements {
         /// The header's mode.
-        mode: crate::n5::N5Mode,
+        mode: crate::types::N5Mode,
     },
     /// A data type N5 does not define.
     #[error("n5 has no data type `{name}`")]

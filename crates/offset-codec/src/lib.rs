@@ -8,6 +8,7 @@ mod limits;
 mod n5;
 mod range;
 mod tiff;
+mod types;
 #[cfg(feature = "zarrs")]
 mod zarrs_plugin;
 
@@ -20,10 +21,11 @@ pub use crate::{
     config::{CodecConfiguration, Location, OffsetConfiguration, PadConfiguration},
     error::{BoxError, Error, Result},
     limits::Limits,
-    n5::{N5BlockHeader, N5Mode, N5ZarrJson, check_padded_block, n5_default_header, n5_header_len},
-    range::{ByteRange, RangePlan},
+    n5::{N5BlockHeader, N5ZarrJson, check_padded_block, n5_default_header, n5_header_len},
+    range::RangePlan,
     tiff::{
         TiffCompression, TiffSampleType, tiff_dynamic_prefix, tiff_offset_configuration,
         tiff_prefix, tiff_prefix_len,
     },
+    types::{ByteRange, N5Mode},
 };

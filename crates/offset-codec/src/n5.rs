@@ -20,17 +20,7 @@ use serde_json::{Value, json};
 
 use crate::config::OffsetConfiguration;
 use crate::error::{Error, Result};
-
-/// N5 block mode. Serialised as `"default"` / `"varlength"`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-#[non_exhaustive]
-pub enum N5Mode {
-    /// 0: header holds mode, ndim, dims.
-    Default,
-    /// 1: a u32 number of elements follows the dims.
-    Varlength,
-}
+use crate::types::N5Mode;
 
 /// A parsed N5 block header.
 ///

@@ -9,46 +9,16 @@
 //!
 //! All arithmetic is checked.
 
-use core::fmt;
 use core::ops::Range;
 
 use crate::codec::OffsetCodec;
 use crate::config::Location;
 use crate::error::{Error, Result};
+use crate::types::ByteRange;
 
 /// A deferred overflow error naming `what` overflowed.
 const fn overflow(what: &'static str) -> impl Fn() -> Error {
     move || Error::Overflow { what }
-}
-
-/// A byte range, as a Zarr store understands it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum ByteRange {
-    /// `length` bytes (or everything) from `offset`.
-    FromStart {
-        /// First byte.
-        offset: u64,
-        /// Number of bytes, `None` = to the end.
-        length: Option<u64>,
-    },
-    /// The last `n` bytes (fewer if the value is shorter).
-    Suffix(u64),
-}
-
-impl fmt::Display for ByteRange {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::FromStart {
-                offset,
-                length: Some(l),
-            } => write!(f, "{offset}..{offset}+{l}"),
-            Self::FromStart {
-                offset,
-                length: None,
-            } => write!(f, "{offset}.."),
-            Self::Suffix(n) => write!(f, "last {n}"),
-        }
-    }
 }
 
 /// A store request for a payload range plus how to trim the bytes the store returns.

@@ -28,7 +28,7 @@ use crate::codec::{DynamicPrefix, OffsetCodec};
 use crate::config::{CodecConfiguration, OffsetConfiguration, PadConfiguration};
 use crate::error::Error;
 use crate::limits::Limits;
-use crate::range::ByteRange;
+use crate::types::ByteRange;
 
 /// Options for codecs created by a runtime registration ([`register`]).
 #[derive(Debug, Clone, Default)]

@@ -273,7 +273,7 @@ fn box_input(input: &Path, total: u64, describe_box: impl Fn() -> String) -> Cli
         (file, len)
     };
     if len != total {
-        let holds = if (is_std(input) || crate::remote::is_url(input)) && len > total {
+        let holds = if (is_std(input) || crate::names::is_url(input)) && len > total {
             format!("holds more than {total} bytes")
         } else {
             format!("holds {len} bytes")

@@ -360,7 +360,7 @@ fn compress(a: &CompressArgs) -> CliResult {
     if a.block_type == BlockArg::Raw {
         return Err(Fail::usage("--block-type must be lz4 or lz4hc"));
     }
-    if remote::is_url(&a.src) || remote::is_url(&a.dst) {
+    if crate::names::is_url(&a.src) || crate::names::is_url(&a.dst) {
         return compress_remote(a);
     }
     let total = open(&a.src)?.num_files(&a.src)?;
@@ -387,7 +387,7 @@ fn compress(a: &CompressArgs) -> CliResult {
 fn compress_remote(a: &CompressArgs) -> CliResult {
     let src_url = url_of(&a.src)?;
     let dst_url = url_of(&a.dst)?;
-    if !remote::is_url(&a.dst) {
+    if !crate::names::is_url(&a.dst) {
         std::fs::create_dir_all(&a.dst).at(&a.dst)?;
     }
     let src =
@@ -450,7 +450,7 @@ fn verify(a: &DatasetArgs) -> CliResult {
     } else {
         Err(Fail::problems(format!(
             "{}: {n_problems} of {files} data files have problems",
-            remote::display_name(dataset),
+            crate::names::display_name(dataset),
         )))
     }
 }

@@ -41,8 +41,12 @@ use plan::{Fetched, beyond, schedule};
 pub struct RemoteOptions {
     /// The dataset options ([`Options::durability`] does not apply to object stores).
     pub dataset: Options,
-    /// Most requests in flight at once per operation (default 8).
+    /// Most requests in flight at once per read (default 32, as tensorstore's S3 driver): a
+    /// read needing more requests than this costs another round trip.
     pub concurrency: usize,
+    /// Most data files a write, `compress` or `verify` works on at once (default 8): each holds
+    /// a whole file in memory and on the local scratch space.
+    pub file_concurrency: usize,
     /// Block byte ranges at most this far apart are always fetched by one request, the bytes
     /// in between discarded (default 8 KiB). Beyond that, when a read needs more requests than
     /// [`RemoteOptions::concurrency`] (which would cost another round trip), the closest
@@ -73,7 +77,8 @@ impl Default for RemoteOptions {
     fn default() -> Self {
         Self {
             dataset: Options::default(),
-            concurrency: 8,
+            concurrency: 32,
+            file_concurrency: 8,
             coalesce_gap: 8 << 10,
             max_request_bytes: 8 << 20,
             retries: 10,
@@ -95,6 +100,12 @@ impl RemoteOptions {
     #[must_use]
     pub fn concurrency(mut self, requests: usize) -> Self {
         self.concurrency = requests.max(1);
+        self
+    }
+    /// Sets [`RemoteOptions::file_concurrency`] (at least 1).
+    #[must_use]
+    pub fn file_concurrency(mut self, files: usize) -> Self {
+        self.file_concurrency = files.max(1);
         self
     }
     /// Sets [`RemoteOptions::coalesce_gap`].
@@ -145,8 +156,10 @@ impl RemoteOptions {
 ///
 /// 1. the file's header and jump table: one range request for the first
 ///    `16 + 8 · blocks_per_file` bytes (the jump table's size follows from `header.wkw`, so it
-///    is fetched speculatively with the header); raw files need only the 16 header bytes. The
-///    parsed result is cached per file index together with the object's ETag
+///    is fetched speculatively with the header); raw files need only the 16 header bytes. A
+///    file the box covers whole (and whose largest possible size fits one request,
+///    [`RemoteOptions::max_request_bytes`]) is fetched whole by this one request, so it needs no
+///    step 2. The parsed result is cached per file index together with the object's ETag
 ///    ([`Options::cache_capacity`] entries);
 /// 2. the byte ranges of the blocks the box touches, merged when they are at most
 ///    [`RemoteOptions::coalesce_gap`] apart, split at [`RemoteOptions::max_request_bytes`], all
@@ -154,7 +167,8 @@ impl RemoteOptions {
 ///    `If-Match` on the ETag the header came from.
 ///
 /// The files' step 1 requests run concurrently, then all step 2 requests: a read costs two
-/// round trips on its critical path after open (one when the file metadata is cached). Blocks
+/// round trips on its critical path after open (one when the file metadata is cached, or when
+/// the box covers the files whole). Blocks
 /// are decoded and assembled by the same code as local reads (in parallel on rayon, inside
 /// `spawn_blocking` when called on a tokio runtime).
 ///
@@ -514,7 +528,11 @@ impl RemoteDataset {
         let (lo, hi) = bx.cube_range(fs);
         let conc = self.inner.options.concurrency.max(1);
         let heads: Vec<([u32; 3], Head)> = futures::stream::iter(files_in(lo, hi))
-            .map(|idx| async move { self.head(idx, true).await.map(|h| (idx, h)) })
+            .map(|idx| async move {
+                let fbox = VBox::cube(idx, fs);
+                let whole = bx.covers(&fbox);
+                self.head(idx, true, whole).await.map(|h| (idx, h))
+            })
             .buffer_unordered(conc)
             .try_collect()
             .await?;
@@ -575,7 +593,7 @@ impl RemoteDataset {
         // Replaced during this read: metadata and blocks once more, from the new version.
         for idx in changed {
             self.inner.cache.invalidate(idx);
-            let r = match self.head(idx, false).await? {
+            let r = match self.head(idx, false, false).await? {
                 Head::Zeros => Resolved::Zeros,
                 Head::Present {
                     meta,
@@ -649,8 +667,10 @@ impl RemoteDataset {
         Ok(ranges)
     }
 
-    /// The metadata of file `idx`: cached (if `cached` and present), else fetched.
-    async fn head(&self, idx: [u32; 3], cached: bool) -> Result<Head> {
+    /// The metadata of file `idx`: cached (if `cached` and present), else fetched; with `whole`
+    /// (the read needs every block of the file) the request asks for the whole file, so that
+    /// its blocks come with its header and jump table in one round trip.
+    async fn head(&self, idx: [u32; 3], cached: bool, whole: bool) -> Result<Head> {
         let inner = &self.inner;
         if cached && let Some((etag, meta)) = inner.cache.latest(idx) {
             let fetched = Fetched::new(meta.len, Vec::new());
@@ -667,13 +687,26 @@ impl RemoteDataset {
             source,
         };
         let h = self.header();
+        // A table beyond the limit is refused by the parser; fetch no more than that.
+        let n = h
+            .blocks_per_file()
+            .min(inner.options.dataset.limits.max_blocks_per_file);
         let mut want = 16u64;
         if h.block_type().is_compressed() {
-            // A table beyond the limit is refused by the parser; fetch no more than that.
-            let n = h
-                .blocks_per_file()
-                .min(inner.options.dataset.limits.max_blocks_per_file);
             want = want.saturating_add(n.saturating_mul(8));
+        }
+        if whole {
+            // Every block at its largest: raw, or LZ4's bound for incompressible input (the
+            // store answers with the object's real length when it is shorter). Blocks beyond
+            // this bound in a malformed file are fetched by the second step as usual. Files
+            // larger than one request are fetched in two steps, their blocks in concurrent
+            // pieces.
+            let b = h.block_bytes();
+            let block_max = b.saturating_add(b / 255).saturating_add(16);
+            let all = want.saturating_add(n.saturating_mul(8 + block_max));
+            if all <= inner.options.max_request_bytes {
+                want = all;
+            }
         }
         let opts = GetOptions {
             range: Some(GetRange::Bounded(0..want)),
@@ -719,7 +752,9 @@ impl RemoteDataset {
             if need > have {
                 match self.fetch_range(idx, (have, need), etag.clone()).await {
                     Ok((s, b)) => fetched.add(s, b),
-                    Err(BlockFailure::Changed) => return Box::pin(self.head(idx, false)).await,
+                    Err(BlockFailure::Changed) => {
+                        return Box::pin(self.head(idx, false, false)).await;
+                    }
                     Err(BlockFailure::Err(e)) => return Err(e),
                 }
             }
@@ -843,7 +878,7 @@ impl RemoteDataset {
         let bx = &bx;
         futures::stream::iter(files_in(lo, hi))
             .map(|idx| async move { self.write_file(scratch, idx, bx, data).await })
-            .buffer_unordered(inner.options.concurrency.max(1))
+            .buffer_unordered(inner.options.file_concurrency.max(1))
             .try_collect::<Vec<()>>()
             .await?;
         Ok(())
@@ -1053,7 +1088,7 @@ impl RemoteDataset {
                 });
                 Ok::<(), Error>(())
             })
-            .buffer_unordered(self.inner.options.concurrency.max(1))
+            .buffer_unordered(self.inner.options.file_concurrency.max(1))
             .try_collect::<Vec<()>>()
             .await?;
         Ok(())
@@ -1102,7 +1137,7 @@ impl RemoteDataset {
                     problem,
                 }
             })
-            .buffered(self.inner.options.concurrency.max(1))
+            .buffered(self.inner.options.file_concurrency.max(1))
             .collect()
             .await;
         Ok(VerifyReport { files })
