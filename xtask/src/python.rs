@@ -47,15 +47,24 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             .env("PATH", &path)
             .current_dir(&root),
     )?;
-    exec(
-        Command::new(&python)
-            .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
-            .arg(root.join("crates").join("python").join("tests"))
-            .args(args)
-            .env("VIRTUAL_ENV", &venv)
-            .env("PATH", &path)
-            .current_dir(&root),
-    )
+    let mut pytest = Command::new(&python);
+    pytest
+        .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(root.join("crates").join("python").join("tests"))
+        .args(args)
+        .env("VIRTUAL_ENV", &venv)
+        .env("PATH", &path)
+        .current_dir(&root);
+    eprintln!("$ {pytest:?}");
+    let status = pytest
+        .status()
+        .map_err(|e| format!("cannot start pytest: {e}"))?;
+    match status.code() {
+        Some(0) => Ok(()),
+        // A run that tests nothing must not pass for a green one.
+        Some(5) => Err("pytest collected no tests (exit 5): check the selection arguments".into()),
+        _ => Err(format!("pytest failed with {status}")),
+    }
 }
 
 /// Installs [`REQUIREMENTS`] unless the stamp file in the venv lists exactly them.

@@ -1,4 +1,4 @@
-//! `cargo xtask remote-bench [--reps N] [--latency-ms MS]`: remote reads (issue 16) against
+//! `cargo xtask remote-bench [--reps N] [--latency-ms MS]`: remote reads against
 //! their peers on one S3 server with injected latency, as one Markdown table.
 //!
 //! 1. Builds (release) the `s3-testserver` binary and the `remote_bench` example of

@@ -20,7 +20,7 @@ use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyTypeError, PyValueError
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 
-use crate::common::detached;
+use crate::common::{detached, guarded};
 
 pyo3::create_exception!(
     b2nd,
@@ -168,7 +168,7 @@ fn from_py(obj: &Bound<'_, PyAny>, depth: usize) -> PyResult<Value> {
 
 /// Encodes a Python value as msgpack bytes.
 fn pack(obj: &Bound<'_, PyAny>) -> PyResult<Vec<u8>> {
-    let v = from_py(obj, 0)?;
+    let v = guarded(|| from_py(obj, 0)).map_err(err)??;
     let mut out = Vec::new();
     rmpv::encode::write_value(&mut out, &v).map_err(|e| err(format!("msgpack encoding: {e}")))?;
     Ok(out)
@@ -323,12 +323,10 @@ impl File {
                 self.path
             )));
         }
-        let v = self
-            .array
-            .frame()
-            .metalayer_value(name)
+        let v = guarded(|| self.array.frame().metalayer_value(name))
+            .map_err(err)?
             .map_err(|e| frame_err(&self.path, &e))?;
-        to_py(py, &v, 0)
+        guarded(|| to_py(py, &v, 0)).map_err(err)?
     }
 
     /// The decompressed bytes of vlmetalayer `name`.
@@ -344,7 +342,7 @@ impl File {
         let v = detached(py, || self.array.frame().vlmetalayer_value(name))
             .map_err(err)?
             .map_err(|e| self.lookup_err(name, &e))?;
-        to_py(py, &v, 0)
+        guarded(|| to_py(py, &v, 0)).map_err(err)?
     }
 
     /// The hyper-slab `start..stop` as a 1-D `uint8` array of C-order items (stored byte

@@ -13,7 +13,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
 
-use crate::common::detached;
+use crate::common::{detached, guarded};
 
 pyo3::create_exception!(
     blosc,
@@ -265,7 +265,9 @@ fn dparams(nthreads: i64, max_nbytes: i64) -> PyResult<DParams> {
 #[pyfunction]
 fn info<'py>(py: Python<'py>, chunk: PyReadonlyArray1<'py, u8>) -> PyResult<Bound<'py, PyDict>> {
     let src = bytes_of(&chunk, "chunk")?;
-    let h = ChunkHeader::parse(src).map_err(|e| err(e.to_string()))?;
+    let h = guarded(|| ChunkHeader::parse(src))
+        .map_err(err)?
+        .map_err(|e| err(e.to_string()))?;
     let d = PyDict::new(py);
     d.set_item("version", h.version())?;
     d.set_item("versionlz", h.versionlz())?;

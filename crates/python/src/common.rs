@@ -52,6 +52,35 @@ pub(crate) fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) ->
     })
 }
 
+/// Runs `f`, which needs the GIL (it builds Python values or reads them), with any panic
+/// caught like [`detached`]: `Err(message)` for the caller's module exception.
+pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+    catch_unwind(AssertUnwindSafe(f)).map_err(|p| {
+        format!(
+            "internal error (a bug in scifmt, please report it): panic: {}",
+            panic_message(p.as_ref())
+        )
+    })
+}
+
+/// Panics on purpose, with the GIL released (`detach`) or held, through [`detached`] or
+/// [`guarded`]: the test suite checks that the panic arrives as an ordinary `Exception`
+/// (`scifmt._scifmt._panic_for_tests`), never as pyo3's `PanicException`.
+///
+/// # Errors
+/// Always: a `RuntimeError` with the panic's message.
+#[pyfunction]
+#[allow(clippy::panic, reason = "the panic is what this test hook is for")]
+pub(crate) fn _panic_for_tests(py: Python<'_>, detach: bool) -> PyResult<()> {
+    let boom = || -> () { panic!("deliberate panic for the test suite") };
+    let r = if detach {
+        detached(py, boom)
+    } else {
+        guarded(boom)
+    };
+    r.map_err(pyo3::exceptions::PyRuntimeError::new_err)
+}
+
 /// Where the parallel work of a call runs, chosen by a `threads` argument.
 ///
 /// Never rayon's global pool: a process forked after that pool started (Python's

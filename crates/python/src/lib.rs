@@ -20,5 +20,6 @@ fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     blosc::register(m)?;
     b2nd::register(m)?;
     dwe::register(m)?;
+    m.add_function(wrap_pyfunction!(common::_panic_for_tests, m)?)?;
     Ok(())
 }

@@ -1,4 +1,4 @@
-//! Remote-read benchmark (issue 16): scifmt's remote readers against "download the whole files,
+//! Remote-read benchmark: scifmt's remote readers against "download the whole files,
 //! then read locally", on the `s3-testserver` binary with injected latency. Driven by
 //! `cargo xtask remote-bench` (which also runs the tensorstore peer and prints the table); not
 //! a test and not part of CI.

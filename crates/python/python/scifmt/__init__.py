@@ -1,6 +1,8 @@
 """Scientific formats from Rust (see the package README).
 
-Submodules: ``scifmt.wkw`` (a drop-in for the ``wkw`` package) and ``scifmt.wkw.dask``.
+Submodules: ``scifmt.wkw`` (a drop-in for the ``wkw`` package), ``scifmt.wkw.dask`` (Dask
+helpers), ``scifmt.blosc`` (Blosc chunks), ``scifmt.b2nd`` (b2nd arrays) and ``scifmt.dwe``
+(``.dwe`` embeddings).
 """
 
 from scifmt._scifmt import __version__
