@@ -350,7 +350,7 @@ fn summarize(lines: &[String]) -> Result<String, String> {
         s.dedup();
         s
     };
-    let order = ["scifmt", "scifmt-c64", "download", "tensorstore"];
+    let order = ["scifmt", "scifmt-c16", "download", "tensorstore"];
     for scenario in &scenarios {
         let times = |peer: &str| {
             rows.get(&(scenario.clone(), peer.to_owned())).map(|r| {

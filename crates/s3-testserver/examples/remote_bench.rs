@@ -22,8 +22,8 @@
 //! - `wkw-256-unaligned`: 256³ at (100, 60, 200): parts of 27 files;
 //! - `b2nd-8-chunks`: region [100:180, 100:180, 60:200]: 8 chunks.
 //!
-//! Peers: `scifmt` (the remote readers with default options: 32 requests in flight, like
-//! tensorstore's S3 driver), `scifmt-c64` (wkw only: `RemoteOptions::concurrency(64)`), `download`
+//! Peers: `scifmt` (the remote readers with default options: 64 requests in flight),
+//! `scifmt-c16` (wkw only: `RemoteOptions::concurrency(16)`), `download`
 //! (whole objects fetched with 8 requests in flight, written to a temporary directory, read
 //! with the local reader).
 //!
@@ -595,14 +595,14 @@ async fn run_async(dir: PathBuf, reps: usize, only: &str) -> Res<()> {
     for rep in 0..=reps {
         for (i, (name, offset, shape)) in WKW_BOXES.iter().enumerate() {
             let (want, needed, hash) = &wkw_expected[i];
-            let mut peers = ["scifmt", "scifmt-c64", "download"];
+            let mut peers = ["scifmt", "scifmt-c16", "download"];
             peers.rotate_left(rep % 3);
             for peer in peers.into_iter().filter(|p| selected(only, name, p)) {
                 let s = if peer.starts_with("scifmt") {
                     let options = if peer == "scifmt" {
                         wkw::RemoteOptions::default()
                     } else {
-                        wkw::RemoteOptions::default().concurrency(64)
+                        wkw::RemoteOptions::default().concurrency(16)
                     };
                     measure(
                         || async {

@@ -41,8 +41,9 @@ use plan::{Fetched, beyond, schedule};
 pub struct RemoteOptions {
     /// The dataset options ([`Options::durability`] does not apply to object stores).
     pub dataset: Options,
-    /// Most requests in flight at once per read (default 32, as tensorstore's S3 driver): a
-    /// read needing more requests than this costs another round trip.
+    /// Most requests in flight at once per read (default 64): a read needing more requests
+    /// than this costs another round trip. A 256³ box over parts of 27 files of 128³ voxels
+    /// needs about 110 block requests: 2 round trips at 64.
     pub concurrency: usize,
     /// Most data files a write, `compress` or `verify` works on at once (default 8): each holds
     /// a whole file in memory and on the local scratch space.
@@ -77,7 +78,7 @@ impl Default for RemoteOptions {
     fn default() -> Self {
         Self {
             dataset: Options::default(),
-            concurrency: 32,
+            concurrency: 64,
             file_concurrency: 8,
             coalesce_gap: 8 << 10,
             max_request_bytes: 8 << 20,
