@@ -771,3 +771,43 @@ fn empty_and_corrupt_objects_follow_the_local_policy() {
         }
     }
 }
+
+#[test]
+fn ndarray_writes_of_any_strides_and_typed_reads_match_local() {
+    use wkw::ndarray::{Array4, s};
+    let server = server();
+    let tmp = tempfile::tempdir().unwrap();
+    for bt in [BlockType::Raw, BlockType::Lz4] {
+        let h = Header::new(VoxelType::U16, 2, 8, 2, bt).unwrap();
+        let name = format!("nd-{}", bt.to_u8());
+        let local = Dataset::create(tmp.path().join(&name), h).unwrap();
+        let remote = create(&server, &name, h, RemoteOptions::default());
+        let big = Array4::from_shape_fn((2, 40, 30, 20), |(c, x, y, z)| {
+            (c * 7919 + x * 131 + y * 17 + z) as u16
+        });
+        // C-contiguous, Fortran-contiguous (transposed view), stepped and reversed views.
+        let c_order = big.slice(s![.., 0..9, 0..8, 0..7]).to_owned();
+        let f_order = big.slice(s![.., 0..9, 0..8, 0..7]).t().to_owned();
+        let f_view = f_order.t();
+        let stepped = big.slice(s![.., ..;3, 1..;2, ..;-2]);
+        for (offset, view) in [
+            ([1, 2, 3], c_order.view()),
+            ([10, 0, 5], f_view),
+            ([3, 14, 0], stepped),
+        ] {
+            local.write_ndarray(offset, view).unwrap();
+            remote.write_ndarray(offset, view).unwrap();
+        }
+        for order in [Order::Fortran, Order::C] {
+            let want: Array4<u16> = local.read_ndarray([0, 0, 0], [24, 30, 16], order).unwrap();
+            let got: Array4<u16> = remote.read_ndarray([0, 0, 0], [24, 30, 16], order).unwrap();
+            assert_eq!(got, want, "{bt:?} {order:?}");
+            assert_eq!(got.is_standard_layout(), order == Order::C);
+        }
+        // The voxel type is checked before any request.
+        assert!(matches!(
+            remote.read_ndarray::<u8>([0, 0, 0], [1, 1, 1], Order::C),
+            Err(Error::ArrayMismatch(_))
+        ));
+    }
+}
