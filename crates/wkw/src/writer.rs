@@ -26,6 +26,7 @@ use crate::header::Header;
 use crate::lock::lock;
 use crate::lz4;
 use crate::options::{Durability, MissingOrCorrupt};
+use crate::par::Workers;
 use crate::storage::FsFile;
 
 /// Raw blocks held in memory at once while rebuilding a compressed file (upper bound in bytes).
@@ -52,14 +53,31 @@ impl Dataset {
         }
         let (flo, fhi) = bx.cube_range(self.header.file_len_vx_log2());
         let files: Vec<[u32; 3]> = files_in(flo, fhi).collect();
+        // While it holds a file's lock, a writer never waits for rayon work (see `Workers`):
+        // one file's blocks are spread over threads of this call, several files over the pool,
+        // each file's blocks on the thread that locked it.
+        if let [idx] = files[..] {
+            let r = self.write_file(idx, &bx, data, Workers::locked(self.options.threads));
+            self.cache.invalidate(idx);
+            return r;
+        }
         crate::par::try_for_each(self.options.threads, files, |idx| {
-            let r = self.write_file(idx, &bx, data);
+            let r = self.write_file(idx, &bx, data, Workers::Caller);
             self.cache.invalidate(idx);
             r
         })
     }
 
-    pub(crate) fn write_file(&self, idx: [u32; 3], bx: &VBox, src: &ArrayView<'_>) -> Result<()> {
+    /// Writes the part of `src` (the box `bx`) inside data file `idx`, holding the file's lock;
+    /// the blocks are processed by `workers`, which must not be [`Workers::Rayon`] where other
+    /// writers of the dataset may run in the same pool.
+    pub(crate) fn write_file(
+        &self,
+        idx: [u32; 3],
+        bx: &VBox,
+        src: &ArrayView<'_>,
+        workers: Workers,
+    ) -> Result<()> {
         let path = self.file_path(idx);
         let dir = path
             .parent()
@@ -74,6 +92,7 @@ impl Dataset {
             .map_or_else(|| self.header.for_data_file(), |(_, m)| m.header);
         let job = FileJob {
             ds: self,
+            workers,
             path: &path,
             fbox,
             region,
@@ -120,6 +139,8 @@ std::thread_local! {
 
 struct FileJob<'a> {
     ds: &'a Dataset,
+    /// Where the file's blocks are processed (under its lock).
+    workers: Workers,
     path: &'a Path,
     fbox: VBox,
     /// The part of the write box inside this file.
@@ -274,7 +295,7 @@ impl FileJob<'_> {
         if self.src.layout.order == Order::C {
             // Transposing: one task per column of blocks, its source staged once.
             let cols = columns(blocks);
-            return crate::par::try_for_each(self.ds.options.threads, cols, |col| {
+            return crate::par::try_for_each(self.workers, cols, |col| {
                 COLUMN.with_borrow_mut(|(stage, block)| {
                     if block.len() != block_len {
                         *block = vec![0u8; block_len];
@@ -303,23 +324,18 @@ impl FileJob<'_> {
                 Ok(())
             });
         }
-        crate::par::try_for_each_with_buf(
-            self.ds.options.threads,
-            blocks,
-            block_len,
-            |(k, bc), block| {
-                let bbox = self.block_box(bc);
-                let start = k
-                    .checked_mul(meta.block_bytes())
-                    .and_then(|v| v.checked_add(meta.data_offset()))
-                    .ok_or_else(|| Error::internal("block offset overflows"))?;
-                if !self.region.covers(&bbox) {
-                    read_exact_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
-                }
-                self.fill_block(block, &bbox)?;
-                write_all_at(file, block, start).map_err(|e| Error::io(self.path, e))
-            },
-        )?;
+        crate::par::try_for_each_with_buf(self.workers, blocks, block_len, |(k, bc), block| {
+            let bbox = self.block_box(bc);
+            let start = k
+                .checked_mul(meta.block_bytes())
+                .and_then(|v| v.checked_add(meta.data_offset()))
+                .ok_or_else(|| Error::internal("block offset overflows"))?;
+            if !self.region.covers(&bbox) {
+                read_exact_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
+            }
+            self.fill_block(block, &bbox)?;
+            write_all_at(file, block, start).map_err(|e| Error::io(self.path, e))
+        })?;
         if durability == Durability::Fsync {
             file.sync_data().map_err(|e| Error::io(self.path, e))?;
         }
@@ -363,7 +379,7 @@ impl FileJob<'_> {
                         })
                         .collect::<Result<Vec<_>>>()?,
                 );
-                let per_col = crate::par::try_map(self.ds.options.threads, cols, |col| {
+                let per_col = crate::par::try_map(self.workers, cols, |col| {
                     COLUMN.with_borrow_mut(|(stage, _)| {
                         let staged = self.stage_column(&col, stage)?;
                         col.iter()
@@ -386,7 +402,7 @@ impl FileJob<'_> {
                 all.sort_unstable_by_key(|e| e.0);
                 all.into_iter().map(|e| e.1).collect()
             } else {
-                crate::par::try_map(self.ds.options.threads, ks, |k| {
+                crate::par::try_map(self.workers, ks, |k| {
                     self.encode_block(
                         k,
                         existing.as_ref(),

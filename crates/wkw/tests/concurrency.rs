@@ -316,3 +316,51 @@ fn writers_in_separate_processes_are_serialised() {
         );
     }
 }
+
+/// Writers sharing one small rayon pool (each write inside `pool.install`, as the Python
+/// bindings run them, and others from plain threads through the global pool), all writing
+/// overlapping boxes of the same two compressed files, must all finish. A writer holding a
+/// file's lock used to wait for rayon work: a pool thread waiting in a join ran another
+/// queued write, which blocked on the same lock further up that thread's own stack, and the
+/// whole pool hung.
+#[cfg(feature = "parallel")]
+#[test]
+fn writers_sharing_a_pool_never_deadlock_on_file_locks() {
+    let dir = tempfile::tempdir().unwrap();
+    let ds = dataset(dir.path(), BlockType::Lz4);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(2)
+        .build()
+        .unwrap();
+    let (done, finished) = std::sync::mpsc::channel();
+    let root = dir.path().to_path_buf();
+    // The writers run on their own threads so that a hang fails the test instead of CI.
+    std::thread::spawn(move || {
+        let ds = &ds;
+        let pool = &pool;
+        std::thread::scope(|s| {
+            for t in 0..THREADS {
+                s.spawn(move || {
+                    let mut rng = Lcg(t as u64 + 100);
+                    for i in 0..25u64 {
+                        // Boxes inside file x0 (one file) or across files x0 and x1 (two).
+                        let x = (rng.next_u64() % 40) as u32;
+                        let shape = [12 + (rng.next_u64() % 12) as u32, 20, 20];
+                        let a = pattern(shape, i + 1000 * t as u64);
+                        if t % 2 == 0 {
+                            pool.install(|| ds.write([x, 3, 5], &a.view())).unwrap();
+                        } else {
+                            ds.write([x, 3, 5], &a.view()).unwrap();
+                        }
+                    }
+                });
+            }
+        });
+        done.send(()).unwrap();
+    });
+    finished
+        .recv_timeout(Duration::from_secs(300))
+        .expect("writers sharing a pool deadlocked");
+    let report = wkw::verify(&root, wkw::Options::default(), &|_| {}).unwrap();
+    assert!(report.is_ok(), "{report:?}");
+}

@@ -31,6 +31,7 @@ use crate::file::{FileMeta, OpenFailure};
 use crate::geometry::{VBox, blocks_in, files_in};
 use crate::header::{BlockType, Header};
 use crate::options::{Durability, MissingOrCorrupt, Options};
+use crate::par::Workers;
 use crate::tree::{file_key, parse_index};
 use plan::{Fetched, beyond, schedule};
 
@@ -899,7 +900,8 @@ impl RemoteDataset {
         let mut attempt = 0u32;
         loop {
             let version = self.download(idx, &local_path).await?;
-            let result = scratch.ds.write_file(idx, bx, data);
+            let workers = Workers::locked(scratch.ds.options().threads);
+            let result = scratch.ds.write_file(idx, bx, data, workers);
             // The local copy is temporary: the rebuilt file goes to the store or nowhere.
             let result = result.map_err(|e| relabel(e, &local_path, &url));
             result?;
