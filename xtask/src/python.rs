@@ -18,10 +18,16 @@ const REQUIREMENTS: &[&str] = &[
     "maturin==1.16.0",
     "numpy==2.4.6",
     "pytest==9.2.0",
+    // A hung test fails after `PYTEST_TIMEOUT` with every thread's stack, instead of holding
+    // CI until its hard limit.
+    "pytest-timeout==2.4.0",
     "dask[distributed]==2026.8.0",
     "wkw==1.1.24",
     "blosc2==4.14.1",
 ];
+
+/// Seconds one test may take (the slowest, the Dask cluster tests, take about 20).
+const PYTEST_TIMEOUT: u32 = 600;
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let root = project_root();
@@ -50,6 +56,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut pytest = Command::new(&python);
     pytest
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
+        .arg(format!("--timeout={PYTEST_TIMEOUT}"))
         .arg(root.join("crates").join("python").join("tests"))
         .args(args)
         .env("VIRTUAL_ENV", &venv)
