@@ -257,17 +257,7 @@ fn chunks_dwe_and_offset_match_local() {
 #[test]
 fn zarr_stores_match_local() {
     let s = server();
-    for rel in [
-        "offset/zarr/tiff_u16_le.zarr",
-        "offset/zarr/gzip_custom_header.zarr",
-        "offset/zarr/zstd_zero_prefix.zarr",
-        "offset/zarr/offset0_empty_prefix.zarr",
-        "offset/zarr/n5_via_offset_zstd.n5",
-        "offset/zarr/pad_start_gzip.zarr",
-        "offset/zarr/pad_end_zero.zarr",
-        "offset/n5/tensorstore_zstd.n5/data",
-        "offset/n5/zarr2_gzip.n5/data",
-    ] {
+    for &rel in testkit::ZARR_STORES {
         let all = same(&s, rel, &["zarr", "read", "{}", "-"]);
         assert!(!all.is_empty(), "{rel}");
         same(&s, rel, &["zarr", "read", "{}", "-", "--region", "1:7,2:5"]);

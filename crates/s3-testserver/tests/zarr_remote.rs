@@ -14,19 +14,6 @@ use zarrs::array::{Array, ArrayBytes, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
 use zarrs_object_store::AsyncObjectStore;
 
-/// The zarr fixtures (Zarr v3 metadata at their root), relative to `testdata/`.
-const STORES: &[&str] = &[
-    "offset/zarr/tiff_u16_le.zarr",
-    "offset/zarr/gzip_custom_header.zarr",
-    "offset/zarr/zstd_zero_prefix.zarr",
-    "offset/zarr/offset0_empty_prefix.zarr",
-    "offset/zarr/n5_via_offset_zstd.n5",
-    "offset/zarr/pad_start_gzip.zarr",
-    "offset/zarr/pad_end_zero.zarr",
-    "offset/n5/tensorstore_zstd.n5/data",
-    "offset/n5/zarr2_gzip.n5/data",
-];
-
 fn testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
 }
@@ -55,7 +42,7 @@ fn every_zarr_fixture_reads_remotely_like_locally() {
     let _registration = offset_codec::register(offset_codec::ZarrsOptions::default());
     let server = TestServer::start().unwrap();
     let runtime = tokio::runtime::Runtime::new().unwrap();
-    for rel in STORES {
+    for rel in testkit::ZARR_STORES {
         let dir = testdata().join(rel);
         let (want_all, want_part, region) = local_reads(&dir);
         assert!(!want_all.is_empty(), "{rel}");

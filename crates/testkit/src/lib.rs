@@ -4,13 +4,28 @@
 //! * [`CountingAlloc`] and [`peak_during`]: measure the peak heap growth of a call, so limits
 //!   tests can show that a hostile input is refused before any large allocation;
 //! * [`regression_files`]: the kept fuzz findings of one crate and fuzz target;
-//! * [`Lcg`]: a small deterministic pseudo-random sequence for schedules and kill delays.
+//! * [`Lcg`]: a small deterministic pseudo-random sequence for schedules and kill delays;
+//! * [`ZARR_STORES`]: the Zarr fixtures read through the `offset` / `pad` codecs.
 
 mod alloc;
 
 pub use alloc::{CountingAlloc, lock_serial, peak_during};
 
 use std::path::PathBuf;
+
+/// The Zarr v3 stores among the fixtures (relative to `testdata/`) that zarrs reads with the
+/// `offset` / `pad` codecs: Zarr arrays, and padded N5 datasets through their `zarr.json`.
+pub const ZARR_STORES: &[&str] = &[
+    "offset/zarr/tiff_u16_le.zarr",
+    "offset/zarr/gzip_custom_header.zarr",
+    "offset/zarr/zstd_zero_prefix.zarr",
+    "offset/zarr/offset0_empty_prefix.zarr",
+    "offset/zarr/n5_via_offset_zstd.n5",
+    "offset/zarr/pad_start_gzip.zarr",
+    "offset/zarr/pad_end_zero.zarr",
+    "offset/n5/tensorstore_zstd.n5/data",
+    "offset/n5/zarr2_gzip.n5/data",
+];
 
 /// The files of `testdata/regressions/<krate>/<target>/` (not `*.md`), sorted by path, with
 /// their bytes; empty if the folder does not exist.

@@ -8,7 +8,7 @@
 //! renamed over the old file. Writers of the same file are serialised by an advisory lock on
 //! its lock file in `.wkw-locks/` (module `lock`).
 
-use std::fs::{self, OpenOptions};
+use std::fs::{self, File, OpenOptions};
 use std::io;
 use std::path::Path;
 use std::sync::Arc;
@@ -244,6 +244,28 @@ impl FileJob<'_> {
         })
     }
 
+    /// Rewrites raw block `k` (voxels `bbox`) of `file` in place: read first unless the write
+    /// region covers the block whole, then `fill` copies the source part into `block`.
+    fn update_raw_block(
+        &self,
+        file: &File,
+        meta: &Header,
+        k: u64,
+        bbox: &VBox,
+        block: &mut [u8],
+        fill: impl FnOnce(&mut [u8]) -> Result<()>,
+    ) -> Result<()> {
+        let start = k
+            .checked_mul(meta.block_bytes())
+            .and_then(|v| v.checked_add(meta.data_offset()))
+            .ok_or_else(|| Error::internal("block offset overflows"))?;
+        if !self.region.covers(bbox) {
+            read_exact_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
+        }
+        fill(block)?;
+        write_all_at(file, block, start).map_err(|e| Error::io(self.path, e))
+    }
+
     fn write_raw(&self, existing: Option<(FsFile, Arc<FileMeta>)>) -> Result<()> {
         let durability = self.ds.options.durability;
         let (file, meta) = match existing {
@@ -303,16 +325,9 @@ impl FileJob<'_> {
                     let staged = self.stage_column(&col, stage)?;
                     for &(k, bc) in &col {
                         let bbox = self.block_box(bc);
-                        let start = k
-                            .checked_mul(meta.block_bytes())
-                            .and_then(|v| v.checked_add(meta.data_offset()))
-                            .ok_or_else(|| Error::internal("block offset overflows"))?;
-                        if !self.region.covers(&bbox) {
-                            read_exact_at(file, block, start)
-                                .map_err(|e| Error::io(self.path, e))?;
-                        }
-                        self.fill_block_from(block, &bbox, staged.as_ref(), stage)?;
-                        write_all_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
+                        self.update_raw_block(file, &meta, k, &bbox, block, |b| {
+                            self.fill_block_from(b, &bbox, staged.as_ref(), stage)
+                        })?;
                     }
                     Ok(())
                 })
@@ -326,15 +341,7 @@ impl FileJob<'_> {
         }
         crate::par::try_for_each_with_buf(self.workers, blocks, block_len, |(k, bc), block| {
             let bbox = self.block_box(bc);
-            let start = k
-                .checked_mul(meta.block_bytes())
-                .and_then(|v| v.checked_add(meta.data_offset()))
-                .ok_or_else(|| Error::internal("block offset overflows"))?;
-            if !self.region.covers(&bbox) {
-                read_exact_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
-            }
-            self.fill_block(block, &bbox)?;
-            write_all_at(file, block, start).map_err(|e| Error::io(self.path, e))
+            self.update_raw_block(file, &meta, k, &bbox, block, |b| self.fill_block(b, &bbox))
         })?;
         if durability == Durability::Fsync {
             file.sync_data().map_err(|e| Error::io(self.path, e))?;
