@@ -22,7 +22,7 @@ to the bounding box of the basic part of the key. Decoding runs with the GIL rel
 are :class:`B2ndError` (a ``ValueError``) naming the file, ``FileNotFoundError``/``OSError``
 for I/O errors and ``IndexError`` for out-of-range indices.
 
-Paths only for now; URLs will follow the remote-storage work.
+Local paths only: object-store URLs are read by the Rust crates, not yet by these bindings.
 """
 
 from __future__ import annotations
