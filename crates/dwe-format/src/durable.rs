@@ -60,15 +60,10 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn written_files_get_ordinary_permissions() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let plain = dir.path().join("plain");
-        std::fs::write(&plain, b"").unwrap();
         let target = dir.path().join("e.dwe");
         super::write_atomically(&target, b"x", super::Durability::Fsync).unwrap();
-        let mode = |p: &std::path::Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        // The same permissions as a file made by `fs::write` under the same umask.
-        assert_eq!(mode(&target), mode(&plain));
+        testkit::assert_ordinary_mode(&target);
         assert_eq!(std::fs::read(&target).unwrap(), b"x");
     }
 }

@@ -5,7 +5,8 @@
 //!   tests can show that a hostile input is refused before any large allocation;
 //! * [`regression_files`]: the kept fuzz findings of one crate and fuzz target;
 //! * [`Lcg`]: a small deterministic pseudo-random sequence for schedules and kill delays;
-//! * [`ZARR_STORES`]: the Zarr fixtures read through the `offset` / `pad` codecs.
+//! * [`ZARR_STORES`]: the Zarr fixtures read through the `offset` / `pad` codecs;
+//! * [`assert_ordinary_mode`]: a written file has the permissions of any new file.
 
 mod alloc;
 
@@ -117,4 +118,36 @@ impl Lcg {
             .wrapping_add(1_442_695_040_888_963_407);
         self.0 >> 33
     }
+}
+
+/// Asserts that `path` has the permission bits of a file made by `std::fs::write` in the same
+/// directory under the same umask (writers go through `tempfile`, whose own files are 0600).
+///
+/// # Panics
+/// If the modes differ, or a file cannot be written or inspected.
+#[cfg(unix)]
+#[allow(
+    clippy::expect_used,
+    reason = "test support: a failed check is a failed test"
+)]
+pub fn assert_ordinary_mode(path: &std::path::Path) {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().expect("a file in a directory");
+    let plain = dir.join(".testkit-plain-file");
+    std::fs::write(&plain, b"").expect("write a plain file");
+    let mode = |p: &std::path::Path| {
+        std::fs::metadata(p)
+            .expect("file metadata")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    let (got, want) = (mode(path), mode(&plain));
+    std::fs::remove_file(&plain).expect("remove the plain file");
+    assert_eq!(
+        got,
+        want,
+        "{}: mode {got:o}, a new file gets {want:o}",
+        path.display()
+    );
 }

@@ -170,17 +170,12 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn persisted_files_get_ordinary_permissions() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
-        let plain = dir.path().join("plain");
-        std::fs::write(&plain, b"").unwrap();
         let target = dir.path().join("x0.wkw");
         Staging::create(&target)
             .unwrap()
             .persist(Durability::None)
             .unwrap();
-        let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
-        // The same permissions as a file made by `fs::write` under the same umask.
-        assert_eq!(mode(&target), mode(&plain));
+        testkit::assert_ordinary_mode(&target);
     }
 }
