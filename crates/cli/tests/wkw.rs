@@ -59,7 +59,7 @@ fn wkw_read_matches_every_expected_read_in_both_orders() {
         ]);
         assert_eq!(sha_file(&out), r["sha256_fortran_bytes"].as_str().unwrap());
     }
-    assert_eq!(checked, 28);
+    assert_eq!(checked, 48, "24 reads in two orders");
 }
 
 #[test]

@@ -9,7 +9,7 @@ mod common;
 use common::*;
 use wkw::{BlockType, Dataset, Header, Order, VoxelType};
 
-const DATASETS: [&str; 8] = [
+const DATASETS: [&str; 13] = [
     "u8_raw_b8_f4",
     "u16_3ch_lz4_b8_f4",
     "f32_lz4hc_b16_f2",
@@ -18,6 +18,11 @@ const DATASETS: [&str; 8] = [
     "u64_lz4hc_from_compress",
     "u8_lz4_b32_f4",
     "u8_default_header_only",
+    "i8_raw_b8_f2",
+    "u32_2ch_lz4_b8_f2",
+    "i32_lz4hc_b8_f2",
+    "i64_raw_b4_f2_multi",
+    "f64_lz4_b8_f2",
 ];
 
 fn voxel_type_name(vt: VoxelType) -> &'static str {
@@ -100,7 +105,7 @@ fn every_read_hash_matches_in_both_layouts() {
             checked += 1;
         }
     }
-    assert_eq!(checked, 14);
+    assert_eq!(checked, 24);
 }
 
 #[test]

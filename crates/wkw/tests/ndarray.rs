@@ -58,7 +58,7 @@ fn check_fixture_read<T: Voxel>(ds: &Dataset, off: [u32; 3], shape: [u32; 3], or
 #[test]
 fn ndarray_reads_of_every_fixture_match_the_reference_in_both_layouts() {
     let reads = fixture_reads();
-    assert_eq!(reads.len(), 28, "14 reads in two layouts");
+    assert_eq!(reads.len(), 48, "24 reads in two layouts");
     for (name, off, shape, order, hash) in reads {
         let ds = Dataset::open(testdata().join(&name)).unwrap();
         with_voxel!(ds.header().voxel_type(), T => {

@@ -48,7 +48,25 @@ fn check_typed<T: Voxel>(a: &Array) {
 #[test]
 fn typed_reads_of_every_fixture_match_the_reference_bytes() {
     let reads = fixture_reads();
-    assert_eq!(reads.len(), 28, "14 reads in two layouts");
+    assert_eq!(reads.len(), 48, "24 reads in two layouts");
+    // The reference-made fixtures cover every voxel type.
+    let mut types: Vec<u8> = reads
+        .iter()
+        .map(|(name, ..)| {
+            Dataset::open(testdata().join(name))
+                .unwrap()
+                .header()
+                .voxel_type()
+                .to_u8()
+        })
+        .collect();
+    types.sort_unstable();
+    types.dedup();
+    assert_eq!(
+        types,
+        (1..=10).collect::<Vec<u8>>(),
+        "voxel types of the fixtures"
+    );
     for (name, off, shape, order, hash) in reads {
         let ds = Dataset::open(testdata().join(&name)).unwrap();
         let a = ds.read(off, shape, order).unwrap();
