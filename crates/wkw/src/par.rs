@@ -19,7 +19,7 @@ pub(crate) enum Workers {
     /// further up that worker's own stack (a deadlock seen with concurrent writers sharing a
     /// pool). Scoped threads are joined by a plain blocking wait.
     #[cfg_attr(
-        not(feature = "parallel"),
+        not(any(feature = "parallel", test)),
         expect(
             dead_code,
             reason = "without `parallel` locked work runs on the caller"
@@ -166,6 +166,40 @@ where
         _ => {
             let mut buf = vec![0u8; len];
             items.into_iter().try_for_each(|item| f(item, &mut buf))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+    use super::{Workers, try_for_each, try_for_each_with_buf, try_map};
+    use crate::error::Error;
+
+    #[test]
+    fn scoped_workers_keep_order_share_buffers_per_thread_and_stop_at_errors() {
+        for workers in [Workers::Caller, Workers::Scoped(1), Workers::Scoped(3)] {
+            let squares = try_map(workers, (0..100u64).collect(), |i| Ok(i * i)).unwrap();
+            assert_eq!(squares, (0..100u64).map(|i| i * i).collect::<Vec<_>>());
+            try_for_each_with_buf(workers, (0..50u8).collect(), 16, |i, buf| {
+                assert_eq!(buf.len(), 16);
+                buf.fill(i);
+                Ok(())
+            })
+            .unwrap();
+            let seen = std::sync::atomic::AtomicUsize::new(0);
+            let r = try_for_each(workers, (0..1000u32).collect(), |i| {
+                seen.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                if i == 10 {
+                    Err(Error::internal("stop"))
+                } else {
+                    Ok(())
+                }
+            });
+            assert!(matches!(r, Err(Error::Internal { .. })));
+            // Every thread stops taking items soon after the first error.
+            assert!(seen.into_inner() < 1000);
         }
     }
 }

@@ -705,7 +705,7 @@ impl RemoteDataset {
             // pieces.
             let b = h.block_bytes();
             let block_max = b.saturating_add(b / 255).saturating_add(16);
-            let all = want.saturating_add(n.saturating_mul(8 + block_max));
+            let all = 16u64.saturating_add(n.saturating_mul(8 + block_max));
             if all <= inner.options.max_request_bytes {
                 want = all;
             }
