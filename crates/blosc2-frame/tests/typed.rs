@@ -1,6 +1,8 @@
-//! Typed b2nd reads against the byte reads for every dtype among the fixtures, big-endian
-//! dtypes converted to native, dtype mismatches refused; with the `ndarray` feature, regions
-//! read into `ArrayD` and frames built from views of any layout.
+//! Typed b2nd reads against the byte reads and against the reference (python-blosc2 4.14.1)
+//! fixtures of every `Element` type, including big-endian `>i4` / `>f8` (converted to native);
+//! dtype mismatches refused; with the `ndarray` feature, regions read into `ArrayD` in C and
+//! Fortran order and frames built from C, Fortran and transposed views, byte for byte the
+//! reference frames.
 #![allow(
     clippy::unwrap_used,
     clippy::cast_possible_truncation,
@@ -12,7 +14,8 @@ mod common;
 
 use blosc2_frame::blosc_chunk::CParams;
 use blosc2_frame::{B2ndArray, B2ndMeta, Element, Error, b2nd_frame, b2nd_frame_from_slice};
-use common::testdata;
+use common::{frame_entries, sha256_hex, testdata};
+use serde_json::Value;
 
 /// Regions that cover the whole array, an interior box, a corner and an empty box.
 fn regions(shape: &[u64]) -> Vec<(Vec<u64>, Vec<u64>)> {
@@ -80,6 +83,220 @@ fn every_fixture_dtype_reads_typed_like_its_bytes() {
         let (r, c) = (k / 40, k % 40);
         assert_eq!(x, if r < 5 && c < 5 { 1.0 } else { 0.0 }, "({r}, {c})");
     }
+}
+
+/// The b2nd fixtures made for every dtype (`gen_fixtures.py` section 3b): the manifest entries
+/// with reference hashes of regions (`regions`: start, stop and the sha256 of `arr[start:stop]`
+/// as stored and as little-endian values in C and in Fortran order).
+fn dtype_entries() -> Vec<Value> {
+    frame_entries()
+        .into_iter()
+        .filter(|e| e["kind"] == "b2nd" && e["regions"].is_array())
+        .collect()
+}
+
+fn entry_name(e: &Value) -> &str {
+    e["path"].as_str().unwrap().trim_start_matches("frames/")
+}
+
+fn u64s(v: &Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+/// `items` as little-endian bytes (NumPy's `<` order) on any machine.
+fn le_bytes<'a, T: Element>(items: impl IntoIterator<Item = &'a T>) -> Vec<u8> {
+    let mut out = Vec::new();
+    for &x in items {
+        let x = if cfg!(target_endian = "big") {
+            x.swap_bytes()
+        } else {
+            x
+        };
+        out.extend_from_slice(bytemuck::bytes_of(&x));
+    }
+    out
+}
+
+/// Runs `$f::<T>($args)` with the `Element` type `T` of NumPy dtype `$dtype` (either order).
+macro_rules! with_element {
+    ($dtype:expr, $f:ident($($arg:expr),*)) => {
+        match &$dtype[1..] {
+            "u1" => $f::<u8>($($arg),*),
+            "i1" => $f::<i8>($($arg),*),
+            "u2" => $f::<u16>($($arg),*),
+            "i2" => $f::<i16>($($arg),*),
+            "u4" => $f::<u32>($($arg),*),
+            "i4" => $f::<i32>($($arg),*),
+            "u8" => $f::<u64>($($arg),*),
+            "i8" => $f::<i64>($($arg),*),
+            "f4" => $f::<f32>($($arg),*),
+            "f8" => $f::<f64>($($arg),*),
+            other => panic!("no Element type for {other}"),
+        }
+    };
+}
+
+#[test]
+fn the_reference_fixtures_cover_every_element_type_in_both_orders() {
+    let b2nd: Vec<Value> = frame_entries()
+        .into_iter()
+        .filter(|e| e["kind"] == "b2nd")
+        .collect();
+    assert_eq!(b2nd.len(), 12, "b2nd fixtures");
+    assert_eq!(dtype_entries().len(), 9, "b2nd fixtures with region hashes");
+    let dtypes: Vec<String> = b2nd
+        .iter()
+        .map(|e| e["dtype"].as_str().unwrap().to_string())
+        .collect();
+    let mut kinds: Vec<&str> = dtypes.iter().map(|d| &d[1..]).collect();
+    kinds.sort_unstable();
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        ["f4", "f8", "i1", "i2", "i4", "i8", "u1", "u2", "u4", "u8"],
+        "kinds and sizes of the fixtures' dtypes"
+    );
+    for order in ["|", "<", ">"] {
+        assert!(
+            dtypes.iter().any(|d| d.starts_with(order)),
+            "no {order} dtype among {dtypes:?}"
+        );
+    }
+    // Every Element type has a fixture of its own dtype.
+    fn has<T: Element>(dtypes: &[String]) -> bool {
+        dtypes.iter().any(|d| d == T::DTYPE)
+    }
+    for dtype in [
+        "|u1", "|i1", "<u2", "<i2", "<u4", "<i4", "<u8", "<i8", "<f4", "<f8",
+    ] {
+        assert!(with_element!(dtype, has(&dtypes)), "{dtype}");
+    }
+}
+
+/// Typed reads of every region recorded for `e` against the reference hashes.
+fn check_reference_regions<T: Element>(e: &Value) {
+    let name = entry_name(e);
+    let a = open(name);
+    assert_eq!(a.dtype(), e["dtype"].as_str().unwrap());
+    let regions = e["regions"].as_array().unwrap();
+    assert_eq!(regions.len(), 5, "{name}");
+    for r in regions {
+        let (lo, hi) = (u64s(&r["start"]), u64s(&r["stop"]));
+        let at = format!("{name} {lo:?}..{hi:?}");
+        let stored = a.read_region(&lo, &hi).unwrap();
+        assert_eq!(sha256_hex(&stored), r["sha256_c_order"], "{at} (bytes)");
+        let typed = a.read_region_as::<T>(&lo, &hi).unwrap();
+        assert_eq!(
+            sha256_hex(&le_bytes(&typed)),
+            r["sha256_le_c_order"],
+            "{at} (as)"
+        );
+        let mut into = vec![T::default(); typed.len()];
+        a.read_region_into(&lo, &hi, &mut into).unwrap();
+        assert_eq!(into, typed, "{at} (into)");
+    }
+    // Region 0 is the whole array.
+    assert_eq!(u64s(&regions[0]["stop"]), a.shape(), "{name}");
+    let all = a.read_all_as::<T>().unwrap();
+    assert_eq!(
+        sha256_hex(&le_bytes(&all)),
+        regions[0]["sha256_le_c_order"],
+        "{name} (all)"
+    );
+    assert_eq!(
+        sha256_hex(&a.read_all().unwrap()),
+        e["sha256_array_c_order"],
+        "{name} (all bytes)"
+    );
+}
+
+#[test]
+fn every_dtype_fixture_reads_typed_regions_like_the_reference() {
+    for e in dtype_entries() {
+        with_element!(e["dtype"].as_str().unwrap(), check_reference_regions(&e));
+    }
+}
+
+/// The whole array `name` read as `T` equals `value(i)` for item `i` (C order), where `numpy`
+/// is the expression the generator evaluated (asserted equal to the manifest's `values`).
+fn check_values<T: Element>(name: &str, numpy: &str, value: impl Fn(i64) -> T) {
+    let e = dtype_entries()
+        .into_iter()
+        .find(|e| entry_name(e) == name)
+        .unwrap();
+    assert_eq!(e["values"], numpy, "{name}");
+    let a = open(name);
+    let n = i64::try_from(a.meta().items()).unwrap();
+    let want: Vec<T> = (0..n).map(value).collect();
+    assert_eq!(a.read_all_as::<T>().unwrap(), want, "{name}");
+}
+
+#[test]
+fn every_dtype_fixture_holds_the_numpy_values() {
+    check_values(
+        "b2nd_u1_33x17.b2nd",
+        "(np.arange(561) * 37 % 256).astype('|u1').reshape(33, 17)",
+        |i| u8::try_from(i * 37 % 256).unwrap(),
+    );
+    check_values(
+        "b2nd_i1_5x6x7.b2nd",
+        "(np.arange(210) * 5 % 256 - 128).astype('|i1').reshape(5, 6, 7)",
+        |i| i8::try_from(i * 5 % 256 - 128).unwrap(),
+    );
+    check_values(
+        "b2nd_i2_40x9.b2nd",
+        "(np.arange(360) * 177 - 31000).astype('<i2').reshape(40, 9)",
+        |i| i16::try_from(i * 177 - 31000).unwrap(),
+    );
+    check_values(
+        "b2nd_u4_500.b2nd",
+        "(np.arange(500, dtype='<u8') * 8589869 + 3).astype('<u4')",
+        |i| u32::try_from(i * 8_589_869 + 3).unwrap(),
+    );
+    check_values(
+        "b2nd_i4_12x11.b2nd",
+        "((np.arange(132) - 66) * 16_000_000).astype('<i4').reshape(12, 11)",
+        |i| i32::try_from((i - 66) * 16_000_000).unwrap(),
+    );
+    check_values(
+        "b2nd_u8_5x4x3x3.b2nd",
+        "(np.arange(180, dtype='<u8') * 100_000_000_000_000_000 + 7).astype('<u8').reshape(5, 4, 3, 3)",
+        |i| u64::try_from(i).unwrap() * 100_000_000_000_000_000 + 7,
+    );
+    check_values(
+        "b2nd_i8_25x7.b2nd",
+        "((np.arange(175) - 87) * 100_000_000_000_000_000).astype('<i8').reshape(25, 7)",
+        |i| (i - 87) * 100_000_000_000_000_000,
+    );
+    check_values(
+        "b2nd_be_i4_9x13.b2nd",
+        "((np.arange(117) - 58) * 12_345_679).astype('>i4').reshape(9, 13)",
+        |i| i32::try_from((i - 58) * 12_345_679).unwrap(),
+    );
+    check_values(
+        "b2nd_be_f8_11x10.b2nd",
+        "((np.arange(110) - 55) / 7.0).astype('>f8').reshape(11, 10)",
+        |i| (i - 55) as f64 / 7.0,
+    );
+    // Big-endian arrays: the byte reads stay as stored, the typed reads are native.
+    let be = open("b2nd_be_i4_9x13.b2nd");
+    assert_eq!(be.dtype(), ">i4");
+    assert_eq!(
+        be.read_region(&[0, 0], &[1, 1]).unwrap(),
+        (-58i32 * 12_345_679).to_be_bytes()
+    );
+    assert!(matches!(
+        be.read_all_as::<u32>(),
+        Err(Error::DtypeMismatch { dtype, .. }) if dtype == ">i4"
+    ));
+    assert!(matches!(
+        open("b2nd_i1_5x6x7.b2nd").read_all_as::<u8>(),
+        Err(Error::DtypeMismatch { .. })
+    ));
 }
 
 #[test]
@@ -217,6 +434,134 @@ mod ndarray_feature {
             f8.read_all_ndarray::<f32>(),
             Err(Error::DtypeMismatch { .. })
         ));
+    }
+
+    /// Region reads of `e` into arrays against the reference hashes, walked in C order, in
+    /// Fortran order (the transposed view) and from a Fortran-layout copy's memory.
+    fn check_ndarray_reads<T: Element>(e: &Value) {
+        let name = entry_name(e);
+        let a = open(name);
+        for r in e["regions"].as_array().unwrap() {
+            let (lo, hi) = (u64s(&r["start"]), u64s(&r["stop"]));
+            let at = format!("{name} {lo:?}..{hi:?}");
+            let x: ArrayD<T> = a.read_region_ndarray(&lo, &hi).unwrap();
+            let shape: Vec<usize> = lo.iter().zip(&hi).map(|(a, b)| (b - a) as usize).collect();
+            assert_eq!(x.shape(), shape.as_slice(), "{at}");
+            assert!(x.is_standard_layout(), "{at}");
+            assert_eq!(
+                sha256_hex(&le_bytes(x.iter())),
+                r["sha256_le_c_order"],
+                "{at} (C order)"
+            );
+            assert_eq!(
+                sha256_hex(&le_bytes(x.t().iter())),
+                r["sha256_le_f_order"],
+                "{at} (transposed view: Fortran order)"
+            );
+            let mut f = Array::from_elem(IxDyn(&shape).f(), T::default());
+            f.assign(&x);
+            assert_eq!(
+                sha256_hex(&le_bytes(f.as_slice_memory_order().unwrap())),
+                r["sha256_le_f_order"],
+                "{at} (Fortran-layout copy)"
+            );
+        }
+        let all: ArrayD<T> = a.read_all_ndarray().unwrap();
+        assert_eq!(
+            sha256_hex(&le_bytes(all.iter())),
+            e["regions"][0]["sha256_le_c_order"],
+            "{name} (all)"
+        );
+    }
+
+    #[test]
+    fn every_dtype_fixture_reads_into_arrays_in_both_orders() {
+        for e in dtype_entries() {
+            with_element!(e["dtype"].as_str().unwrap(), check_ndarray_reads(&e));
+        }
+    }
+
+    /// The compression parameters python-blosc2 reported for `e` (manifest `cparams`).
+    fn reference_cparams(e: &Value) -> CParams {
+        let c = &e["cparams"];
+        let byte = |v: &Value| u8::try_from(v.as_u64().unwrap()).unwrap();
+        let mut cp = CParams::default();
+        cp.codec = Codec::from_id(byte(&c["codec"]));
+        cp.clevel = byte(&c["clevel"]);
+        for (k, f) in c["filters"].as_array().unwrap().iter().enumerate() {
+            cp.filters[k] = Filter::from_id(byte(f));
+        }
+        for (k, m) in c["filters_meta"].as_array().unwrap().iter().enumerate() {
+            cp.filters_meta[k] = byte(m);
+        }
+        // C-Blosc2's BLOSC_ALWAYS_SPLIT = 1, NEVER = 2, AUTO = 3, FORWARD_COMPAT = 4.
+        cp.splitmode = match c["splitmode"].as_u64().unwrap() {
+            1 => SplitMode::Always,
+            2 => SplitMode::Never,
+            3 => SplitMode::Auto,
+            _ => SplitMode::ForwardCompat,
+        };
+        assert_eq!(c["use_dict"], false);
+        cp.nthreads = 1;
+        cp
+    }
+
+    /// Frames written from arrays holding the reference values of `e` (checked against the
+    /// reference hash first) in C layout, Fortran layout and as a transposed view: for
+    /// little-endian dtypes byte for byte the python-blosc2 fixture, for big-endian ones (this
+    /// crate writes `T::DTYPE`) the same values in little-endian order.
+    fn check_ndarray_writes<T: Element>(e: &Value) {
+        let name = entry_name(e);
+        let a = open(name);
+        let values = a.read_all_as::<T>().unwrap();
+        let le_c = &e["regions"][0]["sha256_le_c_order"];
+        assert_eq!(sha256_hex(&le_bytes(&values)), *le_c, "{name}");
+        let shape: Vec<usize> = a.shape().iter().map(|&n| n as usize).collect();
+        let c = ArrayD::from_shape_vec(IxDyn(&shape), values).unwrap();
+        let mut f = Array::from_elem(IxDyn(&shape).f(), T::default());
+        f.assign(&c);
+        // A C-layout array of the reversed shape holding the Fortran-order items: its transpose
+        // is a view of `shape` with Fortran strides.
+        let reversed: Vec<usize> = shape.iter().rev().copied().collect();
+        let fortran_items = f.as_slice_memory_order().unwrap().to_vec();
+        let t_owner = ArrayD::from_shape_vec(IxDyn(&reversed), fortran_items).unwrap();
+        assert_eq!(t_owner.t(), c, "{name}");
+        let want = std::fs::read(testdata().join(e["path"].as_str().unwrap())).unwrap();
+        let cp = reference_cparams(e);
+        let (chunks, blocks) = (u64s(&e["chunks"]), u64s(&e["blocks"]));
+        let dtype = e["dtype"].as_str().unwrap();
+        for (layout, view) in [
+            ("C layout", c.view()),
+            ("Fortran layout", f.view()),
+            ("transposed view", t_owner.t()),
+        ] {
+            let w = b2nd_frame_from_ndarray(&view, &chunks, &blocks, &cp).unwrap();
+            let ours = w.to_bytes().unwrap();
+            if dtype.starts_with('>') {
+                let back = B2ndArray::from_slice(&ours).unwrap();
+                assert_eq!(back.dtype(), T::DTYPE, "{name} {layout}");
+                assert_eq!(
+                    sha256_hex(&back.read_all().unwrap()),
+                    *le_c,
+                    "{name} {layout}"
+                );
+            } else {
+                let at = ours.iter().zip(&want).position(|(x, y)| x != y);
+                assert!(
+                    ours == want,
+                    "{name} {layout}: {} vs {} bytes, first difference at {at:?}",
+                    ours.len(),
+                    want.len()
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn arrays_of_the_reference_values_rebuild_every_dtype_fixture() {
+        for e in dtype_entries() {
+            with_element!(e["dtype"].as_str().unwrap(), check_ndarray_writes(&e));
+        }
     }
 
     #[test]

@@ -339,7 +339,7 @@ fn frame_extract_matches_every_manifest_sha() {
         );
         checked += 1;
     }
-    assert_eq!(checked, 12);
+    assert_eq!(checked, 21);
 }
 
 #[test]

@@ -163,7 +163,7 @@ def test_only_touched_chunks_are_read(tmp_path):
 
 def test_fixtures(testdata):
     entries = json.loads((testdata / "blosc" / "manifest.json").read_text())["entries"]
-    n = 0
+    n = n_dtype = 0
     for e in entries:
         if e["kind"] != "b2nd":
             continue
@@ -175,8 +175,20 @@ def test_fixtures(testdata):
         assert arr.meta.raw("b2nd").hex() == e["metalayers_raw_hex"]["b2nd"]
         for name, hexval in e.get("vlmetalayers_decompressed_hex", {}).items():
             assert arr.vlmeta.raw(name).hex() == hexval
+        if "values" in e:
+            # one array per dtype (big-endian ones included), made by the numpy expression `values`
+            want = eval(e["values"], {"np": np})
+            assert whole.dtype.str == want.dtype.str == e["dtype"], e["path"]
+            np.testing.assert_array_equal(whole, want)
+            for r in e["regions"]:
+                box = tuple(slice(lo, hi) for lo, hi in zip(r["start"], r["stop"]))
+                part = arr[box]
+                assert hashlib.sha256(part.tobytes()).hexdigest() == r["sha256_c_order"], (e["path"], r)
+                le = part.astype(part.dtype.newbyteorder("<"))
+                assert hashlib.sha256(le.tobytes(order="F")).hexdigest() == r["sha256_le_f_order"], (e["path"], r)
+            n_dtype += 1
         n += 1
-    assert n == 3
+    assert (n, n_dtype) == (12, 9)
     f4 = b2nd.open(testdata / "blosc" / "frames" / "b2nd_f4_20x30.b2nd")
     assert f4.vlmeta["note"] == "hi"
     np.testing.assert_array_equal(f4[3:5, 2:6], np.arange(600, dtype="<f4").reshape(20, 30)[3:5, 2:6])
