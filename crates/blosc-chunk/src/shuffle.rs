@@ -2,9 +2,9 @@
 //!
 //! With `n = len / ts` elements, output byte `j*n + i` is input byte `i*ts + j`; the trailing
 //! `len % ts` bytes are copied unchanged. On x86-64 the type sizes 2, 4, 8 and 16 run through
-//! the SIMD kernels of [`crate::simd`] (AVX2 when the CPU has it, else SSE2; tiles of 16
-//! elements); elsewhere, and for the last
-//! partial tile, fixed-size portable loops that LLVM can vectorise.
+//! the SIMD kernels of [`crate::simd`] (AVX-512 VBMI or AVX2 when the CPU has them, else
+//! SSE2; tiles of 16 elements); elsewhere, and for the last partial tile, fixed-size portable
+//! loops that LLVM can vectorise.
 
 /// Shuffles `src` into `dst` (same length) with type size `ts`.
 pub(crate) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8]) {

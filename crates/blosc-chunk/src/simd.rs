@@ -1,6 +1,7 @@
 //! SSE2 kernels for the byte shuffle and the bit transpose (x86-64, where SSE2 is part of the
-//! base instruction set), and AVX2 versions of them that run when the CPU has AVX2 (detected
-//! at run time, see [`avx2`]).
+//! base instruction set), AVX2 versions of them that run when the CPU has AVX2, and AVX-512
+//! versions of the byte shuffle that run when it has AVX-512 F, BW and VBMI (detected at run
+//! time, see [`avx2`] and [`avx512`]).
 //!
 //! Both filters are matrix transposes. The kernels move 16-byte vectors with one primitive,
 //! [`zip_step`]: with `N` vectors numbered `x` and lanes numbered `l`, it interleaves vector
@@ -15,14 +16,19 @@
 //!
 //! The 8×8 bit transposes themselves run on both 64-bit halves of a vector at once.
 //!
-//! This is one of the two modules with `unsafe`: unaligned 16- and 32-byte loads and stores
-//! from and to fixed-size array references, the calls into the
+//! The shuffle's wide kernels write whole vectors into the byte planes; it leaves the first
+//! (up to three) tiles to SSE2 so that those stores are aligned ([`head_tiles`]).
+//!
+//! This is one of the two modules with `unsafe`: unaligned 16-, 32- and 64-byte loads and
+//! stores from and to fixed-size array references, the calls into the
 //! `#[target_feature(enable = "sse2")]` kernels from code compiled with SSE2
-//! (`cfg(target_feature = "sse2")`, always true on x86-64), and the calls into the
-//! `#[target_feature(enable = "avx2")]` kernels after `is_x86_feature_detected!("avx2")`.
-//! Tests compare every kernel with the definitions for every length class, on both paths, and
-//! the AVX2 and SSE2 paths with each other.
+//! (`cfg(target_feature = "sse2")`, always true on x86-64), and the calls into the AVX2 and
+//! AVX-512 kernels after `is_x86_feature_detected!` said the CPU has their features. Tests
+//! compare every kernel with the definitions for every length class and buffer alignment, on
+//! every path, and the paths with each other.
 #![allow(unsafe_code, reason = "SSE2 intrinsics; see the SAFETY comments")]
+
+use core::ops::Range;
 
 use core::arch::x86_64::{
     __m128i, _mm_and_si128, _mm_loadu_si128, _mm_set1_epi64x, _mm_setzero_si128, _mm_slli_epi64,
@@ -43,16 +49,16 @@ fn store(b: &mut [u8; 16], v: __m128i) {
     unsafe { _mm_storeu_si128(b.as_mut_ptr().cast(), v) }
 }
 
-/// `len` 16-byte vectors of `s` from byte `off` (callers check the bounds up front).
+/// `len` vectors of `W` bytes of `s` from byte `off` (callers check the bounds up front).
 #[inline]
-fn vectors(s: &[u8], off: usize, len: usize) -> &[[u8; 16]] {
-    &s[off..off + 16 * len].as_chunks::<16>().0[..len]
+fn vectors<const W: usize>(s: &[u8], off: usize, len: usize) -> &[[u8; W]] {
+    &s[off..off + W * len].as_chunks::<W>().0[..len]
 }
 
 /// Mutable [`vectors`].
 #[inline]
-fn vectors_mut(s: &mut [u8], off: usize, len: usize) -> &mut [[u8; 16]] {
-    &mut s[off..off + 16 * len].as_chunks_mut::<16>().0[..len]
+fn vectors_mut<const W: usize>(s: &mut [u8], off: usize, len: usize) -> &mut [[u8; W]] {
+    &mut s[off..off + W * len].as_chunks_mut::<W>().0[..len]
 }
 
 /// One interleaving step: output `2k` / `2k+1` are the low / high byte interleave of inputs
@@ -84,14 +90,15 @@ fn transpose8x2(x: __m128i) -> __m128i {
     _mm_xor_si128(x, _mm_xor_si128(t, _mm_slli_epi64::<28>(t)))
 }
 
-/// Shuffles whole tiles of 16 elements of `TS` bytes (`TS` = 2, 4, 8 or 16) from `src` into
-/// the planes of `dst` (`n` elements each). Returns how many elements were done.
+/// Shuffles the tiles `range` (of the `n / 16` whole tiles of 16 elements of `TS` bytes, `TS`
+/// = 2, 4, 8 or 16) from `src` into the planes of `dst` (`n` elements each).
 #[target_feature(enable = "sse2")]
-fn shuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize, from: usize) -> usize {
+fn shuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize, range: Range<usize>) {
     let tiles = n / 16;
     let input = vectors(src, 0, tiles * TS);
-    let mut planes: [&mut [[u8; 16]]; TS] = split_planes(dst, n, tiles);
-    for (t, tile) in input.chunks_exact(TS).enumerate().skip(from) {
+    let mut planes: [&mut [[u8; 16]]; TS] = split_planes(dst, n, 0, tiles);
+    let tiles = input.chunks_exact(TS).enumerate();
+    for (t, tile) in tiles.take(range.end).skip(range.start) {
         let mut v = [_mm_setzero_si128(); TS];
         for (x, bytes) in v.iter_mut().zip(tile) {
             *x = load(bytes);
@@ -103,18 +110,33 @@ fn shuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize, from: us
             store(&mut plane[t], *x);
         }
     }
-    tiles * 16
 }
 
-/// The first `tiles` vectors of each of the `TS` planes (`n` bytes apart) of `dst`.
-fn split_planes<const TS: usize>(dst: &mut [u8], n: usize, tiles: usize) -> [&mut [[u8; 16]]; TS] {
+/// `len` vectors (of `W` bytes) from byte `off` of each of the `TS` planes (`n` bytes apart)
+/// of `dst`.
+fn split_planes<const TS: usize, const W: usize>(
+    dst: &mut [u8],
+    n: usize,
+    off: usize,
+    len: usize,
+) -> [&mut [[u8; W]]; TS] {
     let mut rest = dst;
     core::array::from_fn(|_| {
         let at = n.min(rest.len());
         let (plane, tail) = core::mem::take(&mut rest).split_at_mut(at);
         rest = tail;
-        vectors_mut(plane, 0, tiles)
+        vectors_mut(plane, off, len)
     })
+}
+
+/// How many 16-element tiles to leave to SSE2 before the first tile of a kernel that stores
+/// `W`-byte vectors into the planes of `dst`, so that those stores are aligned (0 to `W / 16 -
+/// 1`; exact for the first plane, and for all when the planes are a multiple of `W` bytes
+/// long). A store that straddles two cache lines costs about twice as much, and a buffer from
+/// `malloc` is often 16 bytes off a 64-byte boundary.
+fn head_tiles<const W: usize>(dst: &[u8]) -> usize {
+    let off = dst.as_ptr().align_offset(W);
+    if off.is_multiple_of(16) { off / 16 } else { 0 }
 }
 
 /// Inverse of [`shuffle_tiles`]: `log2(TS)` steps. Plane `b` is `planes[b]` (each at least `n`
@@ -151,7 +173,7 @@ fn unshuffle_tiles<const TS: usize>(
 fn bit_transpose_tiles(src: &[u8], dst: &mut [u8], groups: usize, from: usize) -> usize {
     let tiles = groups / 16;
     let input = vectors(src, 0, 8 * tiles);
-    let mut rows: [&mut [[u8; 16]]; 8] = split_planes(dst, groups, tiles);
+    let mut rows: [&mut [[u8; 16]]; 8] = split_planes(dst, groups, 0, tiles);
     for (t, tile) in input.chunks_exact(8).enumerate().skip(from) {
         let mut v = [_mm_setzero_si128(); 8];
         for (x, bytes) in v.iter_mut().zip(tile) {
@@ -195,23 +217,38 @@ pub(crate) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize 
     if src.len() < n * ts || dst.len() < n * ts {
         return 0;
     }
-    let from = if has_avx2() {
-        // SAFETY: AVX2 is available (checked at run time); the lengths are checked above.
-        unsafe { avx2::shuffle(ts, src, dst, n) / 16 }
-    } else {
-        0
+    if !matches!(ts, 2 | 4 | 8 | 16) {
+        return 0;
+    }
+    // The wide kernels do the tiles `head..end`, SSE2 the others.
+    let tiles = n / 16;
+    let (head, end) = match level() {
+        Level::Avx512 => {
+            let head = head_tiles::<64>(dst);
+            // SAFETY: AVX-512 F, BW and VBMI are available (checked at run time); the lengths
+            // are checked above.
+            (head, unsafe { avx512::shuffle(ts, src, dst, n, head) })
+        }
+        Level::Avx2 => {
+            let head = head_tiles::<32>(dst);
+            // SAFETY: AVX2 is available (checked at run time); the lengths are checked above.
+            (head, unsafe { avx2::shuffle(ts, src, dst, n, head) })
+        }
+        Level::Sse2 => (0, 0),
     };
-    // SAFETY: the kernels only need SSE2, which every x86-64 CPU has (this module is compiled
-    // only with `target_feature = "sse2"`).
-    unsafe {
-        match ts {
-            2 => shuffle_tiles::<2>(src, dst, n, from),
-            4 => shuffle_tiles::<4>(src, dst, n, from),
-            8 => shuffle_tiles::<8>(src, dst, n, from),
-            16 => shuffle_tiles::<16>(src, dst, n, from),
-            _ => 0,
+    for range in [0..head.min(tiles), end.min(tiles)..tiles] {
+        // SAFETY: the kernels only need SSE2, which every x86-64 CPU has (this module is
+        // compiled only with `target_feature = "sse2"`).
+        unsafe {
+            match ts {
+                2 => shuffle_tiles::<2>(src, dst, n, range),
+                4 => shuffle_tiles::<4>(src, dst, n, range),
+                8 => shuffle_tiles::<8>(src, dst, n, range),
+                _ => shuffle_tiles::<16>(src, dst, n, range),
+            }
         }
     }
+    16 * tiles
 }
 
 /// Inverse of [`shuffle`].
@@ -228,11 +265,12 @@ pub(crate) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [u8], n: usize) -> us
     if dst.len() < n * ts || planes.iter().any(|p| p.len() < n) {
         return 0;
     }
-    let from = if has_avx2() {
+    let from = match level() {
         // SAFETY: as in `shuffle`.
-        unsafe { avx2::unshuffle_planes(planes, dst, n) / 16 }
-    } else {
-        0
+        Level::Avx512 => unsafe { avx512::unshuffle_planes(planes, dst, n) / 16 },
+        // SAFETY: as in `shuffle`.
+        Level::Avx2 => unsafe { avx2::unshuffle_planes(planes, dst, n) / 16 },
+        Level::Sse2 => 0,
     };
     // SAFETY: as in `shuffle`.
     unsafe {
@@ -252,7 +290,7 @@ pub(crate) fn bit_transpose(src: &[u8], dst: &mut [u8], groups: usize) -> usize 
     if src.len() < 8 * groups || dst.len() < 8 * groups {
         return 0;
     }
-    let from = if has_avx2() {
+    let from = if level() >= Level::Avx2 {
         // SAFETY: as in `shuffle`.
         unsafe { avx2::bit_transpose(src, dst, groups) / 16 }
     } else {
@@ -267,7 +305,7 @@ pub(crate) fn bit_untranspose(src: &[u8], dst: &mut [u8], groups: usize) -> usiz
     if src.len() < 8 * groups || dst.len() < 8 * groups {
         return 0;
     }
-    let from = if has_avx2() {
+    let from = if level() >= Level::Avx2 {
         // SAFETY: as in `shuffle`.
         unsafe { avx2::bit_untranspose(src, dst, groups) / 16 }
     } else {
@@ -277,28 +315,47 @@ pub(crate) fn bit_untranspose(src: &[u8], dst: &mut [u8], groups: usize) -> usiz
     unsafe { bit_untranspose_tiles(src, dst, groups, from) }
 }
 
-/// Whether the AVX2 kernels may run: detected at run time (the result is cached by `std`),
-/// and switched off by [`force_sse2`] in tests.
+/// The widest kernels that may run, in increasing order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Level {
+    /// SSE2 (every x86-64 CPU).
+    Sse2,
+    /// AVX2.
+    Avx2,
+    /// AVX-512 F, BW and VBMI for the byte shuffle (`vpermt2b`); the bit transpose stays on
+    /// AVX2 (which every such CPU has).
+    Avx512,
+}
+
+/// The kernels the CPU can run: detected at run time (the result is cached by `std`), and
+/// capped by [`capped`] in tests.
 #[inline]
-fn has_avx2() -> bool {
+fn level() -> Level {
+    use std::arch::is_x86_feature_detected as has;
+    let cpu = if has!("avx512f") && has!("avx512bw") && has!("avx512vbmi") {
+        Level::Avx512
+    } else if has!("avx2") {
+        Level::Avx2
+    } else {
+        Level::Sse2
+    };
     #[cfg(test)]
-    if FORCE_SSE2.with(core::cell::Cell::get) {
-        return false;
-    }
-    std::arch::is_x86_feature_detected!("avx2")
+    let cpu = cpu.min(CAP.with(core::cell::Cell::get));
+    cpu
 }
 
 #[cfg(test)]
 std::thread_local! {
-    static FORCE_SSE2: core::cell::Cell<bool> = const { core::cell::Cell::new(false) };
+    static CAP: core::cell::Cell<Level> = const { core::cell::Cell::new(Level::Avx512) };
 }
 
-/// Runs `f` with the AVX2 kernels switched off on this thread (tests compare both paths).
+/// Runs `f` with the kernels above `cap` switched off on this thread (tests compare the
+/// paths).
 #[cfg(test)]
-pub(crate) fn force_sse2<R>(f: impl FnOnce() -> R) -> R {
-    FORCE_SSE2.with(|c| c.set(true));
+fn capped<R>(cap: Level, f: impl FnOnce() -> R) -> R {
+    let old = CAP.with(|c| c.replace(cap));
     let r = f();
-    FORCE_SSE2.with(|c| c.set(false));
+    CAP.with(|c| c.set(old));
     r
 }
 
@@ -378,12 +435,16 @@ mod avx2 {
         _mm256_xor_si256(x, _mm256_xor_si256(t, _mm256_slli_epi64::<28>(t)))
     }
 
-    /// [`super::shuffle_tiles`] on pairs of tiles.
+    /// [`super::shuffle_tiles`] on pairs of tiles from tile `from` on; returns the tile after
+    /// the last one done.
     #[target_feature(enable = "avx2")]
-    fn shuffle_pairs<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize) -> usize {
-        let pairs = n / 32;
-        let input = vectors(src, 0, 2 * pairs * TS);
-        let planes: [&mut [[u8; 16]]; TS] = split_planes(dst, n, 2 * pairs);
+    fn shuffle_pairs<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize, from: usize) -> usize {
+        let pairs = n.saturating_sub(16 * from) / 32;
+        if pairs == 0 {
+            return from;
+        }
+        let input = vectors(src, 16 * from * TS, 2 * pairs * TS);
+        let planes: [&mut [[u8; 16]]; TS] = split_planes(dst, n, 16 * from, 2 * pairs);
         let mut planes = planes.map(|p| p.as_chunks_mut::<2>().0);
         for (t, two) in input.chunks_exact(2 * TS).enumerate() {
             let (a, b) = two.split_at(TS);
@@ -398,7 +459,7 @@ mod avx2 {
                 store(&mut plane[t], *x);
             }
         }
-        32 * pairs
+        from + 2 * pairs
     }
 
     /// [`super::unshuffle_tiles`] on pairs of tiles.
@@ -430,7 +491,7 @@ mod avx2 {
     fn bit_transpose_pairs(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
         let pairs = groups / 32;
         let input = vectors(src, 0, 16 * pairs);
-        let rows: [&mut [[u8; 16]]; 8] = split_planes(dst, groups, 2 * pairs);
+        let rows: [&mut [[u8; 16]]; 8] = split_planes(dst, groups, 0, 2 * pairs);
         let mut rows = rows.map(|r| r.as_chunks_mut::<2>().0);
         for (t, two) in input.chunks_exact(16).enumerate() {
             let (a, b) = two.split_at(8);
@@ -471,15 +532,16 @@ mod avx2 {
         32 * pairs
     }
 
-    /// AVX2 [`super::shuffle`] of whole tile pairs (lengths checked by the caller).
+    /// AVX2 [`super::shuffle`] of whole tile pairs from tile `from` on (lengths checked by
+    /// the caller); returns the tile after the last one done.
     #[target_feature(enable = "avx2")]
-    pub(super) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize {
+    pub(super) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize, from: usize) -> usize {
         match ts {
-            2 => shuffle_pairs::<2>(src, dst, n),
-            4 => shuffle_pairs::<4>(src, dst, n),
-            8 => shuffle_pairs::<8>(src, dst, n),
-            16 => shuffle_pairs::<16>(src, dst, n),
-            _ => 0,
+            2 => shuffle_pairs::<2>(src, dst, n, from),
+            4 => shuffle_pairs::<4>(src, dst, n, from),
+            8 => shuffle_pairs::<8>(src, dst, n, from),
+            16 => shuffle_pairs::<16>(src, dst, n, from),
+            _ => from,
         }
     }
 
@@ -508,6 +570,176 @@ mod avx2 {
     }
 }
 
+/// AVX-512 versions of the byte shuffle kernels, run when the CPU has AVX-512 F, BW and VBMI.
+/// The interleave here is VBMI's two-source byte permute (`vpermt2b`), which crosses the
+/// 128-bit lanes, so one 512-bit vector is one vector of the rotation argument above, with
+/// tiles of 64 elements (`e ++ b`, 6 + t bits) and no lane boundaries:
+///
+/// * [`zip_step`] interleaves the low / high 32 bytes of vectors `k` and `k + N/2` into
+///   outputs `2k` / `2k+1`: it rotates each byte's `vector ++ byte` address left by one bit,
+///   as [`super::zip_step`] does;
+/// * [`unzip_step`] takes the even / odd bytes of vectors `2k` and `2k+1` into outputs `k` /
+///   `k + N/2`: the inverse, a rotation right by one bit.
+///
+/// Shuffling a tile (`e ++ b` into `b ++ e`) is a rotation right by `t`: `t` unzip steps;
+/// unshuffling is `t` zip steps. Both sides of the transpose then move whole 64-byte vectors
+/// and each step costs one permute per vector. The kernels do whole tiles and return the
+/// number of elements done; the SSE2 kernels finish the last (up to three) 16-element tiles.
+mod avx512 {
+    use core::arch::x86_64::{
+        __m512i, _mm512_loadu_si512, _mm512_permutex2var_epi8, _mm512_setzero_si512,
+        _mm512_storeu_si512,
+    };
+
+    use super::{split_planes, vectors, vectors_mut};
+
+    /// `_mm512_permutex2var_epi8(a, idx, b)` indices (0..64 pick byte `i` of `a`, 64..128
+    /// byte `i - 64` of `b`) of the interleave of the low (`half` 0) or high (`half` 1) 32
+    /// bytes of `a` and `b`: output byte `2i` is `a[32 half + i]`, `2i + 1` is `b[32 half + i]`.
+    const fn zip_index(half: u8) -> [u8; 64] {
+        let mut idx = [0u8; 64];
+        let mut i = 0u8;
+        while i < 32 {
+            idx[2 * i as usize] = 32 * half + i;
+            idx[2 * i as usize + 1] = 64 + 32 * half + i;
+            i += 1;
+        }
+        idx
+    }
+
+    /// Indices of the even (`odd` 0) or odd (`odd` 1) bytes of the 128 bytes `a ++ b`.
+    const fn unzip_index(odd: u8) -> [u8; 64] {
+        let mut idx = [0u8; 64];
+        let mut i = 0u8;
+        while i < 64 {
+            idx[i as usize] = 2 * i + odd;
+            i += 1;
+        }
+        idx
+    }
+
+    static ZIP: [[u8; 64]; 2] = [zip_index(0), zip_index(1)];
+    static UNZIP: [[u8; 64]; 2] = [unzip_index(0), unzip_index(1)];
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn load(b: &[u8; 64]) -> __m512i {
+        // SAFETY: `b` is 64 readable bytes; `loadu` has no alignment requirement.
+        unsafe { _mm512_loadu_si512(b.as_ptr().cast()) }
+    }
+
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn store(b: &mut [u8; 64], v: __m512i) {
+        // SAFETY: `b` is 64 writable bytes; `storeu` has no alignment requirement.
+        unsafe { _mm512_storeu_si512(b.as_mut_ptr().cast(), v) }
+    }
+
+    /// One interleaving step (rotates each byte's address left by one bit); `idx` holds
+    /// [`ZIP`].
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    fn zip_step<const N: usize>(v: &[__m512i; N], idx: &[__m512i; 2]) -> [__m512i; N] {
+        let mut out = [_mm512_setzero_si512(); N];
+        let h = N / 2;
+        for k in 0..h {
+            out[2 * k] = _mm512_permutex2var_epi8(v[k], idx[0], v[k + h]);
+            out[2 * k + 1] = _mm512_permutex2var_epi8(v[k], idx[1], v[k + h]);
+        }
+        out
+    }
+
+    /// Inverse of [`zip_step`] (rotates each byte's address right by one bit); `idx` holds
+    /// [`UNZIP`].
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    fn unzip_step<const N: usize>(v: &[__m512i; N], idx: &[__m512i; 2]) -> [__m512i; N] {
+        let mut out = [_mm512_setzero_si512(); N];
+        let h = N / 2;
+        for k in 0..h {
+            out[k] = _mm512_permutex2var_epi8(v[2 * k], idx[0], v[2 * k + 1]);
+            out[k + h] = _mm512_permutex2var_epi8(v[2 * k], idx[1], v[2 * k + 1]);
+        }
+        out
+    }
+
+    /// [`super::shuffle_tiles`] on tiles of 64 elements from 16-element tile `from` on;
+    /// returns the 16-element tile after the last one done.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    fn shuffle_tiles<const TS: usize>(src: &[u8], dst: &mut [u8], n: usize, from: usize) -> usize {
+        let tiles = n.saturating_sub(16 * from) / 64;
+        if tiles == 0 {
+            return from;
+        }
+        let steps = TS.trailing_zeros();
+        let idx = [load(&UNZIP[0]), load(&UNZIP[1])];
+        let input = vectors(src, 16 * from * TS, tiles * TS);
+        let mut planes: [&mut [[u8; 64]]; TS] = split_planes(dst, n, 16 * from, tiles);
+        for (t, tile) in input.chunks_exact(TS).enumerate() {
+            let mut v = [_mm512_setzero_si512(); TS];
+            for (x, bytes) in v.iter_mut().zip(tile) {
+                *x = load(bytes);
+            }
+            for _ in 0..steps {
+                v = unzip_step(&v, &idx);
+            }
+            for (x, plane) in v.iter().zip(planes.iter_mut()) {
+                store(&mut plane[t], *x);
+            }
+        }
+        from + 4 * tiles
+    }
+
+    /// [`super::unshuffle_tiles`] on tiles of 64 elements.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    fn unshuffle_tiles<const TS: usize>(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+        let tiles = n / 64;
+        let steps = TS.trailing_zeros();
+        let idx = [load(&ZIP[0]), load(&ZIP[1])];
+        let planes: [&[[u8; 64]]; TS] = core::array::from_fn(|b| vectors(planes[b], 0, tiles));
+        let output = vectors_mut(dst, 0, tiles * TS);
+        for (t, tile) in output.chunks_exact_mut(TS).enumerate() {
+            let mut v = [_mm512_setzero_si512(); TS];
+            for (x, plane) in v.iter_mut().zip(planes) {
+                *x = load(&plane[t]);
+            }
+            for _ in 0..steps {
+                v = zip_step(&v, &idx);
+            }
+            for (x, bytes) in v.iter().zip(tile) {
+                store(bytes, *x);
+            }
+        }
+        tiles * 64
+    }
+
+    /// AVX-512 [`super::shuffle`] of whole 64-element tiles from 16-element tile `from` on
+    /// (lengths checked by the caller); returns the 16-element tile after the last one done.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize, from: usize) -> usize {
+        match ts {
+            2 => shuffle_tiles::<2>(src, dst, n, from),
+            4 => shuffle_tiles::<4>(src, dst, n, from),
+            8 => shuffle_tiles::<8>(src, dst, n, from),
+            16 => shuffle_tiles::<16>(src, dst, n, from),
+            _ => from,
+        }
+    }
+
+    /// AVX-512 [`super::unshuffle_planes`] of whole 64-element tiles (lengths checked by the
+    /// caller).
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    pub(super) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+        match planes.len() {
+            2 => unshuffle_tiles::<2>(planes, dst, n),
+            4 => unshuffle_tiles::<4>(planes, dst, n),
+            8 => unshuffle_tiles::<8>(planes, dst, n),
+            16 => unshuffle_tiles::<16>(planes, dst, n),
+            _ => 0,
+        }
+    }
+}
+
 #[cfg(test)]
 #[allow(
     clippy::cast_possible_truncation,
@@ -516,20 +748,32 @@ mod avx2 {
 mod tests {
     use super::*;
 
+    const LEVELS: [Level; 3] = [Level::Avx512, Level::Avx2, Level::Sse2];
+
+    /// Whether the CPU runs the kernels of `l`; else prints why a test skips them.
+    fn runs(l: Level) -> bool {
+        let ok = level() >= l;
+        if !ok {
+            println!("skipped: this CPU lacks the {l:?} kernels");
+        }
+        ok
+    }
+
     /// The kernels run (whole tiles) and agree with the definitions; the portable paths and
     /// the full filters are tested in `shuffle` and `bitshuffle`.
     #[test]
     fn kernels_cover_whole_tiles_and_match_definitions() {
-        // AVX2 pairs of tiles (when the CPU has AVX2) with an odd tile left to SSE2, then
-        // SSE2 alone.
-        kernels_match_definitions();
-        force_sse2(kernels_match_definitions);
+        // AVX-512 tiles of 64 elements (when the CPU has AVX-512 VBMI), AVX2 pairs of tiles
+        // (when it has AVX2), each with the tiles they leave to SSE2; then SSE2 alone.
+        for l in LEVELS.into_iter().filter(|&l| runs(l)) {
+            capped(l, kernels_match_definitions);
+        }
     }
 
-    /// The AVX2 and SSE2 paths give the same bytes (checked against each other here, and
-    /// against the definitions in `kernels_match_definitions`).
+    /// The AVX-512, AVX2 and SSE2 paths give the same bytes (checked against each other here,
+    /// and against the definitions in `kernels_match_definitions`).
     #[test]
-    fn avx2_and_sse2_paths_agree() {
+    fn simd_paths_agree() {
         for len in [0usize, 16, 32, 48, 96, 128, 4000, 4096, 65_536 + 48] {
             let src: Vec<u8> = (0..len).map(|i| (i * 131 + i / 3) as u8).collect();
             for ts in [2usize, 4, 8, 16] {
@@ -541,7 +785,13 @@ mod tests {
                     let b = unshuffle(ts, &src, &mut un, n);
                     (a, b, sh, un)
                 };
-                assert!(run() == force_sse2(run), "ts {ts} len {len}");
+                let sse2 = capped(Level::Sse2, run);
+                for l in [Level::Avx512, Level::Avx2]
+                    .into_iter()
+                    .filter(|&l| runs(l))
+                {
+                    assert!(capped(l, run) == sse2, "{l:?} ts {ts} len {len}");
+                }
             }
             let groups = len / 8;
             let run = || {
@@ -551,13 +801,52 @@ mod tests {
                 let b = bit_untranspose(&src, &mut u, groups);
                 (a, b, t, u)
             };
-            assert!(run() == force_sse2(run), "bit transpose, len {len}");
+            assert!(
+                run() == capped(Level::Sse2, run),
+                "bit transpose, len {len}"
+            );
+        }
+    }
+
+    /// The shuffle leaves the first tiles to SSE2 so that the wide kernels store aligned
+    /// vectors (`head_tiles`): every offset of the output (and of the input) relative to a
+    /// 64-byte boundary, on every path, with element counts below, at and above what the
+    /// head and one wide tile take.
+    #[test]
+    fn shuffle_at_every_alignment_matches_definition() {
+        for l in LEVELS.into_iter().filter(|&l| runs(l)) {
+            for ts in [2usize, 4, 8, 16] {
+                for n in [16usize, 47, 48, 64, 111, 112, 127, 128, 176, 300] {
+                    let mut sbuf = vec![0u8; n * ts + 128];
+                    let mut dbuf = vec![0u8; n * ts + 128];
+                    let (sa, da) = (
+                        sbuf.as_ptr().align_offset(64),
+                        dbuf.as_ptr().align_offset(64),
+                    );
+                    for off in [0usize, 1, 15, 16, 32, 48, 63] {
+                        let src = &mut sbuf[sa + (off * 7) % 64..][..n * ts];
+                        for (i, b) in src.iter_mut().enumerate() {
+                            *b = (i * 29 + i / 11 + off) as u8;
+                        }
+                        let src = &*src;
+                        let dst = &mut dbuf[da + off..][..n * ts];
+                        dst.fill(0);
+                        assert_eq!(capped(l, || shuffle(ts, src, dst, n)), n / 16 * 16);
+                        for i in 0..n / 16 * 16 {
+                            for j in 0..ts {
+                                let (got, want) = (dst[j * n + i], src[i * ts + j]);
+                                assert_eq!(got, want, "{l:?} ts {ts} n {n} offset {off}");
+                            }
+                        }
+                    }
+                }
+            }
         }
     }
 
     fn kernels_match_definitions() {
         for ts in [2usize, 4, 8, 16] {
-            for n in [16usize, 17, 48, 80, 1000] {
+            for n in [16usize, 17, 48, 64, 80, 127, 128, 200, 1000] {
                 let src: Vec<u8> = (0..n * ts).map(|i| (i * 31 + i / 7) as u8).collect();
                 let mut dst = vec![0u8; n * ts];
                 assert_eq!(shuffle(ts, &src, &mut dst, n), n / 16 * 16);
