@@ -144,10 +144,11 @@ pub enum Error {
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
     /// An object-store request failed (feature `object_store`). `url` names the object without
-    /// credentials (no user info, no query string); `source` is the store's error (match on
-    /// `object_store::Error::NotFound` for a missing object).
+    /// credentials (no user info, no query string); the message quotes the store's error with
+    /// the user info of any URL in it removed. `source` is the store's error as it came (match
+    /// on `object_store::Error::NotFound` for a missing object; it may quote such a URL whole).
     #[cfg(feature = "object_store")]
-    #[error("{url}: {source}")]
+    #[error("{url}: {}", without_userinfo(&source.to_string()))]
     Remote {
         /// The object (or prefix) the request was for.
         url: String,
@@ -185,5 +186,46 @@ impl Error {
             offset,
             detail: detail.into(),
         }
+    }
+}
+
+/// `text` with the user info (`user:password@`) of every `scheme://` URL in it removed: object
+/// stores quote request URLs in their messages, and a URL given with credentials would
+/// otherwise carry them into ours.
+#[cfg(feature = "object_store")]
+fn without_userinfo(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(i) = rest.find("://") {
+        let (head, tail) = rest.split_at(i + 3);
+        out.push_str(head);
+        let authority_end = tail
+            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"')
+            .unwrap_or(tail.len());
+        match tail[..authority_end].rfind('@') {
+            Some(at) => rest = &tail[at + 1..],
+            None => rest = tail,
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(all(test, feature = "object_store"))]
+mod userinfo_tests {
+    use super::without_userinfo;
+
+    #[test]
+    fn credentials_in_quoted_urls_are_removed() {
+        assert_eq!(
+            without_userinfo("GET http://user:pw@h:9/x/a.wkw failed; see https://h/doc"),
+            "GET http://h:9/x/a.wkw failed; see https://h/doc"
+        );
+        assert_eq!(
+            without_userinfo("s3://b/k@v and x://u@h"),
+            "s3://b/k@v and x://h"
+        );
+        assert_eq!(without_userinfo("no url"), "no url");
+        assert_eq!(without_userinfo("tail http://a:b@"), "tail http://");
     }
 }

@@ -12,8 +12,8 @@ use std::path::PathBuf;
 use blosc2_frame::blosc_chunk::{CParams, Codec, Filter, MAX_FILTERS, SplitMode};
 use blosc2_frame::rmpv::{self, Value};
 use blosc2_frame::{
-    B2ND_METALAYER, B2ndArray, B2ndMeta, ChunkLocation, Durability, FrameParams, FrameWriter,
-    Limits,
+    B2ND_METALAYER, B2ndArray, B2ndMeta, BlockingRemoteB2nd, ChunkLocation, Durability,
+    FrameHeader, FrameParams, FrameWriter, Layer, Limits, RemoteOptions,
 };
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyTypeError, PyValueError};
@@ -35,12 +35,22 @@ const MAX_DEPTH: usize = 256;
 
 /// The Python exception for a frame error on `path`: `FileNotFoundError` / `OSError` for I/O
 /// errors, `B2ndError` otherwise; the message names the file.
+/// Remote errors name their URL themselves (`path` empty).
 fn frame_err(path: &str, e: &blosc2_frame::Error) -> PyErr {
-    let msg = format!("{path}: {e}");
+    let msg = if path.is_empty() {
+        e.to_string()
+    } else {
+        format!("{path}: {e}")
+    };
     match e {
         blosc2_frame::Error::Io(io) if io.kind() == std::io::ErrorKind::NotFound => {
             PyFileNotFoundError::new_err(msg)
         }
+        blosc2_frame::Error::Remote {
+            source: blosc2_frame::object_store::Error::NotFound { .. },
+            ..
+        } => PyFileNotFoundError::new_err(msg),
+        blosc2_frame::Error::Remote { .. } => PyOSError::new_err(msg),
         blosc2_frame::Error::Io(_) => PyOSError::new_err(msg),
         _ => B2ndError::new_err(msg),
     }
@@ -181,11 +191,108 @@ fn coords(v: &[i64], what: &str) -> PyResult<Vec<u64>> {
         .collect()
 }
 
-/// An opened b2nd frame file.
+/// Where an opened array lives: a file or in-memory frame, or an object-store URL.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "one per open array; boxing would only add an indirection"
+)]
+enum Source {
+    Local(B2ndArray<'static>),
+    Remote(BlockingRemoteB2nd),
+}
+
+impl Source {
+    fn meta(&self) -> &B2ndMeta {
+        match self {
+            Self::Local(a) => a.meta(),
+            Self::Remote(r) => r.meta(),
+        }
+    }
+
+    fn dtype(&self) -> &str {
+        match self {
+            Self::Local(a) => a.dtype(),
+            Self::Remote(r) => r.dtype(),
+        }
+    }
+
+    fn itemsize(&self) -> usize {
+        match self {
+            Self::Local(a) => a.itemsize(),
+            Self::Remote(r) => r.itemsize(),
+        }
+    }
+
+    fn header(&self) -> &FrameHeader {
+        match self {
+            Self::Local(a) => a.frame().header(),
+            Self::Remote(r) => r.inner().header(),
+        }
+    }
+
+    fn nchunks(&self) -> usize {
+        match self {
+            Self::Local(a) => a.frame().nchunks(),
+            Self::Remote(r) => r.inner().nchunks(),
+        }
+    }
+
+    fn metalayers(&self) -> &[Layer] {
+        match self {
+            Self::Local(a) => a.frame().metalayers(),
+            Self::Remote(r) => r.inner().metalayers(),
+        }
+    }
+
+    fn vlmetalayers(&self) -> &[Layer] {
+        match self {
+            Self::Local(a) => a.frame().vlmetalayers(),
+            Self::Remote(r) => r.inner().vlmetalayers(),
+        }
+    }
+
+    fn metalayer(&self, name: &str) -> Option<&[u8]> {
+        match self {
+            Self::Local(a) => a.frame().metalayer(name),
+            Self::Remote(r) => r.inner().metalayer(name),
+        }
+    }
+
+    fn metalayer_value(&self, name: &str) -> blosc2_frame::Result<Value> {
+        match self {
+            Self::Local(a) => a.frame().metalayer_value(name),
+            Self::Remote(r) => r.inner().metalayer_value(name),
+        }
+    }
+
+    fn vlmetalayer(&self, name: &str) -> blosc2_frame::Result<Vec<u8>> {
+        match self {
+            Self::Local(a) => a.frame().vlmetalayer(name),
+            Self::Remote(r) => r.inner().vlmetalayer(name),
+        }
+    }
+
+    fn vlmetalayer_value(&self, name: &str) -> blosc2_frame::Result<Value> {
+        match self {
+            Self::Local(a) => a.frame().vlmetalayer_value(name),
+            Self::Remote(r) => r.inner().vlmetalayer_value(name),
+        }
+    }
+
+    /// The region `start..stop`; a remote read fetches only the chunks it touches.
+    fn read_region(&self, start: &[u64], stop: &[u64]) -> blosc2_frame::Result<Vec<u8>> {
+        match self {
+            Self::Local(a) => a.read_region(start, stop),
+            Self::Remote(r) => r.read_region(start, stop),
+        }
+    }
+}
+
+/// An opened b2nd array: a frame file, an in-memory frame or an object-store URL.
 #[pyclass(frozen, module = "scifmt._scifmt.b2nd")]
 struct File {
     path: String,
-    array: B2ndArray<'static>,
+    array: Source,
 }
 
 #[pymethods]
@@ -203,7 +310,32 @@ impl File {
         let array = detached(py, || B2ndArray::open_with(&path, &limits))
             .map_err(|m| err(format!("{name}: {m}")))?
             .map_err(|e| frame_err(&name, &e))?;
-        Ok(Self { path: name, array })
+        Ok(Self {
+            path: name,
+            array: Source::Local(array),
+        })
+    }
+
+    /// Opens the b2nd array at an object-store URL (`s3://`, `gs://`, `az://`, `http(s)://`,
+    /// `memory://`): header, metalayers, index and trailer are fetched (at most two requests),
+    /// chunks on demand. Credentials and endpoints come from the environment (`AWS_*`,
+    /// `GOOGLE_*`, `AZURE_*`); messages name the URL without credentials.
+    #[staticmethod]
+    #[pyo3(signature = (url, max_output_bytes=None))]
+    fn open_url(py: Python<'_>, url: &str, max_output_bytes: Option<u64>) -> PyResult<Self> {
+        let mut options = RemoteOptions::default();
+        if let Some(m) = max_output_bytes {
+            let mut limits = Limits::default();
+            limits.max_output_bytes = usize::try_from(m).unwrap_or(usize::MAX);
+            options = options.with_limits(limits);
+        }
+        let array = detached(py, || BlockingRemoteB2nd::open_url(url, options))
+            .map_err(err)?
+            .map_err(|e| frame_err("", &e))?;
+        Ok(Self {
+            path: array.inner().url(),
+            array: Source::Remote(array),
+        })
     }
 
     /// Parses an in-memory contiguous frame (python-blosc2's `to_cframe()` bytes); the bytes
@@ -229,7 +361,10 @@ impl File {
         })
         .map_err(|m| err(format!("{name}: {m}")))?
         .map_err(|e| frame_err(&name, &e))?;
-        Ok(Self { path: name, array })
+        Ok(Self {
+            path: name,
+            array: Source::Local(array),
+        })
     }
 
     /// The file name given to `open`.
@@ -241,7 +376,7 @@ impl File {
     /// The array shape.
     #[getter]
     fn shape(&self) -> Vec<u64> {
-        self.array.shape().to_vec()
+        self.array.meta().shape.clone()
     }
 
     /// The chunk shape.
@@ -271,26 +406,25 @@ impl File {
     /// Number of chunks.
     #[getter]
     fn nchunks(&self) -> usize {
-        self.array.frame().nchunks()
+        self.array.nchunks()
     }
 
     /// Length of the frame in bytes (header, chunks, index and trailer).
     #[getter]
     fn frame_len(&self) -> u64 {
-        self.array.frame().header().frame_len
+        self.array.header().frame_len
     }
 
     /// The frame's default compression parameters: (codec id, clevel, typesize).
     #[getter]
     fn cparams(&self) -> (u8, u8, u32) {
-        let h = self.array.frame().header();
+        let h = self.array.header();
         (h.codec().id(), h.clevel, h.typesize)
     }
 
     /// Names of the fixed-size metalayers (header), in file order.
     fn metalayer_names(&self) -> Vec<String> {
         self.array
-            .frame()
             .metalayers()
             .iter()
             .map(|l| l.name.clone())
@@ -300,7 +434,6 @@ impl File {
     /// Names of the variable-length metalayers (trailer), in file order.
     fn vlmeta_names(&self) -> Vec<String> {
         self.array
-            .frame()
             .vlmetalayers()
             .iter()
             .map(|l| l.name.clone())
@@ -309,7 +442,7 @@ impl File {
 
     /// The raw bytes of metalayer `name`.
     fn metalayer_raw<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let raw = self.array.frame().metalayer(name).ok_or_else(|| {
+        let raw = self.array.metalayer(name).ok_or_else(|| {
             pyo3::exceptions::PyKeyError::new_err(format!("{}: no metalayer {name:?}", self.path))
         })?;
         Ok(PyBytes::new(py, raw))
@@ -317,13 +450,13 @@ impl File {
 
     /// Metalayer `name` decoded from msgpack.
     fn metalayer<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        if self.array.frame().metalayer(name).is_none() {
+        if self.array.metalayer(name).is_none() {
             return Err(pyo3::exceptions::PyKeyError::new_err(format!(
                 "{}: no metalayer {name:?}",
                 self.path
             )));
         }
-        let v = guarded(|| self.array.frame().metalayer_value(name))
+        let v = guarded(|| self.array.metalayer_value(name))
             .map_err(err)?
             .map_err(|e| frame_err(&self.path, &e))?;
         guarded(|| to_py(py, &v, 0)).map_err(err)?
@@ -331,7 +464,7 @@ impl File {
 
     /// The decompressed bytes of vlmetalayer `name`.
     fn vlmeta_raw<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyBytes>> {
-        let raw = detached(py, || self.array.frame().vlmetalayer(name))
+        let raw = detached(py, || self.array.vlmetalayer(name))
             .map_err(err)?
             .map_err(|e| self.lookup_err(name, &e))?;
         Ok(PyBytes::new(py, &raw))
@@ -339,7 +472,7 @@ impl File {
 
     /// Vlmetalayer `name` decompressed and decoded from msgpack.
     fn vlmeta<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
-        let v = detached(py, || self.array.frame().vlmetalayer_value(name))
+        let v = detached(py, || self.array.vlmetalayer_value(name))
             .map_err(err)?
             .map_err(|e| self.lookup_err(name, &e))?;
         guarded(|| to_py(py, &v, 0)).map_err(err)?
@@ -363,23 +496,29 @@ impl File {
 
     /// File offsets of the stored chunks (`None` for special chunks: zeros, NaN, uninit), for
     /// tests and tools.
-    fn chunk_offsets(&self) -> Vec<Option<u64>> {
-        let f = self.array.frame();
+    fn chunk_offsets(&self) -> PyResult<Vec<Option<u64>>> {
+        let Source::Local(a) = &self.array else {
+            return Err(err(format!(
+                "{}: chunk offsets of a remote array",
+                self.path
+            )));
+        };
+        let f = a.frame();
         let base = u64::from(f.header().header_len);
-        f.index()
+        Ok(f.index()
             .iter()
             .map(|l| match l {
                 ChunkLocation::Stored(off) if !f.is_sparse() => base.checked_add(*off),
                 _ => None,
             })
-            .collect()
+            .collect())
     }
 
     fn __repr__(&self) -> String {
         format!(
             "<scifmt b2nd file {:?} shape={:?} dtype={} chunks={:?} blocks={:?}>",
             self.path,
-            self.array.shape(),
+            self.array.meta().shape,
             self.array.dtype(),
             self.array.meta().chunkshape,
             self.array.meta().blockshape

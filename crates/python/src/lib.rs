@@ -11,12 +11,14 @@ mod blosc;
 mod common;
 mod dwe;
 mod wkw;
+mod wkw_remote;
 
 /// The extension module: one submodule per format.
 #[pymodule]
 fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     wkw::register(m)?;
+    wkw_remote::register(m)?;
     blosc::register(m)?;
     b2nd::register(m)?;
     dwe::register(m)?;

@@ -40,7 +40,7 @@ pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
 }
 
 /// A `WKWException` with `msg`.
-fn exc(msg: impl Into<String>) -> PyErr {
+pub(crate) fn exc(msg: impl Into<String>) -> PyErr {
     WKWException::new_err(msg.into())
 }
 
@@ -121,14 +121,15 @@ macro_rules! with_voxel {
         }
     };
 }
+pub(crate) use with_voxel;
 
 /// The `threads` argument, or a `WKWException`.
-fn thread_choice(threads: Option<usize>) -> PyResult<ThreadChoice> {
+pub(crate) fn thread_choice(threads: Option<usize>) -> PyResult<ThreadChoice> {
     ThreadChoice::new(threads).map_err(exc)
 }
 
 /// The dataset's thread mode for a `threads` choice.
-fn threads_mode(choice: &ThreadChoice) -> Threads {
+pub(crate) fn threads_mode(choice: &ThreadChoice) -> Threads {
     if choice.caller_only() {
         Threads::Caller
     } else {
@@ -138,7 +139,7 @@ fn threads_mode(choice: &ThreadChoice) -> Threads {
 
 /// The dataset options: the Python defaults are the reference's lenient header check (each
 /// file decoded with its own block type) and errors for corrupt files.
-fn options(threads: Threads, corrupt_as_zeros: bool, strict_headers: bool) -> Options {
+pub(crate) fn options(threads: Threads, corrupt_as_zeros: bool, strict_headers: bool) -> Options {
     Options::default()
         .threads(threads)
         .header_check(if strict_headers {
@@ -153,7 +154,7 @@ fn options(threads: Threads, corrupt_as_zeros: bool, strict_headers: bool) -> Op
         })
 }
 
-fn parse_order(order: &str, root: &Path) -> PyResult<Order> {
+pub(crate) fn parse_order(order: &str, root: &Path) -> PyResult<Order> {
     match order {
         "F" | "f" => Ok(Order::Fortran),
         "C" | "c" => Ok(Order::C),
@@ -224,6 +225,39 @@ impl Open {
         let pool = self.threads.pool().map_err(exc)?;
         run(py, root, || in_pool(pool.as_ref(), || f(&self.ds)))
     }
+}
+
+/// `data` checked to be a 4-D numpy array, copied first if unaligned (Rust slices and
+/// ndarray views must be aligned; e.g. `np.frombuffer` at an odd offset is not).
+pub(crate) fn aligned_4d<'py>(data: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let untyped = data
+        .cast::<PyUntypedArray>()
+        .map_err(|_| exc("Data must be a NumPy ndarray"))?;
+    if untyped.ndim() != 4 {
+        return Err(exc("Data must be four-dimensional (C, X, Y, Z)"));
+    }
+    let aligned: bool = data.getattr("flags")?.getattr("aligned")?.extract()?;
+    if aligned {
+        Ok(data.clone())
+    } else {
+        data.call_method0("copy")
+    }
+}
+
+/// A read-only typed view of an [`aligned_4d`] array whose dtype must be voxel type `vt`.
+pub(crate) fn typed_4d<'py, T: numpy::Element>(
+    data: &Bound<'py, PyAny>,
+    vt: VoxelType,
+) -> PyResult<numpy::PyReadonlyArray4<'py, T>> {
+    let typed = data.cast::<PyArray4<T>>().map_err(|_| {
+        let dtype = data
+            .getattr("dtype")
+            .map_or_else(|_| "?".to_string(), |d| d.to_string());
+        exc(format!(
+            "Data elements must be of type {vt:?} (got {dtype})"
+        ))
+    })?;
+    typed.try_readonly().map_err(|e| exc(e.to_string()))
 }
 
 /// The Rust side of `scifmt.wkw.Dataset`: an open dataset (closed by `close`).
@@ -349,30 +383,9 @@ impl RawDataset {
     fn write(&self, py: Python<'_>, offset: [u32; 3], data: &Bound<'_, PyAny>) -> PyResult<()> {
         let open = self.get()?;
         let vt = open.ds.header().voxel_type();
-        let untyped = data
-            .cast::<PyUntypedArray>()
-            .map_err(|_| exc("Data must be a NumPy ndarray"))?;
-        if untyped.ndim() != 4 {
-            return Err(exc("Data must be four-dimensional (C, X, Y, Z)"));
-        }
-        // Rust slices and ndarray views must be aligned: copy the rare unaligned array
-        // (e.g. `np.frombuffer` at an odd offset) first.
-        let aligned: bool = data.getattr("flags")?.getattr("aligned")?.extract()?;
-        let copied;
-        let data = if aligned {
-            data
-        } else {
-            copied = data.call_method0("copy")?;
-            &copied
-        };
+        let data = aligned_4d(data)?;
         with_voxel!(vt, T => {
-            let typed = data.cast::<PyArray4<T>>().map_err(|_| {
-                exc(format!(
-                    "Data elements must be of type {vt:?} (got {})",
-                    untyped.dtype()
-                ))
-            })?;
-            let ro = typed.try_readonly().map_err(|e| exc(e.to_string()))?;
+            let ro = typed_4d::<T>(&data, vt)?;
             let view = ro.as_array();
             // Raw files are written block by block; a compressed file is decoded and
             // recompressed whole, which the pool speeds up whatever the box.

@@ -112,6 +112,47 @@ impl RemoteB2nd {
         self.array.frame().vlmetalayer(name)
     }
 
+    /// [`RemoteB2nd::vlmetalayer`] decoded from msgpack.
+    ///
+    /// # Errors
+    /// As [`Frame::vlmetalayer_value`].
+    pub fn vlmetalayer_value(&self, name: &str) -> Result<rmpv::Value> {
+        self.array.frame().vlmetalayer_value(name)
+    }
+
+    /// The fixed-size metalayers (read with the header at open), in file order.
+    #[must_use]
+    pub fn metalayers(&self) -> &[crate::Layer] {
+        self.array.frame().metalayers()
+    }
+
+    /// The variable-length metalayers (read with the trailer at open; contents compressed),
+    /// in file order.
+    #[must_use]
+    pub fn vlmetalayers(&self) -> &[crate::Layer] {
+        self.array.frame().vlmetalayers()
+    }
+
+    /// The raw bytes of metalayer `name`, if present.
+    #[must_use]
+    pub fn metalayer(&self, name: &str) -> Option<&[u8]> {
+        self.array.frame().metalayer(name)
+    }
+
+    /// Metalayer `name` decoded from msgpack.
+    ///
+    /// # Errors
+    /// As [`Frame::metalayer_value`].
+    pub fn metalayer_value(&self, name: &str) -> Result<rmpv::Value> {
+        self.array.frame().metalayer_value(name)
+    }
+
+    /// Number of chunks.
+    #[must_use]
+    pub fn nchunks(&self) -> usize {
+        self.array.frame().nchunks()
+    }
+
     /// The whole array in C order.
     ///
     /// # Errors

@@ -31,6 +31,7 @@ import ast
 import itertools
 import math
 import os
+import re
 from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
@@ -161,8 +162,13 @@ class B2ndArray:
 
     def __init__(self, path: "os.PathLike[str] | str", max_output_bytes: Optional[int] = None,
                  _core_file: Any = None):
-        self._f = _core_file if _core_file is not None else _core.File(os.fspath(path), max_output_bytes)
-        self._reopen = None if _core_file is not None else (os.fspath(path), max_output_bytes)
+        if _core_file is not None:
+            self._f = _core_file
+        elif _is_url(path):
+            self._f = _core.File.open_url(path, max_output_bytes)
+        else:
+            self._f = _core.File(os.fspath(path), max_output_bytes)
+        self._reopen = None if _core_file is not None else (path if _is_url(path) else os.fspath(path), max_output_bytes)
         self._dtype = _dtype_from_str(self._f.dtype)
         if self._dtype.itemsize != self._f.itemsize:
             raise B2ndError(
@@ -310,9 +316,19 @@ class B2ndArray:
         return self._f.chunk_offsets()
 
 
+def _is_url(path: Any) -> bool:
+    """Whether ``path`` is an object-store URL (``scheme://...``) rather than a file name."""
+    return isinstance(path, str) and re.match(r"^[A-Za-z][A-Za-z0-9+.-]*://", path) is not None
+
+
 def open(path: "os.PathLike[str] | str", max_output_bytes: Optional[int] = None) -> B2ndArray:  # noqa: A001
     """Opens a ``.b2nd`` file: header, index and trailer are read and checked, chunks are read
     on demand. ``max_output_bytes`` caps the bytes one read may return (default 4 GiB).
+
+    ``path`` may be an object-store URL (``s3://bucket/a.b2nd``, ``gs://``, ``az://``,
+    ``http(s)://``): the open fetches header and trailer (at most two requests), each read only
+    the chunks it touches. Credentials and endpoints come from the environment (``AWS_*``,
+    ``GOOGLE_*``, ``AZURE_*``).
     """
     return B2ndArray(path, max_output_bytes)
 

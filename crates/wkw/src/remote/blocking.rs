@@ -102,6 +102,21 @@ impl BlockingRemoteDataset {
         Self::build(async || RemoteDataset::create_url(url, header, options).await)
     }
 
+    /// [`RemoteDataset::create_url_with_config`], blocking.
+    ///
+    /// # Errors
+    /// As [`RemoteDataset::create_url`]; [`Error::Unsupported`] inside a tokio runtime.
+    pub fn create_url_with_config(
+        url: &str,
+        config: &[(String, String)],
+        header: Header,
+        options: RemoteOptions,
+    ) -> Result<Self> {
+        Self::build(async || {
+            RemoteDataset::create_url_with_config(url, config, header, options).await
+        })
+    }
+
     /// The async dataset (sharing the metadata cache), for use on another runtime.
     #[must_use]
     pub fn as_async(&self) -> &RemoteDataset {

@@ -186,7 +186,8 @@ impl RemoteOptions {
 /// object is downloaded, merged and, for compressed files, recompressed on local scratch
 /// space) and uploads it with a conditional put: `PutMode::Update` on the ETag/version read, or
 /// `PutMode::Create` when there was no object. A lost race (HTTP 412 / 409 / "already
-/// exists") redoes the read-modify-write of that file up to [`RemoteOptions::retries`] times,
+/// exists") redoes the read-modify-write of that file up to [`RemoteOptions::retries`] times
+/// (after a randomized wait doubling from about 1 ms up to about 64 ms),
 /// then fails with [`Error::Conflict`]; so two writers never silently lose an update.
 ///
 /// # Errors
@@ -298,6 +299,21 @@ impl RemoteDataset {
     /// As [`RemoteDataset::create`] and [`RemoteDataset::open_url`].
     pub async fn create_url(url: &str, header: Header, options: RemoteOptions) -> Result<Self> {
         let (store, prefix, url) = store_for_url(url, &[])?;
+        Self::create_at(store, prefix, url, header, options).await
+    }
+
+    /// [`RemoteDataset::create_url`] with store configuration `config` (as
+    /// [`RemoteDataset::open_url_with_config`] takes it).
+    ///
+    /// # Errors
+    /// As [`RemoteDataset::create_url`].
+    pub async fn create_url_with_config(
+        url: &str,
+        config: &[(String, String)],
+        header: Header,
+        options: RemoteOptions,
+    ) -> Result<Self> {
+        let (store, prefix, url) = store_for_url(url, config)?;
         Self::create_at(store, prefix, url, header, options).await
     }
 
@@ -922,6 +938,7 @@ impl RemoteDataset {
                     | object_store::Error::AlreadyExists { .. },
                 ) if attempt < inner.options.retries => {
                     attempt += 1;
+                    tokio::time::sleep(conflict_backoff(attempt)).await;
                 }
                 Err(
                     object_store::Error::Precondition { .. }
@@ -1240,6 +1257,20 @@ fn redact(url: &url::Url) -> String {
     u.set_query(None);
     u.set_fragment(None);
     u.to_string().trim_end_matches('/').to_string()
+}
+
+/// How long a writer waits before redoing a read-modify-write it lost (attempt 1, 2, …):
+/// doubling from 1 ms up to 64 ms, times a random factor in [0.5, 1.5) so that writers that
+/// collided do not collide again in lock step.
+fn conflict_backoff(attempt: u32) -> std::time::Duration {
+    use std::hash::{BuildHasher, Hasher};
+    let base_us = 1000u64 << attempt.saturating_sub(1).min(6);
+    // A fresh `RandomState` is randomly keyed: its hash of nothing is a random number.
+    let r = std::collections::hash_map::RandomState::new()
+        .build_hasher()
+        .finish();
+    let factor_per_mille = 500 + r % 1000;
+    std::time::Duration::from_micros(base_us * factor_per_mille / 1000)
 }
 
 /// The store, the prefix inside it and the message URL for `url`, configured from the

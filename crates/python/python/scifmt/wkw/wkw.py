@@ -11,11 +11,15 @@ runs after ``import scifmt.wkw as wkw``. Deliberate differences (see the package
   dataset raises ``WKWException`` instead of touching freed memory.
 
 Extras: ``read(..., order="C")``, ``threads=`` on ``open``/``create``, ``Dataset.verify()``,
-``corrupt_as_zeros=`` and ``strict_headers=``.
+``corrupt_as_zeros=`` and ``strict_headers=``, and datasets on object stores: a root that is a
+URL (``s3://bucket/prefix``, ``gs://``, ``az://``, ``http(s)://``, ``memory://``) opens the
+dataset there, configured from the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) and
+``storage_options=`` (a dict with the same keys, e.g. ``{"aws_endpoint_url": ...}``).
 """
 
 import operator
 import os
+import re
 import shutil
 import struct
 import tempfile
@@ -30,6 +34,27 @@ _core = _scifmt.wkw
 WKWException = _core.WKWException
 
 _U32_MAX = 2**32 - 1
+
+_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def _is_url(root):
+    """Whether ``root`` is an object-store URL (``scheme://...``) rather than a path."""
+    return isinstance(root, str) and _URL.match(root) is not None
+
+
+def _pairs(storage_options):
+    """``storage_options`` (a mapping of str to str, or None) as a list of pairs."""
+    if storage_options is None:
+        return None
+    if not hasattr(storage_options, "items"):
+        raise WKWException(f"storage_options must be a dict, not {type(storage_options).__name__}")
+    pairs = []
+    for k, v in storage_options.items():
+        if not isinstance(k, str) or not isinstance(v, (str, bool, int)):
+            raise WKWException(f"storage_options: {k!r} must map a str to a str")
+        pairs.append((k, str(v).lower() if isinstance(v, bool) else str(v)))
+    return pairs
 
 
 class Header:
@@ -202,7 +227,8 @@ class Dataset:
     # -- opening ----------------------------------------------------------------------------
 
     @staticmethod
-    def open(root, header=None, *, threads=None, corrupt_as_zeros=False, strict_headers=False):
+    def open(root, header=None, *, threads=None, corrupt_as_zeros=False, strict_headers=False,
+             storage_options=None):
         """Opens the dataset at ``root``; with ``header``, creates it first if that succeeds.
 
         ``threads``: None uses every core (one shared pool), 1 only the calling thread, n a pool
@@ -210,6 +236,8 @@ class Dataset:
         zeros like the reference (default: ``WKWException``). Like the reference, each data file
         is decoded with its own block type (files compressed in place with ``File.compress``
         read fine); ``strict_headers=True`` requires every file header to match ``header.wkw``.
+        A URL ``root`` opens the dataset on its object store (``storage_options``: store
+        configuration applied after the environment's; see the module docstring).
         """
         root = os.fspath(root)
         opts = {
@@ -217,16 +245,26 @@ class Dataset:
             "corrupt_as_zeros": corrupt_as_zeros,
             "strict_headers": strict_headers,
         }
+        if storage_options is not None:
+            opts["storage_options"] = storage_options
         if header is not None:
             try:
                 return Dataset.create(root, header, **opts)
             except WKWException:
                 pass
-        return Dataset(root, _core.RawDataset.open(root, **opts), opts)
+        if _is_url(root):
+            raw = _core.RawRemoteDataset.open(root, _pairs(storage_options), threads,
+                                              corrupt_as_zeros, strict_headers)
+        else:
+            _local_only(storage_options, root)
+            raw = _core.RawDataset.open(root, threads, corrupt_as_zeros, strict_headers)
+        return Dataset(root, raw, opts)
 
     @staticmethod
-    def create(root, header, *, threads=None, corrupt_as_zeros=False, strict_headers=False):
-        """Creates a dataset with ``header`` at ``root`` (``WKWException`` if one exists)."""
+    def create(root, header, *, threads=None, corrupt_as_zeros=False, strict_headers=False,
+               storage_options=None):
+        """Creates a dataset with ``header`` at ``root`` (``WKWException`` if one exists); a
+        URL ``root`` creates it on the object store (see ``open``)."""
         root = os.fspath(root)
         _check(
             header.voxel_type in Header.VALID_VOXEL_TYPES,
@@ -246,15 +284,20 @@ class Dataset:
             "corrupt_as_zeros": corrupt_as_zeros,
             "strict_headers": strict_headers,
         }
-        raw = _core.RawDataset.create(
-            root,
+        fields = (
             _voxel_code(header.voxel_type),
             int(header.num_channels),
             int(header.block_len),
             int(header.file_len),
             int(header.block_type),
-            **opts,
         )
+        if _is_url(root):
+            raw = _core.RawRemoteDataset.create(root, *fields, _pairs(storage_options), **opts)
+        else:
+            _local_only(storage_options, root)
+            raw = _core.RawDataset.create(root, *fields, **opts)
+        if storage_options is not None:
+            opts["storage_options"] = storage_options
         return Dataset(root, raw, opts)
 
     # -- data -------------------------------------------------------------------------------
@@ -301,17 +344,27 @@ class Dataset:
             header = Header._from_fields(self._raw.header_fields())
             header.block_type = Header.BLOCK_TYPE_LZ4HC
             return Dataset.create(dst_path, header, **self._options)
-        _core.compress(
-            self.root, dst_path, Header.BLOCK_TYPE_LZ4HC, self._options.get("threads")
-        )
+        if _is_url(self.root) != _is_url(dst_path):
+            raise self._error("compress_files=True needs source and destination both local "
+                              f"or both URLs (destination {dst_path})")
+        if _is_url(self.root):
+            # The destination is configured from the environment.
+            self._raw.compress(dst_path, Header.BLOCK_TYPE_LZ4HC)
+        else:
+            _core.compress(
+                self.root, dst_path, Header.BLOCK_TYPE_LZ4HC, self._options.get("threads")
+            )
         return Dataset.open(dst_path, **self._options)
 
     def list_files(self):
-        """An iterator over the paths of the dataset's data files (``z*/y*/x*.wkw``)."""
+        """An iterator over the paths (URLs for a remote dataset) of the dataset's data files
+        (``z*/y*/x*.wkw``)."""
         return iter([os.fspath(p) for p in self._raw.list_files()])
 
     def verify(self):
         """Checks every data file: a list of ``(path, problem)`` for the broken ones."""
+        if _is_url(self.root):
+            return self._raw.verify()
         return verify(self.root, threads=self._options.get("threads"))
 
     def close(self):
@@ -337,7 +390,18 @@ def _reopen(root, options):
     return Dataset.open(root, **options)
 
 
-def verify(root, threads=None):
+def verify(root, threads=None, storage_options=None):
     """Checks every data file of the dataset at ``root`` (headers, jump tables, every block):
-    a list of ``(path, problem)`` for the files with a problem, empty when all are sound."""
-    return [(os.fspath(p), msg) for p, msg in _core.verify(os.fspath(root), threads)]
+    a list of ``(path, problem)`` for the files with a problem, empty when all are sound. A URL
+    ``root`` is checked on its object store."""
+    root = os.fspath(root)
+    if _is_url(root):
+        with Dataset.open(root, threads=threads, storage_options=storage_options) as ds:
+            return ds._raw.verify()
+    _local_only(storage_options, root)
+    return [(os.fspath(p), msg) for p, msg in _core.verify(root, threads)]
+
+
+def _local_only(storage_options, root):
+    if storage_options is not None:
+        raise WKWException(f"{root}: storage_options apply to URLs only")
