@@ -26,8 +26,17 @@ fn testdata() -> PathBuf {
 /// Every contiguous frame fixture (the manifest's `frame` and `b2nd` entries but the sparse
 /// directory).
 const CONTIGUOUS: &[&str] = &[
+    "frames/b2nd_be_f8_11x10.b2nd",
+    "frames/b2nd_be_i4_9x13.b2nd",
     "frames/b2nd_f4_20x30.b2nd",
+    "frames/b2nd_i1_5x6x7.b2nd",
+    "frames/b2nd_i2_40x9.b2nd",
+    "frames/b2nd_i4_12x11.b2nd",
+    "frames/b2nd_i8_25x7.b2nd",
+    "frames/b2nd_u1_33x17.b2nd",
     "frames/b2nd_u2_7x9x11.b2nd",
+    "frames/b2nd_u4_500.b2nd",
+    "frames/b2nd_u8_5x4x3x3.b2nd",
     "frames/b2nd_zeros_f8_50x40.b2nd",
     "frames/fill_special_nan.b2frame",
     "frames/fill_special_uninit.b2frame",
@@ -105,6 +114,21 @@ fn assert_same(local: &Frame<'_>, remote: &BlockingRemoteFrame, what: &str) {
 
 #[test]
 fn every_fixture_reads_remotely_like_locally() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(testdata().join("frames"))
+        .unwrap()
+        .map(|e| format!("frames/{}", e.unwrap().file_name().to_string_lossy()))
+        .filter(|n| n.as_str() != SPARSE)
+        .collect();
+    on_disk.sort();
+    let listed: Vec<&str> = CONTIGUOUS
+        .iter()
+        .copied()
+        .filter(|n| n.starts_with("frames/"))
+        .collect();
+    assert_eq!(
+        on_disk, listed,
+        "CONTIGUOUS lists every contiguous frame fixture"
+    );
     let server = server_with_fixtures();
     for name in CONTIGUOUS {
         let local = Frame::open(testdata().join(name)).unwrap();
