@@ -260,27 +260,67 @@ pub(crate) fn typed_4d<'py, T: numpy::Element>(
     typed.try_readonly().map_err(|e| exc(e.to_string()))
 }
 
+/// An open dataset that `close` drops: later uses raise `WKWException` naming `what`.
+#[derive(Debug)]
+pub(crate) struct Closable<T>(Mutex<Option<Arc<T>>>);
+
+impl<T> Closable<T> {
+    pub(crate) fn new(open: T) -> Self {
+        Self(Mutex::new(Some(Arc::new(open))))
+    }
+
+    /// The open value, or a `WKWException` if closed.
+    pub(crate) fn get(&self, what: &dyn std::fmt::Display) -> PyResult<Arc<T>> {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+            .ok_or_else(|| exc(format!("{what}: dataset is closed")))
+    }
+
+    /// Drops the value (calls running on it finish first); closing twice is allowed.
+    pub(crate) fn close(&self) {
+        self.0.lock().unwrap_or_else(PoisonError::into_inner).take();
+    }
+
+    pub(crate) fn is_closed(&self) -> bool {
+        self.0
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .is_none()
+    }
+}
+
+/// `(version, block_len, file_len, block_type, voxel_type, num_channels)` of `h`, with the
+/// on-disk codes of block and voxel type (what the Python `Header` is built from).
+pub(crate) fn header_fields(h: &Header) -> (u8, u32, u32, u8, u8, u8) {
+    (
+        wkw::VERSION,
+        h.block_len(),
+        h.file_len(),
+        h.block_type().to_u8(),
+        h.voxel_type().to_u8(),
+        h.num_channels(),
+    )
+}
+
 /// The Rust side of `scifmt.wkw.Dataset`: an open dataset (closed by `close`).
 #[pyclass(module = "scifmt._scifmt.wkw", frozen)]
 #[derive(Debug)]
 pub(crate) struct RawDataset {
     root: PathBuf,
-    inner: Mutex<Option<Arc<Open>>>,
+    inner: Closable<Open>,
 }
 
 impl RawDataset {
     fn get(&self) -> PyResult<Arc<Open>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .ok_or_else(|| exc(format!("{}: dataset is closed", self.root.display())))
+        self.inner.get(&self.root.display())
     }
 
     fn new(root: PathBuf, open: Open) -> Self {
         Self {
             root,
-            inner: Mutex::new(Some(Arc::new(open))),
+            inner: Closable::new(open),
         }
     }
 }
@@ -344,16 +384,7 @@ impl RawDataset {
     /// `(version, block_len, file_len, block_type, voxel_type, num_channels)` with the on-disk
     /// codes of block and voxel type.
     fn header_fields(&self) -> PyResult<(u8, u32, u32, u8, u8, u8)> {
-        let open = self.get()?;
-        let h = open.ds.header();
-        Ok((
-            wkw::VERSION,
-            h.block_len(),
-            h.file_len(),
-            h.block_type().to_u8(),
-            h.voxel_type().to_u8(),
-            h.num_channels(),
-        ))
+        Ok(header_fields(self.get()?.ds.header()))
     }
 
     /// Reads the box at `offset` of `shape` voxels as a numpy array of shape (C, X, Y, Z) in
@@ -406,19 +437,13 @@ impl RawDataset {
 
     /// Closes the dataset; later calls raise `WKWException`. Closing twice is allowed.
     fn close(&self) {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        self.inner.close();
     }
 
     /// Whether `close` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
+        self.inner.is_closed()
     }
 }
 

@@ -8,7 +8,7 @@
 //! runs under `catch_unwind`, like the local class.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
 
 use numpy::PyArray4;
 use pyo3::prelude::*;
@@ -17,7 +17,8 @@ use wkw::{BlockType, BlockingRemoteDataset, Header, RemoteOptions, VoxelType};
 
 use crate::common::{ThreadChoice, detached, in_pool};
 use crate::wkw::{
-    aligned_4d, exc, options, parse_order, thread_choice, threads_mode, typed_4d, with_voxel,
+    Closable, aligned_4d, exc, header_fields, options, parse_order, thread_choice, threads_mode,
+    typed_4d, with_voxel,
 };
 
 /// Adds `RawRemoteDataset` to the existing `wkw` submodule of `parent`.
@@ -67,7 +68,7 @@ struct Open {
 #[derive(Debug)]
 pub(crate) struct RawRemoteDataset {
     url: String,
-    inner: Mutex<Option<Arc<Open>>>,
+    inner: Closable<Open>,
 }
 
 /// The remote options for the Python arguments.
@@ -85,11 +86,7 @@ fn remote_options(
 
 impl RawRemoteDataset {
     fn get(&self) -> PyResult<Arc<Open>> {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .clone()
-            .ok_or_else(|| exc(format!("{}: dataset is closed", self.url)))
+        self.inner.get(&self.url)
     }
 
     /// Runs `f` without the GIL in the dataset's pool; errors and panics become
@@ -123,7 +120,7 @@ impl RawRemoteDataset {
         };
         Ok(Self {
             url: ds.url().to_string(),
-            inner: Mutex::new(Some(Arc::new(Open { ds, threads }))),
+            inner: Closable::new(Open { ds, threads }),
         })
     }
 }
@@ -189,16 +186,7 @@ impl RawRemoteDataset {
 
     /// `(version, block_len, file_len, block_type, voxel_type, num_channels)`.
     fn header_fields(&self) -> PyResult<(u8, u32, u32, u8, u8, u8)> {
-        let open = self.get()?;
-        let h = open.ds.header();
-        Ok((
-            wkw::VERSION,
-            h.block_len(),
-            h.file_len(),
-            h.block_type().to_u8(),
-            h.voxel_type().to_u8(),
-            h.num_channels(),
-        ))
+        Ok(header_fields(self.get()?.ds.header()))
     }
 
     /// Reads the box at `offset` of `shape` voxels as a (C, X, Y, Z) array in `order`.
@@ -262,18 +250,12 @@ impl RawRemoteDataset {
 
     /// Closes the dataset; later calls raise `WKWException`. Closing twice is allowed.
     fn close(&self) {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        self.inner.close();
     }
 
     /// Whether `close` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.inner
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .is_none()
+        self.inner.is_closed()
     }
 }
