@@ -1,5 +1,8 @@
 import os
 import pathlib
+import shutil
+import subprocess
+from typing import NamedTuple
 
 import pytest
 
@@ -9,4 +12,75 @@ TESTDATA = REPO / "testdata"
 
 @pytest.fixture
 def testdata():
+    return TESTDATA
+
+
+class S3Server(NamedTuple):
+    bucket: str
+    #: The server's plain-HTTP control endpoint (`/reset`, `/stats`, `/log`).
+    control: str
+    #: The client configuration as `storage_options` (for processes started before the
+    #: environment was set, e.g. Dask workers).
+    storage_options: dict
+
+
+def _server_binary():
+    named = os.environ.get("SCIFMT_S3_TESTSERVER")
+    if named:
+        return named
+    for profile in ("debug", "release"):
+        candidate = REPO / "target" / profile / "s3-testserver"
+        if candidate.exists():
+            return str(candidate)
+    pytest.fail(
+        "the S3 test server is needed: run `cargo xtask python`, or build it with "
+        "`cargo build -p scifmt-s3-testserver --bin s3-testserver`"
+    )
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory):
+    """The S3 test server (`crates/s3-testserver`: the S3 protocol over loopback TCP), run as a
+    process holding the WKW fixtures under `wkw/` and the b2nd/frame fixtures under `frames/`,
+    with the client environment (`AWS_*`) set for this process. `cargo xtask python` builds the
+    binary and names it in `SCIFMT_S3_TESTSERVER`."""
+    upload = tmp_path_factory.mktemp("upload")
+    shutil.copytree(TESTDATA / "wkw", upload / "wkw")
+    shutil.copytree(TESTDATA / "blosc" / "frames", upload / "frames")
+    proc = subprocess.Popen(
+        [_server_binary(), "--dir", str(upload)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    env = {}
+    for line in proc.stdout:
+        line = line.strip()
+        if line == "READY":
+            break
+        name, _, value = line.partition("=")
+        env[name] = value
+    else:
+        proc.kill()
+        pytest.fail(f"s3-testserver exited before READY (status {proc.wait()})")
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        yield S3Server(
+            bucket=env["S3_TESTSERVER_BUCKET"],
+            control=env["S3_TESTSERVER_CONTROL"],
+            storage_options={k.lower(): v for k, v in env.items() if k.startswith("AWS_")},
+        )
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+        proc.stdin.close()
+        proc.wait(timeout=30)
+
+
+@pytest.fixture(scope="session")
+def testdata_root():
     return TESTDATA

@@ -142,6 +142,29 @@ def test_overlapping_writes_into_the_same_files(client, tmp_path, block_type):
     assert wkw.verify(root) == []
 
 
+@pytest.mark.parametrize("block_type", [1, 2])
+def test_remote_dataset_written_and_read_by_the_cluster(client, server, block_type):
+    # The workers were started before the client environment was set: the store
+    # configuration reaches them through `storage_options`, pickled with each task.
+    url = f"s3://{server.bucket}/dask/bt{block_type}"
+    so = server.storage_options
+    rng = np.random.default_rng(block_type)
+    data = rng.integers(0, 60000, (1, 45, 38, 21), dtype=np.uint16)
+    # An unaligned box: the tasks at its edges share data files (conditional puts).
+    to_wkw(da.from_array(data, chunks=(1, 9, 7, 21)), url, offset=(5, 3, 1),
+           header=header(block_type), storage_options=so)
+    back = from_wkw(url, offset=(5, 3, 1), shape=(45, 38, 21), storage_options=so)
+    assert back.npartitions > 4
+    np.testing.assert_array_equal(back.compute(), data)
+    # Overlapping updates of the same files from many tasks: none is lost.
+    patch = np.full((1, 45, 38, 3), 7, np.uint16)
+    to_wkw(da.from_array(patch, chunks=(1, 5, 5, 3)), url, offset=(5, 3, 10), storage_options=so)
+    want = data.copy()
+    want[:, :, :, 9:12] = 7
+    with wkw.Dataset.open(url, storage_options=so) as ds:
+        np.testing.assert_array_equal(ds.read((5, 3, 1), (45, 38, 21)), want)
+
+
 def test_to_wkw_checks_its_input(tmp_path):
     root = str(tmp_path / "ds")
     wkw.Dataset.create(root, header(1, channels=2)).close()

@@ -1,18 +1,13 @@
 """scifmt.wkw and scifmt.b2nd on an object store: URLs against the project's S3 test server.
 
-The server (`crates/s3-testserver`, binary `s3-testserver`) speaks the S3 protocol over TCP on
-loopback; `cargo xtask python` builds it and names it in `SCIFMT_S3_TESTSERVER`. The test
-module starts one server with the reference-made fixtures uploaded, and points the
-`object_store` client at it through the `AWS_*` environment variables the server prints.
+The `server` fixture (conftest.py) runs the S3 test server with the reference-made fixtures
+uploaded and points the `object_store` client at it through the `AWS_*` environment.
 """
 
 import hashlib
 import json
 import os
-import pathlib
 import pickle
-import shutil
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -23,63 +18,6 @@ import scifmt.wkw as wkw
 
 ref = pytest.importorskip("wkw", reason="the reference package wkw==1.1.24 is needed")
 blosc2 = pytest.importorskip("blosc2", reason="the reference package blosc2==4.14.1 is needed")
-
-
-def _server_binary():
-    named = os.environ.get("SCIFMT_S3_TESTSERVER")
-    if named:
-        return named
-    repo = pathlib.Path(__file__).resolve().parents[3]
-    for profile in ("debug", "release"):
-        candidate = repo / "target" / profile / "s3-testserver"
-        if candidate.exists():
-            return str(candidate)
-    pytest.fail(
-        "the S3 test server is needed: run `cargo xtask python`, or build it with "
-        "`cargo build -p scifmt-s3-testserver --bin s3-testserver`"
-    )
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory, testdata_root):
-    """A running server holding the WKW fixtures under `wkw/` and the frames under `frames/`;
-    yields `(bucket, control_url)` with the client environment set."""
-    upload = tmp_path_factory.mktemp("upload")
-    shutil.copytree(testdata_root / "wkw", upload / "wkw")
-    shutil.copytree(testdata_root / "blosc" / "frames", upload / "frames")
-    proc = subprocess.Popen(
-        [_server_binary(), "--dir", str(upload)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    env = {}
-    for line in proc.stdout:
-        line = line.strip()
-        if line == "READY":
-            break
-        name, _, value = line.partition("=")
-        env[name] = value
-    else:
-        proc.kill()
-        pytest.fail(f"s3-testserver exited before READY (status {proc.wait()})")
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        yield env["S3_TESTSERVER_BUCKET"], env["S3_TESTSERVER_CONTROL"]
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-        proc.stdin.close()
-        proc.wait(timeout=30)
-
-
-@pytest.fixture(scope="module")
-def testdata_root():
-    return pathlib.Path(__file__).resolve().parents[3] / "testdata"
 
 
 def _stats(control):
@@ -100,7 +38,7 @@ def _reset(control):
 
 
 def test_every_wkw_fixture_reads_over_s3_like_the_reference(server, testdata_root):
-    bucket, _ = server
+    bucket = server.bucket
     expected = json.loads((testdata_root / "wkw" / "expected.json").read_text())
     cases = [(n, c) for n, c in expected.items() if not n.startswith("_")]
     assert len(cases) >= 13
@@ -135,7 +73,7 @@ def test_every_wkw_fixture_reads_over_s3_like_the_reference(server, testdata_roo
 
 @pytest.mark.parametrize("block_type", [1, 2, 3])
 def test_remote_writes_are_read_by_the_reference(server, tmp_path, block_type):
-    bucket, _ = server
+    bucket = server.bucket
     url = f"s3://{bucket}/written/bt{block_type}"
     h = wkw.Header(np.uint16, num_channels=2, block_len=8, file_len=2, block_type=block_type)
     rng = np.random.default_rng(block_type)
@@ -168,7 +106,7 @@ def test_remote_writes_are_read_by_the_reference(server, tmp_path, block_type):
 
 
 def test_concurrent_remote_writers_lose_no_update(server):
-    bucket, _ = server
+    bucket = server.bucket
     url = f"s3://{bucket}/concurrent"
     h = wkw.Header(np.uint8, block_len=8, file_len=2, block_type=2)
     wkw.Dataset.create(url, h).close()
@@ -189,7 +127,7 @@ def test_concurrent_remote_writers_lose_no_update(server):
 
 
 def test_remote_dataset_pickles_and_reopens(server):
-    bucket, _ = server
+    bucket = server.bucket
     url = f"s3://{bucket}/wkw/u8_raw_b8_f4"
     with wkw.Dataset.open(url, threads=1) as ds:
         again = pickle.loads(pickle.dumps(ds))
@@ -198,7 +136,7 @@ def test_remote_dataset_pickles_and_reopens(server):
 
 
 def test_remote_errors_name_the_url_and_never_the_secret(server):
-    bucket, _ = server
+    bucket = server.bucket
     missing = f"s3://{bucket}/no/such/dataset"
     with pytest.raises(wkw.WKWException, match="no/such/dataset"):
         wkw.Dataset.open(missing)
@@ -231,7 +169,7 @@ def _b2nd_fixtures(testdata_root):
 
 
 def test_every_b2nd_fixture_reads_over_s3_like_python_blosc2(server, testdata_root):
-    bucket, _ = server
+    bucket = server.bucket
     names = _b2nd_fixtures(testdata_root)
     assert len(names) >= 12
     for name in names:
@@ -251,7 +189,7 @@ def test_every_b2nd_fixture_reads_over_s3_like_python_blosc2(server, testdata_ro
 
 
 def test_b2nd_slices_fetch_only_the_chunks_they_touch(server, testdata_root):
-    bucket, control = server
+    bucket, control = server.bucket, server.control
     name = "b2nd_u4_500.b2nd"  # 500 items in chunks of 128
     want = blosc2.open(str(testdata_root / "blosc" / "frames" / name))[...]
     arr = b2nd.open(f"s3://{bucket}/frames/{name}")
@@ -267,7 +205,7 @@ def test_b2nd_slices_fetch_only_the_chunks_they_touch(server, testdata_root):
 
 
 def test_b2nd_remote_errors(server):
-    bucket, _ = server
+    bucket = server.bucket
     with pytest.raises(FileNotFoundError, match="missing.b2nd"):
         b2nd.open(f"s3://{bucket}/frames/missing.b2nd")
     with pytest.raises(b2nd.B2ndError):

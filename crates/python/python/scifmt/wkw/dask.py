@@ -5,7 +5,9 @@
 ``dask.array.store`` accept. It pickles as its path and box, so every worker process opens the
 dataset itself. Writes of different tasks into the same data file are safe: the ``wkw`` crate
 takes a per-file lock (``.wkw-locks`` in the dataset) around every read-modify-write, across
-processes, and replaces files atomically.
+processes, and replaces files atomically. ``path`` may be an object-store URL (see
+``scifmt.wkw``); there every file update is a conditional put, so concurrent tasks lose no
+update either, and ``storage_options`` travel with the pickled array to the workers.
 
 Needs ``dask[array]`` (not a dependency of ``scifmt`` itself).
 """
@@ -34,10 +36,11 @@ class WKWArray:
 
     ndim = 4
 
-    def __init__(self, path, offset=(0, 0, 0), shape=None, *, threads=1):
+    def __init__(self, path, offset=(0, 0, 0), shape=None, *, threads=1, storage_options=None):
         self.path = str(path)
         self.offset = tuple(operator.index(v) for v in offset)
         self.threads = threads
+        self.storage_options = storage_options
         self._ds = None
         ds = self.dataset
         if shape is None:
@@ -63,7 +66,9 @@ class WKWArray:
     def dataset(self):
         """The open dataset (opened on first use in each process)."""
         if self._ds is None:
-            self._ds = Dataset.open(self.path, threads=self.threads)
+            self._ds = Dataset.open(
+                self.path, threads=self.threads, storage_options=self.storage_options
+            )
         return self._ds
 
     @property
@@ -80,7 +85,10 @@ class WKWArray:
         )
 
     def __reduce__(self):
-        return (_rebuild, (self.path, self.offset, self.box_shape, self.threads))
+        return (
+            _rebuild,
+            (self.path, self.offset, self.box_shape, self.threads, self.storage_options),
+        )
 
     def __array__(self, dtype=None, copy=None):
         a = self[...]
@@ -162,8 +170,8 @@ class WKWArray:
         self.dataset.write(off, value)
 
 
-def _rebuild(path, offset, shape, threads):
-    return WKWArray(path, offset, shape, threads=threads)
+def _rebuild(path, offset, shape, threads, storage_options=None):
+    return WKWArray(path, offset, shape, threads=threads, storage_options=storage_options)
 
 
 def file_aligned_chunks(header, offset, shape, files_per_chunk=1):
@@ -182,13 +190,15 @@ def file_aligned_chunks(header, offset, shape, files_per_chunk=1):
     return tuple(out)
 
 
-def from_wkw(path, offset=(0, 0, 0), shape=None, chunks=None, *, files_per_chunk=1, threads=1):
-    """A dask array of shape (C, X, Y, Z) reading the box from the dataset at ``path``; chunks
-    default to one data file each (``file_aligned_chunks``)."""
+def from_wkw(path, offset=(0, 0, 0), shape=None, chunks=None, *, files_per_chunk=1, threads=1,
+             storage_options=None):
+    """A dask array of shape (C, X, Y, Z) reading the box from the dataset at ``path`` (a
+    directory or an object-store URL); chunks default to one data file each
+    (``file_aligned_chunks``)."""
     import dask.array as da
     from dask.base import tokenize
 
-    arr = WKWArray(path, offset, shape, threads=threads)
+    arr = WKWArray(path, offset, shape, threads=threads, storage_options=storage_options)
     if chunks is None:
         chunks = file_aligned_chunks(arr.header, arr.offset, arr.box_shape, files_per_chunk)
     name = "wkw-" + tokenize(arr.path, arr.offset, arr.box_shape)
@@ -204,6 +214,7 @@ def to_wkw(
     files_per_chunk=1,
     compute=True,
     threads=1,
+    storage_options=None,
 ):
     """Writes the dask array ``data`` of shape (C, X, Y, Z) (or (X, Y, Z) for one channel) into
     the dataset at ``path`` at ``offset``, creating it with ``header`` if given and missing.
@@ -220,9 +231,9 @@ def to_wkw(
     if data.ndim != 4:
         raise WKWException("Data must be three- or four-dimensional")
     if header is not None:
-        Dataset.open(str(path), header).close()
+        Dataset.open(str(path), header, storage_options=storage_options).close()
     shape = tuple(int(v) for v in data.shape[1:])
-    target = WKWArray(path, offset, shape, threads=threads)
+    target = WKWArray(path, offset, shape, threads=threads, storage_options=storage_options)
     if data.shape[0] != target.shape[0]:
         raise WKWException(f"Data volume must have {target.shape[0]} channels")
     if data.dtype != target.dtype:
