@@ -214,3 +214,21 @@ def test_b2nd_remote_errors(server):
     with pytest.raises(OSError) as e:
         b2nd.open(f"http://user:{secret}@127.0.0.1:9/x.b2nd")
     assert secret not in str(e.value) and "127.0.0.1:9/x.b2nd" in str(e.value)
+
+
+def test_one_remote_dataset_shared_by_threads(server):
+    url = f"s3://{server.bucket}/shared"
+    h = wkw.Header(np.int32, block_len=8, file_len=2, block_type=2)
+    data = np.arange(4 * 32 * 16 * 16, dtype=np.int32).reshape(4, 32, 16, 16)
+    with wkw.Dataset.create(url, h) as ds:
+
+        def work(i):
+            # Writes of different files, then reads of all of them, on one dataset object.
+            ds.write([0, 0, 16 * i], data[i][np.newaxis])
+            return ds.read([0, 0, 0], [32, 16, 64])
+
+        with ThreadPoolExecutor(4) as ex:
+            list(ex.map(work, range(4)))
+        got = ds.read([0, 0, 0], [32, 16, 64])
+    for i in range(4):
+        np.testing.assert_array_equal(got[0, :, :, 16 * i:16 * (i + 1)], data[i])
