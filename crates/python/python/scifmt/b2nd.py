@@ -22,7 +22,9 @@ to the bounding box of the basic part of the key. Decoding runs with the GIL rel
 are :class:`B2ndError` (a ``ValueError``) naming the file, ``FileNotFoundError``/``OSError``
 for I/O errors and ``IndexError`` for out-of-range indices.
 
-Local paths only: object-store URLs are read by the Rust crates, not yet by these bindings.
+``open`` also takes object-store URLs (``s3://``, ``gs://``, ``az://``, ``http(s)://``,
+configured from the ``AWS_*``, ``GOOGLE_*``, ``AZURE_*`` environment): the open fetches header,
+index and trailer in at most two requests, each read only the chunks it touches.
 """
 
 from __future__ import annotations
