@@ -35,14 +35,6 @@ fn pool(nthreads: usize) -> Result<Option<Arc<rayon::ThreadPool>>> {
     Ok(Some(p))
 }
 
-/// Runs `f` on the pool with `nthreads` threads (0 = rayon's global pool).
-pub(crate) fn with_pool<R: Send>(nthreads: usize, f: impl FnOnce() -> R + Send) -> Result<R> {
-    Ok(match pool(nthreads)? {
-        Some(p) => p.install(f),
-        None => f(),
-    })
-}
-
 /// Runs `work` on the calling thread and on `nthreads - 1` threads of the pool at once (the
 /// caller works too, so no hand-off is needed before the first block starts).
 pub(crate) fn on_threads<'a>(nthreads: usize, work: &'a (dyn Fn() + Sync)) -> Result<()> {

@@ -1,13 +1,14 @@
 //! Block-parallel encoding on the thread pools of [`crate::pool`], byte-identical to the serial
 //! encoder.
 
-use rayon::prelude::*;
+use core::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
 
 use super::block::{BlockResult, FilterBufs, encode_block, forward, is_run, with_encode_state};
 use super::plan::Plan;
 use crate::codecs::{self, EncodeScratch};
-use crate::error::Result;
-use crate::pool::with_pool;
+use crate::error::{Error, Result};
+use crate::pool::on_threads;
 
 enum StreamKind {
     Run(u8),
@@ -15,53 +16,65 @@ enum StreamKind {
     Coded(usize),
 }
 
-/// One block encoded as if the chunk budget were unlimited.
+/// One block encoded as if the chunk budget were unlimited: `bytes[..len]` (the buffer is
+/// reused from block to block, so it is only zeroed when it grows).
+#[derive(Default)]
 struct EncodedBlock {
     bytes: Vec<u8>,
+    len: usize,
     streams: Vec<StreamKind>,
 }
 
+/// Encodes block `j` into `blk`, compressing every stream straight into its place.
 fn encode_unbounded(
     p: &Plan,
     data: &[u8],
     j: usize,
     bufs: &mut FilterBufs,
     scratch: &mut EncodeScratch,
-) -> Result<EncodedBlock> {
+    blk: &mut EncodedBlock,
+) -> Result<()> {
     let filtered = forward(p, data, j, bufs)?;
     let bsize = filtered.len();
     let nstreams = p.nstreams(bsize);
     let neblock = bsize / nstreams;
-    let mut bytes = Vec::with_capacity(bsize + 5 * nstreams);
-    let mut streams = Vec::with_capacity(nstreams);
-    let mut buf = core::mem::take(&mut scratch.stream);
-    if buf.len() < neblock {
-        buf.resize(neblock, 0);
+    // At most 4 + max(neblock, 1) bytes per stream.
+    let cap = bsize + 5 * nstreams;
+    if blk.bytes.len() < cap {
+        blk.bytes.resize(cap, 0);
     }
+    blk.streams.clear();
+    let bytes = &mut blk.bytes;
+    let mut pos = 0;
     for stream in filtered.chunks_exact(neblock).take(nstreams) {
         if p.extended && is_run(stream) {
             let v = stream[0];
-            bytes.extend_from_slice(&(-i32::from(v)).to_le_bytes());
+            bytes[pos..pos + 4].copy_from_slice(&(-i32::from(v)).to_le_bytes());
+            pos += 4;
             if v != 0 {
-                bytes.push(1);
+                bytes[pos] = 1;
+                pos += 1;
             }
-            streams.push(StreamKind::Run(v));
+            blk.streams.push(StreamKind::Run(v));
             continue;
         }
-        let c = codecs::compress_stream(p.codec, p.clevel, stream, &mut buf[..neblock], scratch);
-        let (kind, payload) = if c == 0 || c >= neblock {
-            (StreamKind::Raw, stream)
+        let dst = &mut bytes[pos + 4..pos + 4 + neblock];
+        let c = codecs::compress_stream(p.codec, p.clevel, stream, dst, scratch);
+        let (kind, n) = if c == 0 || c >= neblock {
+            dst.copy_from_slice(stream);
+            (StreamKind::Raw, neblock)
         } else {
-            (StreamKind::Coded(c), &buf[..c])
+            (StreamKind::Coded(c), c)
         };
-        let cs = i32::try_from(payload.len()).unwrap_or(i32::MAX);
-        bytes.extend_from_slice(&cs.to_le_bytes());
-        bytes.extend_from_slice(payload);
-        streams.push(kind);
+        let cs = i32::try_from(n).unwrap_or(i32::MAX);
+        bytes[pos..pos + 4].copy_from_slice(&cs.to_le_bytes());
+        pos += 4 + n;
+        blk.streams.push(kind);
     }
-    scratch.stream = buf;
-    Ok(EncodedBlock { bytes, streams })
+    blk.len = pos;
+    Ok(())
 }
+
 /// Whether the block fits at `ntbytes` with exactly the decisions the serial encoder would
 /// make (no stream hits the chunk budget). Returns the new `ntbytes` if so.
 fn fits_unconstrained(
@@ -96,56 +109,123 @@ fn fits_unconstrained(
     Some(ntbytes)
 }
 
-/// Encodes all blocks in parallel, then lays them out with the serial budget rules, so the
-/// result equals the single-threaded output: the offsets of the blocks that fit are a prefix
-/// sum of their sizes, and the blocks are copied to them in parallel (into a zeroed buffer of
-/// the exact size, whose pages the copying threads touch first). Returns `None` when the chunk
-/// must be memcpyed.
+/// Block buffers kept between calls (the workers' own buffers live in their thread-local
+/// state; these are the extra ones that hold blocks waiting for their predecessors).
+static SPARES: Mutex<Vec<EncodedBlock>> = Mutex::new(Vec::new());
+
+/// Most buffers kept in [`SPARES`], and the largest one kept.
+const MAX_SPARES: usize = 8;
+const MAX_SPARE_BYTES: usize = 4 << 20;
+
+/// The chunk being laid out, shared by the workers: blocks are appended in order as soon as
+/// all the blocks before them are in.
+struct Layout {
+    /// The serial output so far (header, block starts, blocks `..next`).
+    out: Vec<u8>,
+    /// The next block to append.
+    next: usize,
+    /// Encoded blocks waiting for the blocks before them.
+    pending: Vec<Option<EncodedBlock>>,
+    /// Buffers of appended blocks, for reuse.
+    spare: Vec<EncodedBlock>,
+    /// The first block that hits the budget: it and the blocks after it are encoded serially.
+    serial_from: Option<usize>,
+    error: Option<Error>,
+}
+
+impl Layout {
+    /// Appends block `next` if it fits without hitting the budget; otherwise records where the
+    /// serial encoder must take over and raises `stop`.
+    fn append(&mut self, p: &Plan, blk: &EncodedBlock, stop: &AtomicBool) {
+        let j = self.next;
+        self.next += 1;
+        if self.serial_from.is_some() {
+            return;
+        }
+        let start = self.out.len();
+        if fits_unconstrained(p, blk, p.bsize(j), start).is_some() {
+            p.write_bstart_at(&mut self.out, j, start);
+            self.out.extend_from_slice(&blk.bytes[..blk.len]);
+        } else {
+            self.serial_from = Some(j);
+            stop.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// Encodes all blocks in parallel and lays them out with the serial budget rules, so the
+/// result equals the single-threaded output: each worker compresses a block into a reused
+/// buffer and, if every block before it is in place, appends it (and the waiting blocks that
+/// follow) to the output under a lock, while the other workers keep compressing; otherwise it
+/// leaves the block waiting. Returns `None` when the chunk must be memcpyed.
 pub(super) fn encode_blocks(
     p: &Plan,
     data: &[u8],
     nthreads: usize,
 ) -> Result<Option<(Vec<u8>, usize)>> {
-    let blocks: Vec<EncodedBlock> = with_pool(nthreads, || {
-        (0..p.nblocks)
-            .into_par_iter()
-            .map(|j| {
-                with_encode_state(|st| encode_unbounded(p, data, j, &mut st.bufs, &mut st.codec))
-            })
-            .collect::<Result<Vec<_>>>()
-    })??;
-    let head = p.header_len + 4 * p.nblocks;
-    let mut starts = Vec::with_capacity(p.nblocks);
-    let mut ntbytes = head;
-    let mut serial_from = None;
-    for (j, blk) in blocks.iter().enumerate() {
-        let Some(next) = fits_unconstrained(p, blk, p.bsize(j), ntbytes) else {
-            serial_from = Some(j);
-            break;
-        };
-        debug_assert_eq!(next, ntbytes + blk.bytes.len());
-        starts.push(ntbytes);
-        ntbytes = next;
+    let layout = Mutex::new(Layout {
+        out: p.output_start(),
+        next: 0,
+        pending: (0..p.nblocks).map(|_| None).collect(),
+        spare: core::mem::take(&mut *SPARES.lock().unwrap_or_else(PoisonError::into_inner)),
+        serial_from: None,
+        error: None,
+    });
+    let counter = AtomicUsize::new(0);
+    let stop = AtomicBool::new(false);
+    let work = || {
+        with_encode_state(|st| {
+            let mut blk = EncodedBlock {
+                bytes: core::mem::take(&mut st.codec.stream),
+                ..EncodedBlock::default()
+            };
+            while !stop.load(Ordering::Relaxed) {
+                let j = counter.fetch_add(1, Ordering::Relaxed);
+                if j >= p.nblocks {
+                    break;
+                }
+                let res = encode_unbounded(p, data, j, &mut st.bufs, &mut st.codec, &mut blk);
+                let mut l = layout.lock().unwrap_or_else(PoisonError::into_inner);
+                if let Err(e) = res {
+                    l.error.get_or_insert(e);
+                    stop.store(true, Ordering::Relaxed);
+                    break;
+                }
+                if j == l.next {
+                    l.append(p, &blk, &stop);
+                    loop {
+                        let n = l.next;
+                        let Some(b) = l.pending.get_mut(n).and_then(Option::take) else {
+                            break;
+                        };
+                        l.append(p, &b, &stop);
+                        l.spare.push(b);
+                    }
+                } else {
+                    let spare = l.spare.pop().unwrap_or_default();
+                    l.pending[j] = Some(core::mem::replace(&mut blk, spare));
+                }
+            }
+            st.codec.stream = blk.bytes;
+        });
+    };
+    on_threads(nthreads, &work)?;
+    let Layout {
+        mut out,
+        pending,
+        mut spare,
+        serial_from,
+        error,
+        ..
+    } = layout.into_inner().unwrap_or_else(PoisonError::into_inner);
+    spare.extend(pending.into_iter().flatten());
+    spare.retain(|b| b.bytes.capacity() <= MAX_SPARE_BYTES);
+    spare.truncate(MAX_SPARES);
+    *SPARES.lock().unwrap_or_else(PoisonError::into_inner) = spare;
+    if let Some(e) = error {
+        return Err(e);
     }
-    let mut out = vec![0u8; ntbytes];
-    for (j, &start) in starts.iter().enumerate() {
-        p.write_bstart_at(&mut out, j, start);
-    }
-    let fitted = &blocks[..starts.len()];
-    let mut dsts = Vec::with_capacity(fitted.len());
-    let mut rest = &mut out[head..];
-    for blk in fitted {
-        let (dst, tail) = rest.split_at_mut(blk.bytes.len());
-        dsts.push(dst);
-        rest = tail;
-    }
-    with_pool(nthreads, || {
-        dsts.into_par_iter()
-            .zip(fitted.par_iter())
-            .for_each(|(dst, blk)| dst.copy_from_slice(&blk.bytes));
-    })?;
     if let Some(start) = serial_from {
-        out.reserve((p.destsize + 8).saturating_sub(ntbytes));
         // Near the budget: redo the remaining blocks exactly as the serial encoder does.
         let done = with_encode_state(|st| -> Result<bool> {
             for j in start..p.nblocks {
@@ -163,4 +243,68 @@ pub(super) fn encode_blocks(
     }
     let ntbytes = out.len();
     Ok(Some((out, ntbytes)))
+}
+
+#[cfg(test)]
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::unwrap_used,
+    reason = "test patterns wrap on purpose"
+)]
+mod tests {
+    use crate::{CParams, Codec, Filter, compress};
+
+    /// Compressible, incompressible, half-and-half (the budget is hit late) and run-heavy
+    /// inputs.
+    fn inputs() -> Vec<Vec<u8>> {
+        let mut x = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut noise = |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u8
+                })
+                .collect()
+        };
+        let ramp: Vec<u8> = (0..200_000u32).flat_map(u32::to_le_bytes).collect();
+        let mut mixed = ramp[..400_000].to_vec();
+        mixed.extend(noise(400_000));
+        let mut runs = vec![0u8; 300_000];
+        runs.extend(vec![7u8; 100_000]);
+        runs.extend(noise(50_000));
+        vec![ramp, noise(500_000), mixed, runs]
+    }
+
+    #[test]
+    fn threads_write_the_serial_bytes() {
+        for data in inputs() {
+            for codec in [Codec::BloscLz, Codec::Lz4, Codec::Zstd] {
+                for blosc1_header in [false, true] {
+                    let mut filters = [Filter::NoFilter; 6];
+                    filters[5] = Filter::Shuffle;
+                    let mut cp = CParams {
+                        codec,
+                        typesize: 4,
+                        blocksize: 16 << 10,
+                        blosc1_header,
+                        filters,
+                        ..CParams::default()
+                    };
+                    let Ok(serial) = compress(&data, &cp) else {
+                        continue; // codec disabled
+                    };
+                    for nthreads in [2, 3, 0] {
+                        cp.nthreads = nthreads;
+                        assert!(
+                            compress(&data, &cp).unwrap() == serial,
+                            "{codec:?} {blosc1_header} {nthreads} {}",
+                            data.len()
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
