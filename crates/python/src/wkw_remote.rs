@@ -48,11 +48,15 @@ fn remote_err(e: &wkw::Error, url: &str) -> PyErr {
 fn shown(url: &str) -> String {
     let cut = url.find(['?', '#']).unwrap_or(url.len());
     let url = &url[..cut];
-    match (url.find("://"), url.find('@')) {
-        (Some(s), Some(at)) if at > s && !url[s + 3..at].contains('/') => {
-            format!("{}{}", &url[..s + 3], &url[at + 1..])
-        }
-        _ => url.to_string(),
+    let Some(s) = url.find("://") else {
+        return url.to_string();
+    };
+    let (scheme, rest) = url.split_at(s + 3);
+    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
+    // The last `@` of the authority ends the user info (a raw `@` in a password comes before).
+    match authority.rfind('@') {
+        Some(at) => format!("{scheme}{}", &rest[at + 1..]),
+        None => url.to_string(),
     }
 }
 

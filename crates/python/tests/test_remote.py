@@ -149,6 +149,9 @@ def test_remote_errors_name_the_url_and_never_the_secret(server):
     with pytest.raises(wkw.WKWException) as e:
         wkw.Dataset.open(f"http://user:{secret}@127.0.0.1:9/x")
     assert secret not in str(e.value)
+    with pytest.raises(wkw.WKWException) as e:
+        wkw.Dataset.open(f"http://user:{secret}@x@127.0.0.1:9/x")  # a raw '@' in the password
+    assert secret not in str(e.value)
     with pytest.raises(wkw.WKWException, match="storage_options"):
         wkw.Dataset.open("/tmp/not-a-url", storage_options={"a": "b"})
     with pytest.raises(wkw.WKWException, match="storage_options"):
