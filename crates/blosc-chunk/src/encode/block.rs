@@ -136,6 +136,10 @@ pub(super) fn encode_block(
             }
             let v = stream[0];
             if v != 0 {
+                // The token byte of a non-zero run must fit in the budget too.
+                if ntbytes + 1 > p.destsize {
+                    return BlockResult::GiveUp;
+                }
                 out[csize_pos..ntbytes].copy_from_slice(&(-i32::from(v)).to_le_bytes());
                 out.push(1);
             }

@@ -93,6 +93,9 @@ fn fits_unconstrained(
                 }
                 if v != 0 {
                     ntbytes += 1;
+                    if ntbytes > p.destsize {
+                        return None;
+                    }
                 }
             }
             StreamKind::Raw | StreamKind::Coded(_) => {
