@@ -32,8 +32,9 @@ mod zlib;
 pub use crate::{
     codec::Codec,
     decode::{
-        DParams, decompress, decompress_ctx, decompress_into, decompress_into_ctx, decompress_with,
-        getitem, getitem_ctx, getitem_into, getitem_into_ctx,
+        DParams, decompress, decompress_ctx, decompress_into, decompress_into_ctx,
+        decompress_into_uninit_ctx, decompress_with, getitem, getitem_ctx, getitem_into,
+        getitem_into_ctx,
     },
     encode::{CParams, compress},
     error::{Error, Result},

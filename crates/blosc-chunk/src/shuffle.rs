@@ -69,19 +69,25 @@ pub(crate) fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8]) {
 }
 
 /// [`unshuffle`] of a block of whole elements whose `ts = planes.len()` planes (each `n`
-/// bytes) lie in separate buffers, into `dst` (`n * ts` bytes); `false` (nothing written) if
-/// the lengths do not fit or there is no kernel for `ts` (2, 4, 8, 16 on x86-64).
+/// bytes) lie in separate buffers, into `dst` (`n * ts` bytes, which need not be initialized).
+/// Returns `true` after writing every byte of `dst`; `false` (nothing written) if the lengths
+/// do not fit or there is no kernel for `ts` (2, 4, 8, 16 on x86-64).
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-pub(crate) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [u8], n: usize) -> bool {
+pub(crate) fn unshuffle_planes(
+    planes: &[&[u8]],
+    dst: &mut [core::mem::MaybeUninit<u8>],
+    n: usize,
+) -> bool {
     let ts = planes.len();
     if !matches!(ts, 2 | 4 | 8 | 16) || dst.len() != n * ts || planes.iter().any(|p| p.len() != n) {
         return false;
     }
+    // The kernels write elements `..done`; the loop below elements `done..n` of every plane.
     let done = crate::simd::unshuffle_planes(planes, dst, n);
     for (j, plane) in planes.iter().enumerate() {
         for (i, &b) in plane.iter().enumerate().skip(done) {
             if let Some(o) = dst.get_mut(i * ts + j) {
-                *o = b;
+                o.write(b);
             }
         }
     }

@@ -28,6 +28,7 @@
 //! every path, and the paths with each other.
 #![allow(unsafe_code, reason = "SSE2 intrinsics; see the SAFETY comments")]
 
+use core::mem::MaybeUninit;
 use core::ops::Range;
 
 use core::arch::x86_64::{
@@ -49,6 +50,15 @@ fn store(b: &mut [u8; 16], v: __m128i) {
     unsafe { _mm_storeu_si128(b.as_mut_ptr().cast(), v) }
 }
 
+/// [`store`] into memory that may not be initialized yet (the unshuffle kernels write
+/// decoded output there directly).
+#[inline]
+#[target_feature(enable = "sse2")]
+fn store_uninit(b: &mut [MaybeUninit<u8>; 16], v: __m128i) {
+    // SAFETY: `b` is 16 writable bytes; `storeu` has no alignment requirement.
+    unsafe { _mm_storeu_si128(b.as_mut_ptr().cast(), v) }
+}
+
 /// `len` vectors of `W` bytes of `s` from byte `off` (callers check the bounds up front).
 #[inline]
 fn vectors<const W: usize>(s: &[u8], off: usize, len: usize) -> &[[u8; W]] {
@@ -57,7 +67,7 @@ fn vectors<const W: usize>(s: &[u8], off: usize, len: usize) -> &[[u8; W]] {
 
 /// Mutable [`vectors`].
 #[inline]
-fn vectors_mut<const W: usize>(s: &mut [u8], off: usize, len: usize) -> &mut [[u8; W]] {
+fn vectors_mut<T, const W: usize>(s: &mut [T], off: usize, len: usize) -> &mut [[T; W]] {
     &mut s[off..off + W * len].as_chunks_mut::<W>().0[..len]
 }
 
@@ -144,7 +154,7 @@ fn head_tiles<const W: usize>(dst: &[u8]) -> usize {
 #[target_feature(enable = "sse2")]
 fn unshuffle_tiles<const TS: usize>(
     planes: &[&[u8]],
-    dst: &mut [u8],
+    dst: &mut [MaybeUninit<u8>],
     n: usize,
     from: usize,
 ) -> usize {
@@ -161,7 +171,7 @@ fn unshuffle_tiles<const TS: usize>(
             v = zip_step(&v);
         }
         for (x, bytes) in v.iter().zip(tile) {
-            store(bytes, *x);
+            store_uninit(bytes, *x);
         }
     }
     tiles * 16
@@ -255,12 +265,15 @@ pub(crate) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize 
 pub(crate) fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize {
     let planes: [&[u8]; 16] =
         core::array::from_fn(|b| src.get(b * n..(b + 1) * n).unwrap_or_default());
+    // SAFETY: same layout; the kernels store only initialized vectors into `dst`, so it stays
+    // initialized.
+    let dst = unsafe { &mut *(core::ptr::from_mut::<[u8]>(dst) as *mut [MaybeUninit<u8>]) };
     unshuffle_planes(planes.get(..ts).unwrap_or_default(), dst, n)
 }
 
 /// [`unshuffle`] with the `ts = planes.len()` planes given separately (each at least `n`
 /// bytes, else nothing is done).
-pub(crate) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+pub(crate) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [MaybeUninit<u8>], n: usize) -> usize {
     let ts = planes.len();
     if dst.len() < n * ts || planes.iter().any(|p| p.len() < n) {
         return 0;
@@ -374,6 +387,7 @@ mod avx2 {
     };
 
     use super::{split_planes, vectors, vectors_mut};
+    use core::mem::MaybeUninit;
 
     /// Vector `lo` of one tile and vector `hi` of the next, as one 256-bit vector.
     #[inline]
@@ -387,6 +401,14 @@ mod avx2 {
     #[inline]
     #[target_feature(enable = "avx2")]
     fn store2(lo: &mut [u8; 16], hi: &mut [u8; 16], v: __m256i) {
+        // SAFETY: both are 16 writable bytes; the stores have no alignment requirement.
+        unsafe { _mm256_storeu2_m128i(hi.as_mut_ptr().cast(), lo.as_mut_ptr().cast(), v) }
+    }
+
+    /// [`store2`] into memory that may not be initialized yet.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn store2_uninit(lo: &mut [MaybeUninit<u8>; 16], hi: &mut [MaybeUninit<u8>; 16], v: __m256i) {
         // SAFETY: both are 16 writable bytes; the stores have no alignment requirement.
         unsafe { _mm256_storeu2_m128i(hi.as_mut_ptr().cast(), lo.as_mut_ptr().cast(), v) }
     }
@@ -464,7 +486,11 @@ mod avx2 {
 
     /// [`super::unshuffle_tiles`] on pairs of tiles.
     #[target_feature(enable = "avx2")]
-    fn unshuffle_pairs<const TS: usize>(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+    fn unshuffle_pairs<const TS: usize>(
+        planes: &[&[u8]],
+        dst: &mut [MaybeUninit<u8>],
+        n: usize,
+    ) -> usize {
         let pairs = n / 32;
         let steps = TS.trailing_zeros();
         let planes: [&[[[u8; 16]; 2]]; TS] =
@@ -480,7 +506,7 @@ mod avx2 {
             }
             let (a, b) = two.split_at_mut(TS);
             for (x, (lo, hi)) in v.iter().zip(a.iter_mut().zip(b)) {
-                store2(lo, hi, *x);
+                store2_uninit(lo, hi, *x);
             }
         }
         32 * pairs
@@ -547,7 +573,11 @@ mod avx2 {
 
     /// AVX2 [`super::unshuffle_planes`] of whole tile pairs (lengths checked by the caller).
     #[target_feature(enable = "avx2")]
-    pub(super) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+    pub(super) fn unshuffle_planes(
+        planes: &[&[u8]],
+        dst: &mut [MaybeUninit<u8>],
+        n: usize,
+    ) -> usize {
         match planes.len() {
             2 => unshuffle_pairs::<2>(planes, dst, n),
             4 => unshuffle_pairs::<4>(planes, dst, n),
@@ -592,6 +622,7 @@ mod avx512 {
     };
 
     use super::{split_planes, vectors, vectors_mut};
+    use core::mem::MaybeUninit;
 
     /// `_mm512_permutex2var_epi8(a, idx, b)` indices (0..64 pick byte `i` of `a`, 64..128
     /// byte `i - 64` of `b`) of the interleave of the low (`half` 0) or high (`half` 1) 32
@@ -631,6 +662,14 @@ mod avx512 {
     #[inline]
     #[target_feature(enable = "avx512f")]
     fn store(b: &mut [u8; 64], v: __m512i) {
+        // SAFETY: `b` is 64 writable bytes; `storeu` has no alignment requirement.
+        unsafe { _mm512_storeu_si512(b.as_mut_ptr().cast(), v) }
+    }
+
+    /// [`store`] into memory that may not be initialized yet.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    fn store_uninit(b: &mut [MaybeUninit<u8>; 64], v: __m512i) {
         // SAFETY: `b` is 64 writable bytes; `storeu` has no alignment requirement.
         unsafe { _mm512_storeu_si512(b.as_mut_ptr().cast(), v) }
     }
@@ -692,7 +731,11 @@ mod avx512 {
 
     /// [`super::unshuffle_tiles`] on tiles of 64 elements.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    fn unshuffle_tiles<const TS: usize>(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+    fn unshuffle_tiles<const TS: usize>(
+        planes: &[&[u8]],
+        dst: &mut [MaybeUninit<u8>],
+        n: usize,
+    ) -> usize {
         let tiles = n / 64;
         let steps = TS.trailing_zeros();
         let idx = [load(&ZIP[0]), load(&ZIP[1])];
@@ -707,7 +750,7 @@ mod avx512 {
                 v = zip_step(&v, &idx);
             }
             for (x, bytes) in v.iter().zip(tile) {
-                store(bytes, *x);
+                store_uninit(bytes, *x);
             }
         }
         tiles * 64
@@ -729,7 +772,11 @@ mod avx512 {
     /// AVX-512 [`super::unshuffle_planes`] of whole 64-element tiles (lengths checked by the
     /// caller).
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    pub(super) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [u8], n: usize) -> usize {
+    pub(super) fn unshuffle_planes(
+        planes: &[&[u8]],
+        dst: &mut [MaybeUninit<u8>],
+        n: usize,
+    ) -> usize {
         match planes.len() {
             2 => unshuffle_tiles::<2>(planes, dst, n),
             4 => unshuffle_tiles::<4>(planes, dst, n),

@@ -108,6 +108,22 @@ fn every_chunk_decodes_to_the_manifest_sha() {
         let par =
             blosc_chunk::decompress_ctx(&chunk, &blosc_chunk::DParams::with_threads(2)).unwrap();
         assert_eq!(&par[..covered], &out[..covered], "{path} 2 threads");
+        // And into memory never written before, on one and on two threads.
+        for threads in [1, 2] {
+            let mut fresh: Vec<u8> = Vec::with_capacity(out.len() + 3);
+            let got = blosc_chunk::decompress_into_uninit_ctx(
+                &chunk,
+                fresh.spare_capacity_mut(),
+                &blosc_chunk::DParams::with_threads(threads),
+            )
+            .unwrap();
+            assert_eq!(got.len(), out.len(), "{path} uninit");
+            assert_eq!(
+                &got[..covered],
+                &out[..covered],
+                "{path} uninit, {threads} threads"
+            );
+        }
         n += 1;
     }
     assert!(

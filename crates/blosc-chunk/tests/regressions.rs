@@ -22,6 +22,14 @@ fn replay(data: &[u8]) -> bool {
     let mut buf = vec![0u8; out.len()];
     assert_eq!(decompress_into(data, &mut buf).unwrap(), out.len());
     assert_eq!(buf, out);
+    let mut fresh: Vec<u8> = Vec::with_capacity(out.len());
+    let got = blosc_chunk::decompress_into_uninit_ctx(
+        data,
+        fresh.spare_capacity_mut(),
+        &blosc_chunk::DParams::default(),
+    )
+    .unwrap();
+    assert_eq!(got, &out[..]);
     let h = ChunkHeader::parse(data).unwrap();
     let ts = h.typesize().max(1);
     let nitems = out.len() / ts;

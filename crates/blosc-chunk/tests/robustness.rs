@@ -56,6 +56,16 @@ fn entry_points_with_limit(chunk: &[u8], limit: usize) {
         if h.nbytes() <= limit {
             let mut out = vec![0u8; h.nbytes()];
             let _ = blosc_chunk::decompress_into(chunk, &mut out);
+            // Into memory never written: the same result as the allocating decoder.
+            let mut fresh: Vec<u8> = Vec::with_capacity(h.nbytes());
+            let u = blosc_chunk::decompress_into_uninit_ctx(
+                chunk,
+                fresh.spare_capacity_mut(),
+                &DParams::with_threads(2),
+            );
+            if let (Ok(v), Ok(u)) = (&r, u) {
+                assert_eq!(&v[..], &u[..]);
+            }
             let items = h.nbytes() / h.typesize();
             let _ = blosc_chunk::getitem(chunk, items / 2, items / 4);
             let _ = blosc_chunk::getitem(chunk, 0, 1);

@@ -10,6 +10,8 @@ use crate::header::{ChunkHeader, Filter, MAX_DICT_SIZE, SpecialValue, read_i32};
 use crate::limits::Limits;
 use crate::shuffle;
 
+use super::output::Output;
+
 /// What the chunk is, once validated against its bytes.
 pub(super) enum Kind<'a> {
     /// Fill with a special value (`value` only for [`SpecialValue::Value`]).
@@ -295,9 +297,27 @@ enum Buf {
     Out,
 }
 
-/// Decodes block `j` into `out` (`bsize` bytes). `dref` is the decoded block 0 (for delta;
-/// `None` when `j == 0`).
-pub(super) fn decode_block(
+/// Decodes block `j` into `out` (`bsize` bytes) and returns it, all written. `dref` is the
+/// decoded block 0 (for delta; `None` when `j == 0`).
+pub(super) fn decode_block<'o>(
+    b: &Blocks<'_>,
+    j: usize,
+    out: Output<'o>,
+    dref: Option<&[u8]>,
+    scratch: &mut DecodeScratch,
+) -> Result<&'o mut [u8]> {
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    let out = match unshuffle_split_block(b, j, out, scratch)? {
+        Ok(done) => return Ok(done),
+        Err(out) => out,
+    };
+    let out = out.init();
+    decode_block_init(b, j, out, dref, scratch)?;
+    Ok(out)
+}
+
+/// [`decode_block`] into initialized bytes, through the general filter pipeline.
+fn decode_block_init(
     b: &Blocks<'_>,
     j: usize,
     out: &mut [u8],
@@ -305,10 +325,6 @@ pub(super) fn decode_block(
     scratch: &mut DecodeScratch,
 ) -> Result<()> {
     let bsize = out.len();
-    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-    if unshuffle_split_block(b, j, out, scratch)? {
-        return Ok(());
-    }
     let moves = b
         .pipeline
         .iter()
@@ -386,26 +402,27 @@ pub(super) fn decode_block(
 /// The common case of a split, byte-shuffled block (pipeline exactly one shuffle of the type
 /// size 2, 4, 8 or 16, one stream per byte plane): unshuffles straight from the planes, taking
 /// the planes stored raw from the chunk instead of copying them into the scratch block first
-/// (C-Blosc2 copies them). Returns `false`, having done nothing, if the block is not of that
+/// (C-Blosc2 copies them). The unshuffle writes every byte of `out`, which therefore needs
+/// no zero-filling first. Returns `Err(out)`, having done nothing, if the block is not of that
 /// kind.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-fn unshuffle_split_block(
+fn unshuffle_split_block<'o>(
     b: &Blocks<'_>,
     j: usize,
-    out: &mut [u8],
+    out: Output<'o>,
     scratch: &mut DecodeScratch,
-) -> Result<bool> {
+) -> Result<core::result::Result<&'o mut [u8], Output<'o>>> {
     let bsize = out.len();
     let ts = b.h.typesize();
     let [(Filter::Shuffle, meta)] = b.pipeline.as_slice() else {
-        return Ok(false);
+        return Ok(Err(out));
     };
     if !matches!(ts, 2 | 4 | 8 | 16)
         || !(*meta == 0 || usize::from(*meta) == ts)
         || b.h.nstreams(bsize) != ts
         || !bsize.is_multiple_of(ts)
     {
-        return Ok(false);
+        return Ok(Err(out));
     }
     let n = bsize / ts;
     let mut tmp1 = core::mem::take(&mut scratch.tmp1);
@@ -418,11 +435,16 @@ fn unshuffle_split_block(
             Some(p) => p,
             None => tmp1.get(s * n..(s + 1) * n).unwrap_or_default(),
         });
-        shuffle::unshuffle_planes(&planes[..ts], out, n)
+        // SAFETY: `unshuffle_planes` returns `true` only after writing every byte of its
+        // output, and stores only initialized bytes.
+        #[allow(unsafe_code, reason = "see SAFETY")]
+        unsafe {
+            out.written_by(|d| shuffle::unshuffle_planes(&planes[..ts], d, n))
+        }
     });
     scratch.tmp1 = tmp1;
     match result? {
-        true => Ok(true),
-        false => Err(Error::corrupt("filter pipeline", j, 0)),
+        Some(done) => Ok(Ok(done)),
+        None => Err(Error::corrupt("filter pipeline", j, 0)),
     }
 }

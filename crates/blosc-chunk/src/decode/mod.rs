@@ -2,15 +2,18 @@
 //! the backward filter pipeline, and item access.
 
 mod blocks;
+mod output;
 #[cfg(feature = "parallel")]
 mod parallel;
 mod vl;
 
 use self::blocks::{Blocks, Kind, classify, decode_block, fill_special};
+use self::output::Output;
 use crate::codecs::{self, DecodeScratch};
 use crate::error::{Error, Result};
 use crate::header::{ChunkHeader, SpecialValue};
 use crate::limits::Limits;
+use core::mem::MaybeUninit;
 
 /// Decoding options: allocation limits and the number of threads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -44,41 +47,65 @@ impl DParams {
 }
 
 /// Decodes all blocks of `b` into `out` (`nbytes` bytes).
-fn decode_blocks(b: &Blocks<'_>, out: &mut [u8], nthreads: usize) -> Result<()> {
+///
+/// On success every piece of `out` has been written by [`decode_block`].
+fn decode_blocks(b: &Blocks<'_>, out: &mut Output<'_>, nthreads: usize) -> Result<()> {
     #[cfg(feature = "parallel")]
     if crate::pool::use_threads(nthreads, b.nblocks) {
         return parallel::decode_blocks(b, out, nthreads);
     }
     let _ = nthreads;
     codecs::with_decode_scratch(|scratch| {
-        let bs = b.blocksize;
-        let (first, rest) = out.split_at_mut(bs.min(out.len()));
-        decode_block(b, 0, first, None, scratch)?;
+        let mut blocks = out.pieces(b.blocksize);
+        let Some(first) = blocks.next() else {
+            return Ok(());
+        };
+        let first = decode_block(b, 0, first, None, scratch)?;
         let dref = if b.has_delta() { Some(&*first) } else { None };
-        for (k, blk) in rest.chunks_mut(bs).enumerate() {
+        for (k, blk) in blocks.enumerate() {
             decode_block(b, k + 1, blk, dref, scratch)?;
         }
         Ok(())
     })
 }
 
-/// Decodes `chunk` into `out[..nbytes]`; returns `nbytes`.
-pub(crate) fn decode_into(chunk: &[u8], out: &mut [u8], params: &DParams) -> Result<usize> {
+/// Decodes `chunk` into the first `nbytes` of `out`; returns them.
+fn decode_output<'o>(chunk: &[u8], out: Output<'o>, params: &DParams) -> Result<&'o mut [u8]> {
     let (h, kind) = classify(chunk, &params.limits)?;
     let nbytes = h.nbytes();
     let available = out.len();
-    let out = out.get_mut(..nbytes).ok_or(Error::OutputTooSmall {
+    let out = out.prefix(nbytes).ok_or(Error::OutputTooSmall {
         needed: nbytes,
         available,
     })?;
-    match kind {
-        Kind::Special(sv, value) => fill_special(&h, sv, value, out),
-        Kind::Memcpy(raw) => out.copy_from_slice(raw),
-        Kind::Empty => {}
-        Kind::Blocks(b) => decode_blocks(&b, out, params.nthreads)?,
-        Kind::VlBlocks(b) => vl::decode_vl_blocks(&b, out)?,
-    }
-    Ok(nbytes)
+    Ok(match kind {
+        Kind::Memcpy(raw) => out.copy_from(raw),
+        Kind::Blocks(b) => {
+            let mut out = out;
+            decode_blocks(&b, &mut out, params.nthreads)?;
+            // SAFETY: `decode_blocks` returned `Ok`, so it initialized every piece of `out`.
+            #[allow(unsafe_code, reason = "see SAFETY")]
+            unsafe {
+                out.assume_written()
+            }
+        }
+        Kind::Special(sv, value) => {
+            let out = out.init();
+            fill_special(&h, sv, value, out);
+            out
+        }
+        Kind::Empty => out.init(),
+        Kind::VlBlocks(b) => {
+            let out = out.init();
+            vl::decode_vl_blocks(&b, out)?;
+            out
+        }
+    })
+}
+
+/// Decodes `chunk` into `out[..nbytes]`; returns `nbytes`.
+pub(crate) fn decode_into(chunk: &[u8], out: &mut [u8], params: &DParams) -> Result<usize> {
+    decode_output(chunk, Output::Init(out), params).map(|o| o.len())
 }
 
 /// Decompresses a chunk with the default [`Limits`] on one thread.
@@ -183,6 +210,37 @@ pub fn decompress_into(chunk: &[u8], out: &mut [u8]) -> Result<usize> {
 /// As [`decompress_into`].
 pub fn decompress_into_ctx(chunk: &[u8], out: &mut [u8], params: &DParams) -> Result<usize> {
     decode_into(chunk, out, params)
+}
+
+/// [`decompress_into_ctx`] into memory that need not be initialized (a fresh allocation, a
+/// `Vec`'s spare capacity, a buffer handed over by another language): returns the first
+/// `nbytes` of `out`, every one of them written.
+///
+/// This saves zero-filling the whole output before decoding into it. Blocks that are not
+/// overwritten by a plain copy are zero-filled one at a time right before they are decoded,
+/// while they are in cache.
+///
+/// ```
+/// use std::mem::MaybeUninit;
+/// use blosc_chunk::{CParams, DParams, compress, decompress_into_uninit_ctx};
+///
+/// let data: Vec<u8> = (0..10_000u32).flat_map(u32::to_le_bytes).collect();
+/// let chunk = compress(&data, &CParams::default())?;
+/// let mut buf: Vec<u8> = Vec::with_capacity(data.len());
+/// let out = decompress_into_uninit_ctx(&chunk, buf.spare_capacity_mut(), &DParams::default())?;
+/// assert_eq!(out, &data[..]);
+/// # Ok::<(), blosc_chunk::Error>(())
+/// ```
+///
+/// # Errors
+///
+/// As [`decompress_into_ctx`]; nothing is known about the contents of `out` after an error.
+pub fn decompress_into_uninit_ctx<'o>(
+    chunk: &[u8],
+    out: &'o mut [MaybeUninit<u8>],
+    params: &DParams,
+) -> Result<&'o mut [u8]> {
+    decode_output(chunk, Output::Uninit(out), params)
 }
 
 /// Decodes items `start_item .. start_item + n_items` (items of the header's `typesize`) with
@@ -298,7 +356,7 @@ fn items_into(h: &ChunkHeader, kind: Kind<'_>, lo: usize, hi: usize, out: &mut [
             let mut block0 = Vec::new();
             if b.has_delta() {
                 block0 = vec![0u8; b.bsize(0)];
-                decode_block(&b, 0, &mut block0, None, &mut scratch)?;
+                decode_block(&b, 0, Output::Init(&mut block0), None, &mut scratch)?;
             }
             let mut buf = vec![0u8; bs];
             for j in lo / bs..=(hi - 1) / bs {
@@ -312,7 +370,7 @@ fn items_into(h: &ChunkHeader, kind: Kind<'_>, lo: usize, hi: usize, out: &mut [
                     } else {
                         None
                     };
-                    decode_block(&b, j, &mut buf[..bsize], dref, &mut scratch)?;
+                    decode_block(&b, j, Output::Init(&mut buf[..bsize]), dref, &mut scratch)?;
                     &buf[..bsize]
                 };
                 let from = lo.max(bstart);
