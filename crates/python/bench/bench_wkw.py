@@ -6,7 +6,8 @@ Run (after `cargo xtask python`, which installs both into target/python-venv):
 
 Cases: 256³ uint8 reads of one whole file (raw, LZ4, LZ4HC), 100³ unaligned reads crossing
 files, and 4-D C-order writes of 256³ uint8 (raw, whole file, the case the reference
-transposes). The data are smooth with noise, so LZ4 compresses them like image data. Each
+transposes). Reads start after `os.sync()`, so no write-back of the files just made runs
+meanwhile. The data are smooth with noise, so LZ4 compresses them like image data. Each
 case is timed `--reps` times alternating the two libraries; the table shows medians.
 """
 
@@ -17,10 +18,13 @@ import statistics
 import tempfile
 import time
 
-import numpy as np
-import wkw as ref
+# numpy's OpenBLAS threads spin after BLAS calls and take cores from both libraries' threads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import scifmt.wkw as ours
+import numpy as np  # noqa: E402
+import wkw as ref  # noqa: E402
+
+import scifmt.wkw as ours  # noqa: E402
 
 N = 256
 
@@ -72,6 +76,7 @@ def main():
             with ref.Dataset.create(root, h) as ds:
                 # Two whole files along x, so the unaligned box crosses a file boundary.
                 ds.write((0, 0, 0), np.concatenate([data, data[::-1]], axis=0))
+            os.sync()  # no write-back of the new files while reads are timed
             r, o = ref.Dataset.open(root), ours.Dataset.open(root)
             compare(f"256³ read {names[bt]}", lambda: r.read((0, 0, 0), (N, N, N)),
                     lambda: o.read((0, 0, 0), (N, N, N)), args.reps, N**3)

@@ -87,43 +87,38 @@ pub(crate) fn _panic_for_tests(py: Python<'_>, detach: bool) -> PyResult<()> {
 /// `multiprocessing` forks by default on Linux before 3.14) inherits it without its threads,
 /// and any work handed to it hangs. Pools here are tagged with the process id that made them
 /// and made again in a forked child (the stale one is leaked, never joined).
-#[derive(Debug)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct ThreadChoice {
-    /// `None`: the process-wide shared pool (every core); `Some(n)`: a pool of `n` threads
-    /// owned by the holder; `Some(1)`: no pool, the calling thread only.
+    /// `None`: the process-wide pool of every core; `Some(n)`: the process-wide pool of `n`
+    /// threads; `Some(1)`: no pool, the calling thread only.
     threads: Option<usize>,
-    own: std::sync::Mutex<Option<(u32, std::sync::Arc<rayon::ThreadPool>)>>,
 }
 
-/// The process-wide pool for `threads=None`.
-static SHARED_POOL: std::sync::Mutex<Option<(u32, std::sync::Arc<rayon::ThreadPool>)>> =
-    std::sync::Mutex::new(None);
+/// The pools this process made, by thread count (0: every core). They are never dropped, so
+/// datasets can hold them as `wkw::Threads::Pool` (`&'static`); there is one per distinct
+/// `threads` value, shared by every dataset opened with it.
+static POOLS: std::sync::Mutex<Vec<(u32, usize, &'static rayon::ThreadPool)>> =
+    std::sync::Mutex::new(Vec::new());
 
-/// The pool in `slot` if this process made it, else a new one of `threads` threads (0: rayon's
-/// default, the number of cores or `RAYON_NUM_THREADS`).
-fn pool_in(
-    slot: &std::sync::Mutex<Option<(u32, std::sync::Arc<rayon::ThreadPool>)>>,
-    threads: usize,
-) -> Result<std::sync::Arc<rayon::ThreadPool>, String> {
+/// This process's pool of `threads` threads (0: rayon's default, the number of cores or
+/// `RAYON_NUM_THREADS`), made on first use.
+fn pool_of(threads: usize) -> Result<&'static rayon::ThreadPool, String> {
     let pid = std::process::id();
-    let mut slot = slot
+    let mut pools = POOLS
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    if let Some((owner, pool)) = slot.as_ref()
-        && *owner == pid
-    {
-        return Ok(pool.clone());
+    // Pools made by the parent of a fork: their threads do not exist here (leaked anyway).
+    pools.retain(|&(owner, _, _)| owner == pid);
+    if let Some(&(_, _, pool)) = pools.iter().find(|&&(_, n, _)| n == threads) {
+        return Ok(pool);
     }
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(threads)
         .thread_name(|i| format!("scifmt-{i}"))
         .build()
         .map_err(|e| format!("cannot start a thread pool: {e}"))?;
-    let pool = std::sync::Arc::new(pool);
-    if let Some(stale) = slot.replace((pid, pool.clone())) {
-        // Made by the parent of a fork: its threads do not exist here, so do not drop it.
-        std::mem::forget(stale);
-    }
+    let pool: &'static rayon::ThreadPool = Box::leak(Box::new(pool));
+    pools.push((pid, threads, pool));
     Ok(pool)
 }
 
@@ -136,34 +131,31 @@ impl ThreadChoice {
         match threads {
             Some(0) => Err("threads must be at least 1 (or None for every core)".into()),
             Some(n) if n > 1024 => Err(format!("threads={n}: at most 1024")),
-            _ => Ok(Self {
-                threads,
-                own: std::sync::Mutex::new(None),
-            }),
+            _ => Ok(Self { threads }),
         }
     }
 
     /// Whether work runs on the calling thread only (`threads=1`).
-    pub(crate) fn caller_only(&self) -> bool {
+    pub(crate) fn caller_only(self) -> bool {
         self.threads == Some(1)
     }
 
-    /// The pool to `install` the work in (`None` for `threads=1`), made in this process.
+    /// The pool (`None` for `threads=1`), made in this process.
     ///
     /// # Errors
     /// A message if the pool's threads cannot be started.
-    pub(crate) fn pool(&self) -> Result<Option<std::sync::Arc<rayon::ThreadPool>>, String> {
+    pub(crate) fn pool(self) -> Result<Option<&'static rayon::ThreadPool>, String> {
         match self.threads {
             Some(1) => Ok(None),
-            None => pool_in(&SHARED_POOL, 0).map(Some),
-            Some(n) => pool_in(&self.own, n).map(Some),
+            None => pool_of(0).map(Some),
+            Some(n) => pool_of(n).map(Some),
         }
     }
 }
 
 /// Runs `f` inside `pool` (if any), so rayon work in `f` uses that pool.
 pub(crate) fn in_pool<T: Send>(
-    pool: Option<&std::sync::Arc<rayon::ThreadPool>>,
+    pool: Option<&rayon::ThreadPool>,
     f: impl FnOnce() -> T + Send,
 ) -> T {
     match pool {

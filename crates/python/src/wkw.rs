@@ -128,13 +128,16 @@ pub(crate) fn thread_choice(threads: Option<usize>) -> PyResult<ThreadChoice> {
     ThreadChoice::new(threads).map_err(exc)
 }
 
-/// The dataset's thread mode for a `threads` choice.
-pub(crate) fn threads_mode(choice: &ThreadChoice) -> Threads {
-    if choice.caller_only() {
-        Threads::Caller
-    } else {
-        Threads::Rayon
-    }
+/// The dataset's thread mode for a `threads` choice: the calling thread only, or the
+/// process's pool for that choice (the calling thread works too when it is outside the pool).
+///
+/// # Errors
+/// A `WKWException` if the pool's threads cannot be started.
+pub(crate) fn threads_mode(choice: ThreadChoice) -> PyResult<Threads> {
+    Ok(match choice.pool().map_err(exc)? {
+        None => Threads::Caller,
+        Some(pool) => Threads::Pool(pool),
+    })
 }
 
 /// The dataset options: the Python defaults are the reference's lenient header check (each
@@ -178,7 +181,6 @@ struct Open {
     /// The same dataset with `Threads::Caller`, for small boxes (`None` when `ds` is already
     /// single-threaded).
     inline: Option<Dataset>,
-    threads: ThreadChoice,
 }
 
 impl Open {
@@ -191,11 +193,7 @@ impl Open {
                 opts.threads(Threads::Caller),
             )?)
         };
-        Ok(Self {
-            ds,
-            inline,
-            threads,
-        })
+        Ok(Self { ds, inline })
     }
 
     /// Number of blocks the box touches (saturating).
@@ -210,8 +208,10 @@ impl Open {
         })
     }
 
-    /// Runs `f` without the GIL: on the calling thread for a box touching few blocks (or
-    /// `small`), else in the dataset's pool.
+    /// Runs `f` without the GIL: on the calling thread only for a box touching few blocks (or
+    /// `small`), else with the dataset's pool, whose threads join the calling thread (see
+    /// `wkw::Threads::Pool`; handing the whole call to the pool instead would make this
+    /// thread wait for a parked pool thread to wake up, then be woken itself).
     fn run<T: Send>(
         &self,
         py: Python<'_>,
@@ -219,11 +219,10 @@ impl Open {
         small: bool,
         f: impl FnOnce(&Dataset) -> wkw::Result<T> + Send,
     ) -> PyResult<T> {
-        if let (true, Some(inline)) = (small, &self.inline) {
-            return run(py, root, || f(inline));
+        match (small, &self.inline) {
+            (true, Some(inline)) => run(py, root, || f(inline)),
+            _ => run(py, root, || f(&self.ds)),
         }
-        let pool = self.threads.pool().map_err(exc)?;
-        run(py, root, || in_pool(pool.as_ref(), || f(&self.ds)))
     }
 }
 
@@ -338,7 +337,7 @@ impl RawDataset {
         strict_headers: bool,
     ) -> PyResult<Self> {
         let threads = thread_choice(threads)?;
-        let opts = options(threads_mode(&threads), corrupt_as_zeros, strict_headers);
+        let opts = options(threads_mode(threads)?, corrupt_as_zeros, strict_headers);
         let r = root.clone();
         let open = run(py, &root, move || {
             Open::new(Dataset::open_with(r, opts)?, threads, opts)
@@ -367,7 +366,7 @@ impl RawDataset {
         let header = Header::new(vt, num_channels, block_len, file_len, bt)
             .map_err(|e| wkw_err(&e, &root))?;
         let threads = thread_choice(threads)?;
-        let opts = options(threads_mode(&threads), corrupt_as_zeros, strict_headers);
+        let opts = options(threads_mode(threads)?, corrupt_as_zeros, strict_headers);
         let r = root.clone();
         let open = run(py, &root, move || {
             Open::new(Dataset::create_with(r, header, opts)?, threads, opts)
@@ -460,10 +459,10 @@ fn compress(
 ) -> PyResult<()> {
     let bt = BlockType::from_u8(block_type).map_err(|e| exc(e.to_string()))?;
     let threads = thread_choice(threads)?;
-    let opts = options(threads_mode(&threads), false, false);
+    let opts = options(threads_mode(threads)?, false, false);
     let pool = threads.pool().map_err(exc)?;
     let work = || -> wkw::Result<()> { wkw::compress(&src, &dst, bt, opts, &|_| {}).map(drop) };
-    run(py, &src, || in_pool(pool.as_ref(), work))
+    run(py, &src, || in_pool(pool, work))
 }
 
 /// Checks every data file of the dataset at `root`: a list of `(path, problem)` for the files
@@ -476,7 +475,7 @@ fn verify(
     threads: Option<usize>,
 ) -> PyResult<Vec<(PathBuf, String)>> {
     let threads = thread_choice(threads)?;
-    let opts = options(threads_mode(&threads), false, false);
+    let opts = options(threads_mode(threads)?, false, false);
     let pool = threads.pool().map_err(exc)?;
     let work = || -> wkw::Result<Vec<(PathBuf, String)>> {
         let report = wkw::verify(&root, opts, &|_| {})?;
@@ -491,5 +490,5 @@ fn verify(
             })
             .collect())
     };
-    run(py, &root, || in_pool(pool.as_ref(), work))
+    run(py, &root, || in_pool(pool, work))
 }

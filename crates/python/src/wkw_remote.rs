@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use wkw::{BlockType, BlockingRemoteDataset, Header, RemoteOptions, VoxelType};
 
-use crate::common::{ThreadChoice, detached, in_pool};
+use crate::common::{ThreadChoice, detached};
 use crate::wkw::{
     Closable, aligned_4d, exc, header_fields, options, parse_order, thread_choice, threads_mode,
     typed_4d, with_voxel,
@@ -60,11 +60,10 @@ fn shown(url: &str) -> String {
     }
 }
 
-/// An open remote dataset plus the pool its decoding runs on.
+/// An open remote dataset (its options name the pool its decoding runs on).
 #[derive(Debug)]
 struct Open {
     ds: BlockingRemoteDataset,
-    threads: ThreadChoice,
 }
 
 /// The Rust side of `scifmt.wkw.Dataset` for URLs (closed by `close`).
@@ -77,15 +76,15 @@ pub(crate) struct RawRemoteDataset {
 
 /// The remote options for the Python arguments.
 fn remote_options(
-    threads: &ThreadChoice,
+    threads: ThreadChoice,
     corrupt_as_zeros: bool,
     strict_headers: bool,
-) -> RemoteOptions {
-    RemoteOptions::default().dataset(options(
-        threads_mode(threads),
+) -> PyResult<RemoteOptions> {
+    Ok(RemoteOptions::default().dataset(options(
+        threads_mode(threads)?,
         corrupt_as_zeros,
         strict_headers,
-    ))
+    )))
 }
 
 impl RawRemoteDataset {
@@ -93,16 +92,19 @@ impl RawRemoteDataset {
         self.inner.get(&self.url)
     }
 
-    /// Runs `f` without the GIL in the dataset's pool; errors and panics become
-    /// `WKWException`s naming the URL.
+    /// Runs `f` without the GIL on the calling thread; the decoding inside uses the dataset's
+    /// pool (`wkw::Threads::Pool`). Errors and panics become `WKWException`s naming the URL.
+    ///
+    /// Not inside the pool (`install`): the dataset decodes on a tokio blocking thread, whose
+    /// parallel work the pool's threads join, so a pool thread must never be the one blocked
+    /// waiting for that decode (with every pool thread blocked so, nothing would run it).
     fn run<T: Send>(
         &self,
         py: Python<'_>,
         f: impl FnOnce(&BlockingRemoteDataset) -> wkw::Result<T> + Send,
     ) -> PyResult<T> {
         let open = self.get()?;
-        let pool = open.threads.pool().map_err(exc)?;
-        match detached(py, || in_pool(pool.as_ref(), || f(&open.ds))) {
+        match detached(py, || f(&open.ds)) {
             Ok(Ok(v)) => Ok(v),
             Ok(Err(e)) => Err(remote_err(&e, &self.url)),
             Err(panic) => Err(exc(format!("{}: {panic}", self.url))),
@@ -113,7 +115,6 @@ impl RawRemoteDataset {
     fn build(
         py: Python<'_>,
         url: &str,
-        threads: ThreadChoice,
         make: impl FnOnce() -> wkw::Result<BlockingRemoteDataset> + Send,
     ) -> PyResult<Self> {
         let name = shown(url);
@@ -124,7 +125,7 @@ impl RawRemoteDataset {
         };
         Ok(Self {
             url: ds.url().to_string(),
-            inner: Closable::new(Open { ds, threads }),
+            inner: Closable::new(Open { ds }),
         })
     }
 }
@@ -143,10 +144,10 @@ impl RawRemoteDataset {
         strict_headers: bool,
     ) -> PyResult<Self> {
         let threads = thread_choice(threads)?;
-        let opts = remote_options(&threads, corrupt_as_zeros, strict_headers);
+        let opts = remote_options(threads, corrupt_as_zeros, strict_headers)?;
         let config = storage_options.unwrap_or_default();
         let u = url.clone();
-        Self::build(py, &url, threads, move || {
+        Self::build(py, &url, move || {
             BlockingRemoteDataset::open_url_with_config(&u, &config, opts)
         })
     }
@@ -174,10 +175,10 @@ impl RawRemoteDataset {
         let header = Header::new(vt, num_channels, block_len, file_len, bt)
             .map_err(|e| remote_err(&e, &name))?;
         let threads = thread_choice(threads)?;
-        let opts = remote_options(&threads, corrupt_as_zeros, strict_headers);
+        let opts = remote_options(threads, corrupt_as_zeros, strict_headers)?;
         let config = storage_options.unwrap_or_default();
         let u = url.clone();
-        Self::build(py, &url, threads, move || {
+        Self::build(py, &url, move || {
             BlockingRemoteDataset::create_url_with_config(&u, &config, header, opts)
         })
     }

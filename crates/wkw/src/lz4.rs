@@ -29,6 +29,34 @@ pub(crate) fn compress(block: &[u8], block_type: BlockType) -> Result<Vec<u8>> {
     Ok(out)
 }
 
+/// Compresses one block into `out` (at least [`bound`] of its length for the LZ4 types, its
+/// length for raw); returns the number of bytes written.
+pub(crate) fn compress_into(block: &[u8], block_type: BlockType, out: &mut [u8]) -> Result<usize> {
+    let mode = match block_type {
+        BlockType::Lz4Hc => CompressionMode::HIGHCOMPRESSION(HC_LEVEL),
+        BlockType::Lz4 => CompressionMode::DEFAULT,
+        _ => {
+            let dst = out
+                .get_mut(..block.len())
+                .ok_or(Error::Compress { size: block.len() })?;
+            dst.copy_from_slice(block);
+            return Ok(block.len());
+        }
+    };
+    compress_to_buffer(block, Some(mode), false, out)
+        .map_err(|_| Error::Compress { size: block.len() })
+}
+
+/// Room [`compress_into`] needs for a block of `n` bytes of `block_type`.
+pub(crate) fn room(n: usize, block_type: BlockType) -> Result<usize> {
+    match block_type {
+        BlockType::Lz4 | BlockType::Lz4Hc => {
+            compress_bound(n).map_err(|_| Error::Compress { size: n })
+        }
+        _ => Ok(n),
+    }
+}
+
 /// Decodes one LZ4 block into `out`, which must be filled exactly. `false` on any failure
 /// (corrupt data, wrong decoded length, sizes LZ4 cannot express).
 pub(crate) fn decompress_exact(src: &[u8], out: &mut [u8]) -> bool {

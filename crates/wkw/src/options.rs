@@ -43,18 +43,40 @@ pub enum Durability {
 }
 
 /// Which threads process the blocks and files of one read, write, `compress` or `verify`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+#[derive(Debug, Clone, Copy, Default)]
 #[non_exhaustive]
 pub enum Threads {
     /// Rayon's current pool: the global one, or the pool of a surrounding
-    /// `rayon::ThreadPool::install`. Without the `parallel` feature this is the same as
-    /// [`Threads::Caller`].
+    /// `rayon::ThreadPool::install`. Called from a thread outside that pool, the calling thread
+    /// works too and the pool's threads join in. Without the `parallel` feature this is the
+    /// same as [`Threads::Caller`].
     #[default]
     Rayon,
     /// Only the calling thread: no hand-off to a pool (the fastest choice for small boxes, or
     /// when the application already runs one read per core).
     Caller,
+    /// This pool (it must live for the rest of the process, e.g. one made once and kept in a
+    /// `static`, or `Box::leak`ed). Called from a thread outside the pool, the calling thread
+    /// works too and the pool's threads join in; called from one of its threads, the work is
+    /// split there.
+    #[cfg(feature = "parallel")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "parallel")))]
+    Pool(&'static rayon::ThreadPool),
 }
+
+/// Pools compare by identity.
+impl PartialEq for Threads {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Self::Rayon, Self::Rayon) | (Self::Caller, Self::Caller) => true,
+            #[cfg(feature = "parallel")]
+            (Self::Pool(a), Self::Pool(b)) => std::ptr::eq(*a, *b),
+            _ => false,
+        }
+    }
+}
+
+impl Eq for Threads {}
 
 /// Options of a [`crate::Dataset`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

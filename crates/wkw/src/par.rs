@@ -1,17 +1,28 @@
 //! Parallel iteration over independent tasks ([`Workers`]): rayon with the `parallel` feature
-//! and [`Threads::Rayon`], scoped threads of one call for work done under a file lock, a plain
-//! loop on the calling thread otherwise.
+//! and [`Threads::Rayon`] or [`Threads::Pool`], scoped threads of one call for work done under
+//! a file lock, a plain loop on the calling thread otherwise.
+//!
+//! A rayon batch started on a thread outside the pool (an application's main thread, a
+//! Python thread) is not handed to the pool whole: the calling thread takes items from a
+//! shared queue at once and the pool's threads join in as they wake up
+//! ([`shared_queue`] with rayon helpers). Handing the batch over (`install`, or a parallel
+//! iterator from outside the pool) makes the caller wait for a parked pool thread to wake and
+//! later be woken itself, about 70 µs each on a busy 2-core machine: a large share of a read
+//! of a few hundred microseconds.
 
 use crate::error::Result;
 use crate::options::Threads;
 
 /// Where a batch of tasks runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) enum Workers {
     /// The calling thread only.
     Caller,
     /// Rayon's current pool.
     Rayon,
+    /// A given rayon pool.
+    #[cfg(feature = "parallel")]
+    Pool(&'static rayon::ThreadPool),
     /// The calling thread plus up to `n - 1` scoped threads started for this batch, which run
     /// nothing else. For work done while holding a writer's file lock: a thread that holds a
     /// lock must never wait for rayon work, because a rayon worker waiting in a join runs
@@ -33,19 +44,48 @@ impl Workers {
     pub(crate) fn of(threads: Threads) -> Self {
         match threads {
             Threads::Caller => Self::Caller,
+            #[cfg(feature = "parallel")]
+            Threads::Pool(p) => Self::Pool(p),
             _ => Self::Rayon,
         }
     }
 
     /// The workers for `threads` while holding a file lock: as many scoped threads as the
-    /// current rayon pool has, or the calling thread only.
+    /// rayon pool has, or the calling thread only.
     pub(crate) fn locked(threads: Threads) -> Self {
         match Self::of(threads) {
             #[cfg(feature = "parallel")]
             Self::Rayon => Self::Scoped(rayon::current_num_threads()),
+            #[cfg(feature = "parallel")]
+            Self::Pool(p) => Self::Scoped(p.current_num_threads()),
             _ => Self::Caller,
         }
     }
+
+    /// For rayon workers: `Inside` when the calling thread belongs to the pool (a parallel
+    /// iterator then splits the work there), else the pool (`None`: rayon's current one) and
+    /// its size, for [`shared_queue`].
+    #[cfg(feature = "parallel")]
+    fn placement(self) -> Placement {
+        match self {
+            Self::Pool(p) if p.current_thread_index().is_none() => {
+                Placement::Outside(Some(p), p.current_num_threads())
+            }
+            Self::Rayon if rayon::current_thread_index().is_none() => {
+                Placement::Outside(None, rayon::current_num_threads())
+            }
+            Self::Pool(_) | Self::Rayon => Placement::Inside,
+            Self::Caller | Self::Scoped(_) => Placement::NotRayon,
+        }
+    }
+}
+
+/// See [`Workers::placement`].
+#[cfg(feature = "parallel")]
+enum Placement {
+    Inside,
+    Outside(Option<&'static rayon::ThreadPool>, usize),
+    NotRayon,
 }
 
 impl From<Threads> for Workers {
@@ -54,10 +94,26 @@ impl From<Threads> for Workers {
     }
 }
 
-/// Runs `f` over `items` on `n` threads of one `std::thread::scope` (the calling thread
-/// among them): each takes the next item from a shared queue, with its own state from
-/// `init`; stops taking items after the first error. Results in item order.
-fn scoped<T, R, S, I, F>(n: usize, items: Vec<T>, init: I, f: F) -> Result<Vec<R>>
+/// Who helps the calling thread in [`shared_queue`].
+#[derive(Clone, Copy)]
+enum Helpers {
+    /// Scoped threads started for the batch.
+    Spawned,
+    /// Jobs in a rayon pool (`None`: the current one).
+    #[cfg(feature = "parallel")]
+    Rayon(Option<&'static rayon::ThreadPool>),
+}
+
+/// Runs `f` over `items` on the calling thread and up to `n - 1` helpers: each takes the next
+/// item from a shared queue, with its own state from `init`; stops taking items after the
+/// first error. Results in item order.
+fn shared_queue<T, R, S, I, F>(
+    helpers: Helpers,
+    n: usize,
+    items: Vec<T>,
+    init: I,
+    f: F,
+) -> Result<Vec<R>>
 where
     T: Send,
     R: Send,
@@ -86,17 +142,38 @@ where
         }
         Ok(out)
     };
-    let parts: Vec<Result<Vec<(usize, R)>>> = std::thread::scope(|s| {
-        // A thread that cannot be started leaves its share to the others.
-        let handles: Vec<_> = (1..threads)
-            .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, run).ok())
-            .collect();
-        let mut parts = vec![run()];
-        for h in handles {
-            parts.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+    let parts: Vec<Result<Vec<(usize, R)>>> = match helpers {
+        _ if threads == 1 => vec![run()],
+        Helpers::Spawned => std::thread::scope(|s| {
+            // A thread that cannot be started leaves its share to the others.
+            let handles: Vec<_> = (1..threads)
+                .filter_map(|_| std::thread::Builder::new().spawn_scoped(s, run).ok())
+                .collect();
+            let mut parts = vec![run()];
+            for h in handles {
+                parts.push(h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)));
+            }
+            parts
+        }),
+        #[cfg(feature = "parallel")]
+        Helpers::Rayon(pool) => {
+            let parts = Mutex::new(Vec::with_capacity(threads));
+            let keep = |p| parts.lock().unwrap_or_else(PoisonError::into_inner).push(p);
+            // The caller starts on the queue at once; the helper jobs take items once a pool
+            // thread picks them up (or find the queue empty).
+            match pool {
+                Some(p) => p.in_place_scope(|s| {
+                    (1..threads).for_each(|_| s.spawn(|_| keep(run())));
+                    keep(run());
+                }),
+                None => rayon::in_place_scope(|s| {
+                    (1..threads).for_each(|_| s.spawn(|_| keep(run())));
+                    keep(run());
+                }),
+            }
+            parts.into_inner().unwrap_or_else(PoisonError::into_inner)
         }
-        parts
-    });
+    };
     let mut pairs = Vec::with_capacity(len);
     for p in parts {
         pairs.extend(p?);
@@ -111,15 +188,7 @@ where
     T: Send,
     F: Fn(T) -> Result<()> + Sync + Send,
 {
-    match workers.into() {
-        #[cfg(feature = "parallel")]
-        Workers::Rayon => {
-            use rayon::prelude::*;
-            items.into_par_iter().try_for_each(f)
-        }
-        Workers::Scoped(n) if n > 1 => scoped(n, items, || (), |(), item| f(item)).map(drop),
-        _ => items.into_iter().try_for_each(f),
-    }
+    try_map(workers, items, f).map(drop)
 }
 
 /// Maps every item, keeping order, stopping at the first error.
@@ -129,15 +198,7 @@ where
     R: Send,
     F: Fn(T) -> Result<R> + Sync + Send,
 {
-    match workers.into() {
-        #[cfg(feature = "parallel")]
-        Workers::Rayon => {
-            use rayon::prelude::*;
-            items.into_par_iter().map(f).collect()
-        }
-        Workers::Scoped(n) if n > 1 => scoped(n, items, || (), |(), item| f(item)),
-        _ => items.into_iter().map(f).collect(),
-    }
+    map_with(workers.into(), items, || (), |(), item| f(item))
 }
 
 /// Runs `f` on every item with a reusable scratch buffer of `len` zero-initialised bytes per
@@ -152,20 +213,44 @@ where
     T: Send,
     F: Fn(T, &mut [u8]) -> Result<()> + Sync + Send,
 {
-    match workers.into() {
-        #[cfg(feature = "parallel")]
-        Workers::Rayon => {
+    map_with(
+        workers.into(),
+        items,
+        || vec![0u8; len],
+        |buf, item| f(item, buf),
+    )
+    .map(drop)
+}
+
+/// Maps every item with per-worker state from `init`, keeping order, stopping at the first
+/// error.
+fn map_with<T, R, S, I, F>(workers: Workers, items: Vec<T>, init: I, f: F) -> Result<Vec<R>>
+where
+    T: Send,
+    R: Send,
+    S: Send,
+    I: Fn() -> S + Sync + Send,
+    F: Fn(&mut S, T) -> Result<R> + Sync + Send,
+{
+    #[cfg(feature = "parallel")]
+    match workers.placement() {
+        Placement::Inside => {
             use rayon::prelude::*;
-            items
+            return items
                 .into_par_iter()
-                .try_for_each_init(|| vec![0u8; len], |buf, item| f(item, buf))
+                .map_init(&init, |s, item| f(s, item))
+                .collect();
         }
-        Workers::Scoped(n) if n > 1 => {
-            scoped(n, items, || vec![0u8; len], |buf, item| f(item, buf)).map(drop)
+        Placement::Outside(pool, n) => {
+            return shared_queue(Helpers::Rayon(pool), n, items, init, f);
         }
+        Placement::NotRayon => {}
+    }
+    match workers {
+        Workers::Scoped(n) if n > 1 => shared_queue(Helpers::Spawned, n, items, init, f),
         _ => {
-            let mut buf = vec![0u8; len];
-            items.into_iter().try_for_each(|item| f(item, &mut buf))
+            let mut state = init();
+            items.into_iter().map(|item| f(&mut state, item)).collect()
         }
     }
 }
@@ -179,7 +264,22 @@ mod tests {
 
     #[test]
     fn scoped_workers_keep_order_share_buffers_per_thread_and_stop_at_errors() {
-        for workers in [Workers::Caller, Workers::Scoped(1), Workers::Scoped(3)] {
+        #[cfg(feature = "parallel")]
+        let pool: &'static rayon::ThreadPool = Box::leak(Box::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(3)
+                .build()
+                .unwrap(),
+        ));
+        let all = [
+            Workers::Caller,
+            Workers::Scoped(1),
+            Workers::Scoped(3),
+            Workers::Rayon,
+            #[cfg(feature = "parallel")]
+            Workers::Pool(pool),
+        ];
+        for workers in all {
             let squares = try_map(workers, (0..100u64).collect(), |i| Ok(i * i)).unwrap();
             assert_eq!(squares, (0..100u64).map(|i| i * i).collect::<Vec<_>>());
             try_for_each_with_buf(workers, (0..50u8).collect(), 16, |i, buf| {
@@ -201,5 +301,33 @@ mod tests {
             // Every thread stops taking items soon after the first error.
             assert!(seen.into_inner() < 1000);
         }
+    }
+
+    /// From outside a pool, the calling thread takes items too (it does not hand the batch
+    /// over and wait); from inside, the batch runs on the pool's threads.
+    #[cfg(feature = "parallel")]
+    #[test]
+    fn the_calling_thread_works_unless_it_is_a_pool_thread() {
+        use std::thread::{ThreadId, current};
+        let pool: &'static rayon::ThreadPool = Box::leak(Box::new(
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(2)
+                .build()
+                .unwrap(),
+        ));
+        let who = |workers: Workers| -> Vec<ThreadId> {
+            try_map(workers, (0..400u32).collect(), |_| {
+                // Long enough that every thread gets items.
+                std::thread::sleep(std::time::Duration::from_micros(50));
+                Ok(current().id())
+            })
+            .unwrap()
+        };
+        let me = current().id();
+        assert!(who(Workers::Pool(pool)).contains(&me));
+        assert!(who(Workers::Rayon).contains(&me));
+        let inside = pool.install(|| (current().id(), who(Workers::Pool(pool))));
+        assert!(inside.1.iter().all(|&t| t != me));
+        assert!(pool.current_thread_index().is_none());
     }
 }

@@ -10,9 +10,11 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
+use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
+use crate::arena::Arena;
 use crate::array::{ArrayView, Order};
 use crate::column::{Block, Staged, block_box, columns};
 use crate::copy::{copy_4d, copy_4d_direct};
@@ -368,65 +370,26 @@ impl FileJob<'_> {
         }
         let tmp = Staging::create(self.path)?;
         let zero_block = lz4::compress(&vec![0u8; block_len], block_type)?;
+        let enc = Encode {
+            existing: existing.as_ref(),
+            zero_block: &zero_block,
+            block_type,
+            room: lz4::room(block_len, block_type)?,
+        };
         let per_chunk = (CHUNK_BYTES / header.block_bytes().max(1)).clamp(1, 4096);
-        let mut ends = Vec::new();
-        let mut pos = header.data_offset();
+        let mut out = Appender {
+            file: tmp.file(),
+            path: tmp.path(),
+            pos: header.data_offset(),
+            ends: Vec::new(),
+        };
         let mut k0 = 0u64;
         while k0 < n {
             let k1 = (k0 + per_chunk).min(n);
-            let ks: Vec<u64> = (k0..k1).collect();
-            let encoded = if self.src.layout.order == Order::C {
-                // Transposing: one task per column of blocks, its source staged once.
-                let cols = columns(
-                    ks.into_iter()
-                        .map(|k| {
-                            morton_code::decode_3d_u64(k)
-                                .map(|c| (k, c))
-                                .map_err(|e| Error::internal(format!("block index: {e}")))
-                        })
-                        .collect::<Result<Vec<_>>>()?,
-                );
-                let per_col = crate::par::try_map(self.workers, cols, |col| {
-                    COLUMN.with_borrow_mut(|(stage, _)| {
-                        let staged = self.stage_column(&col, stage)?;
-                        col.iter()
-                            .map(|&(k, _)| {
-                                let st = staged.as_ref().map(|c| (c, stage.as_slice()));
-                                self.encode_block(
-                                    k,
-                                    existing.as_ref(),
-                                    &zero_block,
-                                    block_len,
-                                    block_type,
-                                    st,
-                                )
-                                .map(|b| (k, b))
-                            })
-                            .collect::<Result<Vec<_>>>()
-                    })
-                })?;
-                let mut all: Vec<(u64, Vec<u8>)> = per_col.into_iter().flatten().collect();
-                all.sort_unstable_by_key(|e| e.0);
-                all.into_iter().map(|e| e.1).collect()
-            } else {
-                crate::par::try_map(self.workers, ks, |k| {
-                    self.encode_block(
-                        k,
-                        existing.as_ref(),
-                        &zero_block,
-                        block_len,
-                        block_type,
-                        None,
-                    )
-                })?
-            };
-            for bytes in encoded {
-                write_all_at(tmp.file(), &bytes, pos).map_err(|e| Error::io(tmp.path(), e))?;
-                pos += bytes.len() as u64;
-                ends.push(pos);
-            }
+            out.append(self.encode_chunk(k0, k1, &enc)?)?;
             k0 = k1;
         }
+        let (pos, ends) = (out.pos, out.ends);
         write_compressed_head(tmp.file(), tmp.path(), &header, &ends)?;
         tmp.file()
             .set_len(pos)
@@ -435,44 +398,142 @@ impl FileJob<'_> {
         Ok(())
     }
 
-    /// The compressed bytes of block `k` of the rebuilt file.
+    /// Encodes blocks `k0..k1` of the rebuilt file in parallel: tasks of blocks, each with the
+    /// arena holding its encoded blocks and their places in it.
+    fn encode_chunk(&self, k0: u64, k1: u64, enc: &Encode<'_>) -> Result<Vec<EncodedTask>> {
+        let ks: Vec<u64> = (k0..k1).collect();
+        if self.src.layout.order == Order::C {
+            // Transposing: one task per column of blocks, its source staged once.
+            let cols = columns(
+                ks.into_iter()
+                    .map(|k| {
+                        morton_code::decode_3d_u64(k)
+                            .map(|c| (k, c))
+                            .map_err(|e| Error::internal(format!("block index: {e}")))
+                    })
+                    .collect::<Result<Vec<_>>>()?,
+            );
+            crate::par::try_map(self.workers, cols, |col| {
+                COLUMN.with_borrow_mut(|(stage, block)| {
+                    let staged = self.stage_column(&col, stage)?;
+                    let mut arena = Arena::take();
+                    let mut at = Vec::with_capacity(col.len());
+                    for &(k, _) in &col {
+                        let st = staged.as_ref().map(|c| (c, stage.as_slice()));
+                        at.push((k, self.encode_block(k, enc, st, block, &mut arena)?));
+                    }
+                    Ok((arena, at))
+                })
+            })
+        } else {
+            // Runs of consecutive blocks (neighbours in the file and in the source).
+            let runs: Vec<Vec<u64>> = ks.chunks(8).map(<[u64]>::to_vec).collect();
+            crate::par::try_map(self.workers, runs, |run| {
+                COLUMN.with_borrow_mut(|(_, block)| {
+                    let mut arena = Arena::take();
+                    let mut at = Vec::with_capacity(run.len());
+                    for &k in &run {
+                        at.push((k, self.encode_block(k, enc, None, block, &mut arena)?));
+                    }
+                    Ok((arena, at))
+                })
+            })
+        }
+    }
+
+    /// Appends the compressed bytes of block `k` of the rebuilt file to `arena`; `block` is
+    /// scratch space. Returns where they are.
     fn encode_block(
         &self,
         k: u64,
-        existing: Option<&(FsFile, Arc<FileMeta>)>,
-        zero_block: &[u8],
-        block_len: usize,
-        block_type: crate::BlockType,
+        enc: &Encode<'_>,
         staged: Option<(&Staged, &[u8])>,
-    ) -> Result<Vec<u8>> {
+        block: &mut Vec<u8>,
+        arena: &mut Arena,
+    ) -> Result<Range<usize>> {
         let bc = morton_code::decode_3d_u64(k)
             .map_err(|e| Error::internal(format!("block index {k}: {e}")))?;
         let bbox = self.block_box(bc);
         let touched = self.region.intersect(&bbox);
         if touched.is_empty() {
-            return match existing {
+            return match enc.existing {
                 Some((f, m)) => {
                     let (start, end) = m.block_range(k).unwrap_or((0, 0));
                     let len = usize::try_from(end - start).unwrap_or(0);
-                    let mut bytes = vec![0u8; len];
-                    read_exact_at(&f.file, &mut bytes, start)
-                        .map_err(|e| Error::io(self.path, e))?;
-                    Ok(bytes)
+                    arena.append(len, |dst| {
+                        read_exact_at(&f.file, dst, start)
+                            .map(|()| len)
+                            .map_err(|e| Error::io(self.path, e))
+                    })
                 }
-                None => Ok(zero_block.to_vec()),
+                None => arena.append(enc.zero_block.len(), |dst| {
+                    dst.copy_from_slice(enc.zero_block);
+                    Ok(dst.len())
+                }),
             };
         }
-        let mut block = vec![0u8; block_len];
-        if !self.region.covers(&bbox)
-            && let Some((f, m)) = existing
-        {
-            let mut scratch = Vec::new();
-            m.read_block(f, k, &mut scratch, &mut block, self.path)?;
+        let block_len = self.block_len()?;
+        block.resize(block_len, 0);
+        if !self.region.covers(&bbox) {
+            // The voxels outside the region: the existing block's, or zeros.
+            match enc.existing {
+                Some((f, m)) => {
+                    let mut scratch = Vec::new();
+                    m.read_block(f, k, &mut scratch, block, self.path)?;
+                }
+                None => block.fill(0),
+            }
         }
         match staged {
-            Some((st, stage)) => self.fill_block_from(&mut block, &bbox, Some(st), stage)?,
-            None => self.fill_block(&mut block, &bbox)?,
+            Some((st, stage)) => self.fill_block_from(block, &bbox, Some(st), stage)?,
+            None => self.fill_block(block, &bbox)?,
         }
-        lz4::compress(&block, block_type)
+        arena.append(enc.room, |dst| {
+            lz4::compress_into(block, enc.block_type, dst)
+        })
     }
+}
+
+/// The temporary file being filled with encoded blocks in block order.
+struct Appender<'a> {
+    file: &'a File,
+    path: &'a Path,
+    /// Where the next block goes.
+    pos: u64,
+    /// The end offset of every block written so far.
+    ends: Vec<u64>,
+}
+
+impl Appender<'_> {
+    /// Writes the blocks of `encoded` in block order and gives their arenas back.
+    fn append(&mut self, encoded: Vec<EncodedTask>) -> Result<()> {
+        let mut order: Vec<(u64, usize, Range<usize>)> = encoded
+            .iter()
+            .enumerate()
+            .flat_map(|(a, (_, at))| at.iter().map(move |(k, r)| (*k, a, r.clone())))
+            .collect();
+        order.sort_unstable_by_key(|e| e.0);
+        for (_, a, range) in order {
+            let bytes = encoded[a].0.get(range);
+            write_all_at(self.file, bytes, self.pos).map_err(|e| Error::io(self.path, e))?;
+            self.pos += bytes.len() as u64;
+            self.ends.push(self.pos);
+        }
+        for (arena, _) in encoded {
+            arena.give_back();
+        }
+        Ok(())
+    }
+}
+
+/// The encoded blocks of one task: their arena, and each block's index and bytes in it.
+type EncodedTask = (Arena, Vec<(u64, Range<usize>)>);
+
+/// What [`FileJob::encode_block`] needs besides the block: the file being replaced, the
+/// compressed all-zero block, the block type and the room one compressed block may need.
+struct Encode<'a> {
+    existing: Option<&'a (FsFile, Arc<FileMeta>)>,
+    zero_block: &'a [u8],
+    block_type: crate::BlockType,
+    room: usize,
 }

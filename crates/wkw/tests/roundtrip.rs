@@ -58,14 +58,21 @@ proptest! {
         h in header(),
         ops in proptest::collection::vec(write_op(), 1..4),
         read in write_op(),
-        caller in any::<bool>(),
+        mode in 0usize..3,
     ) {
-        // Both ways of running: rayon's pool and the calling thread only.
-        let opts = if caller {
-            wkw::Options::default().threads(wkw::Threads::Caller)
-        } else {
-            wkw::Options::default()
+        // Every way of running: the calling thread only, rayon's global pool and a given pool
+        // (both joined by the calling thread, which is outside them).
+        #[cfg(feature = "parallel")]
+        static POOL: std::sync::OnceLock<rayon::ThreadPool> = std::sync::OnceLock::new();
+        let threads = match mode {
+            0 => wkw::Threads::Caller,
+            #[cfg(feature = "parallel")]
+            2 => wkw::Threads::Pool(POOL.get_or_init(|| {
+                rayon::ThreadPoolBuilder::new().num_threads(3).build().unwrap()
+            })),
+            _ => wkw::Threads::Rayon,
         };
+        let opts = wkw::Options::default().threads(threads);
         let dir = tempfile::tempdir().unwrap();
         let ds = Dataset::create_with(dir.path().join("ds"), h, opts).unwrap();
         let vs = usize::from(h.voxel_size());

@@ -232,7 +232,8 @@ class Dataset:
         """Opens the dataset at ``root``; with ``header``, creates it first if that succeeds.
 
         ``threads``: None uses every core (one shared pool), 1 only the calling thread, n a pool
-        of n threads for this dataset. ``corrupt_as_zeros=True`` reads corrupt data files as
+        of n threads (shared by the datasets opened with the same n); with a pool the calling
+        thread works too. ``corrupt_as_zeros=True`` reads corrupt data files as
         zeros like the reference (default: ``WKWException``). Like the reference, each data file
         is decoded with its own block type (files compressed in place with ``File.compress``
         read fine); ``strict_headers=True`` requires every file header to match ``header.wkw``.
