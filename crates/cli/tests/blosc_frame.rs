@@ -306,7 +306,7 @@ fn info_reports_every_manifest_chunk_header() {
         }
         checked += 1;
     }
-    assert_eq!(checked, 152);
+    assert_eq!(checked, 153);
 }
 
 #[test]
