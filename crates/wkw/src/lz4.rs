@@ -16,15 +16,8 @@ pub(crate) fn bound(n: u64) -> Option<u64> {
 
 /// Compresses one raw block; `Raw` returns the input unchanged.
 pub(crate) fn compress(block: &[u8], block_type: BlockType) -> Result<Vec<u8>> {
-    let mode = match block_type {
-        BlockType::Lz4Hc => CompressionMode::HIGHCOMPRESSION(HC_LEVEL),
-        BlockType::Lz4 => CompressionMode::DEFAULT,
-        _ => return Ok(block.to_vec()),
-    };
-    let fail = || Error::Compress { size: block.len() };
-    let cap = compress_bound(block.len()).map_err(|_| fail())?;
-    let mut out = vec![0u8; cap];
-    let n = compress_to_buffer(block, Some(mode), false, &mut out).map_err(|_| fail())?;
+    let mut out = vec![0u8; room(block.len(), block_type)?];
+    let n = compress_into(block, block_type, &mut out)?;
     out.truncate(n);
     Ok(out)
 }
