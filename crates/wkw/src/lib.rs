@@ -4,6 +4,7 @@
 mod arena;
 mod array;
 mod cache;
+mod closer;
 mod column;
 mod compress;
 mod copy;

@@ -395,6 +395,9 @@ impl FileJob<'_> {
             .set_len(pos)
             .map_err(|e| Error::io(tmp.path(), e))?;
         tmp.persist(self.ds.options.durability)?;
+        if let Some((old, _)) = existing {
+            crate::closer::close(old.file, self.ds.options.threads);
+        }
         Ok(())
     }
 

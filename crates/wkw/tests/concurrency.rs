@@ -364,3 +364,48 @@ fn writers_sharing_a_pool_never_deadlock_on_file_locks() {
     let report = wkw::verify(&root, wkw::Options::default(), &|_| {}).unwrap();
     assert!(report.is_ok(), "{report:?}");
 }
+
+/// A write that replaces a compressed file leaves no handle on the old file behind: with
+/// rayon threads it is closed on a background thread soon after the write, with
+/// `Threads::Caller` before the write returns. (Linux: open handles from `/proc/self/fd`.)
+#[cfg(target_os = "linux")]
+#[test]
+fn replaced_files_are_closed() {
+    use std::os::unix::fs::MetadataExt;
+    use std::time::Instant;
+    let open_here = |ino: u64| {
+        std::fs::read_dir("/proc/self/fd")
+            .unwrap()
+            .any(|e| std::fs::metadata(e.unwrap().path()).is_ok_and(|m| m.ino() == ino))
+    };
+    for threads in [wkw::Threads::Rayon, wkw::Threads::Caller] {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = Dataset::create_with(
+            dir.path(),
+            Header::new(VoxelType::U16, 1, 8, 4, BlockType::Lz4).unwrap(),
+            wkw::Options::default().threads(threads),
+        )
+        .unwrap();
+        let file = dir.path().join("z0").join("y0").join("x0.wkw");
+        let mut replaced = Vec::new();
+        for seed in 0..5 {
+            ds.write([0, 0, 0], &pattern([32, 32, 32], seed).view())
+                .unwrap();
+            replaced.push(std::fs::metadata(&file).unwrap().ino());
+        }
+        // The last inode is the current file (never opened by the dataset after the write).
+        replaced.pop();
+        if threads == wkw::Threads::Caller {
+            assert!(!replaced.iter().any(|&i| open_here(i)), "{threads:?}");
+            continue;
+        }
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while replaced.iter().any(|&i| open_here(i)) {
+            assert!(
+                Instant::now() < deadline,
+                "replaced files still open after 20 s"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
