@@ -5,6 +5,8 @@ import json
 import os
 import pickle
 import shutil
+import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -603,6 +605,45 @@ def test_forked_children_do_not_hang(tmp_path, threads):
     with multiprocessing.get_context("fork").Pool(2) as pool:
         result = pool.map_async(_read_sum_in_child, [(root, threads)] * 4)
         assert result.get(timeout=60) == [2 * 64**3] * 4
+
+
+def _open_inodes():
+    inodes = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            inodes.add(os.stat(f"/proc/self/fd/{fd}").st_ino)
+        except OSError:
+            pass
+    return inodes
+
+
+def _rewrite_in_child(root):
+    ds = wkw.Dataset.open(root)
+    path = os.path.join(root, "z0", "y0", "x0.wkw")
+    replaced = []
+    for value in range(2, 7):
+        replaced.append(os.stat(path).st_ino)
+        ds.write((0, 0, 0), np.full((1, 64, 64, 64), value, np.uint8))
+    deadline = time.monotonic() + 20
+    while set(replaced) & _open_inodes() - {os.stat(path).st_ino}:
+        if time.monotonic() > deadline:
+            return "replaced files still open"
+        time.sleep(0.005)
+    return int(ds.read((0, 0, 0), (64, 64, 64)).sum())
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs fork and /proc")
+def test_forked_children_close_replaced_files(tmp_path):
+    """A compressed rewrite closes the replaced file on a background thread; a forked child
+    (whose parent had started that thread) gets its own, and nothing stays open."""
+    import multiprocessing
+
+    root = str(tmp_path / "ds")
+    ds = wkw.Dataset.create(root, wkw.Header(np.uint8, block_type=2, file_len=2))
+    for value in range(2):
+        ds.write((0, 0, 0), np.full((1, 64, 64, 64), value, np.uint8))  # starts the thread
+    with multiprocessing.get_context("fork").Pool(1) as pool:
+        assert pool.apply_async(_rewrite_in_child, (root,)).get(timeout=60) == 6 * 64**3
 
 
 def test_unaligned_input_arrays(tmp_path):
