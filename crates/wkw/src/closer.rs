@@ -39,12 +39,21 @@ fn close_later(file: File) {
         return;
     };
     let pid = std::process::id();
-    let file = match closer.as_ref() {
-        Some((owner, queue)) if *owner == pid => match queue.try_send(file) {
-            Ok(()) | Err(TrySendError::Full(_)) => return,
+    let file = match closer.take() {
+        Some((owner, queue)) if owner == pid => match queue.try_send(file) {
+            Ok(()) | Err(TrySendError::Full(_)) => {
+                *closer = Some((owner, queue));
+                return;
+            }
             Err(TrySendError::Disconnected(file)) => file,
         },
-        _ => file,
+        // A queue inherited through fork: its thread is not in this process. Dropping it
+        // could wait on a lock that thread held at the fork, so it is leaked instead.
+        Some(inherited) => {
+            std::mem::forget(inherited);
+            file
+        }
+        None => file,
     };
     let (queue, handles) = sync_channel::<File>(QUEUE);
     let started = std::thread::Builder::new()
