@@ -53,10 +53,11 @@ pub enum Threads {
     #[default]
     Rayon,
     /// Only the calling thread: no hand-off to a pool (the fastest choice for small boxes, or
-    /// when the application already runs one read per core). This is also the only choice
-    /// under which a write closes the compressed file it replaced before returning; the others
-    /// close it on a background thread, because the kernel frees the old file's pages inside
-    /// that `close` (about a third of a whole-file LZ4 write of 16 MiB).
+    /// when the application already runs one read per core). With it (or without the
+    /// `parallel` feature) a write also closes the compressed file it replaced before
+    /// returning; the other choices close that file on a background thread, because the kernel
+    /// frees the old file's pages inside that `close` (about a third of a whole-file LZ4 write
+    /// of 16 MiB).
     Caller,
     /// This pool (it must live for the rest of the process, e.g. one made once and kept in a
     /// `static`, or `Box::leak`ed). Called from a thread outside the pool, the calling thread
