@@ -97,6 +97,7 @@ fn kill_child() {
                 } else {
                     w.write_sparse(path, Durability::None).unwrap();
                 }
+                testkit::kill_child_step_done();
             }
             _ => {
                 // Streamed: each round rewrites the whole frame through a FrameFileWriter.
@@ -113,6 +114,7 @@ fn kill_child() {
                     }
                     s.set_vlmetalayer("gen", n.to_string().as_bytes()).unwrap();
                     s.finish().unwrap();
+                    testkit::kill_child_step_done();
                 }
             }
         }

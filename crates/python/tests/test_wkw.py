@@ -676,7 +676,7 @@ def test_every_dataset_error_names_the_dataset(small):
 
 
 GIL_SCRIPT = r"""
-import os, sys, threading, time
+import errno, os, sys, threading, time
 import numpy as np
 import scifmt.wkw as wkw
 
@@ -695,14 +695,25 @@ def reader():
 
 t = threading.Thread(target=reader)
 t.start()
-time.sleep(0.5)  # the reader now blocks inside Rust, opening a FIFO nobody writes yet
-# This thread can only get here, and run the next lines, if that call released the GIL.
+# The FIFO can be opened for writing without blocking only once a reader has it open or is
+# blocked opening it, and only the Rust call opens it. This thread runs these lines while that
+# call is inside open(2), which it can only do if the call released the GIL (were the GIL held,
+# the reader would block forever and the test would time out).
+deadline = time.monotonic() + 60
+while True:
+    try:
+        fd = os.open(fifo, os.O_WRONLY | os.O_NONBLOCK)
+        break
+    except OSError as e:
+        if e.errno != errno.ENXIO or time.monotonic() > deadline:
+            raise
+        time.sleep(0.001)  # polling for the reader; the condition above is what synchronizes
 squares = sum(i * i for i in range(100000))
 try:
-    with open(fifo, "wb") as w:  # lets the reader's open() return
-        w.write(b"not a wkw file")
+    os.write(fd, b"not a wkw file")
 except BrokenPipeError:
     pass  # the reader already gave up on the empty FIFO
+os.close(fd)
 t.join(30)
 print("released", squares, result.get("error", ""))
 """

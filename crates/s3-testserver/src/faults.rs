@@ -33,6 +33,12 @@ pub enum FaultKind {
     /// Hold the request this long (on top of the latency) before handling it: a slow response
     /// for chosen requests, or a window for another client to act in.
     Delay(Duration),
+    /// Hold the request (after the latency) until as many requests as the gate has parties have
+    /// reached it, then let them all go on together: requests a client sends concurrently are
+    /// then in flight at the same time however the machine schedules the client, so a test can
+    /// rely on them overlapping. Give the rule a count equal to the parties. A gate that is never
+    /// filled opens after a minute (the test then fails on what it asserts, it does not hang).
+    Gate(Gate),
     /// PUT requests only (PutObject, UploadPart): the server receives half of it, then the body
     /// fails, as if the client's connection broke mid-upload. s3s-fs has started writing its
     /// temporary file by then; nothing may appear under the key.
@@ -56,9 +62,85 @@ impl fmt::Display for FaultKind {
             Self::Replace(b) => write!(f, "replaced ({} B)", b.len()),
             Self::CutUpload => f.write_str("cut upload"),
             Self::Delay(d) => write!(f, "delay {d:?}"),
+            Self::Gate(g) => write!(f, "gate of {}", g.inner.parties),
         }
     }
 }
+
+/// A rendezvous of requests for [`FaultKind::Gate`] (cheap to clone: clones are the same gate).
+#[derive(Clone)]
+pub struct Gate {
+    inner: Arc<GateInner>,
+}
+
+struct GateInner {
+    parties: u32,
+    arrived: std::sync::atomic::AtomicU32,
+    open: tokio::sync::Notify,
+}
+
+impl Gate {
+    /// How long a request waits at a gate that does not fill.
+    pub const MAX_WAIT: Duration = Duration::from_secs(60);
+
+    /// A gate that opens when `parties` requests have arrived.
+    #[must_use]
+    pub fn new(parties: u32) -> Self {
+        Self {
+            inner: Arc::new(GateInner {
+                parties,
+                arrived: std::sync::atomic::AtomicU32::new(0),
+                open: tokio::sync::Notify::new(),
+            }),
+        }
+    }
+
+    /// Arrive, then wait until every party has arrived (or [`Gate::MAX_WAIT`] has passed).
+    pub(crate) async fn pass(&self) {
+        use std::sync::atomic::Ordering;
+        let g = &self.inner;
+        if g.arrived.fetch_add(1, Ordering::AcqRel) + 1 >= g.parties {
+            g.open.notify_waiters();
+            return;
+        }
+        let wait = async {
+            loop {
+                let opened = g.open.notified();
+                tokio::pin!(opened);
+                opened.as_mut().enable();
+                if g.arrived.load(Ordering::Acquire) >= g.parties {
+                    return;
+                }
+                opened.await;
+            }
+        };
+        let _ = tokio::time::timeout(Self::MAX_WAIT, wait).await;
+    }
+}
+
+impl fmt::Debug for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gate")
+            .field("parties", &self.inner.parties)
+            .field(
+                "arrived",
+                &self
+                    .inner
+                    .arrived
+                    .load(std::sync::atomic::Ordering::Relaxed),
+            )
+            .finish()
+    }
+}
+
+/// Gates are equal when they are the same gate.
+impl PartialEq for Gate {
+    fn eq(&self, other: &Self) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+impl Eq for Gate {}
 
 /// A fault to inject into the next `count` requests that match the filters.
 ///

@@ -118,8 +118,10 @@ pub(crate) async fn handle(
     if !latency.is_zero() {
         tokio::time::sleep(latency).await;
     }
-    if let Some(FaultKind::Delay(d)) = &fault {
-        tokio::time::sleep(*d).await;
+    match &fault {
+        Some(FaultKind::Delay(d)) => tokio::time::sleep(*d).await,
+        Some(FaultKind::Gate(g)) => g.pass().await,
+        _ => {}
     }
 
     let (parts, incoming) = req.into_parts();

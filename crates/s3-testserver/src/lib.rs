@@ -65,7 +65,7 @@ use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, Re
 use s3s::auth::SimpleAuth;
 use s3s::service::S3ServiceBuilder;
 
-pub use faults::{FaultKind, FaultRule, Faults};
+pub use faults::{FaultKind, FaultRule, Faults, Gate};
 pub use record::{RequestRecord, Stats, critical_path};
 
 use http_layer::{INTERNAL_HEADER, Shared};

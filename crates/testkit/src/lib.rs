@@ -4,6 +4,8 @@
 //! * [`CountingAlloc`] and [`peak_during`]: measure the peak heap growth of a call, so limits
 //!   tests can show that a hostile input is refused before any large allocation;
 //! * [`regression_files`]: the kept fuzz findings of one crate and fuzz target;
+//! * [`run_and_kill`], [`kill_child_step_done`]: one round of a kill test (a child process
+//!   killed at a random point after its first completed step);
 //! * [`Lcg`]: a small deterministic pseudo-random sequence for schedules and kill delays;
 //! * [`ZARR_STORES`]: the Zarr fixtures read through the `offset` / `pad` codecs;
 //! * [`assert_ordinary_mode`]: a written file has the permissions of any new file.
@@ -78,10 +80,33 @@ pub fn replay_all(
     files.len()
 }
 
+/// The line a kill test's child prints (through [`kill_child_step_done`]) each time it has
+/// completed a step, e.g. a whole write.
+pub const KILL_CHILD_STEP_DONE: &str = "kill-child: step done";
+
+/// Called by a kill test's child after each completed step: tells [`run_and_kill`] that the
+/// child is past its start-up and has changed the data at least once.
+///
+/// # Panics
+/// If stdout cannot be written.
+#[allow(
+    clippy::expect_used,
+    reason = "test support: a child that cannot report is a failed test"
+)]
+pub fn kill_child_step_done() {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{KILL_CHILD_STEP_DONE}").expect("report to the parent");
+    out.flush().expect("report to the parent");
+}
+
 /// Starts this test binary again running only the test `child_test` with `var=value` in its
-/// environment (the child test does its work only when it sees the variable), lets it run for a
-/// pseudo-random 2–42 ms drawn from `rng`, then SIGKILLs it and waits for it: one round of a
-/// kill test.
+/// environment (the child test does its work only when it sees the variable), waits until the
+/// child reports its first completed step ([`kill_child_step_done`]; or exits, or two minutes
+/// pass), lets it run on for a pseudo-random 0–40 ms drawn from `rng`, then SIGKILLs it and
+/// waits for it: one round of a kill test. Waiting for the report, not for a fixed time, makes
+/// every kill land after the child has done real work, however slowly the machine starts
+/// processes.
 ///
 /// # Panics
 /// If the child cannot be started, killed or waited for.
@@ -90,19 +115,34 @@ pub fn replay_all(
     reason = "test support: a failed spawn is a failed test"
 )]
 pub fn run_and_kill(child_test: &str, var: &str, value: &str, rng: &mut Lcg) {
+    use std::io::BufRead;
     let exe = std::env::current_exe().expect("current test binary");
     let mut child = std::process::Command::new(exe)
         .args(["--exact", child_test, "--nocapture", "--test-threads=1"])
         .env(var, value)
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .expect("start the child");
-    std::thread::sleep(std::time::Duration::from_micros(
-        2_000 + rng.next_u64() % 40_000,
-    ));
+    let stdout = child.stdout.take().expect("the child's stdout");
+    let (tx, rx) = std::sync::mpsc::channel();
+    // Reads the child's output to its end, so that the child never blocks on a full pipe.
+    let reader = std::thread::spawn(move || {
+        let mut tx = Some(tx);
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if line == KILL_CHILD_STEP_DONE
+                && let Some(tx) = tx.take()
+            {
+                let _ = tx.send(());
+            }
+        }
+    });
+    let _ = rx.recv_timeout(std::time::Duration::from_secs(120));
+    std::thread::sleep(std::time::Duration::from_micros(rng.next_u64() % 40_000));
     child.kill().expect("SIGKILL the child");
     child.wait().expect("reap the child");
+    reader.join().expect("the output reader");
 }
 
 /// A 64-bit linear congruential generator (Knuth's MMIX constants); `next_u64` yields 31 bits.

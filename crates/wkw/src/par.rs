@@ -315,10 +315,24 @@ mod tests {
                 .build()
                 .unwrap(),
         ));
+        // Every other thread holds its item until the thread that started the batch has taken
+        // one (or a minute has passed: then nobody waits any more and the assertions below
+        // fail). So the caller gets an item however the threads are scheduled, if it takes
+        // items at all.
         let who = |workers: Workers| -> Vec<ThreadId> {
+            let caller = current().id();
+            let release = (std::sync::Mutex::new(false), std::sync::Condvar::new());
             try_map(workers, (0..400u32).collect(), |_| {
-                // Long enough that every thread gets items.
-                std::thread::sleep(std::time::Duration::from_micros(50));
+                let (released, cv) = &release;
+                let released = released.lock().unwrap();
+                let minute = std::time::Duration::from_secs(60);
+                let mut released = if current().id() == caller {
+                    released
+                } else {
+                    cv.wait_timeout_while(released, minute, |r| !*r).unwrap().0
+                };
+                *released = true;
+                cv.notify_all();
                 Ok(current().id())
             })
             .unwrap()

@@ -224,6 +224,39 @@ fn lock_files_live_only_in_the_lock_directory_and_are_never_listed() {
     }
 }
 
+/// Returns once some thread waits for the lock of `path` (Linux: a blocked request on its inode
+/// in `/proc/locks`, looked for for up to a minute); elsewhere after a pause, as the best there
+/// is without such a list.
+fn wait_for_a_blocked_locker(path: &Path) {
+    #[cfg(target_os = "linux")]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let ino = std::fs::metadata(path).unwrap().ino();
+        let suffix = format!(":{ino}");
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        loop {
+            let locks = std::fs::read_to_string("/proc/locks").unwrap();
+            let blocked = locks.lines().any(|l| {
+                let f: Vec<&str> = l.split_whitespace().collect();
+                f.get(1) == Some(&"->") && f.get(6).is_some_and(|d| d.ends_with(&suffix))
+            });
+            if blocked {
+                return;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no writer waited for the held lock within a minute"
+            );
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = path;
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
 #[test]
 fn a_held_lock_file_blocks_writers_of_that_file_only() {
     let dir = tempfile::tempdir().unwrap();
@@ -247,8 +280,9 @@ fn a_held_lock_file_blocks_writers_of_that_file_only() {
             tx.send("file 1").unwrap();
         });
         assert_eq!(rx.recv_timeout(Duration::from_secs(30)).unwrap(), "file 1");
+        wait_for_a_blocked_locker(&ds.lock_path([0; 3]));
         assert!(
-            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            rx.try_recv().is_err(),
             "a writer of file 0 went ahead while its lock was held"
         );
         held.unlock().unwrap();

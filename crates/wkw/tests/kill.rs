@@ -67,6 +67,7 @@ fn kill_child() {
                 &|_| {},
             )
             .unwrap();
+            testkit::kill_child_step_done();
         }
     }
     // "ROOT@V": start with value V, the newest one the parent saw in the box, so that a
@@ -76,6 +77,7 @@ fn kill_child() {
     let mut v: u8 = start.parse().unwrap();
     loop {
         ds.write(BOX_AT, &fill(BOX, v).view()).unwrap();
+        testkit::kill_child_step_done();
         v = next(v);
     }
 }
