@@ -1,4 +1,5 @@
-//! `cargo xtask ci [--skip-tests]`: the checks CI runs, in order: fmt, clippy, tests, rustdoc,
+//! `cargo xtask ci [--skip-tests]`: the checks CI runs, in order: the house conventions
+//! (`cargo xtask conventions`), fmt, clippy, tests, rustdoc,
 //! feature combinations (`cargo xtask features`), the README examples (`cargo xtask
 //! readme-examples`), cargo deny. `--skip-tests` leaves out
 //! `cargo test --workspace` for callers that have just run it (`.ci/run` runs the README's test
@@ -7,6 +8,7 @@
 use crate::util::{cargo, exec};
 
 fn run_ci_steps(tests: bool) -> Result<(), String> {
+    crate::conventions::run(&[])?;
     exec(cargo().args(["fmt", "--all", "--", "--check"]))?;
     exec(cargo().args([
         "clippy",

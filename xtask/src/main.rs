@@ -6,6 +6,7 @@
 mod blosc_peer;
 mod ci;
 mod conformance;
+mod conventions;
 mod features;
 mod fixtures;
 mod fuzz;
@@ -27,7 +28,12 @@ const TASKS: &[Task] = &[
     (
         "ci",
         ci::run,
-        "fmt check, clippy -D warnings, tests, rustdoc -D warnings, feature combinations, README examples, cargo deny (bans licenses sources) [--skip-tests]",
+        "conventions, fmt check, clippy -D warnings, tests, rustdoc -D warnings, feature combinations, README examples, cargo deny (bans licenses sources) [--skip-tests]",
+    ),
+    (
+        "conventions",
+        conventions::run,
+        "the mechanical house rules of CONTRIBUTING.md: workspace-pinned dependencies, reasons on allow(unsafe_code), no references to documents outside the repository",
     ),
     (
         "conformance",

@@ -20,7 +20,7 @@ pub(crate) enum Cmd {
         after_help = "Examples:\n  scifmt blosc decompress chunk.cdata chunk.raw\n  scifmt blosc decompress chunk.cdata - | sha256sum\n  scifmt blosc decompress s3://bucket/c.cdata s3://bucket/c.raw"
     )]
     Decompress(DecompressArgs),
-    /// Compress a file into one chunk (byte-identical to C-Blosc2 for all codecs but zlib).
+    /// Compress a file into one chunk, byte-identical to C-Blosc2 3.3.5 with one thread.
     #[command(
         after_help = "Examples:\n  scifmt blosc compress data.raw data.cdata --typesize 4 --codec lz4 --filter shuffle --blocksize 4096 --splitmode auto\n  scifmt blosc compress text.raw text.cdata --typesize 1 --codec zstd --filter none --use-dict\n  cat data.raw | scifmt blosc compress - - --typesize 4 > data.cdata"
     )]

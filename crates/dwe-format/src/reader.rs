@@ -100,7 +100,10 @@ impl OpenOptions {
     ///
     /// # Errors
     /// I/O errors and everything [`OpenOptions::open`] reports.
-    #[allow(unsafe_code)]
+    #[allow(
+        unsafe_code,
+        reason = "memory-mapping is unsafe by nature; the caller vouches for the file (# Safety)"
+    )]
     pub unsafe fn map_file(&self, path: impl AsRef<Path>) -> Result<DweFile<memmap2::Mmap>> {
         let file = std::fs::File::open(path)?;
         // SAFETY: the caller guarantees (see `# Safety`) that the file stays unmodified while

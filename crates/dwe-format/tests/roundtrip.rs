@@ -287,7 +287,10 @@ fn write_file_is_atomic_and_replaces() {
 }
 
 #[test]
-#[allow(unsafe_code)]
+#[allow(
+    unsafe_code,
+    reason = "tests the unsafe `map_file` on read-only fixtures"
+)]
 fn memory_mapped_reading_matches() {
     for f in common::fixtures() {
         for path in [&f.stream, &f.block] {

@@ -9,7 +9,10 @@
 //! the loop ORs all inputs together and the slow search for the offending element runs only
 //! when that OR shows an out-of-range bit.
 
-#![allow(unsafe_code)]
+#![allow(
+    unsafe_code,
+    reason = "calls the AVX2 and BMI2 loops (target_feature functions); see the SAFETY comments"
+)]
 
 use crate::error::{Error, Result};
 use crate::key::{BITS_3D_U64, check_coords};

@@ -5,7 +5,10 @@
 //! microcoded (tens to hundreds of cycles), which is why the dispatcher in this crate does not
 //! pick them there even though the CPU reports BMI2.
 
-#![allow(unsafe_code)]
+#![allow(
+    unsafe_code,
+    reason = "BMI2 pdep/pext intrinsics, reached only after runtime detection; see the SAFETY comments"
+)]
 
 use core::arch::x86_64::{_pdep_u32, _pdep_u64, _pext_u32, _pext_u64};
 

@@ -395,6 +395,7 @@ impl FileJob<'_> {
             .set_len(pos)
             .map_err(|e| Error::io(tmp.path(), e))?;
         tmp.persist(self.ds.options.durability)?;
+        remove_reference_leftover(self.path);
         if let Some((old, _)) = existing {
             crate::closer::close(old.file, self.ds.options.threads);
         }
@@ -539,4 +540,14 @@ struct Encode<'a> {
     zero_block: &'a [u8],
     block_type: crate::BlockType,
     room: usize,
+}
+
+/// The reference implementation (wkw 1.1.24) writes a compressed file as `<name>.wkw_tmp` beside
+/// it and renames that into place, so a write of it that was interrupted leaves the temporary
+/// file behind, and its next write of the same file replaces the leftover. A compressed write of
+/// ours removes it too once the new file is in place, so that datasets written by both keep no
+/// stale leftovers. (Raw files are written in place by both: no leftover to clean.) Failing to
+/// remove it is not an error of the write.
+fn remove_reference_leftover(path: &Path) {
+    let _ = fs::remove_file(path.with_extension("wkw_tmp"));
 }

@@ -246,3 +246,35 @@ fn tall_c_order_reads_are_split_in_z() {
     ds.read_into(at, &mut view).unwrap();
     assert_eq!(buf, c.as_bytes());
 }
+
+/// A compressed write removes the `<name>.wkw_tmp` that an interrupted write of the reference
+/// implementation (wkw 1.1.24) left beside the file, as the reference's own next write does; a
+/// raw write (in place, for both) leaves it, as the reference does.
+#[test]
+fn compressed_writes_remove_the_references_leftover() {
+    for (bt, removed) in [
+        (BlockType::Lz4, true),
+        (BlockType::Lz4Hc, true),
+        (BlockType::Raw, false),
+    ] {
+        let dir = tempfile::tempdir().unwrap();
+        let ds =
+            Dataset::create(dir.path(), Header::new(VoxelType::U8, 1, 8, 2, bt).unwrap()).unwrap();
+        let folder = dir.path().join("z0").join("y0");
+        std::fs::create_dir_all(&folder).unwrap();
+        let leftover = folder.join("x0.wkw_tmp");
+        std::fs::write(&leftover, b"an interrupted write").unwrap();
+        let a =
+            Array::from_bytes(VoxelType::U8, 1, [4, 4, 4], Order::Fortran, vec![3; 64]).unwrap();
+        ds.write([0, 0, 0], &a.view()).unwrap();
+        assert_eq!(!leftover.exists(), removed, "{bt:?}");
+        assert_eq!(ds.read([0, 0, 0], [4, 4, 4], Order::Fortran).unwrap(), a);
+        let listed: Vec<_> = ds
+            .list_files()
+            .unwrap()
+            .into_iter()
+            .map(|(i, _)| i)
+            .collect();
+        assert_eq!(listed, [[0, 0, 0]], "{bt:?}");
+    }
+}

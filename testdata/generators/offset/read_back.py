@@ -1,7 +1,6 @@
 """Reads Zarr v3 arrays written by offset-codec's `write_zarr` example (zarrs + our codec) with
-zarr-python and the reference Python codec in this folder (`offset_codec.py`, a copy of
-`testdata/offset/tools/offset_codec.py`), and checks every element against the fixture
-formula v[i0, i1] = (i0 << 8) | i1.
+zarr-python and the reference Python codec in this folder (`offset_codec.py`, the one that made
+the fixtures), and checks every element against the fixture formula v[i0, i1] = (i0 << 8) | i1.
 
 Usage: python read_back.py <dir written by write_zarr>
 Prints one line per store: "<store> OK" or "<store> FAIL <reason>"; exits 1 on any failure.

@@ -1,6 +1,6 @@
 //! Shared helpers: fixture paths, expected.json, hashing, and the fixture formulas of
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)] // test helpers outside #[test] fns
-//! `testdata/wkw/generate.py` (the reference's inputs, rebuilt here to replay its writes).
+//! `testdata/generators/wkw/generate.py` (the reference's inputs, rebuilt here to replay its writes).
 #![allow(
     dead_code,
     clippy::cast_possible_truncation,
