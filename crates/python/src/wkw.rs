@@ -44,8 +44,13 @@ pub(crate) fn exc(msg: impl Into<String>) -> PyErr {
     WKWException::new_err(msg.into())
 }
 
-/// A `WKWException` for `e`; errors whose message names no file get `root` in front.
+/// A `WKWException` for `e`: the message starts with wkw 1.1.24's wording where the reference
+/// has one for the same failure ([`reference_message`]), otherwise with the file it names, or
+/// with `root` for errors that name no file.
 fn wkw_err(e: &wkw::Error, root: &Path) -> PyErr {
+    if let Some(msg) = reference_message(e, &|p: &Path| p.display().to_string()) {
+        return exc(msg);
+    }
     let names_a_path = matches!(
         e,
         wkw::Error::Io { .. }
@@ -58,6 +63,84 @@ fn wkw_err(e: &wkw::Error, root: &Path) -> PyErr {
     } else {
         exc(format!("{}: {e}", root.display()))
     }
+}
+
+/// The message for `e` that starts as wkw 1.1.24's message for the same failure (callers of the
+/// reference match on those words), with our detail after it; `None` where the reference has no
+/// message of its own for it. `name` renders a path (local paths, or URLs for remote datasets).
+///
+/// The reference's wording: a data file it cannot read is `Error while reading from file
+/// "<file>": ` plus a phrase (`Corrupt jump table`, `Unexpected compressed block length N`,
+/// `Error while reading LZ4 block`, `Could not read raw block`, `Error in
+/// LZ4_decompress_safe`); a bad `header.wkw` is the phrase alone (`Sequence of magic bytes [..]
+/// is invalid`, `Version number 'N' is invalid`, `Voxel type 'N' is invalid`, `Block type 'N' is
+/// invalid`, `Could not read raw header`); `Dataset root "<root>" is not a directory`, `Could not
+/// open header file "<file>"` and `Header "<file>" file already exists` for datasets.
+pub(crate) fn reference_message(e: &wkw::Error, name: &dyn Fn(&Path) -> String) -> Option<String> {
+    use wkw::FormatError as F;
+    match e {
+        wkw::Error::Format { path, source } => {
+            let phrase = match source {
+                F::JumpTableNotMonotone { .. } => "Corrupt jump table".to_owned(),
+                F::BlockTooLong { length, .. } => {
+                    format!("Unexpected compressed block length {length}")
+                }
+                F::BlockPastEnd { .. } => {
+                    if stored_block_type(path).is_some_and(|b| b == 1) {
+                        "Could not read raw block".to_owned()
+                    } else {
+                        "Error while reading LZ4 block".to_owned()
+                    }
+                }
+                F::Decompress { .. } => "Error in LZ4_decompress_safe".to_owned(),
+                F::BadMagic { found } => format!("Sequence of magic bytes {found:?} is invalid"),
+                F::UnsupportedVersion(v) => format!("Version number '{v}' is invalid"),
+                F::InvalidVoxelType(v) => format!("Voxel type '{v}' is invalid"),
+                F::InvalidBlockType(v) => format!("Block type '{v}' is invalid"),
+                F::Truncated { what, .. } if what.contains("jump table") => {
+                    "Could not read jump table".to_owned()
+                }
+                F::Truncated { .. } => "Could not read raw header".to_owned(),
+                _ => return None,
+            };
+            let file = name(path);
+            if path.file_name().is_some_and(|n| n == "header.wkw") {
+                Some(format!("{phrase}: {file}: {source}"))
+            } else {
+                Some(format!(
+                    "Error while reading from file \"{file}\": {phrase}: {source}"
+                ))
+            }
+        }
+        wkw::Error::NotADataset { path } => {
+            let header = path.join("header.wkw");
+            Some(if path.is_dir() {
+                format!(
+                    "Could not open header file \"{}\": not a wkw dataset",
+                    name(&header)
+                )
+            } else {
+                format!(
+                    "Dataset root \"{}\" is not a directory: not a wkw dataset",
+                    name(path)
+                )
+            })
+        }
+        wkw::Error::AlreadyExists { path } => Some(format!(
+            "Header \"{}\" file already exists: a dataset exists there",
+            name(path)
+        )),
+        _ => None,
+    }
+}
+
+/// The blockType byte of the local data file at `path` (1 raw, 2 LZ4, 3 LZ4HC), for the
+/// reference's wording of a truncated block; `None` if it cannot be read.
+fn stored_block_type(path: &Path) -> Option<u8> {
+    use std::io::Read;
+    let mut head = [0u8; 6];
+    std::fs::File::open(path).ok()?.read_exact(&mut head).ok()?;
+    Some(head[5])
 }
 
 /// Runs `f` without the GIL; a `wkw` error or a panic becomes a `WKWException`.

@@ -36,6 +36,13 @@ pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
 /// A `WKWException` for `e` on the dataset at `url` (credentials already removed); messages
 /// that name no URL get it in front.
 fn remote_err(e: &wkw::Error, url: &str) -> PyErr {
+    // A broken object: the reference's leading words, as for local files.
+    if matches!(e, wkw::Error::Format { .. })
+        && let Some(msg) =
+            crate::wkw::reference_message(e, &|p: &std::path::Path| p.display().to_string())
+    {
+        return exc(msg);
+    }
     let msg = e.to_string();
     if msg.contains(url) {
         exc(msg)

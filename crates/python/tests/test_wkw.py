@@ -302,6 +302,107 @@ def test_error_cases_match(mod, tmp_path):
     ds.close()
 
 
+def _broken_datasets(base):
+    """Datasets the reference made, each broken in one way: (what, root, read it or open it)."""
+    import struct
+
+    def made(name, block_type=2):
+        root = os.path.join(base, name)
+        h = ref.Header(np.uint8, block_len=8, file_len=2, block_type=block_type)
+        with ref.Dataset.create(root, h) as ds:
+            ds.write((0, 0, 0), make_data(np.uint8, 1, (16, 16, 16), seed=4))
+        return root, os.path.join(root, "z0", "y0", "x0.wkw")
+
+    def patched(path, offset, new):
+        b = bytearray(open(path, "rb").read())
+        b[offset : offset + len(new)] = new
+        open(path, "wb").write(bytes(b))
+
+    cases = []
+    root, f = made("jump_table")
+    patched(f, 16 + 8 * 3, struct.pack("<Q", 5))  # an entry below the previous one
+    cases.append(("corrupt jump table", root, "read"))
+    root, f = made("long_block")
+    patched(f, 16 + 8 * 7, struct.pack("<Q", 10**9))
+    cases.append(("block length", root, "read"))
+    root, f = made("truncated")
+    os.truncate(f, os.path.getsize(f) - 100)
+    cases.append(("truncated LZ4 file", root, "read"))
+    root, f = made("lz4_garbage")
+    (block1,) = struct.unpack_from("<Q", open(f, "rb").read(), 16)
+    patched(f, block1, b"\x00" * 8)  # a match at offset 0: no LZ4 decoder accepts it
+    cases.append(("LZ4 garbage", root, "read"))
+    root, f = made("raw_truncated", block_type=1)
+    os.truncate(f, 1000)
+    cases.append(("truncated raw file", root, "read"))
+    for name, offset, new in [
+        ("magic", 0, b"XYZ"),
+        ("version", 3, b"\x07"),
+        ("voxel_type", 6, b"\x63"),
+        ("block_type", 5, b"\x09"),
+    ]:
+        root = os.path.join(base, "header_" + name)
+        ref.Dataset.create(root, ref.Header(np.uint8)).close()
+        patched(os.path.join(root, "header.wkw"), offset, new)
+        cases.append((f"header.wkw {name}", root, "open"))
+    root = os.path.join(base, "header_short")
+    os.makedirs(root)
+    open(os.path.join(root, "header.wkw"), "wb").write(b"WKW")
+    cases.append(("header.wkw too short", root, "open"))
+    os.makedirs(os.path.join(base, "no_header"))
+    cases.append(("no header.wkw", os.path.join(base, "no_header"), "open"))
+    cases.append(("missing root", os.path.join(base, "missing"), "open"))
+    return cases
+
+
+def test_error_messages_start_with_the_references_words(tmp_path):
+    """For every failure the reference reports, our message starts with the reference's whole
+    message (callers match on it) and adds our detail after it."""
+    cases = _broken_datasets(str(tmp_path))
+    for what, root, action in cases:
+        messages = []
+        for mod in (ref, wkw):
+            with pytest.raises(mod.wkw.WKWException) as e:
+                if action == "read":
+                    mod.Dataset.open(root).read((0, 0, 0), (16, 16, 16))
+                else:
+                    mod.Dataset.open(root)
+            messages.append(str(e.value))
+        theirs, ours = messages
+        assert ours.startswith(theirs + ": "), (what, theirs, ours)
+        assert len(ours) > len(theirs) + 2, (what, ours)  # our detail follows
+    with pytest.raises(ref.wkw.WKWException) as theirs:
+        ref.Dataset.create(cases[0][1], ref.Header(np.uint8))
+    with pytest.raises(wkw.WKWException) as ours:
+        wkw.Dataset.create(cases[0][1], wkw.Header(np.uint8))
+    assert str(ours.value).startswith(str(theirs.value) + ": ")
+    # The words callers match on, spelled out.
+    with pytest.raises(wkw.WKWException, match='^Error while reading from file ".*": Corrupt jump table: '):
+        wkw.Dataset.open(cases[0][1]).read((0, 0, 0), (16, 16, 16))
+
+
+def test_compressed_writes_clean_up_the_references_leftover(tmp_path):
+    """The reference writes a compressed file as `<name>.wkw_tmp` and renames it; an interrupted
+    write leaves that file, and the next write of the same file (by the reference or by us)
+    removes it. A raw write, in place for both, leaves it."""
+    for block_type, removed in ((2, True), (3, True), (1, False)):
+        root = str(tmp_path / f"bt{block_type}")
+        folder = os.path.join(root, "z0", "y0")
+        data = make_data(np.uint8, 1, (16, 16, 16), seed=block_type)
+        outcomes = []
+        for mod in (ref, wkw):
+            h = ref.Header(np.uint8, block_len=8, file_len=2, block_type=block_type)
+            ref.Dataset.create(root, h)
+            os.makedirs(folder, exist_ok=True)
+            leftover = os.path.join(folder, "x0.wkw_tmp")
+            open(leftover, "wb").write(b"an interrupted write")
+            mod.Dataset.open(root).write((0, 0, 0), data)
+            outcomes.append(not os.path.exists(leftover))
+            np.testing.assert_array_equal(ref.Dataset.open(root).read((0, 0, 0), (16, 16, 16)), data)
+            shutil.rmtree(root)
+        assert outcomes == [removed, removed], (block_type, outcomes)
+
+
 @BOTH
 def test_public_names(mod):
     for name in ("Header", "Dataset", "File"):
