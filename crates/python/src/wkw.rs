@@ -55,6 +55,7 @@ fn wkw_err(e: &wkw::Error, root: &Path) -> PyErr {
         e,
         wkw::Error::Io { .. }
             | wkw::Error::Format { .. }
+            | wkw::Error::Lock { .. }
             | wkw::Error::AlreadyExists { .. }
             | wkw::Error::NotADataset { .. }
     );

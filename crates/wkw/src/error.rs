@@ -141,6 +141,17 @@ pub enum Error {
     /// A header violates the format (no file involved, e.g. [`crate::Header::new`]).
     #[error(transparent)]
     Header(#[from] FormatError),
+    /// The write lock of a data file could not be taken: its lock file (below
+    /// [`LOCK_DIR_NAME`](crate::LOCK_DIR_NAME)) or its folder cannot be created or opened, or
+    /// the advisory lock failed.
+    #[error("cannot take the write lock {}: {source}", path.display())]
+    Lock {
+        /// The lock file.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
     /// `Dataset::create` found an existing `header.wkw`.
     #[error("dataset already exists: {}", path.display())]
     AlreadyExists {
