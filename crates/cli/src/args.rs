@@ -1,8 +1,17 @@
 //! Parsers for argument values shared by several commands: `X,Y,Z`, number lists and
 //! `--region A:B,C:D,...`.
 
-/// Parses `X,Y,Z` (three unsigned integers).
+/// Parses `X,Y,Z` (three unsigned integers; a negative one is named as such).
 pub(crate) fn parse_xyz(s: &str) -> Result<[u32; 3], String> {
+    if let Some(neg) = s
+        .split(',')
+        .map(str::trim)
+        .find(|p| p.starts_with('-') && p[1..].parse::<u64>().is_ok())
+    {
+        return Err(format!(
+            "negative coordinate {neg}: X,Y,Z are voxel coordinates from 0"
+        ));
+    }
     let v = parse_list::<u32>(s)?;
     <[u32; 3]>::try_from(v).map_err(|v| format!("expected X,Y,Z, got {} values", v.len()))
 }
@@ -68,7 +77,12 @@ pub(crate) fn resolve_region(
     for (d, (&(a, b), &n)) in region.iter().zip(shape).enumerate() {
         let a = a.unwrap_or(0);
         let b = b.unwrap_or(n);
-        if a > b || b > n {
+        if a > b {
+            return Err(format!(
+                "--region {a}:{b} in dimension {d} is reversed: START must not exceed STOP"
+            ));
+        }
+        if b > n {
             return Err(format!(
                 "--region {a}:{b} is outside dimension {d} of length {n}"
             ));
@@ -93,5 +107,13 @@ mod tests {
         assert!(parse_region("1-3").is_err());
         assert_eq!(parse_xyz("1, 2,3").unwrap(), [1, 2, 3]);
         assert!(parse_xyz("1,2").is_err());
+        assert!(
+            parse_xyz("-5,0,0")
+                .unwrap_err()
+                .starts_with("negative coordinate -5")
+        );
+        let reversed = parse_region("5:2").unwrap();
+        let e = resolve_region(Some(&reversed), &[9]).unwrap_err();
+        assert!(e.contains("reversed"), "{e}");
     }
 }

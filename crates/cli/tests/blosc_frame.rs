@@ -599,6 +599,18 @@ fn b2nd_read_whole_arrays_and_regions() {
         2,
         "dimensions",
     );
+    fails(
+        &[
+            "b2nd",
+            "read",
+            f.to_str().unwrap(),
+            out.to_str().unwrap(),
+            "--region",
+            "5:2,:,:",
+        ],
+        2,
+        "5:2 in dimension 0 is reversed",
+    );
 }
 
 #[test]

@@ -145,7 +145,13 @@ mod tests {
         std::fs::create_dir_all(dir.path().join(LOCK_DIR_NAME)).unwrap();
         std::fs::write(dir.path().join(LOCK_DIR_NAME).join("z0"), b"not a folder").unwrap();
         let e = lock(dir.path(), [0, 0, 0]).unwrap_err();
-        assert!(matches!(&e, Error::Lock { path: p, .. } if *p == path), "{e:?}");
-        assert!(e.to_string().starts_with("cannot take the write lock "), "{e}");
+        assert!(
+            matches!(&e, Error::Lock { path: p, .. } if *p == path),
+            "{e:?}"
+        );
+        assert!(
+            e.to_string().starts_with("cannot take the write lock "),
+            "{e}"
+        );
     }
 }

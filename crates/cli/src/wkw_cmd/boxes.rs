@@ -36,10 +36,10 @@ pub(crate) enum OrderArg {
 #[derive(Debug, Args)]
 pub(crate) struct BoxArgs {
     /// Box corner X,Y,Z.
-    #[arg(long, value_parser = parse_xyz)]
+    #[arg(long, value_parser = parse_xyz, allow_hyphen_values = true)]
     offset: [u32; 3],
     /// Box size X,Y,Z.
-    #[arg(long, value_parser = parse_xyz)]
+    #[arg(long, value_parser = parse_xyz, allow_hyphen_values = true)]
     shape: [u32; 3],
     /// Layout of the raw file.
     #[arg(long, value_enum, default_value = "f")]

@@ -39,9 +39,10 @@ pub(crate) enum Cmd {
         after_help = "Examples:\n  scifmt wkw write dataset/ box.raw --offset 32,0,0 --shape 64,64,32\n  scifmt wkw read src/ - --offset 0,0,0 --shape 64,64,32 | scifmt wkw write dst/ - --offset 0,0,0 --shape 64,64,32\n  scifmt wkw write s3://bucket/volume box.raw --offset 32,0,0 --shape 64,64,32"
     )]
     Write(boxes::WriteArgs),
-    /// Convert every data file of SRC into a new dataset DST with another block type.
+    /// Convert every data file of SRC into a new dataset DST with another block type (`raw`
+    /// decompresses).
     #[command(
-        after_help = "Examples:\n  scifmt wkw compress raw_ds/ lz4_ds/ --block-type lz4hc --threads 4\n  scifmt wkw compress raw_ds/ s3://bucket/volume_lz4 --block-type lz4"
+        after_help = "Examples:\n  scifmt wkw compress raw_ds/ lz4_ds/ --block-type lz4hc --threads 4\n  scifmt wkw compress lz4_ds/ raw_ds/ --block-type raw\n  scifmt wkw compress raw_ds/ s3://bucket/volume_lz4 --block-type lz4"
     )]
     Compress(CompressArgs),
     /// Check every data file (headers, jump tables, lengths, every block decodes).
@@ -103,7 +104,7 @@ pub(crate) struct CompressArgs {
     src: PathBuf,
     /// New dataset, a directory or URL (must not exist as a dataset).
     dst: PathBuf,
-    /// Block type of DST.
+    /// Block type of DST (`raw` decompresses).
     #[arg(long, value_enum, default_value = "lz4")]
     block_type: BlockArg,
     /// Worker threads (default: all cores).
@@ -357,9 +358,6 @@ where
 /// `wkw compress SRC DST [--block-type] [--threads]`.
 fn compress(a: &CompressArgs) -> CliResult {
     need_path(&a.dst, "DST")?;
-    if a.block_type == BlockArg::Raw {
-        return Err(Fail::usage("--block-type must be lz4 or lz4hc"));
-    }
     if crate::names::is_url(&a.src) || crate::names::is_url(&a.dst) {
         return compress_remote(a);
     }
