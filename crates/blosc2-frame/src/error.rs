@@ -140,6 +140,13 @@ pub enum Error {
         #[source]
         source: blosc_chunk::Error,
     },
+    /// A directory opened as a frame is not a sparse frame: it has no `chunks.b2frame`.
+    /// (The message leaves the path to the caller, as for [`Error::Io`].)
+    #[error("a directory, but not a sparse frame (it has no chunks.b2frame)")]
+    NotASparseFrame {
+        /// The directory.
+        path: std::path::PathBuf,
+    },
     /// An I/O error from the underlying file or reader.
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),

@@ -223,10 +223,17 @@ impl<'a> Frame<'a> {
     /// Opens a sparse frame directory (`chunks.b2frame` plus `%08X.chunk` files).
     ///
     /// # Errors
-    /// Any validation or I/O error; [`Error::FrameType`] if `chunks.b2frame` is not sparse.
+    /// Any validation or I/O error; [`Error::FrameType`] if `chunks.b2frame` is not sparse;
+    /// [`Error::NotASparseFrame`] if `dir` is a directory without `chunks.b2frame`.
     pub fn open_sparse_with(dir: impl AsRef<Path>, limits: &Limits) -> Result<Frame<'static>> {
         let dir = dir.as_ref().to_path_buf();
-        let file = File::open(dir.join(SPARSE_FRAME_FILE))?;
+        let file = match File::open(dir.join(SPARSE_FRAME_FILE)) {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.is_dir() => {
+                return Err(Error::NotASparseFrame { path: dir });
+            }
+            Err(e) => return Err(e.into()),
+        };
         let size = file.size()?;
         let tmp = Store::Reader {
             src: Box::new(file),

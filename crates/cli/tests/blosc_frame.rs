@@ -632,6 +632,19 @@ fn bad_inputs_exit_2_with_one_line() {
         }
         fails(&["info", cut.to_str().unwrap()], 2, "cut.b2frame");
     }
+    // An existing directory that is no sparse frame is said to be one, not reported missing.
+    let plain = dir.path().join("plain_dir");
+    std::fs::create_dir(&plain).unwrap();
+    let p = plain.to_str().unwrap();
+    for args in [
+        vec!["frame", "extract", p, out.to_str().unwrap()],
+        vec!["frame", "chunks", p],
+        vec!["b2nd", "read", p, out.to_str().unwrap()],
+    ] {
+        let err = fails(&args, 2, "not a sparse frame (it has no chunks.b2frame)");
+        assert!(!err.contains("No such file"), "{err}");
+        assert_eq!(err.matches("plain_dir").count(), 1, "named once: {err}");
+    }
     let cutc = dir.path().join("cut.cdata");
     for len in [0, 10, 31, chunk.len() / 2, chunk.len() - 1] {
         std::fs::write(&cutc, &chunk[..len]).unwrap();
