@@ -245,12 +245,7 @@ const RULE_3: MatchRule = MatchRule {
 };
 
 /// The compressor's entropy probe: estimated compression ratio of `window`.
-fn probe_cratio(
-    window: &[u8],
-    htab: &mut [u32; HTAB_SIZE],
-    hashlog: u32,
-    rule: MatchRule,
-) -> f64 {
+fn probe_cratio(window: &[u8], htab: &mut [u32; HTAB_SIZE], hashlog: u32, rule: MatchRule) -> f64 {
     let limit = window.len();
     htab[..1 << hashlog].fill(0);
     let ip_bound = limit.saturating_sub(1);
@@ -338,7 +333,12 @@ pub(crate) fn compress(
     };
     let shift = length - maxlen;
     let limit = maxlen.min(1 << probe_hashlog);
-    let cratio = probe_cratio(&input[shift..shift + limit], htab, probe_hashlog, probe_rule);
+    let cratio = probe_cratio(
+        &input[shift..shift + limit],
+        htab,
+        probe_hashlog,
+        probe_rule,
+    );
     if cratio < CRATIO[clevel] {
         return 0;
     }
@@ -497,18 +497,18 @@ mod tests {
             Flavor::V2_5_1 { split: true },
             Flavor::V2_5_1 { split: false },
         ] {
-        for clevel in 1..=9 {
-            for len in [16, 100, 1000, 20000] {
-                let src = &data[..len];
-                let mut out = vec![0; len];
-                let n = compress(flavor, clevel, src, &mut out, &mut htab);
-                if n > 0 {
-                    let mut back = vec![0; len];
-                    assert_eq!(decompress(&out[..n], &mut back), Some(len));
-                    assert_eq!(back, src);
+            for clevel in 1..=9 {
+                for len in [16, 100, 1000, 20000] {
+                    let src = &data[..len];
+                    let mut out = vec![0; len];
+                    let n = compress(flavor, clevel, src, &mut out, &mut htab);
+                    if n > 0 {
+                        let mut back = vec![0; len];
+                        assert_eq!(decompress(&out[..n], &mut back), Some(len));
+                        assert_eq!(back, src);
+                    }
                 }
             }
-        }
         }
     }
 

@@ -113,9 +113,7 @@ pub(crate) fn split_block_blosc1(
         SplitMode::Always => true,
         SplitMode::Never => false,
         SplitMode::Auto => codec == Codec::BloscLz && blosc1_splittable(typesize, blocksize),
-        SplitMode::ForwardCompat => {
-            codec != Codec::Zstd && blosc1_splittable(typesize, blocksize)
-        }
+        SplitMode::ForwardCompat => codec != Codec::Zstd && blosc1_splittable(typesize, blocksize),
     }
 }
 

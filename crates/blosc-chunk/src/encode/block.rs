@@ -161,7 +161,14 @@ pub(super) fn encode_block(
         if buf.len() < maxout {
             buf.resize(maxout, 0);
         }
-        let c = codecs::compress_stream(p.codec, p.blosclz, p.clevel, stream, &mut buf[..maxout], scratch);
+        let c = codecs::compress_stream(
+            p.codec,
+            p.blosclz,
+            p.clevel,
+            stream,
+            &mut buf[..maxout],
+            scratch,
+        );
         let cbytes = if c == 0 || c >= neblock {
             if ntbytes + neblock > p.destsize {
                 scratch.stream = buf;
