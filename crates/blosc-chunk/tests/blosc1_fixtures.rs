@@ -15,6 +15,7 @@
 
 #![allow(
     clippy::unwrap_used,
+    clippy::panic,
     clippy::cast_possible_truncation,
     reason = "test helpers: a failed unwrap is a failed test; sizes fit in usize"
 )]
