@@ -36,7 +36,13 @@ fn cases() -> Vec<Case> {
         seed
     };
     let mut k = 0usize;
-    for codec in [Codec::BloscLz, Codec::Lz4, Codec::Lz4Hc, Codec::Zlib, Codec::Zstd] {
+    for codec in [
+        Codec::BloscLz,
+        Codec::Lz4,
+        Codec::Lz4Hc,
+        Codec::Zlib,
+        Codec::Zstd,
+    ] {
         for filter in [Filter::NoFilter, Filter::Shuffle, Filter::BitShuffle] {
             for ts in [1usize, 2, 4, 8, 12] {
                 k += 1;

@@ -54,11 +54,14 @@ fn filter_flags(filters: &[Filter; MAX_FILTERS]) -> Flags {
     f
 }
 
-/// Resolves parameters for an input of `nbytes` bytes.
-pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
-    if cp.format == Format::Blosc1 {
-        return plan_blosc1(nbytes, cp);
-    }
+/// Checks what both formats require (clevel, typesize, input length up to `max_nbytes`, a
+/// built-in and enabled codec); returns the codec's stream format code.
+fn check_common(
+    nbytes: usize,
+    cp: &CParams,
+    max_nbytes: usize,
+    max_why: &'static str,
+) -> Result<u8> {
     if cp.clevel > 9 {
         return Err(Error::InvalidParam {
             what: "clevel",
@@ -71,10 +74,10 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
             why: "must be 1..=536866816",
         });
     }
-    if nbytes > MAX_BUFFERSIZE {
+    if nbytes > max_nbytes {
         return Err(Error::InvalidParam {
             what: "input length",
-            why: "above BLOSC2_MAX_BUFFERSIZE",
+            why: max_why,
         });
     }
     let Some(format) = cp.codec.format_code() else {
@@ -84,6 +87,15 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
         });
     };
     codecs::require_enabled(cp.codec)?;
+    Ok(format)
+}
+
+/// Resolves parameters for an input of `nbytes` bytes.
+pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
+    if cp.format == Format::Blosc1 {
+        return plan_blosc1(nbytes, cp);
+    }
+    let format = check_common(nbytes, cp, MAX_BUFFERSIZE, "above BLOSC2_MAX_BUFFERSIZE")?;
     if cp.use_dict && (!dict::supports(cp.codec) || cp.blosc1_header) {
         return Err(Error::InvalidParam {
             what: "use_dict",
@@ -278,31 +290,12 @@ fn blosc1_filter(filters: &[Filter; MAX_FILTERS]) -> Result<Filter> {
 /// 16-byte version-2 header, budget `nbytes + 16`, flags that always carry the requested
 /// shuffle, the split bit and the codec format (also on memcpyed chunks).
 fn plan_blosc1(nbytes: usize, cp: &CParams) -> Result<Plan> {
-    if cp.clevel > 9 {
-        return Err(Error::InvalidParam {
-            what: "clevel",
-            why: "must be 0..=9",
-        });
-    }
-    if cp.typesize == 0 || cp.typesize > MAX_TYPESIZE {
-        return Err(Error::InvalidParam {
-            what: "typesize",
-            why: "must be 1..=536866816",
-        });
-    }
-    if nbytes > BLOSC1_MAX_BUFFERSIZE {
-        return Err(Error::InvalidParam {
-            what: "input length",
-            why: "above C-Blosc 1's BLOSC_MAX_BUFFERSIZE (2 147 483 631 bytes)",
-        });
-    }
-    let Some(format) = cp.codec.format_code() else {
-        return Err(Error::Unsupported {
-            what: "codec",
-            id: u32::from(cp.codec.id()),
-        });
-    };
-    codecs::require_enabled(cp.codec)?;
+    let format = check_common(
+        nbytes,
+        cp,
+        BLOSC1_MAX_BUFFERSIZE,
+        "above C-Blosc 1's BLOSC_MAX_BUFFERSIZE (2 147 483 631 bytes)",
+    )?;
     if cp.use_dict {
         return Err(Error::InvalidParam {
             what: "use_dict",
@@ -329,7 +322,7 @@ fn plan_blosc1(nbytes: usize, cp: &CParams) -> Result<Plan> {
     let destsize = nbytes + MIN_HEADER_LENGTH;
     let memcpyed = cp.clevel == 0
         || nbytes < tune::BLOSC1_MIN_BUFFERSIZE
-        || header_len + 4 * nblocks > destsize;
+        || nblocks.saturating_mul(4).saturating_add(header_len) > destsize;
     if split && !memcpyed && !tune::blosc1_splittable(typesize, blocksize) {
         // C-Blosc 1 would split (`SplitMode::Always`), but its reader would then expect one
         // stream per block: the chunk could not be read back.
