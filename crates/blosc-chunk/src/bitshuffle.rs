@@ -122,6 +122,18 @@ pub(crate) fn bitunshuffle(ts: usize, src: &[u8], dst: &mut [u8], scratch: &mut 
     dst[body..len].copy_from_slice(&src[body..len]);
 }
 
+/// Bit-shuffle as C-Blosc 1.x does it (format version 2): the whole block is transposed when
+/// the element count is a multiple of 8, else copied unchanged.
+pub(crate) fn bitshuffle_v2(ts: usize, src: &[u8], dst: &mut [u8], scratch: &mut Vec<u8>) {
+    let len = src.len().min(dst.len());
+    let n = len / ts.max(1);
+    if n.is_multiple_of(8) {
+        bitshuffle(ts, src, dst, scratch);
+    } else {
+        dst[..len].copy_from_slice(&src[..len]);
+    }
+}
+
 /// Bit-unshuffle as C-Blosc2 does it for format-version-2 (Blosc 1.x) chunks: the whole block
 /// is untransposed when the element count is a multiple of 8, else copied unchanged.
 pub(crate) fn bitunshuffle_v2(ts: usize, src: &[u8], dst: &mut [u8], scratch: &mut Vec<u8>) {

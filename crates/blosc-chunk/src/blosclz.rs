@@ -5,7 +5,9 @@
 
 //! BloscLZ, the FastLZ-derived default codec of C-Blosc (format of C-Blosc2's
 //! `blosc/blosclz.c`, <https://github.com/Blosc/c-blosc2/blob/main/blosc/blosclz.c>, summarised
-//! in `FORMAT.md`; byte-compatible with BloscLZ 2.5.3).
+//! in `FORMAT.md`). The encoder is byte-compatible with BloscLZ 2.5.3 (C-Blosc2 3.3.5) and, as
+//! [`Flavor::V2_5_1`], with BloscLZ 2.5.1 (C-Blosc 1.21): the two differ only in how the
+//! entropy probe samples the input and in the shortest match they encode (see [`Flavor`]).
 //!
 //! Stream: tokens. A control byte `c < 32` is a literal run of `c + 1` bytes; `c >= 32` is a
 //! match of length class `c >> 5` (7 = extended by 255-runs) with a 13-bit distance, or a
@@ -15,9 +17,9 @@
 const MAX_COPY: usize = 32;
 const MAX_DISTANCE: usize = 8191;
 const MAX_FARDISTANCE: usize = 65535 + MAX_DISTANCE - 1;
-const IPSHIFT: usize = 4;
-const MINLEN: usize = 4;
 const HASHLOG: [u32; 10] = [12, 12, 13, 14, 14, 14, 14, 14, 14, 14];
+/// Hash bits of BloscLZ 2.5.1's entropy probe (every clevel).
+const PROBE_HASHLOG_2_5_1: u32 = 12;
 /// Hash table entries for the largest `HASHLOG`.
 const HTAB_SIZE: usize = 1 << 14;
 const CRATIO: [f64; 10] = [0.0, 2.0, 1.5, 1.2, 1.2, 1.2, 1.2, 1.15, 1.1, 1.0];
@@ -207,8 +209,43 @@ fn match_end(b: &[u8], mut ip: usize, mut r: usize, bound: usize) -> usize {
     ip
 }
 
+/// Which BloscLZ encoder to reproduce. Both write the same stream format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flavor {
+    /// BloscLZ 2.5.3 (C-Blosc2 3.3.5): the probe samples the last 1/8 (clevel 1), 1/4 (2–3),
+    /// 1/2 (4–6) or all (7–9) of the stream with the clevel's hash size; matches are at least
+    /// 4 bytes long (`ipshift` and `minlen` 4).
+    V2_5_3,
+    /// BloscLZ 2.5.1 (C-Blosc 1.21): the probe samples the last quarter of the stream at every
+    /// clevel, with a 12-bit hash and 3-byte matches; the encoder then takes 3-byte matches
+    /// (`ipshift` and `minlen` 3) unless the chunk splits its blocks (`split`) and the probed
+    /// ratio is at least 4, when it takes 4-byte ones.
+    V2_5_1 {
+        /// Whether the chunk splits blocks into one stream per byte of the type (the
+        /// header's "don't split" bit is clear).
+        split: bool,
+    },
+}
+
+/// Match-length parameters: matches end `ipshift` bytes before the first mismatch and must be
+/// at least `minlen` long.
+#[derive(Debug, Clone, Copy)]
+struct MatchRule {
+    ipshift: usize,
+    minlen: usize,
+}
+
+const RULE_4: MatchRule = MatchRule {
+    ipshift: 4,
+    minlen: 4,
+};
+const RULE_3: MatchRule = MatchRule {
+    ipshift: 3,
+    minlen: 3,
+};
+
 /// The compressor's entropy probe: estimated compression ratio of `window`.
-fn probe_cratio(window: &[u8], htab: &mut [u32; HTAB_SIZE], hashlog: u32) -> f64 {
+fn probe_cratio(window: &[u8], htab: &mut [u32; HTAB_SIZE], hashlog: u32, rule: MatchRule) -> f64 {
     let limit = window.len();
     htab[..1 << hashlog].fill(0);
     let ip_bound = limit.saturating_sub(1);
@@ -228,8 +265,8 @@ fn probe_cratio(window: &[u8], htab: &mut [u32; HTAB_SIZE], hashlog: u32) -> f64
             true
         } else {
             let end = match_end(window, anchor + 4, r + 4, ip_bound);
-            let len = (end - IPSHIFT).saturating_sub(anchor);
-            if end - IPSHIFT < anchor + MINLEN {
+            let len = (end - rule.ipshift).saturating_sub(anchor);
+            if end - rule.ipshift < anchor + rule.minlen {
                 true
             } else {
                 if copy == 0 {
@@ -240,7 +277,7 @@ fn probe_cratio(window: &[u8], htab: &mut [u32; HTAB_SIZE], hashlog: u32) -> f64
                     oc += i64::try_from((len - 7) / 255).unwrap_or(0) + 1;
                 }
                 oc += if distance - 1 < MAX_DISTANCE { 2 } else { 4 };
-                let p = end - IPSHIFT;
+                let p = end - rule.ipshift;
                 let hv = hash(read_u32(window, p), hashlog);
                 htab[hv] = p as u32;
                 ip = p + 2;
@@ -266,28 +303,49 @@ fn probe_cratio(window: &[u8], htab: &mut [u32; HTAB_SIZE], hashlog: u32) -> f64
     r
 }
 
-/// Compresses `input` into `output` (capacity = `output.len()`), as BloscLZ 2.5.3 does at
+/// Compresses `input` into `output` (capacity = `output.len()`), as BloscLZ `flavor` does at
 /// `clevel` (1–9). Returns 0 when the data should be stored raw (entropy probe says it will not
 /// pay, input < 16 bytes, capacity < 66 bytes, or the output does not fit).
-pub(crate) fn compress(clevel: u8, input: &[u8], output: &mut [u8], htab: &mut Vec<u32>) -> usize {
+pub(crate) fn compress(
+    flavor: Flavor,
+    clevel: u8,
+    input: &[u8],
+    output: &mut [u8],
+    htab: &mut Vec<u32>,
+) -> usize {
     let clevel = usize::from(clevel.clamp(1, 9));
     let length = input.len();
     let maxout = output.len();
     let hashlog = HASHLOG[clevel];
     htab.resize(HTAB_SIZE, 0);
     let htab = &mut htab.as_chunks_mut::<HTAB_SIZE>().0[0];
-    let maxlen = match clevel {
-        0..=1 => length / 8,
-        2..=3 => length / 4,
-        4..=6 => length / 2,
-        _ => length,
+    let (maxlen, probe_hashlog, probe_rule) = match flavor {
+        Flavor::V2_5_3 => {
+            let maxlen = match clevel {
+                0..=1 => length / 8,
+                2..=3 => length / 4,
+                4..=6 => length / 2,
+                _ => length,
+            };
+            (maxlen, hashlog, RULE_4)
+        }
+        Flavor::V2_5_1 { .. } => (length / 4, PROBE_HASHLOG_2_5_1, RULE_3),
     };
     let shift = length - maxlen;
-    let limit = maxlen.min(1 << hashlog);
-    let cratio = probe_cratio(&input[shift..shift + limit], htab, hashlog);
+    let limit = maxlen.min(1 << probe_hashlog);
+    let cratio = probe_cratio(
+        &input[shift..shift + limit],
+        htab,
+        probe_hashlog,
+        probe_rule,
+    );
     if cratio < CRATIO[clevel] {
         return 0;
     }
+    let rule = match flavor {
+        Flavor::V2_5_1 { split } if !split || cratio < 4.0 => RULE_3,
+        _ => RULE_4,
+    };
     if length < 16 || maxout < 66 {
         return 0;
     }
@@ -310,9 +368,9 @@ pub(crate) fn compress(clevel: u8, input: &[u8], output: &mut [u8], htab: &mut V
         let mut matched = None;
         if distance != 0 && distance < MAX_FARDISTANCE && read_u32(input, r) == seq {
             let end = match_end(input, anchor + 4, r + 4, ip_bound);
-            let p = end - IPSHIFT;
+            let p = end - rule.ipshift;
             let d = distance - 1;
-            if p >= anchor + MINLEN && !(p - anchor <= 5 && d >= MAX_DISTANCE) {
+            if p >= anchor + rule.minlen && !(p - anchor <= 5 && d >= MAX_DISTANCE) {
                 matched = Some((p - anchor, d, p));
             }
         }
@@ -434,15 +492,21 @@ mod tests {
         for i in 0..20000u32 {
             data.push(((i / 7) % 251) as u8);
         }
-        for clevel in 1..=9 {
-            for len in [16, 100, 1000, 20000] {
-                let src = &data[..len];
-                let mut out = vec![0; len];
-                let n = compress(clevel, src, &mut out, &mut htab);
-                if n > 0 {
-                    let mut back = vec![0; len];
-                    assert_eq!(decompress(&out[..n], &mut back), Some(len));
-                    assert_eq!(back, src);
+        for flavor in [
+            Flavor::V2_5_3,
+            Flavor::V2_5_1 { split: true },
+            Flavor::V2_5_1 { split: false },
+        ] {
+            for clevel in 1..=9 {
+                for len in [16, 100, 1000, 20000] {
+                    let src = &data[..len];
+                    let mut out = vec![0; len];
+                    let n = compress(flavor, clevel, src, &mut out, &mut htab);
+                    if n > 0 {
+                        let mut back = vec![0; len];
+                        assert_eq!(decompress(&out[..n], &mut back), Some(len));
+                        assert_eq!(back, src);
+                    }
                 }
             }
         }
@@ -456,12 +520,14 @@ mod tests {
             .collect();
         let head: Vec<u8> = data[..200].to_vec();
         data.extend_from_slice(&head);
-        let mut out = vec![0; data.len() * 2];
-        let n = compress(9, &data, &mut out, &mut htab);
-        if n > 0 {
-            let mut back = vec![0; data.len()];
-            assert_eq!(decompress(&out[..n], &mut back), Some(data.len()));
-            assert_eq!(back, data);
+        for flavor in [Flavor::V2_5_3, Flavor::V2_5_1 { split: false }] {
+            let mut out = vec![0; data.len() * 2];
+            let n = compress(flavor, 9, &data, &mut out, &mut htab);
+            if n > 0 {
+                let mut back = vec![0; data.len()];
+                assert_eq!(decompress(&out[..n], &mut back), Some(data.len()));
+                assert_eq!(back, data);
+            }
         }
     }
 

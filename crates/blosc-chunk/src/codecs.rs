@@ -191,8 +191,9 @@ fn zstd_level(clevel: u8) -> i32 {
     }
 }
 
-/// Compresses one stream into `dst` (its length is the capacity). Returns the compressed size,
-/// or 0 when the codec could not make it fit (the caller then stores the stream raw).
+/// Compresses one stream into `dst` (its length is the capacity), BloscLZ following `lz_flavor`.
+/// Returns the compressed size, or 0 when the codec could not make it fit (the caller then
+/// stores the stream raw).
 #[cfg_attr(
     not(any(feature = "lz4", feature = "zstd")),
     allow(
@@ -202,6 +203,7 @@ fn zstd_level(clevel: u8) -> i32 {
 )]
 pub(crate) fn compress_stream(
     codec: Codec,
+    lz_flavor: blosclz::Flavor,
     clevel: u8,
     src: &[u8],
     dst: &mut [u8],
@@ -224,7 +226,7 @@ pub(crate) fn compress_stream(
         };
     }
     match codec {
-        Codec::BloscLz => blosclz::compress(clevel, src, dst, &mut scratch.htab),
+        Codec::BloscLz => blosclz::compress(lz_flavor, clevel, src, dst, &mut scratch.htab),
         #[cfg(feature = "lz4")]
         Codec::Lz4 => {
             let mode = lz4::block::CompressionMode::FAST(10 - i32::from(clevel));

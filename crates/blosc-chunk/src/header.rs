@@ -22,6 +22,8 @@ pub const MAX_DICT_SIZE: usize = 32_768;
 pub const MAX_FILTERS: usize = 6;
 /// Highest chunk format version C-Blosc2 writes (VL blocks).
 pub const VERSION_FORMAT_VL_BLOCKS: u8 = 6;
+/// Version C-Blosc 1.x writes (the Blosc1 format, [`Format::Blosc1`](crate::Format::Blosc1)).
+pub const VERSION_FORMAT_BLOSC1: u8 = 2;
 /// Version written for regular chunks.
 pub const VERSION_FORMAT_STABLE: u8 = 5;
 

@@ -4,7 +4,8 @@
 use std::path::PathBuf;
 
 use blosc_chunk::{
-    CParams, ChunkHeader, Codec, Filter, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD, SplitMode,
+    CParams, ChunkHeader, Codec, Filter, Format, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD,
+    SplitMode,
 };
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Map, Value, json};
@@ -20,9 +21,10 @@ pub(crate) enum Cmd {
         after_help = "Examples:\n  scifmt blosc decompress chunk.cdata chunk.raw\n  scifmt blosc decompress chunk.cdata - | sha256sum\n  scifmt blosc decompress s3://bucket/c.cdata s3://bucket/c.raw"
     )]
     Decompress(DecompressArgs),
-    /// Compress a file into one chunk, byte-identical to C-Blosc2 3.3.5 with one thread.
+    /// Compress a file into one chunk, byte-identical to C-Blosc2 3.3.5 with one thread (or,
+    /// with `--format blosc1`, to C-Blosc 1.21 for all codecs but zlib).
     #[command(
-        after_help = "Examples:\n  scifmt blosc compress data.raw data.cdata --typesize 4 --codec lz4 --filter shuffle --blocksize 4096 --splitmode auto\n  scifmt blosc compress text.raw text.cdata --typesize 1 --codec zstd --filter none --use-dict\n  cat data.raw | scifmt blosc compress - - --typesize 4 > data.cdata"
+        after_help = "Examples:\n  scifmt blosc compress data.raw data.cdata --typesize 4 --codec lz4 --filter shuffle --blocksize 4096 --splitmode auto\n  scifmt blosc compress text.raw text.cdata --typesize 1 --codec zstd --filter none --use-dict\n  scifmt blosc compress data.raw zarr-chunk --format blosc1 --typesize 4 --codec lz4 --filter shuffle\n  cat data.raw | scifmt blosc compress - - --typesize 4 > data.cdata"
     )]
     Compress(CompressArgs),
 }
@@ -59,6 +61,20 @@ pub(crate) struct CompressArgs {
     /// `use_dict`).
     #[arg(long)]
     use_dict: bool,
+    /// Chunk format: blosc2 (what C-Blosc2 3.3.5 writes, version 5) or blosc1 (what C-Blosc
+    /// 1.21 writes, version 2: python-blosc, numcodecs and most Zarr blosc chunks; readable by
+    /// C-Blosc 1.x; at most one --filter, shuffle or bitshuffle).
+    #[arg(long, value_enum, default_value = "blosc2")]
+    format: FormatArg,
+}
+
+/// A chunk format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum FormatArg {
+    /// C-Blosc2 3.3.5's chunks (format version 5).
+    Blosc2,
+    /// C-Blosc 1.21's chunks (format version 2, 16-byte header).
+    Blosc1,
 }
 
 /// A Blosc codec.
@@ -220,6 +236,10 @@ fn decompress(a: &DecompressArgs) -> CliResult {
 fn compress(a: &CompressArgs) -> CliResult {
     let mut params = a.cparams.cparams()?;
     params.use_dict = a.use_dict;
+    params.format = match a.format {
+        FormatArg::Blosc2 => Format::Blosc2,
+        FormatArg::Blosc1 => Format::Blosc1,
+    };
     let data = read_whole(
         &a.input,
         MAX_BUFFERSIZE as u64,

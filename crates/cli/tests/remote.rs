@@ -154,6 +154,8 @@ fn info_of_every_fixture_matches_local() {
     // A sparse frame is a directory.
     rels.retain(|r| !r.contains("sparse_lz4.b2frame/"));
     rels.push("blosc/frames/sparse_lz4.b2frame".into());
+    // The 833 Blosc1-format chunks print the same way: a sample of them.
+    rels.retain(|r| !r.contains("blosc1/") || r.contains("cross_lz4_shuffle_c5"));
     rels.extend(files("dwe", &["dwe"]));
     rels.extend(wkw_datasets());
     rels.extend(files("wkw", &["wkw"]));

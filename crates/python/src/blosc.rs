@@ -6,7 +6,8 @@
 //! the codec with the GIL released and turns every error into `BloscError`.
 
 use blosc_chunk::{
-    CParams, ChunkHeader, Codec, DParams, Filter, Limits, MAX_FILTERS, SpecialValue, SplitMode,
+    CParams, ChunkHeader, Codec, DParams, Filter, Format, Limits, MAX_FILTERS, SpecialValue,
+    SplitMode,
 };
 use core::mem::MaybeUninit;
 
@@ -64,6 +65,7 @@ fn cparams(
     split: i64,
     nthreads: i64,
     use_dict: bool,
+    blosc1: bool,
 ) -> PyResult<CParams> {
     let typesize = usize::try_from(typesize)
         .ok()
@@ -131,17 +133,20 @@ fn cparams(
     p.splitmode = splitmode(split)?;
     p.nthreads = nthreads;
     p.use_dict = use_dict;
+    if blosc1 {
+        p.format = Format::Blosc1;
+    }
     Ok(p)
 }
 
-/// Compresses a contiguous `uint8` array into one Blosc2 chunk (all arguments numeric; see
-/// `scifmt.blosc.compress`).
+/// Compresses a contiguous `uint8` array into one Blosc2 chunk, or with `blosc1` into the
+/// Blosc1 format C-Blosc 1.21 writes (all arguments numeric; see `scifmt.blosc.compress`).
 ///
 /// # Errors
 /// `BloscError` for out-of-range parameters, inputs above C-Blosc2's 2 GiB limit, or anything
 /// `blosc_chunk::compress` refuses.
 #[pyfunction]
-#[pyo3(signature = (data, typesize, clevel, codec, filters, filters_meta, blocksize, splitmode, nthreads, use_dict))]
+#[pyo3(signature = (data, typesize, clevel, codec, filters, filters_meta, blocksize, splitmode, nthreads, use_dict, blosc1=false))]
 #[allow(clippy::too_many_arguments)]
 fn compress<'py>(
     py: Python<'py>,
@@ -155,6 +160,7 @@ fn compress<'py>(
     splitmode: i64,
     nthreads: i64,
     use_dict: bool,
+    blosc1: bool,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let p = cparams(
         typesize,
@@ -166,6 +172,7 @@ fn compress<'py>(
         splitmode,
         nthreads,
         use_dict,
+        blosc1,
     )?;
     let src = bytes_of(&data, "data")?;
     if src.len() > blosc_chunk::MAX_BUFFERSIZE {

@@ -381,3 +381,31 @@ def test_gil_is_released_while_compressing():
         if moved[-1] > 0:
             break
     assert moved[-1] > 0, f"the main thread never ran during a compress call: {moved}"
+
+
+# --- Blosc1 format (testdata/blosc/blosc1, written by python-blosc 1.11.4 / C-Blosc 1.21) ----
+
+def test_blosc1_format_recompresses_c_blosc_1_fixtures(testdata):
+    d = testdata / "blosc" / "blosc1"
+    entries = json.loads((d / "manifest.json").read_text())["entries"]
+    shuffles = {"noshuffle": sb.Filter.NOFILTER, "shuffle": sb.Filter.SHUFFLE,
+                "bitshuffle": sb.Filter.BITSHUFFLE}
+    checked = 0
+    for e in entries:
+        if e["codec"] not in ("blosclz", "lz4", "lz4hc") or e["splitmode"] != "forward_compat":
+            continue
+        fixture = (d / e["file"]).read_bytes()
+        raw = sb.decompress(fixture)
+        ours = sb.compress(raw, typesize=e["typesize"], clevel=e["clevel"], codec=e["codec"],
+                           filters=[shuffles[e["shuffle"]]], blocksize=e["blocksize"],
+                           format="blosc1", nthreads=2)
+        assert ours == fixture, e["file"]
+        checked += 1
+    assert checked > 400
+
+
+def test_blosc1_format_refuses_delta_and_unknown_formats():
+    with pytest.raises(sb.BloscError):
+        sb.compress(b"x" * 1000, typesize=1, filters=[sb.Filter.DELTA], format="blosc1")
+    with pytest.raises(ValueError):
+        sb.compress(b"x" * 1000, typesize=1, format="blosc3")

@@ -1,7 +1,8 @@
 //! blosc-chunk: every chunk fixture (python-blosc2 4.14.1 / C-Blosc2 3.3.5 and c-blosc2
 //! `compat/` legacy chunks) decodes to the sha256 in `testdata/blosc/manifest.json`; chunks made
 //! by a recorded compress call are re-encoded byte for byte; special-chunk constructors match.
-//! `--live` round-trips random data through python-blosc2 both ways.
+//! `--live` round-trips random data through python-blosc2 both ways, and Blosc1-format chunks
+//! through python-blosc 1.11.4 (C-Blosc 1.21) both ways.
 
 use std::path::Path;
 
@@ -31,6 +32,7 @@ pub(crate) fn rows(ctx: &Ctx) -> Vec<Row> {
     ];
     if ctx.live {
         rows.push(crate::conformance::blosc_chunk_live::live(ctx));
+        rows.push(crate::conformance::blosc1_live::live(ctx));
     }
     rows
 }

@@ -5,6 +5,7 @@
 //! reference implementations through Python where a section supports it (skipped with a message
 //! when Python is unavailable).
 
+mod blosc1_live;
 mod blosc2_frame;
 mod blosc_chunk;
 mod blosc_chunk_live;

@@ -1,6 +1,7 @@
 //! Encoding one block: the forward filter pipeline and the streams of a block, following
 //! C-Blosc2's serial budget rules; the per-thread encoder state.
 
+use super::params::Format;
 use super::plan::Plan;
 use crate::bitshuffle;
 use crate::codecs::{self, EncodeScratch};
@@ -81,6 +82,9 @@ pub(super) fn forward<'a>(
                 let group = if meta == 0 { ts } else { usize::from(meta) };
                 shuffle::shuffle(group, s, d);
             }
+            Filter::BitShuffle if p.format == Format::Blosc1 => {
+                bitshuffle::bitshuffle_v2(ts, s, d, &mut bufs.bits);
+            }
             Filter::BitShuffle => bitshuffle::bitshuffle(ts, s, d, &mut bufs.bits),
             Filter::Delta => delta::encode(ts, offset, dref, s, d),
             Filter::TruncPrec => truncprec::encode(ts, meta, s, d)?,
@@ -157,7 +161,14 @@ pub(super) fn encode_block(
         if buf.len() < maxout {
             buf.resize(maxout, 0);
         }
-        let c = codecs::compress_stream(p.codec, p.clevel, stream, &mut buf[..maxout], scratch);
+        let c = codecs::compress_stream(
+            p.codec,
+            p.blosclz,
+            p.clevel,
+            stream,
+            &mut buf[..maxout],
+            scratch,
+        );
         let cbytes = if c == 0 || c >= neblock {
             if ntbytes + neblock > p.destsize {
                 scratch.stream = buf;

@@ -7,7 +7,7 @@ mod parallel;
 mod params;
 mod plan;
 
-pub use self::params::CParams;
+pub use self::params::{CParams, Format};
 
 use self::block::{BlockResult, EncodeState, encode_block, forward, with_encode_state};
 use self::plan::{Plan, plan};

@@ -59,7 +59,7 @@ fn encode_unbounded(
             continue;
         }
         let dst = &mut bytes[pos + 4..pos + 4 + neblock];
-        let c = codecs::compress_stream(p.codec, p.clevel, stream, dst, scratch);
+        let c = codecs::compress_stream(p.codec, p.blosclz, p.clevel, stream, dst, scratch);
         let (kind, n) = if c == 0 || c >= neblock {
             dst.copy_from_slice(stream);
             (StreamKind::Raw, neblock)

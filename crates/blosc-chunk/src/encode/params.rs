@@ -3,6 +3,26 @@
 use crate::codec::Codec;
 use crate::header::{Filter, MAX_FILTERS, SplitMode};
 
+/// The chunk format [`compress`](crate::compress) writes, and whose writer rules it follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Format {
+    /// What C-Blosc2 3.3.5 writes: format version 5, the 32-byte extended header (or the
+    /// 16-byte one with [`CParams::blosc1_header`]). C-Blosc 1.x cannot read these chunks.
+    #[default]
+    Blosc2,
+    /// What C-Blosc 1.21 writes (the Blosc1 format of python-blosc 1.11, numcodecs and the
+    /// `blosc-src` crate, hence of most Zarr `blosc` chunks): format version 2, a 16-byte
+    /// header, C-Blosc 1's block-size and split rules and BloscLZ 2.5.1, byte-identical to
+    /// C-Blosc 1.21 for BloscLZ, LZ4, LZ4HC and zstd (zlib streams are valid but differ, see
+    /// `FORMAT.md`). Readable by C-Blosc 1.x and C-Blosc2.
+    ///
+    /// Only no filter, or one [`Filter::Shuffle`] or [`Filter::BitShuffle`] (in any slot), can
+    /// be written; `filters_meta`, [`CParams::blosc1_header`] and dictionaries do not apply.
+    /// [`CParams::splitmode`] follows C-Blosc 1's `blosc_set_splitmode` rules.
+    Blosc1,
+}
+
 /// Compression parameters, like C-Blosc2's `blosc2_cparams`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
@@ -18,7 +38,9 @@ pub struct CParams {
     /// Per-slot filter metadata.
     pub filters_meta: [u8; MAX_FILTERS],
     /// Block size in bytes, 0 = automatic (C-Blosc2's `stune` rules). Must be a multiple of
-    /// `typesize`.
+    /// `typesize`. With [`Format::Blosc1`] this is C-Blosc 1's forced block size: raised to at
+    /// least 128 bytes, enlarged for split blocks and rounded down to a multiple of `typesize`
+    /// as C-Blosc 1.21 does.
     pub blocksize: usize,
     /// When to split blocks into one stream per byte of the type.
     pub splitmode: SplitMode,
@@ -34,6 +56,8 @@ pub struct CParams {
     /// useful dictionary (under 5 120 bytes) are compressed without one. Dictionary chunks are
     /// encoded on one thread.
     pub use_dict: bool,
+    /// The chunk format to write (default [`Format::Blosc2`]).
+    pub format: Format,
 }
 
 impl Default for CParams {
@@ -58,11 +82,30 @@ impl Default for CParams {
             nthreads: 1,
             blosc1_header: false,
             use_dict: false,
+            format: Format::Blosc2,
         }
     }
 }
 
 impl CParams {
+    /// Parameters for a C-Blosc 1.21 chunk ([`Format::Blosc1`]), as python-blosc's
+    /// `blosc.compress(data, typesize, clevel, shuffle, cname)` or numcodecs' `Blosc` would
+    /// write it: `filter` is [`Filter::NoFilter`], [`Filter::Shuffle`] or
+    /// [`Filter::BitShuffle`]; automatic block size, forward-compatible split mode, one thread.
+    #[must_use]
+    pub fn blosc1(codec: Codec, clevel: u8, typesize: usize, filter: Filter) -> Self {
+        let mut filters = [Filter::NoFilter; MAX_FILTERS];
+        filters[MAX_FILTERS - 1] = filter;
+        Self {
+            codec,
+            clevel,
+            typesize,
+            filters,
+            format: Format::Blosc1,
+            ..Self::default()
+        }
+    }
+
     /// Parameters with one filter in slot 0 (what python-blosc2's `filters=[f]` does).
     #[must_use]
     pub fn with_filter(codec: Codec, clevel: u8, typesize: usize, filter: Filter) -> Self {

@@ -1,7 +1,8 @@
 //! The encoding plan: [`CParams`] resolved for one input (block size, split, header flags,
 //! memcpy decision), and the header and block-start layout it implies.
 
-use super::params::CParams;
+use super::params::{CParams, Format};
+use crate::blosclz;
 use crate::codec::Codec;
 use crate::codecs;
 use crate::dict;
@@ -9,7 +10,7 @@ use crate::error::{Error, Result};
 use crate::flags::{Blosc2Flags, Flags};
 use crate::header::{
     EXTENDED_HEADER_LENGTH, Filter, HeaderFields, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD,
-    MIN_BUFFERSIZE, MIN_HEADER_LENGTH, VERSION_FORMAT_STABLE,
+    MIN_BUFFERSIZE, MIN_HEADER_LENGTH, VERSION_FORMAT_BLOSC1, VERSION_FORMAT_STABLE,
 };
 use crate::tune;
 
@@ -34,6 +35,10 @@ pub(super) struct Plan {
     pub(super) flags: Flags,
     pub(super) memcpyed: bool,
     pub(super) use_dict: bool,
+    /// Whose writer rules (header version, bitshuffle of partial groups) apply.
+    pub(super) format: Format,
+    /// The BloscLZ encoder to reproduce.
+    pub(super) blosclz: blosclz::Flavor,
 }
 
 fn filter_flags(filters: &[Filter; MAX_FILTERS]) -> Flags {
@@ -49,8 +54,14 @@ fn filter_flags(filters: &[Filter; MAX_FILTERS]) -> Flags {
     f
 }
 
-/// Resolves parameters for an input of `nbytes` bytes.
-pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
+/// Checks what both formats require (clevel, typesize, input length up to `max_nbytes`, a
+/// built-in and enabled codec); returns the codec's stream format code.
+fn check_common(
+    nbytes: usize,
+    cp: &CParams,
+    max_nbytes: usize,
+    max_why: &'static str,
+) -> Result<u8> {
     if cp.clevel > 9 {
         return Err(Error::InvalidParam {
             what: "clevel",
@@ -63,10 +74,10 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
             why: "must be 1..=536866816",
         });
     }
-    if nbytes > MAX_BUFFERSIZE {
+    if nbytes > max_nbytes {
         return Err(Error::InvalidParam {
             what: "input length",
-            why: "above BLOSC2_MAX_BUFFERSIZE",
+            why: max_why,
         });
     }
     let Some(format) = cp.codec.format_code() else {
@@ -76,6 +87,15 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
         });
     };
     codecs::require_enabled(cp.codec)?;
+    Ok(format)
+}
+
+/// Resolves parameters for an input of `nbytes` bytes.
+pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
+    if cp.format == Format::Blosc1 {
+        return plan_blosc1(nbytes, cp);
+    }
+    let format = check_common(nbytes, cp, MAX_BUFFERSIZE, "above BLOSC2_MAX_BUFFERSIZE")?;
     if cp.use_dict && (!dict::supports(cp.codec) || cp.blosc1_header) {
         return Err(Error::InvalidParam {
             what: "use_dict",
@@ -228,6 +248,130 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
         flags,
         memcpyed,
         use_dict: cp.use_dict,
+        format: Format::Blosc2,
+        blosclz: blosclz::Flavor::V2_5_3,
+    })
+}
+
+/// Largest input C-Blosc 1 compresses (`BLOSC_MAX_BUFFERSIZE`, `INT_MAX - 16`).
+const BLOSC1_MAX_BUFFERSIZE: usize = 2_147_483_631;
+
+/// The shuffle filter of a C-Blosc 1 chunk: none, or one shuffle or bitshuffle in any slot.
+fn blosc1_filter(filters: &[Filter; MAX_FILTERS]) -> Result<Filter> {
+    let mut found = Filter::NoFilter;
+    for f in filters {
+        match f {
+            Filter::NoFilter => {}
+            Filter::Shuffle | Filter::BitShuffle if found == Filter::NoFilter => found = *f,
+            Filter::Shuffle | Filter::BitShuffle => {
+                return Err(Error::InvalidParam {
+                    what: "filters",
+                    why: "a C-Blosc 1 chunk holds at most one shuffle or bitshuffle",
+                });
+            }
+            Filter::Other(id) => {
+                return Err(Error::Unsupported {
+                    what: "filter",
+                    id: u32::from(*id),
+                });
+            }
+            _ => {
+                return Err(Error::InvalidParam {
+                    what: "filters",
+                    why: "C-Blosc 1 has only shuffle and bitshuffle (no delta or truncation)",
+                });
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// C-Blosc 1.21's writer (`initialize_context_compression`, `write_compression_header`):
+/// 16-byte version-2 header, budget `nbytes + 16`, flags that always carry the requested
+/// shuffle, the split bit and the codec format (also on memcpyed chunks).
+fn plan_blosc1(nbytes: usize, cp: &CParams) -> Result<Plan> {
+    let format = check_common(
+        nbytes,
+        cp,
+        BLOSC1_MAX_BUFFERSIZE,
+        "above C-Blosc 1's BLOSC_MAX_BUFFERSIZE (2 147 483 631 bytes)",
+    )?;
+    if cp.use_dict {
+        return Err(Error::InvalidParam {
+            what: "use_dict",
+            why: "C-Blosc 1 chunks have no dictionaries",
+        });
+    }
+    let filter = blosc1_filter(&cp.filters)?;
+    let typesize = if cp.typesize > 255 { 1 } else { cp.typesize };
+    let blocksize = tune::compute_blocksize_blosc1(
+        cp.clevel,
+        typesize,
+        nbytes,
+        cp.blocksize,
+        cp.codec,
+        cp.splitmode,
+    );
+    let split = tune::split_block_blosc1(cp.splitmode, cp.codec, typesize, blocksize);
+    let nblocks = if nbytes == 0 {
+        0
+    } else {
+        nbytes.div_ceil(blocksize)
+    };
+    let header_len = MIN_HEADER_LENGTH;
+    let destsize = nbytes + MIN_HEADER_LENGTH;
+    let memcpyed = cp.clevel == 0
+        || nbytes < tune::BLOSC1_MIN_BUFFERSIZE
+        || nblocks.saturating_mul(4).saturating_add(header_len) > destsize;
+    if split && !memcpyed && !tune::blosc1_splittable(typesize, blocksize) {
+        // C-Blosc 1 would split (`SplitMode::Always`), but its reader would then expect one
+        // stream per block: the chunk could not be read back.
+        return Err(Error::InvalidParam {
+            what: "splitmode",
+            why: "C-Blosc 1 cannot read split blocks of types over 16 bytes or under 128 items",
+        });
+    }
+    let mut flags = Flags::empty();
+    // Byte shuffle is applied only to types wider than one byte, but its flag is kept.
+    let mut filters = [Filter::NoFilter; MAX_FILTERS];
+    match filter {
+        Filter::Shuffle => {
+            flags |= Flags::SHUFFLE;
+            if typesize > 1 {
+                filters[MAX_FILTERS - 1] = Filter::Shuffle;
+            }
+        }
+        Filter::BitShuffle => {
+            flags |= Flags::BITSHUFFLE;
+            filters[MAX_FILTERS - 1] = Filter::BitShuffle;
+        }
+        _ => {}
+    }
+    if !split {
+        flags |= Flags::DONT_SPLIT;
+    }
+    flags = flags.with_codec_format(format);
+    if memcpyed {
+        flags |= Flags::MEMCPYED;
+    }
+    Ok(Plan {
+        codec: cp.codec,
+        clevel: cp.clevel,
+        typesize,
+        filters,
+        filters_meta: [0; MAX_FILTERS],
+        extended: false,
+        blocksize,
+        nblocks,
+        split,
+        nbytes,
+        destsize,
+        header_len,
+        flags,
+        memcpyed,
+        use_dict: false,
+        format: Format::Blosc1,
+        blosclz: blosclz::Flavor::V2_5_1 { split },
     })
 }
 
@@ -239,7 +383,10 @@ impl Plan {
         blosc2_flags: Blosc2Flags,
     ) -> HeaderFields {
         HeaderFields {
-            version: VERSION_FORMAT_STABLE,
+            version: match self.format {
+                Format::Blosc1 => VERSION_FORMAT_BLOSC1,
+                Format::Blosc2 => VERSION_FORMAT_STABLE,
+            },
             flags,
             typesize: u8::try_from(self.typesize).unwrap_or(1),
             nbytes: self.nbytes,

@@ -177,13 +177,14 @@ def compress(
     codec: Any = Codec.ZSTD,
     filters: Optional[Iterable[Any]] = None,
     blocksize: int = 0,
-    splitmode: Any = SplitMode.AUTO_SPLIT,
+    splitmode: Any = None,
     nthreads: Optional[int] = None,
     *,
     filters_meta: Optional[Iterable[int]] = None,
     use_dict: bool = False,
+    format: str = "blosc2",
 ) -> bytes:
-    """Compresses a C-contiguous buffer into one Blosc2 chunk.
+    """Compresses a C-contiguous buffer into one Blosc2 chunk, or a Blosc1 one.
 
     Parameters (python-blosc2's names and defaults, see the module docstring for ``typesize``):
 
@@ -196,11 +197,19 @@ def compress(
       default (SHUFFLE in slot 5).
     * ``blocksize``: bytes per block, a multiple of ``typesize``; 0 = automatic (C-Blosc2's
       rules).
-    * ``splitmode``: :class:`SplitMode` (default AUTO_SPLIT).
+    * ``splitmode``: :class:`SplitMode` (``None``: AUTO_SPLIT, python-blosc2's default; with
+      ``format="blosc1"`` FORWARD_COMPAT_SPLIT, C-Blosc 1's default).
     * ``nthreads``: threads (``None`` or 0 = all cores); the bytes do not depend on it.
     * ``filters_meta``: per-slot filter parameters (e.g. the bits TRUNC_PREC keeps, or a negative
       number of bits to drop).
     * ``use_dict``: build a dictionary (zstd, LZ4, LZ4HC).
+    * ``format``: ``"blosc2"`` (default: what C-Blosc2 3.3.5 writes, format version 5) or
+      ``"blosc1"``: what C-Blosc 1.21 writes (python-blosc 1.11's ``blosc.compress``, numcodecs'
+      ``Blosc``, most Zarr blosc chunks), format version 2, which C-Blosc 1.x can read;
+      byte-identical to C-Blosc 1.21 for BloscLZ, LZ4, LZ4HC and zstd. It takes at most one
+      filter (SHUFFLE or BITSHUFFLE; ``filters=[Filter.NOFILTER]`` for none) and no
+      ``filters_meta`` or ``use_dict``; ``blocksize`` follows C-Blosc 1's rules (any size,
+      adjusted as C-Blosc 1 does).
 
     Returns the chunk as ``bytes``.
 
@@ -215,6 +224,11 @@ def compress(
     fs = list(DEFAULT_FILTERS) if filters is None else list(filters)
     fs = [_enum_number(f, Filter, "filter") for f in fs]
     meta = [0] * 6 if filters_meta is None else [int(m) for m in filters_meta]
+    if format not in ("blosc2", "blosc1"):
+        raise ValueError(f"format {format!r} is not 'blosc2' or 'blosc1'")
+    blosc1 = format == "blosc1"
+    if splitmode is None:
+        splitmode = SplitMode.FORWARD_COMPAT_SPLIT if blosc1 else SplitMode.AUTO_SPLIT
     return _core.compress(
         src,
         int(typesize),
@@ -226,6 +240,7 @@ def compress(
         _enum_number(splitmode, SplitMode, "splitmode"),
         _threads(nthreads),
         bool(use_dict),
+        blosc1,
     )
 
 
