@@ -16,7 +16,11 @@ pub enum Codec {
     Zlib,
     /// Zstandard (id 5); Cargo feature `zstd`.
     Zstd,
-    /// Any other id (Snappy = 3, plugins ≥ 32, user codecs ≥ 160): not supported.
+    /// NDLZ plugin (id 32): 2-D blocks of 1-byte items, cells of `codec_meta` (4 or 8) items
+    /// a side; encoding needs the block shape ([`BlockShape`](crate::BlockShape)).
+    NdLz,
+    /// Any other id (Snappy = 3, ZFP = 33–35 and the other plugins, user codecs ≥ 160): not
+    /// supported.
     Other(u8),
 }
 
@@ -30,6 +34,7 @@ impl Codec {
             Self::Lz4Hc => 2,
             Self::Zlib => 4,
             Self::Zstd => 5,
+            Self::NdLz => 32,
             Self::Other(id) => id,
         }
     }
@@ -43,6 +48,7 @@ impl Codec {
             2 => Self::Lz4Hc,
             4 => Self::Zlib,
             5 => Self::Zstd,
+            32 => Self::NdLz,
             other => Self::Other(other),
         }
     }
@@ -54,11 +60,13 @@ impl Codec {
             Self::Lz4 | Self::Lz4Hc => Some(1),
             Self::Zlib => Some(3),
             Self::Zstd => Some(4),
+            // Plugin codecs: the "user-defined" format, id in the `udcodec` byte.
+            Self::NdLz => Some(6),
             Self::Other(_) => None,
         }
     }
 
-    /// The codec's name as C-Blosc2 spells it (`blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`;
+    /// The codec's name as C-Blosc2 spells it (`blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`, `ndlz`;
     /// `other` for any other id).
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -68,6 +76,7 @@ impl Codec {
             Self::Lz4Hc => "lz4hc",
             Self::Zlib => "zlib",
             Self::Zstd => "zstd",
+            Self::NdLz => "ndlz",
             Self::Other(_) => "other",
         }
     }
@@ -77,19 +86,19 @@ impl Codec {
     #[must_use]
     pub fn feature(self) -> Option<&'static str> {
         match self {
-            Self::BloscLz | Self::Other(_) => None,
+            Self::BloscLz | Self::NdLz | Self::Other(_) => None,
             Self::Lz4 | Self::Lz4Hc => Some("lz4"),
             Self::Zlib => Some("zlib"),
             Self::Zstd => Some("zstd"),
         }
     }
 
-    /// Whether this build can decode and encode the codec: BloscLZ always, LZ4/LZ4HC, zlib and
+    /// Whether this build can decode and encode the codec: BloscLZ and NDLZ always, LZ4/LZ4HC, zlib and
     /// zstd when their Cargo feature is enabled, other ids never.
     #[must_use]
     pub fn is_enabled(self) -> bool {
         match self {
-            Self::BloscLz => true,
+            Self::BloscLz | Self::NdLz => true,
             Self::Lz4 | Self::Lz4Hc => cfg!(feature = "lz4"),
             Self::Zlib => cfg!(feature = "zlib"),
             Self::Zstd => cfg!(feature = "zstd"),

@@ -3,10 +3,12 @@
 
 use super::plan::Plan;
 use crate::bitshuffle;
+use crate::codec::Codec;
 use crate::codecs::{self, EncodeScratch};
 use crate::delta;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::header::{Filter, MAX_FILTERS};
+use crate::plugins::{bytedelta, cells, inttrunc, ndlz};
 use crate::shuffle;
 use crate::truncprec;
 
@@ -84,6 +86,22 @@ pub(super) fn forward<'a>(
             Filter::BitShuffle => bitshuffle::bitshuffle(ts, s, d, &mut bufs.bits),
             Filter::Delta => delta::encode(ts, offset, dref, s, d),
             Filter::TruncPrec => truncprec::encode(ts, meta, s, d)?,
+            Filter::ByteDelta => bytedelta::encode(meta, ts, s, d)?,
+            Filter::IntTrunc => inttrunc::encode(meta, ts, s, d)?,
+            Filter::NdCell => {
+                let shape = p
+                    .blockshape
+                    .as_ref()
+                    .ok_or(Error::MissingBlockShape { plugin: "ndcell" })?;
+                cells::encode_ndcell(shape, meta, ts, s, d)?;
+            }
+            Filter::NdMean => {
+                let shape = p
+                    .blockshape
+                    .as_ref()
+                    .ok_or(Error::MissingBlockShape { plugin: "ndmean" })?;
+                cells::encode_ndmean(shape, meta, ts, s, d)?;
+            }
             _ => d.copy_from_slice(s),
         }
         in_a = if first { true } else { !in_a };
@@ -121,7 +139,7 @@ pub(super) fn encode_block(
     filtered: &[u8],
     out: &mut Vec<u8>,
     scratch: &mut EncodeScratch,
-) -> BlockResult {
+) -> Result<BlockResult> {
     let bsize = filtered.len();
     let nstreams = p.nstreams(bsize);
     let neblock = bsize / nstreams;
@@ -132,13 +150,13 @@ pub(super) fn encode_block(
         let ntbytes = out.len();
         if p.extended && is_run(stream) {
             if ntbytes > p.destsize {
-                return BlockResult::GiveUp;
+                return Ok(BlockResult::GiveUp);
             }
             let v = stream[0];
             if v != 0 {
                 // The token byte of a non-zero run must fit in the budget too.
                 if ntbytes + 1 > p.destsize {
-                    return BlockResult::GiveUp;
+                    return Ok(BlockResult::GiveUp);
                 }
                 out[csize_pos..ntbytes].copy_from_slice(&(-i32::from(v)).to_le_bytes());
                 out.push(1);
@@ -148,7 +166,7 @@ pub(super) fn encode_block(
         let mut maxout = neblock;
         if ntbytes + maxout > p.destsize {
             if ntbytes >= p.destsize {
-                return BlockResult::GiveUp;
+                return Ok(BlockResult::GiveUp);
             }
             maxout = p.destsize - ntbytes;
         }
@@ -157,11 +175,26 @@ pub(super) fn encode_block(
         if buf.len() < maxout {
             buf.resize(maxout, 0);
         }
-        let c = codecs::compress_stream(p.codec, p.clevel, stream, &mut buf[..maxout], scratch);
+        let c = if p.codec == Codec::NdLz {
+            match ndlz::compress(
+                p.codec_meta,
+                p.blockshape.as_ref(),
+                stream,
+                &mut buf[..maxout],
+            ) {
+                Ok(c) => c,
+                Err(e) => {
+                    scratch.stream = buf;
+                    return Err(e);
+                }
+            }
+        } else {
+            codecs::compress_stream(p.codec, p.clevel, stream, &mut buf[..maxout], scratch)
+        };
         let cbytes = if c == 0 || c >= neblock {
             if ntbytes + neblock > p.destsize {
                 scratch.stream = buf;
-                return BlockResult::GiveUp;
+                return Ok(BlockResult::GiveUp);
             }
             out.extend_from_slice(stream);
             neblock
@@ -173,5 +206,5 @@ pub(super) fn encode_block(
         let cs = i32::try_from(cbytes).unwrap_or(i32::MAX);
         out[csize_pos..ntbytes].copy_from_slice(&cs.to_le_bytes());
     }
-    BlockResult::Done
+    Ok(BlockResult::Done)
 }

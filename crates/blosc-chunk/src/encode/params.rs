@@ -34,6 +34,13 @@ pub struct CParams {
     /// useful dictionary (under 5 120 bytes) are compressed without one. Dictionary chunks are
     /// encoded on one thread.
     pub use_dict: bool,
+    /// Codec metadata (header byte 23), passed to plugin codecs: the cell edge (4 or 8) for
+    /// [`Codec::NdLz`].
+    pub codec_meta: u8,
+    /// The b2nd block shape of the array the chunk belongs to, needed by the NDCELL and
+    /// NDMEAN filters and the NDLZ codec (C-Blosc2 reads it from the super-chunk's `b2nd`
+    /// metalayer). The block size must then be the block's byte size.
+    pub blockshape: Option<crate::BlockShape>,
 }
 
 impl Default for CParams {
@@ -58,6 +65,8 @@ impl Default for CParams {
             nthreads: 1,
             blosc1_header: false,
             use_dict: false,
+            codec_meta: 0,
+            blockshape: None,
         }
     }
 }

@@ -34,6 +34,8 @@ pub(super) struct Plan {
     pub(super) flags: Flags,
     pub(super) memcpyed: bool,
     pub(super) use_dict: bool,
+    pub(super) codec_meta: u8,
+    pub(super) blockshape: Option<crate::BlockShape>,
 }
 
 fn filter_flags(filters: &[Filter; MAX_FILTERS]) -> Flags {
@@ -228,6 +230,8 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
         flags,
         memcpyed,
         use_dict: cp.use_dict,
+        codec_meta: cp.codec_meta,
+        blockshape: cp.blockshape,
     })
 }
 
@@ -247,6 +251,7 @@ impl Plan {
             cbytes,
             filters: self.filters.map(Filter::id),
             udcodec: self.codec.id(),
+            compcode_meta: self.codec_meta,
             filters_meta: self.filters_meta,
             blosc2_flags,
         }
