@@ -46,11 +46,10 @@ struct Cells {
 fn cells(kind: Kind, shape: &BlockShape, meta: u8, typesize: usize, len: usize) -> Result<Cells> {
     let name = kind.name();
     // C reads the meta as an `int8_t`: 0 divides by zero there and negative sizes make no sense.
-    let m = meta as i8;
-    if m < 1 {
+    let m = usize::from(meta);
+    if !(1..=127).contains(&m) {
         return Err(geometry(name, "cell size (filter meta) must be 1..=127"));
     }
-    let m = m as usize;
     let ndim = shape.ndim();
     let mut b = [1usize; MAX_DIM];
     let mut c = [1usize; MAX_DIM];
@@ -134,7 +133,7 @@ impl Cells {
                     .ok_or(Error::Overflow {
                         what: "cell offset",
                     })?;
-                pad[i] = if self.b[i] % self.c[i] != 0 && ii[i] == self.grid[i] - 1 {
+                pad[i] = if !self.b[i].is_multiple_of(self.c[i]) && ii[i] == self.grid[i] - 1 {
                     self.b[i] % self.c[i]
                 } else {
                     self.c[i]
@@ -144,9 +143,9 @@ impl Cells {
             let mut kk = [0usize; MAX_DIM];
             loop {
                 let mut ind = orig;
-                for i in 0..n - 1 {
-                    ind = kk[i]
-                        .checked_mul(self.stride[i])
+                for (k, s) in kk[..n - 1].iter().zip(&self.stride) {
+                    ind = k
+                        .checked_mul(*s)
                         .and_then(|v| v.checked_add(ind))
                         .ok_or(Error::Overflow {
                             what: "cell offset",

@@ -10,8 +10,13 @@ pub(crate) fn encode(meta: u8, typesize: usize, src: &[u8], dst: &mut [u8]) -> R
     if !matches!(typesize, 1 | 2 | 4 | 8) {
         return Err(geometry("int_trunc", "typesize must be 1, 2, 4 or 8"));
     }
-    let bits = 8 * typesize as i32;
-    let prec = i32::from(meta as i8);
+    let bits: i32 = match typesize {
+        1 => 8,
+        2 => 16,
+        4 => 32,
+        _ => 64,
+    };
+    let prec = i32::from(meta.cast_signed());
     let zeroed = if prec >= 0 { bits - prec } else { -prec };
     // C computes `zeroed` in a `uint8_t`: a precision above the width wraps around to a huge
     // count and is refused like a reduction of the whole width.
@@ -28,7 +33,7 @@ pub(crate) fn encode(meta: u8, typesize: usize, src: &[u8], dst: &mut [u8]) -> R
         .zip(dst[..body].chunks_exact_mut(typesize))
     {
         for (k, (o, &v)) in d.iter_mut().zip(s).enumerate() {
-            *o = v & (mask >> (8 * k)) as u8;
+            *o = v & mask.to_le_bytes()[k];
         }
     }
     dst[body..].copy_from_slice(&src[body..]);

@@ -52,7 +52,7 @@ impl BlockShape {
         for (o, &v) in d.iter_mut().zip(dims) {
             *o = u32::try_from(v)
                 .ok()
-                .filter(|&v| v >= 1 && v <= i32::MAX as u32)
+                .filter(|&v| v >= 1 && i32::try_from(v).is_ok())
                 .ok_or(Error::InvalidParam {
                     what: "blockshape",
                     why: "every dimension must be 1..=i32::MAX",

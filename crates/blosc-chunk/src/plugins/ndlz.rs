@@ -148,7 +148,7 @@ fn rows4(token: u8, src: &[u8], cur: usize, buf: &mut [u8; 64]) -> Result<usize>
         let l = (0..4).find(|l| ![i, j, k].contains(l)).unwrap_or(0);
         buf[l * 4..l * 4 + 4].copy_from_slice(slice(src, Some(pos), 4)?);
         pos += 4;
-    } else if token >= 128 && token <= 191 {
+    } else if (128..=191).contains(&token) {
         // Two rows from one reference, the other two literal.
         let (i, j) = if token == 128 {
             (2, 3)
@@ -255,8 +255,8 @@ pub(crate) fn compress(
     }
     let csize = cell * cell;
     // C computes this in `int`: for blocks under one cell it is below 17.
-    let overhead = 17 + ((src.len() / csize) as i64 - 1) * 2;
-    if src.len() < csize || (dst.len() as i64) < overhead {
+    let overhead = (src.len() / csize).saturating_sub(1).saturating_mul(2) + 17;
+    if src.len() < csize || dst.len() < overhead {
         return Ok(0);
     }
     let limit = dst.len();
