@@ -144,12 +144,11 @@ impl Cells {
             loop {
                 let mut ind = orig;
                 for (k, s) in kk[..n - 1].iter().zip(&self.stride) {
-                    ind = k
-                        .checked_mul(*s)
-                        .and_then(|v| v.checked_add(ind))
-                        .ok_or(Error::Overflow {
+                    ind = k.checked_mul(*s).and_then(|v| v.checked_add(ind)).ok_or(
+                        Error::Overflow {
                             what: "cell offset",
-                        })?;
+                        },
+                    )?;
                 }
                 row(ind, rowlen)?;
                 last = ind;
