@@ -12,7 +12,7 @@
 //! matters for NDMEAN when `b[0] < meta <= b[i]` for some other dimension; C-Blosc2 then cannot
 //! decode its own chunk, and neither can we (the same end check fails).
 
-use super::{BlockShape, MAX_DIM, geometry};
+use super::{BlockShape, MAX_CELL_DIM as MAX_DIM, geometry};
 use crate::error::{Error, Result};
 
 /// Which of the two filters.
@@ -51,6 +51,10 @@ fn cells(kind: Kind, shape: &BlockShape, meta: u8, typesize: usize, len: usize) 
         return Err(geometry(name, "cell size (filter meta) must be 1..=127"));
     }
     let ndim = shape.ndim();
+    if ndim > MAX_DIM {
+        // C's fixed arrays hold 8 dimensions.
+        return Err(geometry(name, "at most 8 dimensions"));
+    }
     let mut b = [1usize; MAX_DIM];
     let mut c = [1usize; MAX_DIM];
     let mut grid = [1usize; MAX_DIM];

@@ -15,7 +15,9 @@ mod xxh32;
 use crate::error::{Error, Result};
 
 /// Most dimensions of a b2nd array (`B2ND_MAX_DIM`).
-pub(crate) const MAX_DIM: usize = 8;
+pub(crate) const MAX_DIM: usize = 16;
+/// Most dimensions NDCELL and NDMEAN handle (`NDCELL_MAX_DIM`, `NDMEAN_MAX_DIM`).
+pub(crate) const MAX_CELL_DIM: usize = 8;
 
 /// The shape of one b2nd block (items per dimension, C order), which the NDCELL and NDMEAN
 /// filters and the NDLZ codec need to decode and encode a chunk. The `b2nd` metalayer of a
@@ -35,17 +37,17 @@ pub struct BlockShape {
 }
 
 impl BlockShape {
-    /// A block shape of 1 to 8 dimensions, each 1 to `i32::MAX` items (the b2nd limits).
+    /// A block shape of 1 to 16 dimensions, each 1 to `i32::MAX` items (the b2nd limits).
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParam`] for 0 or more than 8 dimensions or a dimension of 0 or above
+    /// [`Error::InvalidParam`] for 0 or more than 16 dimensions or a dimension of 0 or above
     /// `i32::MAX`.
     pub fn new(dims: &[u64]) -> Result<Self> {
         if dims.is_empty() || dims.len() > MAX_DIM {
             return Err(Error::InvalidParam {
                 what: "blockshape",
-                why: "must have 1 to 8 dimensions",
+                why: "must have 1 to 16 dimensions",
             });
         }
         let mut d = [0u32; MAX_DIM];
