@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes testdata/blosc/plugins/: b2nd arrays compressed with C-Blosc2's in-library plugin
-filters (BYTEDELTA, INT_TRUNC, NDCELL, NDMEAN) and the NDLZ codec, by python-blosc2 4.14.1
+filters (BYTEDELTA, INT_TRUNC, NDCELL, NDMEAN) and codecs (NDLZ, ZFP_ACC/PREC/RATE), by python-blosc2 4.14.1
 (C-Blosc2 3.3.5), with the values python-blosc2 decodes.
 
 Usage (in a venv with `pip install blosc2==4.14.1 numpy==2.4.6`):
@@ -134,6 +134,28 @@ case("ndlz4_u1_bigblock", "|u1", (128, 128), (128, 128), (64, 128), kind="tiles"
      filters=[], codec=C.NDLZ, codec_meta=4, clevel=5)
 case("ndlz8_u1_bigblock", "|u1", (128, 160), (128, 160), (128, 80), kind="tiles", seed=45,
      filters=[], codec=C.NDLZ, codec_meta=8, clevel=5)
+
+# ZFP (codecs 33-35, lossy, float32/float64, 1-4-D): meta is the accuracy exponent (as int8:
+# tolerance 10**meta), the precision (meta + 3 + 2*ndim bits), or the rate in
+# percent of the input size. Negative metas are passed as their uint8 value.
+case("zfp_acc_f4_m3_2d", "<f4", (30, 45), (16, 20), (8, 10), seed=50,
+     filters=[], filters_meta=[], codec=C.ZFP_ACC, codec_meta=(-3) & 0xFF, clevel=5)
+case("zfp_acc_f8_m6_3d", "<f8", (9, 10, 11), (6, 6, 7), (6, 6, 7), seed=51,
+     filters=[], filters_meta=[], codec=C.ZFP_ACC, codec_meta=(-6) & 0xFF, clevel=5)
+case("zfp_acc_f8_p1_1d", "<f8", (1000,), (300,), (100,), seed=52,
+     filters=[], filters_meta=[], codec=C.ZFP_ACC, codec_meta=1, clevel=5)
+case("zfp_prec_f4_10_1d", "<f4", (1000,), (300,), (100,), seed=53,
+     filters=[], filters_meta=[], codec=C.ZFP_PREC, codec_meta=10, clevel=5)
+case("zfp_prec_f8_20_2d", "<f8", (30, 45), (16, 20), (8, 10), seed=54,
+     filters=[], filters_meta=[], codec=C.ZFP_PREC, codec_meta=20, clevel=5)
+case("zfp_prec_f4_12_3d", "<f4", (9, 10, 11), (6, 6, 7), (6, 6, 7), seed=55,
+     filters=[], filters_meta=[], codec=C.ZFP_PREC, codec_meta=12, clevel=5)
+case("zfp_rate_f4_50_2d", "<f4", (30, 45), (16, 20), (8, 10), seed=56,
+     filters=[], filters_meta=[], codec=C.ZFP_RATE, codec_meta=50, clevel=5)
+case("zfp_rate_f8_25_3d", "<f8", (9, 10, 11), (6, 6, 7), (4, 4, 4), seed=57,
+     filters=[], filters_meta=[], codec=C.ZFP_RATE, codec_meta=25, clevel=5)
+case("zfp_rate_f8_40_1d", "<f8", (1000,), (300,), (100,), seed=58,
+     filters=[], filters_meta=[], codec=C.ZFP_RATE, codec_meta=40, clevel=5)
 
 
 def sha(b):
