@@ -19,7 +19,16 @@ pub enum Codec {
     /// NDLZ plugin (id 32): 2-D blocks of 1-byte items, cells of `codec_meta` (4 or 8) items
     /// a side; encoding needs the block shape ([`BlockShape`](crate::BlockShape)).
     NdLz,
-    /// Any other id (Snappy = 3, ZFP = 33–35 and the other plugins, user codecs ≥ 160): not
+    /// ZFP plugin in fixed-accuracy mode (id 33): tolerance `10^(codec_meta as i8)`; float32 /
+    /// float64 blocks of 1–4 dimensions; needs the block shape. Cargo feature `zfp`.
+    ZfpAcc,
+    /// ZFP plugin in fixed-precision mode (id 34): `codec_meta + 3 + 2·ndim` bits. Cargo
+    /// feature `zfp`.
+    ZfpPrec,
+    /// ZFP plugin in fixed-rate mode (id 35): `codec_meta` percent of the input size. Cargo
+    /// feature `zfp`.
+    ZfpRate,
+    /// Any other id (Snappy = 3, the external plugins ≥ 36, user codecs ≥ 160): not
     /// supported.
     Other(u8),
 }
@@ -35,6 +44,9 @@ impl Codec {
             Self::Zlib => 4,
             Self::Zstd => 5,
             Self::NdLz => 32,
+            Self::ZfpAcc => 33,
+            Self::ZfpPrec => 34,
+            Self::ZfpRate => 35,
             Self::Other(id) => id,
         }
     }
@@ -49,6 +61,9 @@ impl Codec {
             4 => Self::Zlib,
             5 => Self::Zstd,
             32 => Self::NdLz,
+            33 => Self::ZfpAcc,
+            34 => Self::ZfpPrec,
+            35 => Self::ZfpRate,
             other => Self::Other(other),
         }
     }
@@ -61,7 +76,7 @@ impl Codec {
             Self::Zlib => Some(3),
             Self::Zstd => Some(4),
             // Plugin codecs: the "user-defined" format, id in the `udcodec` byte.
-            Self::NdLz => Some(6),
+            Self::NdLz | Self::ZfpAcc | Self::ZfpPrec | Self::ZfpRate => Some(6),
             Self::Other(_) => None,
         }
     }
@@ -77,6 +92,9 @@ impl Codec {
             Self::Zlib => "zlib",
             Self::Zstd => "zstd",
             Self::NdLz => "ndlz",
+            Self::ZfpAcc => "zfp_acc",
+            Self::ZfpPrec => "zfp_prec",
+            Self::ZfpRate => "zfp_rate",
             Self::Other(_) => "other",
         }
     }
@@ -90,6 +108,7 @@ impl Codec {
             Self::Lz4 | Self::Lz4Hc => Some("lz4"),
             Self::Zlib => Some("zlib"),
             Self::Zstd => Some("zstd"),
+            Self::ZfpAcc | Self::ZfpPrec | Self::ZfpRate => Some("zfp"),
         }
     }
 
@@ -102,6 +121,7 @@ impl Codec {
             Self::Lz4 | Self::Lz4Hc => cfg!(feature = "lz4"),
             Self::Zlib => cfg!(feature = "zlib"),
             Self::Zstd => cfg!(feature = "zstd"),
+            Self::ZfpAcc | Self::ZfpPrec | Self::ZfpRate => cfg!(feature = "zfp"),
             Self::Other(_) => false,
         }
     }

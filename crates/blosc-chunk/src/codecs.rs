@@ -113,6 +113,14 @@ pub(crate) fn check_format(format: u8, udcodec: u8) -> Result<()> {
     match format {
         FORMAT_BLOSCLZ | FORMAT_LZ4 | FORMAT_ZLIB | FORMAT_ZSTD => Ok(()),
         FORMAT_USER if udcodec == Codec::NdLz.id() => Ok(()),
+        FORMAT_USER
+            if matches!(
+                Codec::from_id(udcodec),
+                Codec::ZfpAcc | Codec::ZfpPrec | Codec::ZfpRate
+            ) =>
+        {
+            require_enabled(Codec::from_id(udcodec))
+        }
         FORMAT_USER => Err(Error::Unsupported {
             what: "codec",
             id: u32::from(udcodec),

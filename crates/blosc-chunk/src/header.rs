@@ -358,7 +358,7 @@ impl ChunkHeader {
             2 => Codec::Other(3),
             3 => Codec::Zlib,
             4 => Codec::Zstd,
-            _ => Codec::Other(self.udcodec),
+            _ => Codec::from_id(self.udcodec),
         }
     }
 

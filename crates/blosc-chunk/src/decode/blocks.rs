@@ -303,7 +303,7 @@ fn decode_streams<'a>(
                     None => d.copy_from_slice(payload),
                 }
             } else if b.format == codecs::FORMAT_USER {
-                plugins::ndlz::decompress(b.h.compcode_meta(), payload, d)?;
+                user_codec(b, payload, d)?;
             } else if !codecs::decompress_stream(b.format, payload, d, b.dict.as_ref(), scratch) {
                 return Err(Error::corrupt("codec data", j, off));
             }
@@ -311,6 +311,22 @@ fn decode_streams<'a>(
         }
     }
     Ok(())
+}
+
+/// Decodes one stream of a plugin codec (format code 6; the id is in the `udcodec` byte).
+fn user_codec(b: &Blocks<'_>, payload: &[u8], d: &mut [u8]) -> Result<()> {
+    let meta = b.h.compcode_meta();
+    match crate::Codec::from_id(b.h.udcodec()) {
+        crate::Codec::NdLz => plugins::ndlz::decompress(meta, payload, d),
+        #[cfg(feature = "zfp")]
+        c @ (crate::Codec::ZfpAcc | crate::Codec::ZfpPrec | crate::Codec::ZfpRate) => {
+            plugins::zfp::decompress(c, meta, b.shape.as_ref(), b.h.typesize(), payload, d)
+        }
+        c => Err(Error::Unsupported {
+            what: "codec",
+            id: u32::from(c.id()),
+        }),
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]

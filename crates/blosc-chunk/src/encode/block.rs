@@ -114,6 +114,26 @@ pub(super) fn forward<'a>(
     })
 }
 
+/// Compresses one stream with a plugin codec (`Ok(0)`: store it raw).
+fn user_codec(p: &Plan, stream: &[u8], dst: &mut [u8]) -> Result<usize> {
+    match p.codec {
+        Codec::NdLz => ndlz::compress(p.codec_meta, p.blockshape.as_ref(), stream, dst),
+        #[cfg(feature = "zfp")]
+        c @ (Codec::ZfpAcc | Codec::ZfpPrec | Codec::ZfpRate) => crate::plugins::zfp::compress(
+            c,
+            p.codec_meta,
+            p.blockshape.as_ref(),
+            p.typesize,
+            stream,
+            dst,
+        ),
+        c => Err(Error::Unsupported {
+            what: "codec",
+            id: u32::from(c.id()),
+        }),
+    }
+}
+
 /// Whether `s` is one byte value repeated (and not empty).
 pub(super) fn is_run(s: &[u8]) -> bool {
     let Some(&v) = s.first() else {
@@ -175,13 +195,8 @@ pub(super) fn encode_block(
         if buf.len() < maxout {
             buf.resize(maxout, 0);
         }
-        let c = if p.codec == Codec::NdLz {
-            match ndlz::compress(
-                p.codec_meta,
-                p.blockshape.as_ref(),
-                stream,
-                &mut buf[..maxout],
-            ) {
+        let c = if p.codec.format_code() == Some(crate::codecs::FORMAT_USER) {
+            match user_codec(p, stream, &mut buf[..maxout]) {
                 Ok(c) => c,
                 Err(e) => {
                     scratch.stream = buf;

@@ -69,7 +69,7 @@ pub fn compress(data: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
     // NDLZ streams are encoded on one thread (the parallel path only knows the core codecs).
     if crate::pool::use_threads(cparams.nthreads, p.nblocks)
         && !p.use_dict
-        && p.codec != crate::Codec::NdLz
+        && p.codec.format_code() != Some(crate::codecs::FORMAT_USER)
     {
         return match parallel::encode_blocks(&p, data, cparams.nthreads)? {
             Some((out, ntbytes)) => finish(&p, out, ntbytes, Blosc2Flags::empty()),

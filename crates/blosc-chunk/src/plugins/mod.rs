@@ -11,6 +11,8 @@ pub(crate) mod cells;
 pub(crate) mod inttrunc;
 pub(crate) mod ndlz;
 mod xxh32;
+#[cfg(feature = "zfp")]
+pub(crate) mod zfp;
 
 use crate::error::{Error, Result};
 
