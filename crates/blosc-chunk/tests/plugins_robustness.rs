@@ -6,7 +6,9 @@
 #![allow(
     clippy::unwrap_used,
     clippy::cast_possible_truncation,
-    reason = "a failed unwrap is a failed test; bit numbers are < 8"
+    clippy::cast_possible_wrap,
+    clippy::cast_sign_loss,
+    reason = "a failed unwrap is a failed test; test sizes are small and positive"
 )]
 
 use std::path::PathBuf;
@@ -148,6 +150,24 @@ proptest! {
         c.extend_from_slice(&(stream.len() as i32).to_le_bytes());
         c.extend_from_slice(&stream);
         decode_all_ways(&c, None);
+    }
+
+    /// Random ZFP streams (any mode and meta) for random float blocks of 1 to 5 dimensions.
+    #[test]
+    fn random_zfp_streams(
+        codec in 33u8..=35,
+        meta in any::<u8>(),
+        f64s in any::<bool>(),
+        dims in proptest::collection::vec(1u64..9, 1..6),
+        body in proptest::collection::vec(any::<u8>(), 1..500),
+    ) {
+        let ts: u8 = if f64s { 8 } else { 4 };
+        let shape = BlockShape::new(&dims).unwrap();
+        let nbytes = dims.iter().product::<u64>() as usize * usize::from(ts);
+        let mut c = header(nbytes, ts, [0; 6], [0; 6], codec, meta, 4 + body.len());
+        c.extend_from_slice(&(body.len() as i32).to_le_bytes());
+        c.extend_from_slice(&body);
+        decode_all_ways(&c, Some(shape));
     }
 
     /// Random plugin pipelines, metas and block shapes over random stored bytes.
