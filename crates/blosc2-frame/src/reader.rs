@@ -84,9 +84,6 @@ pub struct Frame<'a> {
     index: Vec<ChunkLocation>,
     trailer_len: u64,
     limits: Limits,
-    /// The block shape of the `b2nd` metalayer, if there is one that parses: chunks using the
-    /// NDCELL/NDMEAN filters need it to decode (C-Blosc2 reads it from the same metalayer).
-    blockshape: Option<blosc_chunk::BlockShape>,
 }
 
 impl<'a> Frame<'a> {
@@ -181,12 +178,7 @@ impl<'a> Frame<'a> {
             index: Vec::new(),
             trailer_len,
             limits: *limits,
-            blockshape: None,
         };
-        frame.blockshape = frame
-            .metalayer(crate::array::B2ND_METALAYER)
-            .and_then(|raw| crate::b2nd::B2ndMeta::parse(raw).ok())
-            .and_then(|m| blosc_chunk::BlockShape::new(&m.blockshape).ok());
         frame.index = frame.read_index()?;
         Ok(frame)
     }
@@ -354,11 +346,17 @@ impl<'a> Frame<'a> {
         msgpack("vlmetalayer", name, &raw)
     }
 
-    /// Decoding parameters for the data chunks: the chunk limits and the b2nd block shape.
+    /// Decoding parameters for the data chunks: the chunk limits and the block shape of the
+    /// `b2nd` metalayer, if there is one that parses (chunks using the NDCELL/NDMEAN filters or
+    /// the ZFP codecs need it; C-Blosc2 reads it from the same metalayer). The metalayer is
+    /// parsed per call (a few dozen bytes of msgpack) rather than kept in the `Frame`.
     fn chunk_dparams(&self, limits: blosc_chunk::Limits) -> blosc_chunk::DParams {
         let mut p = blosc_chunk::DParams::default();
         p.limits = limits;
-        p.blockshape = self.blockshape;
+        p.blockshape = self
+            .metalayer(crate::array::B2ND_METALAYER)
+            .and_then(|raw| crate::b2nd::B2ndMeta::parse(raw).ok())
+            .and_then(|m| blosc_chunk::BlockShape::new(&m.blockshape).ok());
         p
     }
 
