@@ -16,7 +16,20 @@ pub enum Codec {
     Zlib,
     /// Zstandard (id 5); Cargo feature `zstd`.
     Zstd,
-    /// Any other id (Snappy = 3, plugins ≥ 32, user codecs ≥ 160): not supported.
+    /// NDLZ plugin (id 32): 2-D blocks of 1-byte items, cells of `codec_meta` (4 or 8) items
+    /// a side; encoding needs the block shape ([`BlockShape`](crate::BlockShape)).
+    NdLz,
+    /// ZFP plugin in fixed-accuracy mode (id 33): tolerance `10^(codec_meta as i8)`; float32 /
+    /// float64 blocks of 1–4 dimensions; needs the block shape. Cargo feature `zfp`.
+    ZfpAcc,
+    /// ZFP plugin in fixed-precision mode (id 34): `codec_meta + 3 + 2·ndim` bits. Cargo
+    /// feature `zfp`.
+    ZfpPrec,
+    /// ZFP plugin in fixed-rate mode (id 35): `codec_meta` percent of the input size. Cargo
+    /// feature `zfp`.
+    ZfpRate,
+    /// Any other id (Snappy = 3, the external plugins ≥ 36, user codecs ≥ 160): not
+    /// supported.
     Other(u8),
 }
 
@@ -30,6 +43,10 @@ impl Codec {
             Self::Lz4Hc => 2,
             Self::Zlib => 4,
             Self::Zstd => 5,
+            Self::NdLz => 32,
+            Self::ZfpAcc => 33,
+            Self::ZfpPrec => 34,
+            Self::ZfpRate => 35,
             Self::Other(id) => id,
         }
     }
@@ -43,6 +60,10 @@ impl Codec {
             2 => Self::Lz4Hc,
             4 => Self::Zlib,
             5 => Self::Zstd,
+            32 => Self::NdLz,
+            33 => Self::ZfpAcc,
+            34 => Self::ZfpPrec,
+            35 => Self::ZfpRate,
             other => Self::Other(other),
         }
     }
@@ -54,11 +75,13 @@ impl Codec {
             Self::Lz4 | Self::Lz4Hc => Some(1),
             Self::Zlib => Some(3),
             Self::Zstd => Some(4),
+            // Plugin codecs: the "user-defined" format, id in the `udcodec` byte.
+            Self::NdLz | Self::ZfpAcc | Self::ZfpPrec | Self::ZfpRate => Some(6),
             Self::Other(_) => None,
         }
     }
 
-    /// The codec's name as C-Blosc2 spells it (`blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`;
+    /// The codec's name as C-Blosc2 spells it (`blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`, `ndlz`;
     /// `other` for any other id).
     #[must_use]
     pub fn name(self) -> &'static str {
@@ -68,6 +91,10 @@ impl Codec {
             Self::Lz4Hc => "lz4hc",
             Self::Zlib => "zlib",
             Self::Zstd => "zstd",
+            Self::NdLz => "ndlz",
+            Self::ZfpAcc => "zfp_acc",
+            Self::ZfpPrec => "zfp_prec",
+            Self::ZfpRate => "zfp_rate",
             Self::Other(_) => "other",
         }
     }
@@ -77,22 +104,24 @@ impl Codec {
     #[must_use]
     pub fn feature(self) -> Option<&'static str> {
         match self {
-            Self::BloscLz | Self::Other(_) => None,
+            Self::BloscLz | Self::NdLz | Self::Other(_) => None,
             Self::Lz4 | Self::Lz4Hc => Some("lz4"),
             Self::Zlib => Some("zlib"),
             Self::Zstd => Some("zstd"),
+            Self::ZfpAcc | Self::ZfpPrec | Self::ZfpRate => Some("zfp"),
         }
     }
 
-    /// Whether this build can decode and encode the codec: BloscLZ always, LZ4/LZ4HC, zlib and
+    /// Whether this build can decode and encode the codec: BloscLZ and NDLZ always, LZ4/LZ4HC, zlib and
     /// zstd when their Cargo feature is enabled, other ids never.
     #[must_use]
     pub fn is_enabled(self) -> bool {
         match self {
-            Self::BloscLz => true,
+            Self::BloscLz | Self::NdLz => true,
             Self::Lz4 | Self::Lz4Hc => cfg!(feature = "lz4"),
             Self::Zlib => cfg!(feature = "zlib"),
             Self::Zstd => cfg!(feature = "zstd"),
+            Self::ZfpAcc | Self::ZfpPrec | Self::ZfpRate => cfg!(feature = "zfp"),
             Self::Other(_) => false,
         }
     }

@@ -16,6 +16,8 @@ pub(crate) const FORMAT_BLOSCLZ: u8 = 0;
 pub(crate) const FORMAT_LZ4: u8 = 1;
 pub(crate) const FORMAT_ZLIB: u8 = 3;
 pub(crate) const FORMAT_ZSTD: u8 = 4;
+/// User-defined and plugin codecs: the codec id is in the `udcodec` header byte.
+pub(crate) const FORMAT_USER: u8 = 6;
 
 /// A dictionary for one chunk.
 pub(crate) struct Dict<'a> {
@@ -110,7 +112,16 @@ pub(crate) fn require_enabled(codec: Codec) -> Result<()> {
 pub(crate) fn check_format(format: u8, udcodec: u8) -> Result<()> {
     match format {
         FORMAT_BLOSCLZ | FORMAT_LZ4 | FORMAT_ZLIB | FORMAT_ZSTD => Ok(()),
-        6 => Err(Error::Unsupported {
+        FORMAT_USER if udcodec == Codec::NdLz.id() => Ok(()),
+        FORMAT_USER
+            if matches!(
+                Codec::from_id(udcodec),
+                Codec::ZfpAcc | Codec::ZfpPrec | Codec::ZfpRate
+            ) =>
+        {
+            require_enabled(Codec::from_id(udcodec))
+        }
+        FORMAT_USER => Err(Error::Unsupported {
             what: "codec",
             id: u32::from(udcodec),
         }),

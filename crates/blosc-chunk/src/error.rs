@@ -99,6 +99,25 @@ pub enum Error {
         /// Why it is rejected.
         why: &'static str,
     },
+    /// A plugin filter or codec (NDCELL, NDMEAN, NDLZ, BYTEDELTA, INT_TRUNC) cannot work with
+    /// the chunk, its meta byte or the block shape it was given (C-Blosc2 fails the same way).
+    #[error("{plugin}: {why}")]
+    Plugin {
+        /// The plugin (`ndcell`, `ndmean`, `ndlz`, `bytedelta`, `int_trunc`).
+        plugin: &'static str,
+        /// What does not fit.
+        why: &'static str,
+    },
+    /// The chunk uses a plugin that needs the b2nd block shape, and none was given (C-Blosc2
+    /// reads it from the super-chunk's `b2nd` metalayer: pass it as `DParams::blockshape` /
+    /// `CParams::blockshape`).
+    #[error(
+        "the {plugin} plugin needs the b2nd block shape (DParams::blockshape or CParams::blockshape)"
+    )]
+    MissingBlockShape {
+        /// The plugin (`ndcell`, `ndmean`, `ndlz`).
+        plugin: &'static str,
+    },
     /// A codec library reported an error while compressing.
     #[error("{codec} compression failed: {why}")]
     Codec {

@@ -43,7 +43,19 @@ pub enum Filter {
     Delta,
     /// Lossy mantissa truncation of float32/float64 (id 4); `filters_meta` is the precision.
     TruncPrec,
-    /// Any other id (plugins ≥ 32): not supported.
+    /// NDCELL plugin (id 32): the items of a b2nd block regrouped by cells of `meta` items
+    /// per dimension. Needs the block shape ([`BlockShape`](crate::BlockShape)).
+    NdCell,
+    /// NDMEAN plugin (id 33): lossy, every cell of `meta` items per dimension (cut to the
+    /// block) replaced by its mean; float32/float64. Needs the block shape.
+    NdMean,
+    /// BYTEDELTA plugin (id 35): byte-wise delta inside each of `meta` byte streams (the
+    /// typesize when `meta` is 0); usually after [`Filter::Shuffle`].
+    ByteDelta,
+    /// INT_TRUNC plugin (id 36): lossy truncation of 1/2/4/8-byte integers; `meta` as `i8` is
+    /// the number of bits kept (≥ 0) or zeroed (< 0).
+    IntTrunc,
+    /// Any other id (BYTEDELTA_BUGGY = 34, user filters ≥ 160): not supported.
     Other(u8),
 }
 
@@ -57,6 +69,10 @@ impl Filter {
             Self::BitShuffle => 2,
             Self::Delta => 3,
             Self::TruncPrec => 4,
+            Self::NdCell => 32,
+            Self::NdMean => 33,
+            Self::ByteDelta => 35,
+            Self::IntTrunc => 36,
             Self::Other(id) => id,
         }
     }
@@ -70,6 +86,10 @@ impl Filter {
             2 => Self::BitShuffle,
             3 => Self::Delta,
             4 => Self::TruncPrec,
+            32 => Self::NdCell,
+            33 => Self::NdMean,
+            35 => Self::ByteDelta,
+            36 => Self::IntTrunc,
             other => Self::Other(other),
         }
     }
@@ -340,7 +360,7 @@ impl ChunkHeader {
             2 => Codec::Other(3),
             3 => Codec::Zlib,
             4 => Codec::Zstd,
-            _ => Codec::Other(self.udcodec),
+            _ => Codec::from_id(self.udcodec),
         }
     }
 
@@ -471,6 +491,7 @@ pub(crate) struct HeaderFields {
     pub(crate) cbytes: usize,
     pub(crate) filters: [u8; MAX_FILTERS],
     pub(crate) udcodec: u8,
+    pub(crate) compcode_meta: u8,
     pub(crate) filters_meta: [u8; MAX_FILTERS],
     pub(crate) blosc2_flags: Blosc2Flags,
 }
@@ -506,7 +527,7 @@ impl HeaderFields {
         if extended {
             h[16..22].copy_from_slice(&self.filters);
             h[22] = self.udcodec;
-            h[23] = 0;
+            h[23] = self.compcode_meta;
             h[24..30].copy_from_slice(&self.filters_meta);
             h[30] = 0;
             h[31] = self.blosc2_flags.bits();

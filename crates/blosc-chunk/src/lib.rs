@@ -18,6 +18,7 @@ mod limits;
 mod lz4dict;
 #[cfg(feature = "lz4")]
 mod lz4ffi;
+mod plugins;
 #[cfg(feature = "parallel")]
 mod pool;
 mod shuffle;
@@ -45,5 +46,6 @@ pub use crate::{
     },
     lazy::LazyChunk,
     limits::Limits,
+    plugins::BlockShape,
     special::{nans_chunk, repeatval_chunk, special_chunk_with, uninit_chunk, zeros_chunk},
 };

@@ -56,6 +56,7 @@ fn special_chunk(
         cbytes,
         filters: [0; MAX_FILTERS],
         udcodec: 0,
+        compcode_meta: 0,
         filters_meta: [0; MAX_FILTERS],
         blosc2_flags: Blosc2Flags::special(kind.code()),
     }

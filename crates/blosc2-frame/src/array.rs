@@ -474,6 +474,13 @@ pub fn b2nd_frame(
     let mut cp = cparams.clone();
     cp.typesize = itemsize;
     cp.blocksize = block_bytes;
+    // The plugin filters NDCELL/NDMEAN and the NDLZ codec work on the b2nd block.
+    cp.blockshape = Some(
+        blosc_chunk::BlockShape::new(&meta.blockshape).map_err(|source| Error::Chunk {
+            site: "b2nd block shape".into(),
+            source,
+        })?,
+    );
     let mut w = FrameWriter::new(FrameParams::new(cp, chunk_bytes))?;
     w.add_metalayer(B2ND_METALAYER, &meta.to_bytes()?)?;
     for c in 0..meta.nchunks() {
@@ -535,6 +542,13 @@ pub fn b2nd_zeros(meta: &B2ndMeta, itemsize: usize, cparams: &CParams) -> Result
     let mut cp = cparams.clone();
     cp.typesize = itemsize;
     cp.blocksize = block_bytes;
+    // The plugin filters NDCELL/NDMEAN and the NDLZ codec work on the b2nd block.
+    cp.blockshape = Some(
+        blosc_chunk::BlockShape::new(&meta.blockshape).map_err(|source| Error::Chunk {
+            site: "b2nd block shape".into(),
+            source,
+        })?,
+    );
     let mut w = FrameWriter::new(FrameParams::new(cp, chunk_bytes))?;
     w.add_metalayer(B2ND_METALAYER, &meta.to_bytes()?)?;
     let items = meta

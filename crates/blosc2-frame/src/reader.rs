@@ -353,6 +353,20 @@ impl<'a> Frame<'a> {
         msgpack("vlmetalayer", name, &raw)
     }
 
+    /// Decoding parameters for the data chunks: the chunk limits and the block shape of the
+    /// `b2nd` metalayer, if there is one that parses (chunks using the NDCELL/NDMEAN filters or
+    /// the ZFP codecs need it; C-Blosc2 reads it from the same metalayer). The metalayer is
+    /// parsed per call (a few dozen bytes of msgpack) rather than kept in the `Frame`.
+    fn chunk_dparams(&self, limits: blosc_chunk::Limits) -> blosc_chunk::DParams {
+        let mut p = blosc_chunk::DParams::default();
+        p.limits = limits;
+        p.blockshape = self
+            .metalayer(crate::array::B2ND_METALAYER)
+            .and_then(|raw| crate::b2nd::B2ndMeta::parse(raw).ok())
+            .and_then(|m| blosc_chunk::BlockShape::new(&m.blockshape).ok());
+        p
+    }
+
     fn chunk_limits(&self) -> blosc_chunk::Limits {
         blosc_chunk::Limits::with_max_nbytes(self.limits.max_chunk_nbytes)
     }
@@ -663,7 +677,8 @@ impl<'a> Frame<'a> {
     /// length is the chunk's expected uncompressed size.
     pub(crate) fn decompress_stored_into(&self, i: usize, c: &[u8], out: &mut [u8]) -> Result<()> {
         self.checked_chunk_header(i, c, out.len())?;
-        blosc_chunk::decompress_into(c, out).map_err(|source| Error::Chunk {
+        let p = self.chunk_dparams(blosc_chunk::Limits::unlimited());
+        blosc_chunk::decompress_into_ctx(c, out, &p).map_err(|source| Error::Chunk {
             site: format!("chunk {i}"),
             source,
         })?;
@@ -830,18 +845,18 @@ impl<'a> Frame<'a> {
         let ch = self.checked_chunk_header(i, c, n)?;
         let ts = ch.typesize().max(1);
         if from.is_multiple_of(ts) && dst.len().is_multiple_of(ts) {
-            blosc_chunk::getitem_into(c, from / ts, dst.len() / ts, dst).map_err(|source| {
-                Error::Chunk {
+            let p = self.chunk_dparams(self.chunk_limits());
+            blosc_chunk::getitem_into_ctx(c, from / ts, dst.len() / ts, dst, &p).map_err(
+                |source| Error::Chunk {
                     site: site(),
                     source,
-                }
-            })?;
+                },
+            )?;
         } else {
-            let full = blosc_chunk::decompress_with(c, &self.chunk_limits()).map_err(|source| {
-                Error::Chunk {
-                    site: site(),
-                    source,
-                }
+            let p = self.chunk_dparams(self.chunk_limits());
+            let full = blosc_chunk::decompress_ctx(c, &p).map_err(|source| Error::Chunk {
+                site: site(),
+                source,
             })?;
             let src = from
                 .checked_add(dst.len())

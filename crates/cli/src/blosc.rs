@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use blosc_chunk::{
-    CParams, ChunkHeader, Codec, Filter, Format, MAX_BUFFERSIZE, MAX_FILTERS, MAX_OVERHEAD,
-    SplitMode,
+    BlockShape, CParams, ChunkHeader, Codec, DParams, Filter, Format, MAX_BUFFERSIZE,
+    MAX_FILTERS, MAX_OVERHEAD, SplitMode,
 };
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Map, Value, json};
@@ -18,13 +18,13 @@ use crate::inout::{in_name, read_whole, write_output};
 pub(crate) enum Cmd {
     /// Decompress one chunk.
     #[command(
-        after_help = "Examples:\n  scifmt blosc decompress chunk.cdata chunk.raw\n  scifmt blosc decompress chunk.cdata - | sha256sum\n  scifmt blosc decompress s3://bucket/c.cdata s3://bucket/c.raw"
+        after_help = "Examples:\n  scifmt blosc decompress chunk.cdata chunk.raw\n  scifmt blosc decompress chunk.cdata - | sha256sum\n  scifmt blosc decompress s3://bucket/c.cdata s3://bucket/c.raw\n  scifmt blosc decompress ndcell.cdata ndcell.raw --blockshape 8,10"
     )]
     Decompress(DecompressArgs),
     /// Compress a file into one chunk, byte-identical to C-Blosc2 3.3.5 with one thread (or,
     /// with `--format blosc1`, to C-Blosc 1.21 for all codecs but zlib).
     #[command(
-        after_help = "Examples:\n  scifmt blosc compress data.raw data.cdata --typesize 4 --codec lz4 --filter shuffle --blocksize 4096 --splitmode auto\n  scifmt blosc compress text.raw text.cdata --typesize 1 --codec zstd --filter none --use-dict\n  scifmt blosc compress data.raw zarr-chunk --format blosc1 --typesize 4 --codec lz4 --filter shuffle\n  cat data.raw | scifmt blosc compress - - --typesize 4 > data.cdata"
+        after_help = "Examples:\n  scifmt blosc compress data.raw data.cdata --typesize 4 --codec lz4 --filter shuffle --blocksize 4096 --splitmode auto\n  scifmt blosc compress text.raw text.cdata --typesize 1 --codec zstd --filter none --use-dict\n  scifmt blosc compress data.raw zarr-chunk --format blosc1 --typesize 4 --codec lz4 --filter shuffle\n  cat data.raw | scifmt blosc compress - - --typesize 4 > data.cdata\n  scifmt blosc compress f4.raw f4.cdata --typesize 4 --codec zstd --filter shuffle --filter bytedelta:4\n  scifmt blosc compress img.raw img.cdata --typesize 1 --codec ndlz --codec-meta 4 --blockshape 16,16 --blocksize 256\n  scifmt blosc compress f8.raw f8.cdata --typesize 8 --codec zfp-prec --codec-meta 20 --blockshape 8,10 --blocksize 640"
     )]
     Compress(CompressArgs),
 }
@@ -46,6 +46,10 @@ pub(crate) struct DecompressArgs {
     input: PathBuf,
     /// Decompressed bytes (`-`: stdout).
     output: PathBuf,
+    /// The b2nd block shape (items per dimension, comma-separated), which chunks using the
+    /// NDCELL / NDMEAN filters or the ZFP codecs need.
+    #[arg(long, value_name = "D0,D1,...", value_parser = parse_blockshape)]
+    blockshape: Option<BlockShape>,
 }
 
 /// `blosc compress`.
@@ -90,6 +94,15 @@ pub(crate) enum CodecArg {
     Zlib,
     /// Zstandard.
     Zstd,
+    /// NDLZ plugin (2-D blocks of 1-byte items; --codec-meta 4 or 8 = cell edge; needs
+    /// --blockshape).
+    Ndlz,
+    /// ZFP, fixed accuracy (float32/64; --codec-meta E: tolerance 10^E; needs --blockshape).
+    ZfpAcc,
+    /// ZFP, fixed precision (--codec-meta P: P + 3 + 2*ndim bits; needs --blockshape).
+    ZfpPrec,
+    /// ZFP, fixed rate (--codec-meta R: R percent of the input size; needs --blockshape).
+    ZfpRate,
 }
 
 /// A split mode.
@@ -118,9 +131,17 @@ pub(crate) struct CParamArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=9))]
     clevel: u8,
     /// Filter, repeatable, applied in the order given (slots 0, 1, ...):
-    /// none|shuffle|bitshuffle|delta|truncprec|truncprec:META. Default: shuffle in slot 5 (C-Blosc2).
+    /// none|shuffle|bitshuffle|delta|truncprec[:META]|bytedelta[:META]|int_trunc:META|ndcell:META|ndmean:META.
+    /// Default: shuffle in slot 5 (C-Blosc2). ndcell/ndmean need --blockshape.
     #[arg(long = "filter", value_name = "FILTER", value_parser = parse_filter)]
     filters: Vec<FilterArg>,
+    /// Codec metadata byte (NDLZ: cell edge 4 or 8; ZFP: see --codec), -128..=255.
+    #[arg(long, default_value_t = 0, value_name = "N", allow_negative_numbers = true, value_parser = parse_meta)]
+    codec_meta: u8,
+    /// The b2nd block shape (items per dimension, comma-separated) for NDCELL, NDMEAN, NDLZ and
+    /// ZFP; --blocksize must then be its byte size.
+    #[arg(long, value_name = "D0,D1,...", value_parser = parse_blockshape)]
+    blockshape: Option<BlockShape>,
     /// Block size in bytes (0 = automatic).
     #[arg(long, default_value_t = 0, value_name = "N")]
     blocksize: usize,
@@ -135,8 +156,37 @@ pub(crate) struct CParamArgs {
 /// One `--filter` value: the filter and its slot metadata.
 pub(crate) type FilterArg = (Filter, u8);
 
-/// Parses `none|shuffle|bitshuffle|delta|truncprec[:META]` (META: bits to keep, or negative:
-/// bits to zero, as python-blosc2's `filters_meta`).
+/// Parses a metadata byte given as -128..=255 (negative values as their `i8` byte).
+fn parse_meta(s: &str) -> Result<u8, String> {
+    let v: i16 = s
+        .parse()
+        .map_err(|_| format!("META `{s}` is not an integer in -128..=255"))?;
+    if let Ok(b) = u8::try_from(v) {
+        Ok(b)
+    } else if let Ok(b) = i8::try_from(v) {
+        Ok(b.to_le_bytes()[0])
+    } else {
+        Err(format!("META `{s}` is not an integer in -128..=255"))
+    }
+}
+
+/// Parses a block shape `D0,D1,...` (1 to 16 positive dimensions).
+pub(crate) fn parse_blockshape(s: &str) -> Result<BlockShape, String> {
+    let dims = s
+        .split(',')
+        .map(|d| {
+            d.trim()
+                .parse::<u64>()
+                .map_err(|_| format!("`{d}` is not a dimension"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    BlockShape::new(&dims).map_err(|e| e.to_string())
+}
+
+/// Parses `none|shuffle|bitshuffle|delta|truncprec[:META]|bytedelta[:META]|int_trunc:META|
+/// ndcell:META|ndmean:META` (truncprec/int_trunc META: bits to keep, or negative: bits to zero,
+/// as python-blosc2's `filters_meta`; bytedelta: the number of byte streams, 0 = typesize;
+/// ndcell/ndmean: the cell edge).
 pub(crate) fn parse_filter(s: &str) -> Result<FilterArg, String> {
     let (name, meta) = match s.split_once(':') {
         Some((n, m)) => (n, Some(m)),
@@ -148,20 +198,30 @@ pub(crate) fn parse_filter(s: &str) -> Result<FilterArg, String> {
         "bitshuffle" => Filter::BitShuffle,
         "delta" => Filter::Delta,
         "truncprec" => Filter::TruncPrec,
+        "bytedelta" => Filter::ByteDelta,
+        "int_trunc" => Filter::IntTrunc,
+        "ndcell" => Filter::NdCell,
+        "ndmean" => Filter::NdMean,
         other => {
             return Err(format!(
-                "unknown filter `{other}` (none|shuffle|bitshuffle|delta|truncprec[:META])"
+                "unknown filter `{other}` (none|shuffle|bitshuffle|delta|truncprec[:META]|bytedelta[:META]|int_trunc:META|ndcell:META|ndmean:META)"
             ));
         }
     };
     let meta = match (filter, meta) {
+        (Filter::IntTrunc | Filter::NdCell | Filter::NdMean, None) => {
+            return Err(format!("filter `{name}` needs a META (`{name}:N`)"));
+        }
         (_, None) => 0,
-        (Filter::TruncPrec, Some(m)) => {
+        (Filter::TruncPrec | Filter::IntTrunc, Some(m)) => {
             let v: i8 = m
                 .parse()
-                .map_err(|_| format!("truncprec META `{m}` is not an integer in -128..=127"))?;
+                .map_err(|_| format!("{name} META `{m}` is not an integer in -128..=127"))?;
             v.to_le_bytes()[0]
         }
+        (Filter::ByteDelta | Filter::NdCell | Filter::NdMean, Some(m)) => m
+            .parse()
+            .map_err(|_| format!("{name} META `{m}` is not an integer in 0..=255"))?,
         (_, Some(_)) => return Err(format!("filter `{name}` takes no META")),
     };
     Ok((filter, meta))
@@ -175,6 +235,10 @@ fn codec(c: CodecArg) -> Codec {
         CodecArg::Lz4hc => Codec::Lz4Hc,
         CodecArg::Zlib => Codec::Zlib,
         CodecArg::Zstd => Codec::Zstd,
+        CodecArg::Ndlz => Codec::NdLz,
+        CodecArg::ZfpAcc => Codec::ZfpAcc,
+        CodecArg::ZfpPrec => Codec::ZfpPrec,
+        CodecArg::ZfpRate => Codec::ZfpRate,
     }
 }
 
@@ -187,6 +251,8 @@ impl CParamArgs {
         p.typesize = self.typesize;
         p.blocksize = self.blocksize;
         p.nthreads = self.threads;
+        p.codec_meta = self.codec_meta;
+        p.blockshape = self.blockshape;
         p.splitmode = match self.splitmode {
             SplitArg::Always => SplitMode::Always,
             SplitArg::Never => SplitMode::Never,
@@ -228,7 +294,9 @@ fn decompress(a: &DecompressArgs) -> CliResult {
         max_chunk_bytes(),
         "the size of the largest Blosc chunk",
     )?;
-    let data = blosc_chunk::decompress(&chunk).at(in_name(&a.input))?;
+    let mut p = DParams::default();
+    p.blockshape = a.blockshape;
+    let data = blosc_chunk::decompress_ctx(&chunk, &p).at(in_name(&a.input))?;
     write_output(&a.output, &data)
 }
 
@@ -266,6 +334,10 @@ pub(crate) fn filter_name(f: Filter) -> String {
         Filter::BitShuffle => "bitshuffle".into(),
         Filter::Delta => "delta".into(),
         Filter::TruncPrec => "truncprec".into(),
+        Filter::ByteDelta => "bytedelta".into(),
+        Filter::IntTrunc => "int_trunc".into(),
+        Filter::NdCell => "ndcell".into(),
+        Filter::NdMean => "ndmean".into(),
         other => format!("filter-{}", other.id()),
     }
 }

@@ -608,7 +608,7 @@ impl Writer {
     /// of `chunks` and blocks of `blocks`, compressed with the given parameters (numbers as in
     /// `scifmt.blosc`).
     #[new]
-    #[pyo3(signature = (shape, chunks, blocks, dtype, itemsize, codec, clevel, filters, filters_meta, splitmode, nthreads, use_dict))]
+    #[pyo3(signature = (shape, chunks, blocks, dtype, itemsize, codec, clevel, filters, filters_meta, splitmode, nthreads, use_dict, codec_meta=0))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         shape: Vec<i64>,
@@ -623,6 +623,7 @@ impl Writer {
         splitmode: i64,
         nthreads: i64,
         use_dict: bool,
+        codec_meta: i64,
     ) -> PyResult<Self> {
         let meta = B2ndMeta::new(
             &coords(&shape, "shape")?,
@@ -644,7 +645,7 @@ impl Writer {
         };
         let chunk_bytes = sized(meta.chunk_items(), "chunk size")?;
         let block_bytes = sized(meta.block_items(), "block size")?;
-        let cp = frame_cparams(
+        let mut cp = frame_cparams(
             itemsize,
             block_bytes,
             codec,
@@ -655,6 +656,12 @@ impl Writer {
             nthreads,
             use_dict,
         )?;
+        // Plugins (NDCELL, NDMEAN, NDLZ, ZFP) work on the b2nd block and the codec meta.
+        cp.blockshape = blosc2_frame::blosc_chunk::BlockShape::new(&meta.blockshape).ok();
+        cp.codec_meta = i8::try_from(codec_meta)
+            .map(|v| v.to_le_bytes()[0])
+            .or_else(|_| u8::try_from(codec_meta))
+            .map_err(|_| err(format!("codec_meta {codec_meta} is not in -128..=255")))?;
         let mut params = FrameParams::new(cp, chunk_bytes);
         params.nthreads_compress = i16::try_from(nthreads.max(1)).unwrap_or(i16::MAX);
         let mut w = FrameWriter::new(params).map_err(|e| err(e.to_string()))?;

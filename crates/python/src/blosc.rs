@@ -6,7 +6,8 @@
 //! the codec with the GIL released and turns every error into `BloscError`.
 
 use blosc_chunk::{
-    CParams, ChunkHeader, Codec, DParams, Filter, Format, Limits, MAX_FILTERS, SpecialValue,
+    BlockShape, CParams, ChunkHeader, Codec, DParams, Filter, Format, Limits, MAX_FILTERS,
+    SpecialValue,
     SplitMode,
 };
 use core::mem::MaybeUninit;
@@ -80,7 +81,8 @@ fn cparams(
         .map_err(|_| err(format!("codec {codec} is not a codec id (0..=255)")))?;
     if let Codec::Other(id) = codec {
         return Err(err(format!(
-            "codec {id} is not supported (blosclz 0, lz4 1, lz4hc 2, zlib 4, zstd 5)"
+            "codec {id} is not supported (blosclz 0, lz4 1, lz4hc 2, zlib 4, zstd 5, ndlz 32, \
+             zfp_acc 33, zfp_prec 34, zfp_rate 35)"
         )));
     }
     if filters.len() > MAX_FILTERS || filters_meta.len() > MAX_FILTERS {
@@ -97,7 +99,7 @@ fn cparams(
         if let Filter::Other(id) = *slot {
             return Err(err(format!(
                 "filter {id} is not supported (nofilter 0, shuffle 1, bitshuffle 2, delta 3, \
-                 trunc_prec 4)"
+                 trunc_prec 4, ndcell 32, ndmean 33, bytedelta 35, int_trunc 36)"
             )));
         }
     }
@@ -139,6 +141,22 @@ fn cparams(
     Ok(p)
 }
 
+/// The b2nd block shape from the Python argument (`None`: no block shape).
+fn blockshape(dims: Option<Vec<i64>>) -> PyResult<Option<BlockShape>> {
+    let Some(dims) = dims else {
+        return Ok(None);
+    };
+    let dims = dims
+        .iter()
+        .map(|&d| {
+            u64::try_from(d).map_err(|_| err(format!("blockshape dimension {d} is negative")))
+        })
+        .collect::<PyResult<Vec<u64>>>()?;
+    BlockShape::new(&dims)
+        .map(Some)
+        .map_err(|e| err(e.to_string()))
+}
+
 /// Compresses a contiguous `uint8` array into one Blosc2 chunk, or with `blosc1` into the
 /// Blosc1 format C-Blosc 1.21 writes (all arguments numeric; see `scifmt.blosc.compress`).
 ///
@@ -146,7 +164,7 @@ fn cparams(
 /// `BloscError` for out-of-range parameters, inputs above C-Blosc2's 2 GiB limit, or anything
 /// `blosc_chunk::compress` refuses.
 #[pyfunction]
-#[pyo3(signature = (data, typesize, clevel, codec, filters, filters_meta, blocksize, splitmode, nthreads, use_dict, blosc1=false))]
+#[pyo3(signature = (data, typesize, clevel, codec, filters, filters_meta, blocksize, splitmode, nthreads, use_dict, blosc1=false, codec_meta=0, blockshape=None))]
 #[allow(clippy::too_many_arguments)]
 fn compress<'py>(
     py: Python<'py>,
@@ -161,8 +179,10 @@ fn compress<'py>(
     nthreads: i64,
     use_dict: bool,
     blosc1: bool,
+    codec_meta: i64,
+    blockshape: Option<Vec<i64>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
-    let p = cparams(
+    let mut p = cparams(
         typesize,
         clevel,
         codec,
@@ -174,6 +194,15 @@ fn compress<'py>(
         use_dict,
         blosc1,
     )?;
+    // C stores the codec meta as uint8_t: python-blosc2 passes ZFP_ACC's -3 as 253.
+    p.codec_meta = match codec_meta {
+        0..=255 => u8::try_from(codec_meta).unwrap_or(0),
+        -128..=-1 => i8::try_from(codec_meta)
+            .map(|v| v.to_le_bytes()[0])
+            .unwrap_or(0),
+        _ => return Err(err(format!("codec_meta {codec_meta} is not in -128..=255"))),
+    };
+    p.blockshape = self::blockshape(blockshape)?;
     let src = bytes_of(&data, "data")?;
     if src.len() > blosc_chunk::MAX_BUFFERSIZE {
         return Err(err(format!(
@@ -205,15 +234,17 @@ fn checked_header(chunk: &[u8], max_nbytes: usize) -> PyResult<ChunkHeader> {
 /// # Errors
 /// `BloscError` for a malformed, truncated, unsupported or too large chunk.
 #[pyfunction]
-#[pyo3(signature = (chunk, nthreads, max_nbytes))]
+#[pyo3(signature = (chunk, nthreads, max_nbytes, blockshape=None))]
 fn decompress<'py>(
     py: Python<'py>,
     chunk: PyReadonlyArray1<'py, u8>,
     nthreads: i64,
     max_nbytes: i64,
+    blockshape: Option<Vec<i64>>,
 ) -> PyResult<Bound<'py, PyBytes>> {
     let src = bytes_of(&chunk, "chunk")?;
-    let params = dparams(nthreads, max_nbytes)?;
+    let mut params = dparams(nthreads, max_nbytes)?;
+    params.blockshape = self::blockshape(blockshape)?;
     let h = checked_header(src, params.limits.max_nbytes)?;
     bytes_written_by(py, h.nbytes(), |out| {
         detached(py, || {
@@ -270,16 +301,18 @@ fn bytes_written_by<'py>(
 /// # Errors
 /// `BloscError` for a bad chunk or an output smaller than the chunk's `nbytes`.
 #[pyfunction]
-#[pyo3(signature = (chunk, out, nthreads, max_nbytes))]
+#[pyo3(signature = (chunk, out, nthreads, max_nbytes, blockshape=None))]
 fn decompress_into(
     py: Python<'_>,
     chunk: PyReadonlyArray1<'_, u8>,
     mut out: numpy::PyReadwriteArray1<'_, u8>,
     nthreads: i64,
     max_nbytes: i64,
+    blockshape: Option<Vec<i64>>,
 ) -> PyResult<usize> {
     let src = bytes_of(&chunk, "chunk")?;
-    let params = dparams(nthreads, max_nbytes)?;
+    let mut params = dparams(nthreads, max_nbytes)?;
+    params.blockshape = self::blockshape(blockshape)?;
     let h = checked_header(src, params.limits.max_nbytes)?;
     let dst = out
         .as_slice_mut()
@@ -361,6 +394,10 @@ fn codecs() -> Vec<(&'static str, u8)> {
         Codec::Lz4Hc,
         Codec::Zlib,
         Codec::Zstd,
+        Codec::NdLz,
+        Codec::ZfpAcc,
+        Codec::ZfpPrec,
+        Codec::ZfpRate,
     ]
     .into_iter()
     .filter(|c| c.is_enabled())

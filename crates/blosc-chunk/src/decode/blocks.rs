@@ -8,6 +8,7 @@ use crate::delta;
 use crate::error::{Error, Result};
 use crate::header::{ChunkHeader, Filter, MAX_DICT_SIZE, SpecialValue, read_i32};
 use crate::limits::Limits;
+use crate::plugins::{self, BlockShape, bytedelta, cells};
 use crate::shuffle;
 
 use super::output::Output;
@@ -37,6 +38,8 @@ pub(super) struct Blocks<'a> {
     /// Backward pipeline: (filter, meta) in the order they are undone.
     pub(super) pipeline: Vec<(Filter, u8)>,
     pub(super) dict: Option<Dict<'a>>,
+    /// The b2nd block shape, for the NDCELL and NDMEAN filters.
+    pub(super) shape: Option<BlockShape>,
 }
 
 impl Blocks<'_> {
@@ -61,7 +64,11 @@ impl Blocks<'_> {
 }
 
 /// Validates `chunk` and classifies it.
-pub(super) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHeader, Kind<'a>)> {
+pub(super) fn classify<'a>(
+    chunk: &'a [u8],
+    limits: &Limits,
+    shape: Option<BlockShape>,
+) -> Result<(ChunkHeader, Kind<'a>)> {
     let h = ChunkHeader::parse(chunk)?;
     if h.is_lazy() {
         return Err(Error::Unsupported {
@@ -132,9 +139,22 @@ pub(super) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHea
     let metas = h.filters_meta();
     for i in (0..fids.len()).rev() {
         match Filter::from_id(fids[i]) {
-            Filter::NoFilter | Filter::TruncPrec => {}
-            f @ (Filter::Shuffle | Filter::BitShuffle | Filter::Delta) => {
-                pipeline.push((f, metas[i]))
+            // Lossy truncations: nothing to undo (C-Blosc2 skips TRUNC_PREC and copies for
+            // INT_TRUNC).
+            Filter::NoFilter | Filter::TruncPrec | Filter::IntTrunc => {}
+            f @ (Filter::NdCell | Filter::NdMean) => {
+                plugins::need_shape(
+                    if f == Filter::NdCell {
+                        "ndcell"
+                    } else {
+                        "ndmean"
+                    },
+                    shape.as_ref(),
+                )?;
+                pipeline.push((f, metas[i]));
+            }
+            f @ (Filter::Shuffle | Filter::BitShuffle | Filter::Delta | Filter::ByteDelta) => {
+                pipeline.push((f, metas[i]));
             }
             Filter::Other(id) => {
                 return Err(Error::Unsupported {
@@ -193,6 +213,7 @@ pub(super) fn classify<'a>(chunk: &'a [u8], limits: &Limits) -> Result<(ChunkHea
         format: h.codec_format(),
         pipeline,
         dict,
+        shape,
     };
     if h.vl_blocks() {
         Ok((h, Kind::VlBlocks(blocks)))
@@ -281,6 +302,8 @@ fn decode_streams<'a>(
                     Some(slot) => *slot = Some(payload),
                     None => d.copy_from_slice(payload),
                 }
+            } else if b.format == codecs::FORMAT_USER {
+                user_codec(b, payload, d)?;
             } else if !codecs::decompress_stream(b.format, payload, d, b.dict.as_ref(), scratch) {
                 return Err(Error::corrupt("codec data", j, off));
             }
@@ -288,6 +311,22 @@ fn decode_streams<'a>(
         }
     }
     Ok(())
+}
+
+/// Decodes one stream of a plugin codec (format code 6; the id is in the `udcodec` byte).
+fn user_codec(b: &Blocks<'_>, payload: &[u8], d: &mut [u8]) -> Result<()> {
+    let meta = b.h.compcode_meta();
+    match crate::Codec::from_id(b.h.udcodec()) {
+        crate::Codec::NdLz => plugins::ndlz::decompress(meta, payload, d),
+        #[cfg(feature = "zfp")]
+        c @ (crate::Codec::ZfpAcc | crate::Codec::ZfpPrec | crate::Codec::ZfpRate) => {
+            plugins::zfp::decompress(c, meta, b.shape.as_ref(), b.h.typesize(), payload, d)
+        }
+        c => Err(Error::Unsupported {
+            what: "codec",
+            id: u32::from(c.id()),
+        }),
+    }
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -386,6 +425,22 @@ fn decode_block_init(
                     } else {
                         bitshuffle::bitunshuffle(ts, s, d, &mut bits);
                     }
+                }
+                Filter::ByteDelta => bytedelta::decode(meta, ts, s, d)?,
+                Filter::NdCell | Filter::NdMean => {
+                    let kind = if f == Filter::NdCell {
+                        cells::Kind::NdCell
+                    } else {
+                        cells::Kind::NdMean
+                    };
+                    let shape = b.shape.as_ref().ok_or(Error::MissingBlockShape {
+                        plugin: if kind == cells::Kind::NdCell {
+                            "ndcell"
+                        } else {
+                            "ndmean"
+                        },
+                    })?;
+                    cells::decode(kind, shape, meta, ts, s, d)?;
                 }
                 _ => d.copy_from_slice(s),
             }

@@ -24,6 +24,11 @@ pub struct DParams {
     /// Threads for block-parallel decoding (1 = serial, the default; 0 = all cores). Needs
     /// the `parallel` feature, otherwise decoding is always serial.
     pub nthreads: usize,
+    /// The b2nd block shape of the array the chunk belongs to: needed by chunks that use the
+    /// NDCELL or NDMEAN filter (C-Blosc2 reads it from the super-chunk's `b2nd` metalayer;
+    /// `blosc2-frame` passes it on). Without it such chunks fail with
+    /// [`Error::MissingBlockShape`]; other chunks ignore it.
+    pub blockshape: Option<crate::BlockShape>,
 }
 
 impl Default for DParams {
@@ -31,6 +36,7 @@ impl Default for DParams {
         Self {
             limits: Limits::default(),
             nthreads: 1,
+            blockshape: None,
         }
     }
 }
@@ -43,6 +49,13 @@ impl DParams {
             nthreads,
             ..Self::default()
         }
+    }
+
+    /// These parameters with the b2nd block shape `blockshape` (for NDCELL/NDMEAN chunks).
+    #[must_use]
+    pub fn with_blockshape(mut self, blockshape: crate::BlockShape) -> Self {
+        self.blockshape = Some(blockshape);
+        self
     }
 }
 
@@ -71,7 +84,7 @@ fn decode_blocks(b: &Blocks<'_>, out: &mut Output<'_>, nthreads: usize) -> Resul
 
 /// Decodes `chunk` into the first `nbytes` of `out`; returns them.
 fn decode_output<'o>(chunk: &[u8], out: Output<'o>, params: &DParams) -> Result<&'o mut [u8]> {
-    let (h, kind) = classify(chunk, &params.limits)?;
+    let (h, kind) = classify(chunk, &params.limits, params.blockshape)?;
     let nbytes = h.nbytes();
     let available = out.len();
     let out = out.prefix(nbytes).ok_or(Error::OutputTooSmall {
@@ -129,7 +142,7 @@ pub fn decompress_with(chunk: &[u8], limits: &Limits) -> Result<Vec<u8>> {
         chunk,
         &DParams {
             limits: *limits,
-            nthreads: 1,
+            ..DParams::default()
         },
     )
 }
@@ -198,7 +211,7 @@ pub fn decompress_into(chunk: &[u8], out: &mut [u8]) -> Result<usize> {
         out,
         &DParams {
             limits: Limits::unlimited(),
-            nthreads: 1,
+            ..DParams::default()
         },
     )
 }
@@ -267,7 +280,7 @@ pub fn getitem_ctx(
     n_items: usize,
     params: &DParams,
 ) -> Result<Vec<u8>> {
-    let (h, kind) = classify(chunk, &params.limits)?;
+    let (h, kind) = classify(chunk, &params.limits, params.blockshape)?;
     let (lo, hi) = item_range(&h, start_item, n_items)?;
     let mut out = vec![0u8; hi - lo];
     items_into(&h, kind, lo, hi, &mut out)?;
@@ -302,7 +315,7 @@ pub fn getitem_into_ctx(
     out: &mut [u8],
     params: &DParams,
 ) -> Result<usize> {
-    let (h, kind) = classify(chunk, &params.limits)?;
+    let (h, kind) = classify(chunk, &params.limits, params.blockshape)?;
     let (lo, hi) = item_range(&h, start_item, n_items)?;
     let n = hi - lo;
     let available = out.len();

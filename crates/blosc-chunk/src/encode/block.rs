@@ -4,10 +4,12 @@
 use super::params::Format;
 use super::plan::Plan;
 use crate::bitshuffle;
+use crate::codec::Codec;
 use crate::codecs::{self, EncodeScratch};
 use crate::delta;
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::header::{Filter, MAX_FILTERS};
+use crate::plugins::{bytedelta, cells, inttrunc, ndlz};
 use crate::shuffle;
 use crate::truncprec;
 
@@ -88,6 +90,22 @@ pub(super) fn forward<'a>(
             Filter::BitShuffle => bitshuffle::bitshuffle(ts, s, d, &mut bufs.bits),
             Filter::Delta => delta::encode(ts, offset, dref, s, d),
             Filter::TruncPrec => truncprec::encode(ts, meta, s, d)?,
+            Filter::ByteDelta => bytedelta::encode(meta, ts, s, d)?,
+            Filter::IntTrunc => inttrunc::encode(meta, ts, s, d)?,
+            Filter::NdCell => {
+                let shape = p
+                    .blockshape
+                    .as_ref()
+                    .ok_or(Error::MissingBlockShape { plugin: "ndcell" })?;
+                cells::encode_ndcell(shape, meta, ts, s, d)?;
+            }
+            Filter::NdMean => {
+                let shape = p
+                    .blockshape
+                    .as_ref()
+                    .ok_or(Error::MissingBlockShape { plugin: "ndmean" })?;
+                cells::encode_ndmean(shape, meta, ts, s, d)?;
+            }
             _ => d.copy_from_slice(s),
         }
         in_a = if first { true } else { !in_a };
@@ -98,6 +116,26 @@ pub(super) fn forward<'a>(
     } else {
         &bufs.b[..bsize]
     })
+}
+
+/// Compresses one stream with a plugin codec (`Ok(0)`: store it raw).
+fn user_codec(p: &Plan, stream: &[u8], dst: &mut [u8]) -> Result<usize> {
+    match p.codec {
+        Codec::NdLz => ndlz::compress(p.codec_meta, p.blockshape.as_ref(), stream, dst),
+        #[cfg(feature = "zfp")]
+        c @ (Codec::ZfpAcc | Codec::ZfpPrec | Codec::ZfpRate) => crate::plugins::zfp::compress(
+            c,
+            p.codec_meta,
+            p.blockshape.as_ref(),
+            p.typesize,
+            stream,
+            dst,
+        ),
+        c => Err(Error::Unsupported {
+            what: "codec",
+            id: u32::from(c.id()),
+        }),
+    }
 }
 
 /// Whether `s` is one byte value repeated (and not empty).
@@ -125,7 +163,7 @@ pub(super) fn encode_block(
     filtered: &[u8],
     out: &mut Vec<u8>,
     scratch: &mut EncodeScratch,
-) -> BlockResult {
+) -> Result<BlockResult> {
     let bsize = filtered.len();
     let nstreams = p.nstreams(bsize);
     let neblock = bsize / nstreams;
@@ -136,13 +174,13 @@ pub(super) fn encode_block(
         let ntbytes = out.len();
         if p.extended && is_run(stream) {
             if ntbytes > p.destsize {
-                return BlockResult::GiveUp;
+                return Ok(BlockResult::GiveUp);
             }
             let v = stream[0];
             if v != 0 {
                 // The token byte of a non-zero run must fit in the budget too.
                 if ntbytes + 1 > p.destsize {
-                    return BlockResult::GiveUp;
+                    return Ok(BlockResult::GiveUp);
                 }
                 out[csize_pos..ntbytes].copy_from_slice(&(-i32::from(v)).to_le_bytes());
                 out.push(1);
@@ -152,7 +190,7 @@ pub(super) fn encode_block(
         let mut maxout = neblock;
         if ntbytes + maxout > p.destsize {
             if ntbytes >= p.destsize {
-                return BlockResult::GiveUp;
+                return Ok(BlockResult::GiveUp);
             }
             maxout = p.destsize - ntbytes;
         }
@@ -161,18 +199,28 @@ pub(super) fn encode_block(
         if buf.len() < maxout {
             buf.resize(maxout, 0);
         }
-        let c = codecs::compress_stream(
-            p.codec,
-            p.blosclz,
-            p.clevel,
-            stream,
-            &mut buf[..maxout],
-            scratch,
-        );
+        let c = if p.codec.format_code() == Some(crate::codecs::FORMAT_USER) {
+            match user_codec(p, stream, &mut buf[..maxout]) {
+                Ok(c) => c,
+                Err(e) => {
+                    scratch.stream = buf;
+                    return Err(e);
+                }
+            }
+        } else {
+            codecs::compress_stream(
+                p.codec,
+                p.blosclz,
+                p.clevel,
+                stream,
+                &mut buf[..maxout],
+                scratch,
+            )
+        };
         let cbytes = if c == 0 || c >= neblock {
             if ntbytes + neblock > p.destsize {
                 scratch.stream = buf;
-                return BlockResult::GiveUp;
+                return Ok(BlockResult::GiveUp);
             }
             out.extend_from_slice(stream);
             neblock
@@ -184,5 +232,5 @@ pub(super) fn encode_block(
         let cs = i32::try_from(cbytes).unwrap_or(i32::MAX);
         out[csize_pos..ntbytes].copy_from_slice(&cs.to_le_bytes());
     }
-    BlockResult::Done
+    Ok(BlockResult::Done)
 }

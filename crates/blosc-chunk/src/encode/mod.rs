@@ -66,7 +66,11 @@ pub fn compress(data: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
         return p.memcpy_chunk(data);
     }
     #[cfg(feature = "parallel")]
-    if crate::pool::use_threads(cparams.nthreads, p.nblocks) && !p.use_dict {
+    // NDLZ streams are encoded on one thread (the parallel path only knows the core codecs).
+    if crate::pool::use_threads(cparams.nthreads, p.nblocks)
+        && !p.use_dict
+        && p.codec.format_code() != Some(crate::codecs::FORMAT_USER)
+    {
         return match parallel::encode_blocks(&p, data, cparams.nthreads)? {
             Some((out, ntbytes)) => finish(&p, out, ntbytes, Blosc2Flags::empty()),
             None => p.memcpy_chunk(data),
@@ -87,7 +91,7 @@ fn compress_serial(p: &Plan, data: &[u8], st: &mut EncodeState) -> Result<Vec<u8
     for j in 0..p.nblocks {
         p.write_bstart(&mut out, j);
         let filtered = forward(p, data, j, &mut st.bufs)?;
-        if let BlockResult::GiveUp = encode_block(p, filtered, &mut out, &mut st.codec) {
+        if let BlockResult::GiveUp = encode_block(p, filtered, &mut out, &mut st.codec)? {
             return p.memcpy_chunk(data);
         }
     }
@@ -114,7 +118,7 @@ fn compress_with_dict(p: &Plan, data: &[u8], st: &mut EncodeState) -> Result<Vec
     let mut fits = true;
     for (j, filtered) in copied.chunks(p.blocksize).enumerate() {
         p.write_bstart(&mut out, j);
-        if let BlockResult::GiveUp = encode_block(p, filtered, &mut out, &mut st.codec) {
+        if let BlockResult::GiveUp = encode_block(p, filtered, &mut out, &mut st.codec)? {
             fits = false;
             break;
         }

@@ -234,7 +234,7 @@ pub(super) fn encode_blocks(
             for j in start..p.nblocks {
                 p.write_bstart(&mut out, j);
                 let filtered = forward(p, data, j, &mut st.bufs)?;
-                if let BlockResult::GiveUp = encode_block(p, filtered, &mut out, &mut st.codec) {
+                if let BlockResult::GiveUp = encode_block(p, filtered, &mut out, &mut st.codec)? {
                     return Ok(false);
                 }
             }

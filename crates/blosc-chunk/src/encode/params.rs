@@ -58,6 +58,13 @@ pub struct CParams {
     pub use_dict: bool,
     /// The chunk format to write (default [`Format::Blosc2`]).
     pub format: Format,
+    /// Codec metadata (header byte 23), passed to plugin codecs: the cell edge (4 or 8) for
+    /// [`Codec::NdLz`].
+    pub codec_meta: u8,
+    /// The b2nd block shape of the array the chunk belongs to, needed by the NDCELL and
+    /// NDMEAN filters and the NDLZ codec (C-Blosc2 reads it from the super-chunk's `b2nd`
+    /// metalayer). The block size must then be the block's byte size.
+    pub blockshape: Option<crate::BlockShape>,
 }
 
 impl Default for CParams {
@@ -83,6 +90,8 @@ impl Default for CParams {
             blosc1_header: false,
             use_dict: false,
             format: Format::Blosc2,
+            codec_meta: 0,
+            blockshape: None,
         }
     }
 }

@@ -39,6 +39,8 @@ pub(super) struct Plan {
     pub(super) format: Format,
     /// The BloscLZ encoder to reproduce.
     pub(super) blosclz: blosclz::Flavor,
+    pub(super) codec_meta: u8,
+    pub(super) blockshape: Option<crate::BlockShape>,
 }
 
 fn filter_flags(filters: &[Filter; MAX_FILTERS]) -> Flags {
@@ -250,6 +252,8 @@ pub(super) fn plan(nbytes: usize, cp: &CParams) -> Result<Plan> {
         use_dict: cp.use_dict,
         format: Format::Blosc2,
         blosclz: blosclz::Flavor::V2_5_3,
+        codec_meta: cp.codec_meta,
+        blockshape: cp.blockshape,
     })
 }
 
@@ -296,6 +300,12 @@ fn plan_blosc1(nbytes: usize, cp: &CParams) -> Result<Plan> {
         BLOSC1_MAX_BUFFERSIZE,
         "above C-Blosc 1's BLOSC_MAX_BUFFERSIZE (2 147 483 631 bytes)",
     )?;
+    if format == codecs::FORMAT_USER {
+        return Err(Error::InvalidParam {
+            what: "codec",
+            why: "C-Blosc 1 has no plugin codecs (NDLZ, ZFP)",
+        });
+    }
     if cp.use_dict {
         return Err(Error::InvalidParam {
             what: "use_dict",
@@ -372,6 +382,8 @@ fn plan_blosc1(nbytes: usize, cp: &CParams) -> Result<Plan> {
         use_dict: false,
         format: Format::Blosc1,
         blosclz: blosclz::Flavor::V2_5_1 { split },
+        codec_meta: 0,
+        blockshape: None,
     })
 }
 
@@ -394,6 +406,7 @@ impl Plan {
             cbytes,
             filters: self.filters.map(Filter::id),
             udcodec: self.codec.id(),
+            compcode_meta: self.codec_meta,
             filters_meta: self.filters_meta,
             blosc2_flags,
         }

@@ -392,6 +392,7 @@ def _build(
     splitmode: Any = SplitMode.AUTO_SPLIT,
     nthreads: Optional[int] = None,
     use_dict: bool = False,
+    codec_meta: int = 0,
     meta: Optional[Dict[str, Any]] = None,
     vlmeta: Optional[Dict[str, Any]] = None,
 ) -> Any:
@@ -419,6 +420,7 @@ def _build(
         [_enum_number(f, Filter, "filter") for f in fs],
         [0] * 6 if filters_meta is None else [int(m) for m in filters_meta],
         _enum_number(splitmode, SplitMode, "splitmode"), _threads(nthreads), bool(use_dict),
+        int(codec_meta),
     )
     for name, value in (meta or {}).items():
         w.add_metalayer(name, value)
@@ -439,7 +441,8 @@ def save(array: Any, path: "os.PathLike[str] | str", chunks: Optional[Sequence[i
     disk).
 
     Keyword arguments: ``codec``, ``clevel``, ``filters``, ``filters_meta``, ``splitmode``,
-    ``nthreads``, ``use_dict`` (as in :func:`scifmt.blosc.compress`; python-blosc2's defaults:
+    ``nthreads``, ``use_dict``, ``codec_meta`` (as in :func:`scifmt.blosc.compress`; the plugins
+    NDCELL, NDMEAN, NDLZ and ZFP get the block shape from ``blocks``; python-blosc2's defaults:
     zstd, clevel 5, SHUFFLE), ``meta`` (extra fixed-size metalayers) and ``vlmeta``
     (variable-length metalayers), each a name → value dict stored as msgpack (None, bool, int,
     float, str, bytes, list, tuple, dict).

@@ -25,7 +25,9 @@ Differences from ``blosc2.compress2`` (documented in the package README):
 * ``typesize=None`` (the default) takes the item size of a numpy array or typed memoryview and
   8 (python-blosc2's default) for untyped buffers such as ``bytes``; ``blosc2.compress2``
   always defaults to 8. Pass ``typesize`` explicitly for identical bytes.
-* Only the built-in codecs and filters exist (no plugins, no ``codec_meta``, no tuner).
+* Besides the built-in codecs and filters, C-Blosc2's in-library plugins exist (NDLZ, ZFP;
+  NDCELL, NDMEAN, BYTEDELTA, INT_TRUNC); those that need the b2nd block shape take it as
+  ``blockshape=`` (python-blosc2 reads it from the array). No tuner.
 * Errors are :class:`BloscError` (a ``ValueError``), non-contiguous buffers raise
   ``BufferError`` like python-blosc2.
 """
@@ -72,6 +74,15 @@ class Codec(enum.IntEnum):
     LZ4HC = 2
     ZLIB = 4
     ZSTD = 5
+    #: C-Blosc2's NDLZ plugin: 2-D blocks of 1-byte items; ``codec_meta`` 4 or 8 (cell edge);
+    #: needs ``blockshape``.
+    NDLZ = 32
+    #: ZFP, fixed accuracy (float32/64): tolerance ``10**codec_meta``; needs ``blockshape``.
+    ZFP_ACC = 33
+    #: ZFP, fixed precision: ``codec_meta + 3 + 2*ndim`` bits; needs ``blockshape``.
+    ZFP_PREC = 34
+    #: ZFP, fixed rate: ``codec_meta`` percent of the input size; needs ``blockshape``.
+    ZFP_RATE = 35
 
 
 class Filter(enum.IntEnum):
@@ -82,6 +93,14 @@ class Filter(enum.IntEnum):
     BITSHUFFLE = 2
     DELTA = 3
     TRUNC_PREC = 4
+    #: Items regrouped by cells of ``filters_meta`` items per dimension; needs ``blockshape``.
+    NDCELL = 32
+    #: Lossy: every cell replaced by its mean (float32/64); needs ``blockshape``.
+    NDMEAN = 33
+    #: Byte-wise delta inside ``filters_meta`` byte streams (0 = typesize), after SHUFFLE.
+    BYTEDELTA = 35
+    #: Lossy integer truncation: ``filters_meta`` bits kept (or, negative, zeroed).
+    INT_TRUNC = 36
 
 
 class SplitMode(enum.IntEnum):
@@ -183,6 +202,8 @@ def compress(
     filters_meta: Optional[Iterable[int]] = None,
     use_dict: bool = False,
     format: str = "blosc2",
+    codec_meta: int = 0,
+    blockshape: Optional[Iterable[int]] = None,
 ) -> bytes:
     """Compresses a C-contiguous buffer into one Blosc2 chunk, or a Blosc1 one.
 
@@ -210,6 +231,11 @@ def compress(
       filter (SHUFFLE or BITSHUFFLE; ``filters=[Filter.NOFILTER]`` for none) and no
       ``filters_meta`` or ``use_dict``; ``blocksize`` follows C-Blosc 1's rules (any size,
       adjusted as C-Blosc 1 does).
+    * ``codec_meta``: the codec's parameter byte (NDLZ: cell edge 4 or 8; ZFP: see
+      :class:`Codec`), -128..=255.
+    * ``blockshape``: the b2nd block shape (items per dimension) the chunk belongs to, which
+      the NDCELL/NDMEAN filters and the NDLZ/ZFP codecs need (C-Blosc2 reads it from the array's
+      ``b2nd`` metalayer); ``blocksize`` must then be the block's byte size.
 
     Returns the chunk as ``bytes``.
 
@@ -241,6 +267,8 @@ def compress(
         _threads(nthreads),
         bool(use_dict),
         blosc1,
+        int(codec_meta),
+        None if blockshape is None else [int(d) for d in blockshape],
     )
 
 
@@ -254,7 +282,8 @@ def compress2(src: Any, **kwargs: Any) -> bytes:
     """``blosc2.compress2``'s signature and defaults: keyword parameters, or ``cparams=`` a dict
     or a ``blosc2.CParams``; ``typesize`` defaults to 8 whatever the buffer, like python-blosc2.
 
-    ``codec_meta`` must be 0 and ``tuner`` the default (STUNE).
+    ``tuner`` must be the default (STUNE). Plugins that need the b2nd block shape (NDCELL,
+    NDMEAN, NDLZ, ZFP) fail here as in python-blosc2: use :func:`compress` with ``blockshape``.
     """
     if "cparams" in kwargs:
         if len(kwargs) > 1:
@@ -268,8 +297,6 @@ def compress2(src: Any, **kwargs: Any) -> bytes:
     unknown = set(kwargs) - _COMPRESS2_KEYS
     if unknown:
         raise TypeError(f"unknown compression parameters: {sorted(unknown)}")
-    if int(kwargs.get("codec_meta", 0)) != 0:
-        raise ValueError("codec_meta is not supported (built-in codecs only)")
     tuner = kwargs.get("tuner", 0)
     if (tuner.value if isinstance(tuner, enum.Enum) else tuner) != 0:
         raise ValueError("only the default tuner (STUNE) is supported")
@@ -284,21 +311,32 @@ def compress2(src: Any, **kwargs: Any) -> bytes:
         nthreads=kwargs.get("nthreads"),
         filters_meta=kwargs.get("filters_meta"),
         use_dict=kwargs.get("use_dict", False),
+        codec_meta=int(kwargs.get("codec_meta", 0)),
     )
 
 
-def decompress(chunk: Any, nthreads: Optional[int] = None, max_nbytes: int = MAX_BUFFERSIZE) -> bytes:
+def decompress(
+    chunk: Any,
+    nthreads: Optional[int] = None,
+    max_nbytes: int = MAX_BUFFERSIZE,
+    *,
+    blockshape: Optional[Iterable[int]] = None,
+) -> bytes:
     """Decompresses one chunk (any C-contiguous buffer) into ``bytes``.
 
     ``max_nbytes`` bounds the output a chunk may ask for (default: C-Blosc2's 2 GiB maximum);
     the decoder checks it before allocating. ``nthreads``: ``None`` or 0 = all cores.
+    ``blockshape``: the b2nd block shape, needed by chunks using NDCELL, NDMEAN or ZFP.
 
     Raises ``BloscError`` for a malformed, truncated, unsupported or too large chunk.
     """
-    return _core.decompress(_u8(chunk, "chunk"), _threads(nthreads), int(max_nbytes))
+    bs = None if blockshape is None else [int(d) for d in blockshape]
+    return _core.decompress(_u8(chunk, "chunk"), _threads(nthreads), int(max_nbytes), bs)
 
 
-def decompress_into(chunk: Any, out: Any, nthreads: Optional[int] = None) -> int:
+def decompress_into(
+    chunk: Any, out: Any, nthreads: Optional[int] = None, *, blockshape: Optional[Iterable[int]] = None
+) -> int:
     """Decompresses one chunk into ``out`` (a writable C-contiguous numpy array, bytearray or
     memoryview at least ``nbytes`` long, of any dtype); returns the number of bytes written.
     """
@@ -311,7 +349,8 @@ def decompress_into(chunk: Any, out: Any, nthreads: Optional[int] = None) -> int
         if m.readonly or not m.c_contiguous:
             raise BufferError("out: the buffer is not writable and C-contiguous")
         dst = np.frombuffer(m.cast("B") if (m.ndim != 1 or m.format != "B") else m, dtype=np.uint8)
-    return _core.decompress_into(_u8(chunk, "chunk"), dst, _threads(nthreads), MAX_BUFFERSIZE)
+    bs = None if blockshape is None else [int(d) for d in blockshape]
+    return _core.decompress_into(_u8(chunk, "chunk"), dst, _threads(nthreads), MAX_BUFFERSIZE, bs)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,151 @@
+//! The in-library plugins of C-Blosc2 3.3.5 (BYTEDELTA, INT_TRUNC, NDCELL, NDMEAN filters;
+//! NDLZ codec) against the fixtures in `testdata/blosc/plugins/` made by python-blosc2 4.14.1:
+//! chunk 0 of every array decodes to what python-blosc2 decompresses, and our encoder writes
+//! the stored chunk byte for byte from the chunk's raw content.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::cast_possible_truncation,
+    reason = "test helpers: a failed unwrap is a failed test; sizes fit in usize"
+)]
+use std::path::PathBuf;
+
+use blosc_chunk::{BlockShape, CParams, Codec, DParams, Error, Filter, SplitMode};
+use serde_json::Value;
+
+fn dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/blosc/plugins")
+}
+
+fn entries() -> Vec<Value> {
+    let text = std::fs::read_to_string(dir().join("manifest.json")).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| Codec::from_id(e["codec"].as_u64().unwrap() as u8).is_enabled())
+        .cloned()
+        .collect()
+}
+
+/// 25 arrays with the plugin filters and NDLZ, 9 more with ZFP (feature `zfp`); fewer when a
+/// codec feature the fixtures use (lz4, zstd) is off (`cargo xtask features` runs such builds).
+fn expected_arrays() -> usize {
+    let all = 25 + if Codec::ZfpAcc.is_enabled() { 9 } else { 0 };
+    if Codec::Lz4.is_enabled() && Codec::Zstd.is_enabled() {
+        all
+    } else {
+        entries().len()
+    }
+}
+
+fn file(e: &Value, suffix: &str) -> Option<Vec<u8>> {
+    let name = e["files"][suffix].as_str()?;
+    Some(std::fs::read(dir().join(name)).unwrap())
+}
+
+fn u64s(v: &Value) -> Vec<u64> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x.as_u64().unwrap())
+        .collect()
+}
+
+fn blockshape(e: &Value) -> BlockShape {
+    BlockShape::new(&u64s(&e["blocks"])).unwrap()
+}
+
+fn cparams(e: &Value) -> CParams {
+    let mut filters = [Filter::NoFilter; 6];
+    let mut filters_meta = [0u8; 6];
+    for (i, f) in e["filters"].as_array().unwrap().iter().enumerate() {
+        filters[i] = Filter::from_id(f.as_u64().unwrap() as u8);
+    }
+    for (i, m) in e["filters_meta"].as_array().unwrap().iter().enumerate() {
+        filters_meta[i] = m.as_u64().unwrap() as u8;
+    }
+    let mut cp = CParams::default();
+    cp.codec = Codec::from_id(e["codec"].as_u64().unwrap() as u8);
+    cp.codec_meta = e["codec_meta"].as_u64().unwrap() as u8;
+    cp.clevel = e["clevel"].as_u64().unwrap() as u8;
+    cp.typesize = e["itemsize"].as_u64().unwrap() as usize;
+    cp.filters = filters;
+    cp.filters_meta = filters_meta;
+    cp.splitmode = match e["splitmode"].as_u64().unwrap() {
+        1 => SplitMode::Always,
+        2 => SplitMode::Never,
+        3 => SplitMode::Auto,
+        _ => SplitMode::ForwardCompat,
+    };
+    cp.blocksize = (u64s(&e["blocks"]).iter().product::<u64>() as usize) * cp.typesize;
+    cp.blockshape = Some(blockshape(e));
+    cp
+}
+
+fn uses_cells(e: &Value) -> bool {
+    matches!(e["codec"].as_u64(), Some(33..=35))
+        || e["filters"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|f| matches!(f.as_u64(), Some(32 | 33)))
+}
+
+#[test]
+fn every_plugin_chunk_decodes_like_python_blosc2() {
+    let mut n = 0;
+    for e in entries() {
+        let name = e["name"].as_str().unwrap();
+        let chunk = file(&e, "c0.cdata").unwrap();
+        let want = file(&e, "c0.dec").or_else(|| file(&e, "c0.raw")).unwrap();
+        let p = DParams::default().with_blockshape(blockshape(&e));
+        let got =
+            blosc_chunk::decompress_ctx(&chunk, &p).unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert!(got == want, "{name}: decoded bytes differ");
+        // Item access decodes the same bytes.
+        let ts = e["itemsize"].as_u64().unwrap() as usize;
+        let nitems = want.len() / ts;
+        let mid = blosc_chunk::getitem_ctx(&chunk, nitems / 3, nitems / 2, &p).unwrap();
+        assert!(
+            mid == want[nitems / 3 * ts..(nitems / 3 + nitems / 2) * ts],
+            "{name}: getitem"
+        );
+        // Without the block shape, cell filters and ZFP say what they miss.
+        let bare = blosc_chunk::decompress(&chunk);
+        let memcpyed = chunk[2] & 0x02 != 0;
+        if uses_cells(&e) && !memcpyed {
+            assert!(
+                matches!(bare, Err(Error::MissingBlockShape { .. })),
+                "{name}: {bare:?}"
+            );
+        } else {
+            assert!(bare.unwrap() == want, "{name}: without block shape");
+        }
+        n += 1;
+    }
+    assert_eq!(n, expected_arrays());
+}
+
+#[test]
+fn every_plugin_chunk_encodes_byte_identical() {
+    let mut n = 0;
+    for e in entries() {
+        let name = e["name"].as_str().unwrap();
+        let chunk = file(&e, "c0.cdata").unwrap();
+        let raw = file(&e, "c0.raw").unwrap();
+        let cp = cparams(&e);
+        let ours = blosc_chunk::compress(&raw, &cp).unwrap_or_else(|err| panic!("{name}: {err}"));
+        assert!(
+            ours == chunk,
+            "{name}: our chunk differs (len {} vs {}; header {:02x?} vs {:02x?})",
+            ours.len(),
+            chunk.len(),
+            &ours[..32.min(ours.len())],
+            &chunk[..32]
+        );
+        n += 1;
+    }
+    assert_eq!(n, expected_arrays());
+}
