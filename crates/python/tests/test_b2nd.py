@@ -217,6 +217,11 @@ def test_default_chunks_and_compression(tmp_path):
 def test_errors_name_the_file(tmp_path):
     with pytest.raises(FileNotFoundError, match="nope.b2nd"):
         b2nd.open(tmp_path / "nope.b2nd")
+    # An existing directory that is no sparse frame is said to be one, not reported missing.
+    (tmp_path / "plain_dir").mkdir()
+    with pytest.raises(b2nd.B2ndError, match="plain_dir.*not a sparse frame") as e:
+        b2nd.open(tmp_path / "plain_dir")
+    assert not isinstance(e.value, FileNotFoundError)
     junk = tmp_path / "junk.b2nd"
     junk.write_bytes(b"not a frame at all" * 10)
     with pytest.raises(b2nd.B2ndError, match="junk.b2nd"):

@@ -159,7 +159,9 @@ def test_errors(tmp_path, testdata):
         f.vector(1.5, 0)
     with pytest.raises(TypeError):
         f.most_related_to_at_t([0.5], 0, 3)
-    assert f.pairwise_trajectories([0, 1], [2]).shape == (0, 9)
+    # Unequal lists form no pairs: refused as the CLI refuses them (the reference: empty result).
+    with pytest.raises(ValueError, match="words1 has 2 words, words2 has 1: they form pairs"):
+        f.pairwise_trajectories([0, 1], [2])
     assert f.most_related_to_at_t([0], 0, 37)[0, -1] == -1  # V-1 other words: last rank unfilled
     with pytest.raises(FileNotFoundError, match="missing.dwe"):
         dwe.open(tmp_path / "missing.dwe")

@@ -137,9 +137,14 @@ class DweFile:
     def pairwise_trajectories(self, words1: Sequence[int], words2: Sequence[int]) -> np.ndarray:
         """For each pair ``(words1[p], words2[p])`` and time step t, the dot product of the two
         embeddings as the reference computes it (``f32(s*s) * f32(i32 dot)``), shape
-        ``(P, T)`` float32. Lists of different lengths give an empty ``(0, T)`` result, like
-        the reference."""
+        ``(P, T)`` float32. The lists form pairs, so they must have the same length: lists of
+        different lengths raise ``ValueError`` (as ``scifmt dwe trajectories`` refuses them; the
+        reference silently returns an empty result)."""
         w1, w2 = _words(words1, "words1"), _words(words2, "words2")
+        if len(w1) != len(w2):
+            raise ValueError(
+                f"words1 has {len(w1)} words, words2 has {len(w2)}: they form pairs"
+            )
         out = self._f.pairwise_trajectories(w1, w2)
         return out.reshape(-1, self._t)
 
