@@ -20,6 +20,9 @@ pub struct StoreUrl {
     /// The URL without credentials (no user info, query or fragment) and without a trailing
     /// `/`: the name of `path` in messages.
     pub url: String,
+    /// `scheme://host[:port]` of the URL (no user info, path, query or fragment): the name of
+    /// the store in messages, to which other paths of the store can be joined.
+    pub root: String,
 }
 
 /// Opens the store `url` names (`s3://bucket/key`, `gs://…`, `az://…`, `http(s)://…`,
@@ -62,10 +65,16 @@ pub fn store_for_url(url: &str, config: &[(String, String)]) -> Result<StoreUrl>
             url: clean.clone(),
             source,
         })?;
+    let root = match (parsed.host_str(), parsed.port()) {
+        (Some(h), Some(p)) => format!("{}://{h}:{p}", parsed.scheme()),
+        (Some(h), None) => format!("{}://{h}", parsed.scheme()),
+        _ => format!("{}://", parsed.scheme()),
+    };
     Ok(StoreUrl {
         store: Arc::from(store),
         path,
         url: clean,
+        root,
     })
 }
 
@@ -143,6 +152,7 @@ mod tests {
         let s = store_for_url("memory:///a/b/", &[]).unwrap();
         assert_eq!(s.url, "memory:///a/b");
         assert_eq!(s.path.as_ref(), "a/b");
+        assert_eq!(s.root, "memory://");
         match store_for_url("not a url with:secret@host", &[]) {
             Err(Error::InvalidArgument(m)) => assert!(!m.contains("secret"), "{m}"),
             other => panic!("{other:?}"),
