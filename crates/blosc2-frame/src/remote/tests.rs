@@ -1,5 +1,5 @@
 //! Remote reads against object_store's in-memory and local-file stores (the real-server
-//! tests live in crates/s3-testserver/tests/frame_remote.rs).
+//! tests live in tests/remote.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
