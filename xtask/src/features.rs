@@ -4,7 +4,7 @@
 //! * `blosc-chunk`: its tests with no codec feature (BloscLZ only), each codec alone, and the
 //!   defaults — the codec features change what decodes, so these are test runs (the crate gates
 //!   the fixtures each test needs); clippy with no default features.
-//! * `wkw`, `blosc2-frame`, `dwe-format`, `offset-codec`: clippy `-D warnings` on all targets
+//! * `scifmt-io`, `wkw`, `blosc2-frame`, `dwe-format`, `offset-codec`: clippy `-D warnings` on all targets
 //!   with no default features and with all features (a `cfg` mistake shows up as an unused item
 //!   or a missing one), and the tests with all features (the optional `serde` / `ndarray` APIs
 //!   have their own tests). Their default-feature tests are run by `cargo test --workspace`.
@@ -23,7 +23,13 @@ const BLOSC_CHUNK_SETS: &[&[&str]] = &[
 ];
 
 /// Crates checked with no default features and with all features.
-const CHECKED: &[&str] = &["wkw", "blosc2-frame", "dwe-format", "offset-codec"];
+const CHECKED: &[&str] = &[
+    "scifmt-io",
+    "wkw",
+    "blosc2-frame",
+    "dwe-format",
+    "offset-codec",
+];
 
 fn clippy(package: &str, features: &[&str]) -> Result<(), String> {
     exec(

@@ -151,11 +151,11 @@ pub enum Error {
     #[error("i/o error: {0}")]
     Io(#[from] std::io::Error),
     /// An object-store request failed (feature `object_store`). `url` names the object without
-    /// credentials (no user info, no query string); the message quotes the store's error with
-    /// the user info of any URL in it removed. `source` is the store's error as it came (match
+    /// credentials (no user info, no query string); the message quotes the store's error through
+    /// `scifmt_io::redact` (no user info, query strings or fragments of URLs). `source` is the store's error as it came (match
     /// on `object_store::Error::NotFound` for a missing object; it may quote such a URL whole).
     #[cfg(feature = "object_store")]
-    #[error("{url}: {}", without_userinfo(&source.to_string()))]
+    #[error("{url}: {}", scifmt_io::redact(&source.to_string()))]
     Remote {
         /// The object (or prefix) the request was for.
         url: String,
@@ -185,6 +185,28 @@ pub enum Error {
 /// `Result` with this crate's [`Error`].
 pub type Result<T, E = Error> = core::result::Result<T, E>;
 
+impl From<scifmt_io::Error> for Error {
+    fn from(e: scifmt_io::Error) -> Self {
+        match e {
+            scifmt_io::Error::InvalidArgument(m) => Self::InvalidArgument(m),
+            #[cfg(feature = "object_store")]
+            scifmt_io::Error::Remote { url, source } => Self::Remote { url, source },
+            #[cfg(feature = "object_store")]
+            scifmt_io::Error::Conflict { url } => Self::Conflict { url },
+            #[cfg(feature = "object_store")]
+            scifmt_io::Error::Changed { url } => Self::Changed { url },
+            #[cfg(feature = "object_store")]
+            scifmt_io::Error::InsideRuntime { .. } => Self::InvalidArgument(
+                "blocking remote API called from inside a tokio runtime; use the async API \
+                 (RemoteFrame / RemoteB2nd) there"
+                    .into(),
+            ),
+            // I/O errors keep their kind; the message names the path.
+            e => Self::Io(e.into_io()),
+        }
+    }
+}
+
 impl Error {
     /// Shorthand for [`Error::Invalid`].
     pub(crate) fn invalid(what: &'static str, offset: u64, detail: impl Into<String>) -> Self {
@@ -193,46 +215,5 @@ impl Error {
             offset,
             detail: detail.into(),
         }
-    }
-}
-
-/// `text` with the user info (`user:password@`) of every `scheme://` URL in it removed: object
-/// stores quote request URLs in their messages, and a URL given with credentials would
-/// otherwise carry them into ours.
-#[cfg(feature = "object_store")]
-fn without_userinfo(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        let authority_end = tail
-            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"')
-            .unwrap_or(tail.len());
-        match tail[..authority_end].rfind('@') {
-            Some(at) => rest = &tail[at + 1..],
-            None => rest = tail,
-        }
-    }
-    out.push_str(rest);
-    out
-}
-
-#[cfg(all(test, feature = "object_store"))]
-mod userinfo_tests {
-    use super::without_userinfo;
-
-    #[test]
-    fn credentials_in_quoted_urls_are_removed() {
-        assert_eq!(
-            without_userinfo("GET http://user:pw@h:9/x/a.wkw failed; see https://h/doc"),
-            "GET http://h:9/x/a.wkw failed; see https://h/doc"
-        );
-        assert_eq!(
-            without_userinfo("s3://b/k@v and x://u@h"),
-            "s3://b/k@v and x://h"
-        );
-        assert_eq!(without_userinfo("no url"), "no url");
-        assert_eq!(without_userinfo("tail http://a:b@"), "tail http://");
     }
 }

@@ -4,7 +4,6 @@
 mod array;
 mod b2nd;
 mod bytes;
-mod durable;
 mod element;
 mod error;
 mod header;
@@ -16,6 +15,9 @@ mod meta_serde;
 mod ndarray_io;
 mod offsets;
 mod reader;
+/// Whether writes wait for the data to reach the disk (shared by the scifmt crates).
+pub use scifmt_io::Durability;
+
 #[cfg(feature = "object_store")]
 mod remote;
 mod source;
@@ -39,12 +41,12 @@ pub use ndarray;
 pub use crate::ndarray_io::b2nd_frame_from_ndarray;
 #[cfg(feature = "object_store")]
 pub use crate::remote::{
-    BlockingRemoteB2nd, BlockingRemoteFrame, RemoteB2nd, RemoteFrame, RemoteOptions, WriteMode,
+    BlockingRemoteB2nd, BlockingRemoteFrame, RemoteB2nd, RemoteFrame, RemoteFrameOptions,
+    RemoteOptions, WriteMode,
 };
 pub use crate::{
     array::{B2ND_METALAYER, B2ndArray, b2nd_frame, b2nd_frame_from_slice, b2nd_zeros},
     b2nd::{B2ND_MAX_DIM, B2ndMeta, DEFAULT_DTYPE},
-    durable::Durability,
     element::Element,
     error::{Error, Result},
     header::{FrameHeader, FrameType, HEADER_FIXED_LEN, MAX_FRAME_FORMAT_VERSION},

@@ -5,14 +5,13 @@ use std::fs;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
-use tempfile::NamedTempFile;
-
-use crate::durable::{Durability, commit, temp_beside, write_atomically};
 use crate::header::FrameType;
 use crate::offsets::ChunkLocation;
 use crate::reader::SPARSE_FRAME_FILE;
+use crate::writer::write_atomically;
 use crate::writer::{Entry, FrameParams, FrameWriter, chunk_file_name, existing_chunk_numbers};
 use crate::{Error, Result};
+use scifmt_io::{Durability, Staged};
 
 /// Where the chunks go.
 #[derive(Debug)]
@@ -20,7 +19,7 @@ enum Sink {
     /// One temporary file persisted over the target by `finish` (and removed when dropped
     /// unfinished); `None` once finished.
     Contiguous {
-        out: Option<BufWriter<NamedTempFile>>,
+        out: Option<BufWriter<Staged>>,
         header_len: u64,
     },
     /// One file per stored chunk in the target directory; `chunks.b2frame` by `finish`.
@@ -80,7 +79,7 @@ impl FrameFileWriter {
     ) -> Result<Self> {
         let target = path.as_ref().to_path_buf();
         let meta = writer_with(params, metalayers)?;
-        let mut out = BufWriter::new(temp_beside(&target)?);
+        let mut out = BufWriter::new(Staged::create(&target)?);
         // Placeholder header of the final length (metalayers are fixed); patched by `finish`.
         let header = meta.header_bytes(FrameType::Contiguous, 0, 0)?;
         let header_len = header.len() as u64;
@@ -277,7 +276,7 @@ impl FrameFileWriter {
                         .header_bytes(FrameType::Contiguous, frame_len, self.cbytes)?;
                 out.seek(SeekFrom::Start(0))?;
                 out.write_all(&header)?;
-                commit(out, &self.target, self.durability)
+                Ok(scifmt_io::commit(out, self.durability)?)
             }
             Sink::Sparse {
                 old,

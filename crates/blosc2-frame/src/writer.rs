@@ -16,7 +16,6 @@ use std::path::{Path, PathBuf};
 
 use blosc_chunk::{CParams, ChunkHeader, Codec, Filter, SpecialValue, SplitMode};
 
-use crate::durable::{Durability, write_atomically};
 use crate::header::{
     FRAME_FORMAT_VERSION_FIXED, FRAME_FORMAT_VERSION_VARIABLE, FrameHeader, FrameType,
     HEADER_FIXED_LEN,
@@ -25,6 +24,7 @@ use crate::layers::{self, MAX_METALAYERS, MAX_VLMETALAYERS, Section};
 use crate::offsets::{ChunkLocation, encode_index};
 use crate::reader::{Frame, Layer, SPARSE_FRAME_FILE};
 use crate::{Error, Result, trailer};
+use scifmt_io::Durability;
 
 /// Settings of a new frame.
 #[derive(Debug, Clone)]
@@ -964,4 +964,13 @@ pub(crate) fn existing_chunk_numbers(dir: &Path) -> Result<Vec<u64>> {
         }
     }
     Ok(v)
+}
+
+/// [`scifmt_io::write_atomically`] with this crate's error type.
+pub(crate) fn write_atomically(
+    path: &Path,
+    durability: Durability,
+    body: impl FnOnce(&mut std::io::BufWriter<scifmt_io::Staged>) -> Result<()>,
+) -> Result<()> {
+    scifmt_io::write_atomically(path, durability, body)
 }

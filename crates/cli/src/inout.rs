@@ -1,6 +1,6 @@
 //! Input and output files, where `-` means stdin or stdout.
 //!
-//! Outputs named by a path are written atomically: a [`tempfile::NamedTempFile`] in the target
+//! Outputs named by a path are written atomically: a `scifmt_io::Staged` file in the target
 //! directory, persisted (renamed) over the target only when complete, so an interrupted or
 //! failed command never leaves a partial file. `-` writes to stdout as the data comes; a reader
 //! that closes the pipe early (`| head`) ends the command quietly ([`Fail::closed_stdout`]).
@@ -138,7 +138,7 @@ enum Sink {
     /// A temporary file beside the target, persisted over it by [`Output::commit`].
     File {
         path: PathBuf,
-        w: BufWriter<tempfile::NamedTempFile>,
+        w: BufWriter<scifmt_io::Staged>,
     },
     /// A temporary file uploaded to `url` by [`Output::commit`].
     Remote {
@@ -176,20 +176,8 @@ impl Output {
                 w: BufWriter::with_capacity(1 << 20, tmp),
             }));
         }
-        let dir = match path.parent() {
-            Some(d) if !d.as_os_str().is_empty() => d,
-            _ => Path::new("."),
-        };
-        let mut builder = tempfile::Builder::new();
-        builder.prefix(".scifmt-");
-        // The permissions a plain `File::create` gives (0o666 less the umask), not the
-        // temporary file's private 0o600.
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            builder.permissions(std::fs::Permissions::from_mode(0o666));
-        }
-        let tmp = builder.tempfile_in(dir).at(path)?;
+        // Beside the target, with the permissions a plain `File::create` gives.
+        let tmp = scifmt_io::Staged::create(path).map_err(|e| Fail::input(path, describe(&e)))?;
         Ok(Self(Sink::File {
             path: path.to_path_buf(),
             w: BufWriter::with_capacity(1 << 20, tmp),
@@ -237,14 +225,8 @@ impl Output {
     /// Flushes, and renames a file into place or uploads the object.
     pub(crate) fn commit(self) -> CliResult {
         match self.0 {
-            Sink::File { path, w } => {
-                let tmp = w
-                    .into_inner()
-                    .map_err(|e| Fail::input(&path, describe(e.error())))?;
-                tmp.persist(&path)
-                    .map_err(|e| Fail::input(&path, describe(&e.error)))?;
-                Ok(())
-            }
+            Sink::File { path, w } => scifmt_io::commit(w, scifmt_io::Durability::None)
+                .map_err(|e| Fail::input(&path, describe(&e))),
             Sink::Remote { url, w } => {
                 let tmp = w
                     .into_inner()

@@ -20,14 +20,10 @@ pub(crate) fn is_url(path: &Path) -> bool {
     path.to_str().and_then(scheme_of).is_some()
 }
 
-/// The URL without user info, query and fragment.
-pub(crate) fn redact(url: &url::Url) -> String {
-    let mut u = url.clone();
-    let _ = u.set_username("");
-    let _ = u.set_password(None);
-    u.set_query(None);
-    u.set_fragment(None);
-    let s = u.to_string();
+/// The URL without user info, query and fragment ([`scifmt_io::redact`]) and without one
+/// trailing `/` (unless the path is only `/`).
+pub(crate) fn shown_url(url: &url::Url) -> String {
+    let s = scifmt_io::redact(url.as_str());
     s.strip_suffix('/')
         .filter(|t| !t.ends_with('/'))
         .unwrap_or(&s)
@@ -38,7 +34,7 @@ pub(crate) fn redact(url: &url::Url) -> String {
 pub(crate) fn display_name(path: &Path) -> String {
     match path.to_str().map(|s| (s, scheme_of(s))) {
         Some((s, Some(scheme))) => match url::Url::parse(s) {
-            Ok(u) => redact(&u),
+            Ok(u) => shown_url(&u),
             Err(_) => format!("{scheme}://…"),
         },
         _ => path.display().to_string(),

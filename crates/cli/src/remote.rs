@@ -3,15 +3,15 @@
 //!
 //! - **Recognition**: an argument is a URL when it starts with `SCHEME://`; a scheme the tool
 //!   does not know is a usage error (write `./name` for a local path that looks like one).
-//! - **Stores** are built from the environment exactly as `object_store`'s builders read it:
-//!   `AmazonS3Builder::from_env().with_url(url)` (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
+//! - **Stores** are built by `scifmt_io::store_for_url`, the function the libraries' `open_url`
+//!   use, from the environment variables `AWS_*` (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
 //!   `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ALLOW_HTTP`, …),
-//!   `GoogleCloudStorageBuilder::from_env()` (`GOOGLE_*`), `MicrosoftAzureBuilder::from_env()`
-//!   (`AZURE_*`), `HttpBuilder` for other `http(s)://` hosts, `LocalFileSystem` for `file://`.
+//!   `GOOGLE_*` and `AZURE_*`; `HttpBuilder` for other `http(s)://` hosts, `LocalFileSystem`
+//!   for `file://`.
 //!   `https://` URLs of the clouds' own hosts (`*.amazonaws.com`, `*.blob.core.windows.net`, …)
 //!   go to that cloud's client, as `object_store::ObjectStoreScheme` maps them.
-//! - **One tokio runtime** for the process, built on first use ([`block_on`]); local runs
-//!   never start it.
+//! - **One tokio runtime** for the process, `scifmt_io::runtime`, built on first use
+//!   ([`block_on`]) and shared with the libraries' blocking wrappers; local runs never start it.
 //! - **Whole-object reads** ([`read_object`], [`ObjectReader`]) stream the body and stop one
 //!   byte past a limit, whatever length the server announces.
 //! - **Uploads** ([`upload_file`], [`upload_dir`]): outputs are spooled to local temporary
@@ -25,7 +25,7 @@ use std::fs::File;
 use std::future::Future;
 use std::io::Read;
 use std::path::Path;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
@@ -33,7 +33,7 @@ use object_store::path::Path as ObjPath;
 use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutPayload, WriteMultipart};
 
 use crate::fail::{CliResult, Fail, describe};
-use crate::names::{redact, remember_secrets, scheme_of};
+use crate::names::{remember_secrets, scheme_of, shown_url};
 
 /// Uploads of at least this many bytes use a multipart upload (16 MiB parts).
 pub(crate) const MULTIPART_THRESHOLD: u64 = 64 << 20;
@@ -86,7 +86,7 @@ impl RemoteUrl {
         let url = url::Url::parse(s)
             .map_err(|e| Fail::usage(format!("{scheme}://…: not a valid URL: {e}")))?;
         remember_secrets(&url);
-        let shown = redact(&url);
+        let shown = shown_url(&url);
         Ok(Some(Self { url, shown }))
     }
 
@@ -111,7 +111,7 @@ impl RemoteUrl {
         let path = format!("{}/{rel}", url.path().trim_end_matches('/'));
         url.set_path(&path);
         Self {
-            shown: redact(&url),
+            shown: shown_url(&url),
             url,
         }
     }
@@ -121,60 +121,22 @@ impl RemoteUrl {
     /// # Errors
     /// The store's configuration error (naming the URL).
     pub(crate) fn store(&self) -> CliResult<(Arc<dyn ObjectStore>, ObjPath)> {
-        let fail = |e: &object_store::Error| Fail::input(self.name(), describe(e));
-        let (scheme, path) = ObjectStoreScheme::parse(&self.url)
-            .map_err(|_| Fail::usage(format!("{}: not an object-store URL", self.shown)))?;
-        let url = self.url.as_str();
-        let store: Arc<dyn ObjectStore> = match scheme {
-            ObjectStoreScheme::AmazonS3 => Arc::new(
-                object_store::aws::AmazonS3Builder::from_env()
-                    .with_url(url)
-                    .build()
-                    .map_err(|e| fail(&e))?,
-            ),
-            ObjectStoreScheme::GoogleCloudStorage => Arc::new(
-                object_store::gcp::GoogleCloudStorageBuilder::from_env()
-                    .with_url(url)
-                    .build()
-                    .map_err(|e| fail(&e))?,
-            ),
-            ObjectStoreScheme::MicrosoftAzure => Arc::new(
-                object_store::azure::MicrosoftAzureBuilder::from_env()
-                    .with_url(url)
-                    .build()
-                    .map_err(|e| fail(&e))?,
-            ),
-            ObjectStoreScheme::Http => Arc::new(
-                object_store::http::HttpBuilder::new()
-                    .with_url(&self.url[..url::Position::BeforePath])
-                    .build()
-                    .map_err(|e| fail(&e))?,
-            ),
-            ObjectStoreScheme::Local => Arc::new(object_store::local::LocalFileSystem::new()),
-            _ => {
-                return Err(Fail::usage(format!(
-                    "{}: not an object-store URL",
-                    self.shown
-                )));
-            }
-        };
-        Ok((store, path))
+        if ObjectStoreScheme::parse(&self.url).is_err() {
+            return Err(Fail::usage(format!(
+                "{}: not an object-store URL",
+                self.shown
+            )));
+        }
+        let s = scifmt_io::store_for_url(self.url.as_str(), &[])
+            .map_err(|e| Fail::input(self.name(), describe(&e)))?;
+        Ok((s.store, s.path))
     }
 }
 
-/// The tokio runtime of the process (I/O for every URL), built on first use.
+/// The process-wide runtime of `scifmt_io::runtime` (shared with the libraries' blocking
+/// wrappers: one runtime drives every connection of a store), built on first use.
 fn runtime() -> CliResult<&'static tokio::runtime::Runtime> {
-    static RT: OnceLock<Result<tokio::runtime::Runtime, String>> = OnceLock::new();
-    RT.get_or_init(|| {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("scifmt-io")
-            .enable_all()
-            .build()
-            .map_err(|e| e.to_string())
-    })
-    .as_ref()
-    .map_err(|e| Fail::usage(format!("cannot start the I/O runtime: {e}")))
+    scifmt_io::runtime().map_err(|e| Fail::usage(format!("cannot start the I/O runtime: {e}")))
 }
 
 /// Runs `f` to completion on the process's runtime (from synchronous code only).

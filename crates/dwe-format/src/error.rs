@@ -167,5 +167,18 @@ pub enum Error {
     Io(#[from] std::io::Error),
 }
 
+impl From<scifmt_io::Error> for Error {
+    fn from(e: scifmt_io::Error) -> Self {
+        match e {
+            scifmt_io::Error::InvalidArgument(reason) => Self::InvalidParameter {
+                what: "path",
+                reason,
+            },
+            // I/O errors keep their kind; the message names the path.
+            e => Self::Io(e.into_io()),
+        }
+    }
+}
+
 /// `Result` with [`Error`].
 pub type Result<T, E = Error> = core::result::Result<T, E>;

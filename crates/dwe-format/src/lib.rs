@@ -3,7 +3,6 @@
 
 mod ans;
 mod bytes;
-mod durable;
 mod error;
 mod freq;
 mod header;
@@ -21,7 +20,6 @@ mod writer;
 pub mod file_format {}
 
 pub use crate::{
-    durable::Durability,
     error::{Error, Result},
     freq::optimal_model,
     header::{Header, MAGIC, MAJOR_VERSION},
@@ -37,3 +35,5 @@ pub use crate::{
         write_file_with_progress,
     },
 };
+/// Whether writes wait for the data to reach the disk (shared by the scifmt crates).
+pub use scifmt_io::Durability;

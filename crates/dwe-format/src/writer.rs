@@ -4,12 +4,12 @@ use std::path::Path;
 
 use crate::ans::{Encoder, low16};
 use crate::bytes::us;
-use crate::durable::{Durability, write_atomically};
 use crate::freq::optimal_model;
 use crate::header::Header;
 use crate::model::{EncodeTable, EntropyModel};
 use crate::tree::{self, interior_preorder};
 use crate::{Error, Result};
+use scifmt_io::Durability;
 
 /// Shape of a tensor `[T][V][K]` (time steps, words, components).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -446,5 +446,7 @@ pub fn write_file_with_progress(
     progress: &mut dyn FnMut(u64, u64),
 ) -> Result<()> {
     let bytes = encode_with_progress(values, dims, scale_factor, layout, progress)?;
-    write_atomically(path.as_ref(), &bytes, durability)
+    scifmt_io::write_atomically(path.as_ref(), durability, |w| {
+        std::io::Write::write_all(w, &bytes).map_err(Error::Io)
+    })
 }

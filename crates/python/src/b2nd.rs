@@ -327,7 +327,7 @@ impl File {
         if let Some(m) = max_output_bytes {
             let mut limits = Limits::default();
             limits.max_output_bytes = usize::try_from(m).unwrap_or(usize::MAX);
-            options = options.with_limits(limits);
+            options = options.map_format(|f| f.with_limits(limits));
         }
         let array = detached(py, || BlockingRemoteB2nd::open_url(url, options))
             .map_err(err)?

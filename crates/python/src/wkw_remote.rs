@@ -87,11 +87,8 @@ fn remote_options(
     corrupt_as_zeros: bool,
     strict_headers: bool,
 ) -> PyResult<RemoteOptions> {
-    Ok(RemoteOptions::default().dataset(options(
-        threads_mode(threads)?,
-        corrupt_as_zeros,
-        strict_headers,
-    )))
+    let dataset = options(threads_mode(threads)?, corrupt_as_zeros, strict_headers);
+    Ok(RemoteOptions::default().map_format(|f| f.with_dataset(dataset)))
 }
 
 impl RawRemoteDataset {

@@ -602,7 +602,7 @@ async fn run_async(dir: PathBuf, reps: usize, only: &str) -> Res<()> {
                     let options = if peer == "scifmt" {
                         wkw::RemoteOptions::default()
                     } else {
-                        wkw::RemoteOptions::default().concurrency(16)
+                        wkw::RemoteOptions::default().with_concurrency(16)
                     };
                     measure(
                         || async {

@@ -5,7 +5,6 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use crate::dataset::Dataset;
-use crate::durable::Staging;
 use crate::error::{Error, Result};
 use crate::file::{FileMeta, OpenFailure, write_compressed_head};
 use crate::fsio::{read_exact_at, write_all_at};
@@ -13,6 +12,7 @@ use crate::header::BlockType;
 use crate::lz4;
 use crate::options::Options;
 use crate::storage::FsFile;
+use scifmt_io::Staged;
 
 /// Progress of a whole-dataset operation, passed to the callback after each file.
 #[derive(Debug, Clone, Copy)]
@@ -154,7 +154,7 @@ pub(crate) fn convert_file(
     if let Some(dir) = out_path.parent() {
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
-    let tmp = Staging::create(&out_path)?;
+    let tmp = Staged::create(&out_path)?;
     let n = meta.header.blocks_per_file();
     let per_chunk = (64u64 << 20) / meta.header.block_bytes().max(1);
     let per_chunk = per_chunk.clamp(1, 4096);
@@ -185,7 +185,7 @@ pub(crate) fn convert_file(
     tmp.file()
         .set_len(pos)
         .map_err(|e| Error::io(tmp.path(), e))?;
-    tmp.persist(target.options().durability)
+    Ok(tmp.persist(target.options().durability)?)
 }
 
 /// Checks every data file of the dataset at `root`: header (and agreement with `header.wkw`),

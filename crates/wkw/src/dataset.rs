@@ -6,7 +6,6 @@ use std::sync::Arc;
 
 use crate::array::Layout;
 use crate::cache::MetaCache;
-use crate::durable::Staging;
 use crate::error::{Error, FormatError, Result};
 use crate::file::{FileMeta, OpenFailure};
 use crate::fsio::write_all_at;
@@ -14,6 +13,7 @@ use crate::header::Header;
 use crate::options::{HeaderCheck, MissingOrCorrupt, Options};
 use crate::storage::{FsStorage, Storage, StorageFile};
 use crate::tree::{self, file_key};
+use scifmt_io::Staged;
 
 /// Name of the dataset header file.
 pub const HEADER_FILE_NAME: &str = "header.wkw";
@@ -68,7 +68,7 @@ impl Dataset {
         let header = header.with_data_offset(0);
         // Written under a temporary name and moved into place without replacing an existing
         // file: a process killed here leaves no empty or partial header.wkw.
-        let tmp = Staging::create(&path)?;
+        let tmp = Staged::create(&path)?;
         write_all_at(tmp.file(), &header.to_bytes(), 0).map_err(|e| Error::io(tmp.path(), e))?;
         if !tmp.persist_new(options.durability)? {
             return Err(Error::AlreadyExists { path });

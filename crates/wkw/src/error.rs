@@ -201,11 +201,11 @@ pub enum Error {
     Unsupported(&'static str),
     /// An object-store request failed (after the store's own retries and this crate's), for
     /// the object at `url` (scheme, bucket and key; never credentials or a query string).
-    /// The message quotes the store's error with the user info of any URL in it removed;
-    /// `source` itself is the store's error as it came (it may quote such a URL whole).
+    /// The message quotes the store's error through `scifmt_io::redact` (no user info, query
+    /// strings or fragments of URLs); `source` itself is the store's error as it came (it may quote such a URL whole).
     #[cfg(feature = "object_store")]
     #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
-    #[error("object store error on {url}: {}", without_userinfo(&source.to_string()))]
+    #[error("object store error on {url}: {}", scifmt_io::redact(&source.to_string()))]
     Remote {
         /// The object (or dataset prefix) involved.
         url: String,
@@ -218,6 +218,15 @@ pub enum Error {
     /// remote options were used up (or none were allowed). Nothing was written to that object.
     #[error("write conflict on {url}: the object was changed by another writer since it was read")]
     Conflict {
+        /// The object.
+        url: String,
+    },
+    /// A data file was replaced twice during one read (its blocks were fetched again after the
+    /// first change, and the object changed again): the read stopped rather than mix versions.
+    #[cfg(feature = "object_store")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+    #[error("{url}: the object changed twice during one read")]
+    Changed {
         /// The object.
         url: String,
     },
@@ -252,46 +261,25 @@ impl Error {
     }
 }
 
-/// `Result` with this crate's [`enum@Error`].
-pub type Result<T, E = Error> = core::result::Result<T, E>;
-
-/// `text` with the user info (`user:password@`) of every `scheme://` URL in it removed: object
-/// stores quote request URLs in their messages, and a URL given with credentials would
-/// otherwise carry them into ours.
-#[cfg(feature = "object_store")]
-fn without_userinfo(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some(i) = rest.find("://") {
-        let (head, tail) = rest.split_at(i + 3);
-        out.push_str(head);
-        let authority_end = tail
-            .find(|c: char| c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"')
-            .unwrap_or(tail.len());
-        match tail[..authority_end].rfind('@') {
-            Some(at) => rest = &tail[at + 1..],
-            None => rest = tail,
+impl From<scifmt_io::Error> for Error {
+    fn from(e: scifmt_io::Error) -> Self {
+        match e {
+            scifmt_io::Error::Io { path, source } => Self::Io { path, source },
+            scifmt_io::Error::InvalidArgument(m) => Self::InvalidArgument(m),
+            #[cfg(feature = "object_store")]
+            scifmt_io::Error::Remote { url, source } => Self::Remote { url, source },
+            #[cfg(feature = "object_store")]
+            scifmt_io::Error::Conflict { url } => Self::Conflict { url },
+            #[cfg(feature = "object_store")]
+            scifmt_io::Error::Changed { url } => Self::Changed { url },
+            #[cfg(feature = "object_store")]
+            scifmt_io::Error::InsideRuntime { .. } => Self::Unsupported(
+                "BlockingRemoteDataset called inside a tokio runtime (use RemoteDataset there)",
+            ),
+            e => Self::internal(format!("unexpected I/O layer error: {e}")),
         }
     }
-    out.push_str(rest);
-    out
 }
 
-#[cfg(all(test, feature = "object_store"))]
-mod userinfo_tests {
-    use super::without_userinfo;
-
-    #[test]
-    fn credentials_in_quoted_urls_are_removed() {
-        assert_eq!(
-            without_userinfo("GET http://user:pw@h:9/x/a.wkw failed; see https://h/doc"),
-            "GET http://h:9/x/a.wkw failed; see https://h/doc"
-        );
-        assert_eq!(
-            without_userinfo("s3://b/k@v and x://u@h"),
-            "s3://b/k@v and x://h"
-        );
-        assert_eq!(without_userinfo("no url"), "no url");
-        assert_eq!(without_userinfo("tail http://a:b@"), "tail http://");
-    }
-}
+/// `Result` with this crate's [`enum@Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;

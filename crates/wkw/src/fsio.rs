@@ -3,7 +3,6 @@
 
 use std::fs::File;
 use std::io;
-use std::path::Path;
 
 /// Fills `buf` from `offset`; a short file is an `UnexpectedEof` error.
 pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> io::Result<()> {
@@ -43,20 +42,6 @@ pub(crate) fn write_all_at(file: &File, buf: &[u8], offset: u64) -> io::Result<(
             }
             done += n;
         }
-        Ok(())
-    }
-}
-
-/// fsyncs a directory, so that a rename or link in it is durable; a no-op where directories
-/// cannot be opened (not unix).
-pub(crate) fn sync_dir(dir: &Path) -> io::Result<()> {
-    #[cfg(unix)]
-    {
-        File::open(dir).and_then(|d| d.sync_all())
-    }
-    #[cfg(not(unix))]
-    {
-        let _ = dir;
         Ok(())
     }
 }

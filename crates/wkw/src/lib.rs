@@ -9,7 +9,6 @@ mod column;
 mod compress;
 mod copy;
 mod dataset;
-mod durable;
 mod error;
 mod file;
 mod fsio;
@@ -47,7 +46,14 @@ pub use crate::{
 
 #[cfg(feature = "object_store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
-pub use crate::remote::{BlockingRemoteDataset, RemoteDataset, RemoteOptions};
+pub use crate::remote::{
+    BlockingRemoteDataset, RemoteDataset, RemoteDatasetOptions, RemoteOptions,
+};
+
+/// How remote writes put objects (shared by the scifmt crates; see [`RemoteOptions`]).
+#[cfg(feature = "object_store")]
+#[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+pub use scifmt_io::WriteMode;
 
 /// The `object_store` crate this crate's `object_store` feature builds on (the version whose
 /// `ObjectStore` and `path::Path` [`RemoteDataset::open`] takes).

@@ -2,6 +2,7 @@
 //! which threads do its work.
 
 use crate::limits::Limits;
+pub use scifmt_io::Durability;
 
 /// What a read does with data files that are missing or cannot be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -29,17 +30,6 @@ pub enum HeaderCheck {
     /// dataOffset in `header.wkw` is ignored. Geometry, voxel type and voxel size must still
     /// match, since voxels cannot be addressed otherwise.
     Lenient,
-}
-
-/// Whether writes wait for the data to reach the disk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum Durability {
-    /// No fsync (the reference behaviour); files are still replaced atomically.
-    #[default]
-    None,
-    /// fsync every written file before it is renamed into place, and its directory after.
-    Fsync,
 }
 
 /// Which threads process the blocks and files of one read, write, `compress` or `verify`.

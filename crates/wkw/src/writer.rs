@@ -19,7 +19,6 @@ use crate::array::{ArrayView, Order};
 use crate::column::{Block, Staged, block_box, columns};
 use crate::copy::{copy_4d, copy_4d_direct};
 use crate::dataset::Dataset;
-use crate::durable::Staging;
 use crate::error::{Error, FormatError, Result};
 use crate::file::{FileMeta, OpenFailure, write_compressed_head};
 use crate::fsio::{read_exact_at, write_all_at};
@@ -30,6 +29,7 @@ use crate::lz4;
 use crate::options::{Durability, MissingOrCorrupt};
 use crate::par::Workers;
 use crate::storage::FsFile;
+use scifmt_io::Staged as Staging;
 
 /// Raw blocks held in memory at once while rebuilding a compressed file (upper bound in bytes).
 const CHUNK_BYTES: u64 = 64 << 20;

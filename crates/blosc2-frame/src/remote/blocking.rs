@@ -4,48 +4,30 @@ use std::sync::Arc;
 
 use object_store::ObjectStore;
 use object_store::path::Path;
-use std::sync::OnceLock;
 
-use tokio::runtime::{Builder, Handle, Runtime};
+use tokio::runtime::Runtime;
 
 use super::{RemoteB2nd, RemoteFrame, RemoteOptions};
+#[cfg(doc)]
+use crate::Error;
 use crate::element::Element;
 use crate::offsets::ChunkLocation;
-use crate::{B2ndMeta, Error, FrameHeader, FrameWriter, Layer, Result};
+use crate::{B2ndMeta, FrameHeader, FrameWriter, Layer, Result};
 
-/// The runtime of every blocking wrapper in the process: two I/O worker threads, built on first
-/// use. One shared runtime, not one per object, because an object store client pools its
-/// connections and each connection is driven by the runtime that opened it: with a runtime per
-/// object, a connection opened by one object's idle runtime and reused by another object (the
-/// same `Arc<dyn ObjectStore>`) would never make progress. Refuses to run inside a runtime,
-/// where blocking would stall it.
+/// The process-wide runtime of [`scifmt_io::runtime`] (two I/O threads, started on first use,
+/// shared by every blocking frame, array and wkw dataset): one runtime, not one per object,
+/// because an object store client pools its connections and each connection is driven by the
+/// runtime that opened it. Refuses to run inside a runtime, where blocking would stall it.
 fn runtime() -> Result<&'static Runtime> {
-    static RT: OnceLock<Runtime> = OnceLock::new();
-    if Handle::try_current().is_ok() {
-        return Err(Error::InvalidArgument(
-            "blocking remote API called from inside a tokio runtime; use the async API \
-             (RemoteFrame / RemoteB2nd) there"
-                .into(),
-        ));
-    }
-    if let Some(rt) = RT.get() {
-        return Ok(rt);
-    }
-    let rt = Builder::new_multi_thread()
-        .worker_threads(2)
-        .thread_name("blosc2-frame-io")
-        .enable_all()
-        .build()?;
-    // A racing thread may have set it first; its runtime is as good as ours.
-    Ok(RT.get_or_init(|| rt))
+    Ok(scifmt_io::runtime()?)
 }
 
 fn block_on<F: Future>(f: F) -> Result<F::Output> {
     Ok(runtime()?.block_on(f))
 }
 
-/// [`RemoteFrame`] with blocking methods, run on a process-wide tokio runtime (two I/O threads,
-/// started on first use).
+/// [`RemoteFrame`] with blocking methods, run on the process-wide tokio runtime of
+/// [`scifmt_io::runtime`] (two I/O threads, started on first use).
 ///
 /// Must not be used from inside a tokio runtime: every method then returns
 /// [`Error::InvalidArgument`] instead of blocking the runtime's thread.

@@ -11,6 +11,7 @@ use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 
 use super::RemoteOptions;
 use crate::{Error, ReadAt, Result};
+use scifmt_io::Access;
 
 /// A store plus the printable root of its URLs (no credentials).
 #[derive(Debug, Clone)]
@@ -23,7 +24,7 @@ pub(crate) struct Location {
 impl Location {
     /// A location for a store given as an object (URLs are `{store}/{path}`).
     pub(crate) fn from_store(store: Arc<dyn ObjectStore>) -> Self {
-        let root = store.to_string();
+        let root = scifmt_io::redact(&store.to_string());
         Self { store, root }
     }
 
@@ -44,63 +45,17 @@ impl Location {
     }
 }
 
-/// Opens the store a URL names, configured from the standard environment variables
-/// (`AWS_*`, `GOOGLE_*`, `AZURE_*`, lowercased as `object_store`'s config keys expect, the
-/// same variables `AmazonS3Builder::from_env` and its GCS/Azure peers read).
+/// Opens the store a URL names (see [`scifmt_io::store_for_url`]: configured from the `AWS_*`,
+/// `GOOGLE_*` and `AZURE_*` environment variables).
 pub(crate) fn store_for_url(url: &str) -> Result<(Location, Path)> {
-    let parsed = url::Url::parse(url)
-        .map_err(|e| Error::InvalidArgument(format!("not a URL ({e}): {}", redact(url))))?;
-    let env = std::env::vars().filter_map(|(k, v)| {
-        ["AWS_", "GOOGLE_", "AZURE_"]
-            .iter()
-            .any(|p| k.starts_with(p))
-            .then(|| (k.to_ascii_lowercase(), v))
-    });
-    let root = url_root(&parsed);
-    let (store, path) = object_store::parse_url_opts(&parsed, env).map_err(|source| {
-        // The store's message quotes the URL as given, which may carry credentials.
-        let msg = source
-            .to_string()
-            .replace(url, &redact(url))
-            .replace(parsed.as_str(), &redact(url));
-        Error::Remote {
-            url: redact(url),
-            source: object_store::Error::Generic {
-                store: "parse_url",
-                source: msg.into(),
-            },
-        }
-    })?;
+    let s = scifmt_io::store_for_url(url, &[])?;
     Ok((
         Location {
-            store: Arc::from(store),
-            root,
+            store: s.store,
+            root: s.root,
         },
-        path,
+        s.path,
     ))
-}
-
-/// `scheme://host[:port]` of a URL (no user info, path, query or fragment).
-fn url_root(u: &url::Url) -> String {
-    match (u.host_str(), u.port()) {
-        (Some(h), Some(p)) => format!("{}://{h}:{p}", u.scheme()),
-        (Some(h), None) => format!("{}://{h}", u.scheme()),
-        _ => format!("{}://", u.scheme()),
-    }
-}
-
-/// A URL without user info, query or fragment (which may hold credentials or signatures).
-pub(crate) fn redact(url: &str) -> String {
-    match url::Url::parse(url) {
-        Ok(mut u) => {
-            let _ = u.set_username("");
-            let _ = u.set_password(None);
-            u.set_query(None);
-            u.set_fragment(None);
-            u.to_string()
-        }
-        Err(_) => "<unparsable URL>".to_string(),
-    }
 }
 
 /// One object being read: where it is and the version seen at open.
@@ -163,7 +118,7 @@ impl Object {
             };
             match self.get_once(path, o, check_etag, cap).await {
                 Ok(f) => return Ok(f),
-                Err(Failure::Retry(e)) if attempt < opts.retries => {
+                Err(Failure::Retry(e)) if attempt < opts.read_retries => {
                     let _ = e;
                     attempt += 1;
                 }
@@ -253,12 +208,7 @@ impl Object {
     }
 
     fn map_get_err(&self, path: &Path, e: object_store::Error) -> Error {
-        match e {
-            object_store::Error::Precondition { .. } => Error::Changed {
-                url: self.loc.url(path),
-            },
-            e => self.loc.err(path, e),
-        }
+        scifmt_io::Error::from_store(self.loc.url(path), e, Access::Read).into()
     }
 
     /// The bytes of every range in `ranges` (within this object), fetched in one round of
@@ -268,17 +218,20 @@ impl Object {
         ranges: &[Range<u64>],
         opts: &RemoteOptions,
     ) -> Result<Vec<Bytes>> {
-        let cap = opts.limits.max_output_bytes as u64;
-        let groups = coalesce(ranges, opts.coalesce_gap, cap, opts.in_flight());
+        let cap = (opts.format.limits.max_output_bytes as u64).min(opts.max_request_bytes);
+        let plan =
+            scifmt_io::coalesce(&[ranges.to_vec()], opts.coalesce_gap, cap, opts.in_flight())
+                .pop()
+                .unwrap_or_default();
         // Owned items: a stream over borrowed ones makes the future not `Send` (the closure
         // would have to be general over the borrow's lifetime).
-        let requests: Vec<(usize, Range<u64>)> = groups
+        let requests: Vec<(usize, Range<u64>)> = plan
             .iter()
             .enumerate()
-            .map(|(gi, (r, _))| (gi, r.clone()))
+            .map(|(k, q)| (k, q.range.clone()))
             .collect();
-        let fetched: Vec<(usize, Bytes)> = stream::iter(requests)
-            .map(|(gi, r)| async move {
+        let mut fetched: Vec<(usize, Bytes)> = stream::iter(requests)
+            .map(|(k, r)| async move {
                 let want = r.end - r.start;
                 let f = self
                     .get(
@@ -297,89 +250,15 @@ impl Object {
                         available: f.bytes.len() as u64,
                     });
                 }
-                Ok::<_, Error>((gi, f.bytes))
+                Ok::<_, Error>((k, f.bytes))
             })
             .buffer_unordered(opts.in_flight())
             .try_collect()
             .await?;
-        let mut out = vec![Bytes::new(); ranges.len()];
-        for (gi, bytes) in fetched {
-            let (g, members) = &groups[gi];
-            for &i in members {
-                let r = &ranges[i];
-                out[i] = bytes.slice(to_us(r.start - g.start)?..to_us(r.end - g.start)?);
-            }
-        }
-        Ok(out)
+        fetched.sort_unstable_by_key(|(k, _)| *k);
+        let bodies: Vec<Bytes> = fetched.into_iter().map(|(_, b)| b).collect();
+        Ok(scifmt_io::assemble(ranges, &plan, &bodies)?)
     }
-}
-
-/// Groups `ranges` (by index) into requests. Overlapping and touching ranges always share a
-/// request; a gap of at most `gap` bytes is bridged, smallest gaps first, while the bridged
-/// bytes stay within a tenth of the bytes asked for, or while there are more requests than
-/// `max_requests` (so that one round of concurrent requests suffices). No request exceeds `cap`
-/// bytes unless a single range does.
-pub(crate) fn coalesce(
-    ranges: &[Range<u64>],
-    gap: u64,
-    cap: u64,
-    max_requests: usize,
-) -> Vec<(Range<u64>, Vec<usize>)> {
-    let mut order: Vec<usize> = (0..ranges.len()).collect();
-    order.sort_by_key(|&i| (ranges[i].start, ranges[i].end));
-    // Runs of overlapping or touching ranges.
-    let mut runs: Vec<(Range<u64>, Vec<usize>)> = Vec::new();
-    for i in order {
-        let r = &ranges[i];
-        if let Some((g, members)) = runs.last_mut()
-            && r.start <= g.end
-            && g.end.max(r.end) - g.start <= cap
-        {
-            g.end = g.end.max(r.end);
-            members.push(i);
-            continue;
-        }
-        runs.push((r.clone(), vec![i]));
-    }
-    let needed: u64 = runs.iter().map(|(r, _)| r.end - r.start).sum();
-    let budget = needed / 10;
-    // Gaps between consecutive runs, smallest first.
-    let mut gaps: Vec<(u64, usize)> = runs
-        .windows(2)
-        .enumerate()
-        .map(|(k, w)| (w[1].0.start - w[0].0.end, k))
-        .filter(|&(g, _)| g <= gap)
-        .collect();
-    gaps.sort_unstable();
-    let mut bridge = vec![false; runs.len().saturating_sub(1)];
-    let mut count = runs.len();
-    let mut waste = 0u64;
-    for (g, k) in gaps {
-        if waste.saturating_add(g) > budget && count <= max_requests.max(1) {
-            break;
-        }
-        bridge[k] = true;
-        waste = waste.saturating_add(g);
-        count -= 1;
-    }
-    let mut groups: Vec<(Range<u64>, Vec<usize>)> = Vec::new();
-    for (k, (r, members)) in runs.into_iter().enumerate() {
-        if k > 0
-            && bridge[k - 1]
-            && let Some((g, m)) = groups.last_mut()
-            && r.end - g.start <= cap
-        {
-            g.end = r.end;
-            m.extend(members);
-            continue;
-        }
-        groups.push((r, members));
-    }
-    groups
-}
-
-fn to_us(v: u64) -> Result<usize> {
-    usize::try_from(v).map_err(|_| Error::Overflow { what: "range" })
 }
 
 /// Byte ranges of an object fetched at open, read back by the local frame parser.
@@ -500,33 +379,6 @@ pub(crate) fn par_each<T: Send>(items: Vec<T>, f: impl Fn(T) -> Result<()> + Syn
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn coalesce_merges_touching_ranges_and_small_gaps_within_budget() {
-        // Touching and overlapping ranges share a request whatever the gap setting.
-        let g = coalesce(&[10..20, 0..10, 15..30], 0, 1000, 8);
-        assert_eq!(g.len(), 1);
-        assert_eq!(g[0].0, 0..30);
-        assert_eq!(g[0].1, vec![1, 0, 2]);
-        // 300 bytes needed: gaps of 5 and 10 bridged (15 <= 30), the gap of 60 not.
-        let r = [0..100, 105..200, 210..250, 310..375];
-        let g = coalesce(&r, 1000, 1 << 20, 8);
-        let spans: Vec<_> = g.iter().map(|(r, _)| r.clone()).collect();
-        assert_eq!(spans, vec![0..250, 310..375]);
-        // Gaps above `gap` are never bridged; none at all with gap 0.
-        assert_eq!(coalesce(&r, 7, 1 << 20, 8).len(), 3);
-        assert_eq!(coalesce(&r, 0, 1 << 20, 8).len(), 4);
-        // More requests than allowed: bridge (smallest gaps first) beyond the byte budget.
-        let g = coalesce(&r, 1000, 1 << 20, 1);
-        assert_eq!(g.len(), 1);
-        assert_eq!(g[0].0, 0..375);
-        // The cap splits requests.
-        let g = coalesce(&r, 1000, 200, 1);
-        assert!(g.iter().all(|(r, _)| r.end - r.start <= 200), "{g:?}");
-        let mut all: Vec<usize> = g.iter().flat_map(|(_, m)| m.clone()).collect();
-        all.sort_unstable();
-        assert_eq!(all, vec![0, 1, 2, 3]);
-    }
 
     #[test]
     fn prefetched_reads_across_pieces_and_reports_gaps() {

@@ -157,7 +157,7 @@ impl RemoteFrame {
         options: RemoteOptions,
     ) -> Result<Self> {
         let size = pre.size;
-        let frame = Frame::from_reader_typed(pre, 0, expected, &options.limits)?;
+        let frame = Frame::from_reader_typed(pre, 0, expected, &options.format.limits)?;
         let sorted_offsets = if dir.is_none() {
             let mut v: Vec<u64> = frame
                 .index()
@@ -780,9 +780,9 @@ async fn open_once(
     target: Target,
     opts: &RemoteOptions,
 ) -> Result<(Object, Prefetched)> {
-    let cap = opts.limits.max_output_bytes as u64;
-    let head_n = opts.head_bytes.max(HEADER_FIXED_LEN as u64).min(cap);
-    let tail_n = opts.tail_bytes.max(TAIL_LEN as u64).min(cap);
+    let cap = opts.format.limits.max_output_bytes as u64;
+    let head_n = opts.format.head_bytes.max(HEADER_FIXED_LEN as u64).min(cap);
+    let tail_n = opts.format.tail_bytes.max(TAIL_LEN as u64).min(cap);
     // A key that is no object may be a sparse-frame prefix: then continue with its index
     // file (one more round trip). Any failure on the key itself leads there, since stores
     // backed by file systems may answer a "directory" key with an error other than 404; the

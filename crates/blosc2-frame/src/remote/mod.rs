@@ -12,8 +12,8 @@
 //!
 //! Chunk reads fetch the byte ranges of the chunks they touch (a chunk's extent is bounded by
 //! the next chunk's offset in the index, and checked against the `cbytes` in its header),
-//! merging touching ranges and bridging gaps up to [`RemoteOptions::coalesce_gap`] within a 10 %
-//! byte budget (or as needed to fit [`RemoteOptions::concurrency`] requests), with at most
+//! merging touching ranges and bridging gaps up to [`coalesce_gap`](scifmt_io::RemoteOptions::coalesce_gap) within a 10 %
+//! byte budget (or as needed to fit [`concurrency`](scifmt_io::RemoteOptions::concurrency) requests), with at most
 //! `concurrency` requests in flight: one round of concurrent requests per call.
 //! Chunks are then decoded in parallel, on scoped threads started by the calling task (the
 //! async methods do this CPU work inline; move it off latency-sensitive executors if needed).
@@ -51,21 +51,26 @@ pub use frame::RemoteFrame;
 
 use crate::Limits;
 
-/// How objects are written by [`RemoteFrame::put`] and [`RemoteFrame::put_sparse`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub enum WriteMode {
-    /// Replace whatever is stored under the key (an unconditional put; the last writer wins).
-    #[default]
-    Overwrite,
-    /// Write only if no object exists under the key (`PutMode::Create`, `If-None-Match: *`);
-    /// otherwise [`Error::Conflict`](crate::Error::Conflict). Multipart uploads cannot be
-    /// conditional: above the multipart threshold the key is checked with a `HEAD` request
-    /// first, which does not exclude a concurrent writer between the check and the upload.
-    Create,
-}
-
-/// Options for remote reads and writes.
+/// Options for remote reads and writes: the request knobs every scifmt format shares
+/// ([`scifmt_io::RemoteOptions`], set with its `with_*` methods) plus this crate's own in
+/// [`RemoteOptions::format`](scifmt_io::RemoteOptions::format) ([`RemoteFrameOptions`]: the
+/// speculative head and tail fetched at open, and the allocation limits).
+///
+/// This crate's defaults: [`concurrency`](scifmt_io::RemoteOptions::concurrency) 8;
+/// [`coalesce_gap`](scifmt_io::RemoteOptions::coalesce_gap) 256 KiB;
+/// [`max_request_bytes`](scifmt_io::RemoteOptions::max_request_bytes) unbounded (a request is
+/// still at most [`Limits::max_output_bytes`](crate::Limits::max_output_bytes) long, unless one
+/// chunk is longer); [`read_retries`](scifmt_io::RemoteOptions::read_retries) 3 (bodies cut
+/// short or failing while streaming, on top of the store client's own retries);
+/// [`conflict_retries`](scifmt_io::RemoteOptions::conflict_retries) 0 (puts read nothing first:
+/// a lost conditional put is final); [`write_mode`](scifmt_io::RemoteOptions::write_mode)
+/// [`WriteMode::Overwrite`]; multipart uploads from 64 MiB in parts of 16 MiB.
+///
+/// [`WriteMode::Conditional`] makes [`RemoteFrame::put`] and [`RemoteFrame::put_sparse`]
+/// create-only (`PutMode::Create`, `If-None-Match: *`): an existing object is
+/// [`Error::Conflict`](crate::Error::Conflict). Multipart uploads cannot be conditional: above
+/// the multipart threshold the key is checked with a `HEAD` request first, which does not
+/// exclude a concurrent writer between the check and the upload.
 ///
 /// ```
 /// # #[cfg(feature = "object_store")] {
@@ -73,21 +78,20 @@ pub enum WriteMode {
 /// let o = RemoteOptions::default()
 ///     .with_concurrency(16)
 ///     .with_coalesce_gap(1 << 20)
-///     .with_limits(Limits::default());
+///     .map_format(|f| f.with_head_bytes(4096).with_limits(Limits::default()));
 /// assert_eq!(o.concurrency, 16);
+/// assert_eq!(o.format.head_bytes, 4096);
 /// # }
 /// ```
-#[derive(Debug, Clone)]
+pub type RemoteOptions = scifmt_io::RemoteOptions<RemoteFrameOptions>;
+
+/// How remote writes put objects (shared by the scifmt crates; see [`RemoteOptions`]).
+pub use scifmt_io::WriteMode;
+
+/// This crate's own part of [`RemoteOptions`].
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct RemoteOptions {
-    /// Most requests in flight at once (default 8; 0 counts as 1).
-    pub concurrency: usize,
-    /// Largest gap between two byte ranges that one request may bridge (default 256 KiB).
-    /// Gaps are bridged, smallest first, while the extra bytes stay within 10 % of the bytes
-    /// needed, or while a read would otherwise need more than [`RemoteOptions::concurrency`]
-    /// requests (so that it takes one round of concurrent requests); touching ranges always
-    /// share a request. 0 fetches exactly the bytes needed.
-    pub coalesce_gap: u64,
+pub struct RemoteFrameOptions {
     /// Speculative head range fetched at open (default 64 KiB, at least the 87-byte fixed
     /// header is fetched).
     pub head_bytes: u64,
@@ -95,96 +99,52 @@ pub struct RemoteOptions {
     /// fetched): the index chunk and trailer of most frames fit, so opening takes one round
     /// trip.
     pub tail_bytes: u64,
-    /// Extra attempts for a request whose body was cut short or failed while streaming
-    /// (default 3), on top of the store client's own retries of failed requests (for HTTP
-    /// stores: 5xx responses and connection errors, see `object_store::RetryConfig`).
-    pub retries: u32,
-    /// Objects at least this large are uploaded in parts (default 64 MiB).
-    pub multipart_threshold: usize,
-    /// Size of each part of a multipart upload (default 16 MiB; S3 needs at least 5 MiB for
-    /// every part but the last).
-    pub part_size: usize,
-    /// Overwrite or create-only writes (default [`WriteMode::Overwrite`]).
-    pub write_mode: WriteMode,
     /// Allocation limits, as for local reads.
     pub limits: Limits,
 }
 
-impl Default for RemoteOptions {
+impl Default for RemoteFrameOptions {
     fn default() -> Self {
         Self {
-            concurrency: 8,
-            coalesce_gap: 256 << 10,
             head_bytes: 64 << 10,
             tail_bytes: 64 << 10,
-            retries: 3,
-            multipart_threshold: 64 << 20,
-            part_size: 16 << 20,
-            write_mode: WriteMode::Overwrite,
             limits: Limits::default(),
         }
     }
 }
 
-impl RemoteOptions {
-    /// Sets [`RemoteOptions::concurrency`].
-    #[must_use]
-    pub fn with_concurrency(mut self, n: usize) -> Self {
-        self.concurrency = n;
-        self
-    }
-
-    /// Sets [`RemoteOptions::coalesce_gap`].
-    #[must_use]
-    pub fn with_coalesce_gap(mut self, bytes: u64) -> Self {
-        self.coalesce_gap = bytes;
-        self
-    }
-
-    /// Sets [`RemoteOptions::head_bytes`].
+impl RemoteFrameOptions {
+    /// Sets [`RemoteFrameOptions::head_bytes`].
     #[must_use]
     pub fn with_head_bytes(mut self, bytes: u64) -> Self {
         self.head_bytes = bytes;
         self
     }
 
-    /// Sets [`RemoteOptions::tail_bytes`].
+    /// Sets [`RemoteFrameOptions::tail_bytes`].
     #[must_use]
     pub fn with_tail_bytes(mut self, bytes: u64) -> Self {
         self.tail_bytes = bytes;
         self
     }
 
-    /// Sets [`RemoteOptions::retries`].
-    #[must_use]
-    pub fn with_retries(mut self, n: u32) -> Self {
-        self.retries = n;
-        self
-    }
-
-    /// Sets [`RemoteOptions::multipart_threshold`] and [`RemoteOptions::part_size`].
-    #[must_use]
-    pub fn with_multipart(mut self, threshold: usize, part_size: usize) -> Self {
-        self.multipart_threshold = threshold;
-        self.part_size = part_size;
-        self
-    }
-
-    /// Sets [`RemoteOptions::write_mode`].
-    #[must_use]
-    pub fn with_write_mode(mut self, mode: WriteMode) -> Self {
-        self.write_mode = mode;
-        self
-    }
-
-    /// Sets [`RemoteOptions::limits`].
+    /// Sets [`RemoteFrameOptions::limits`].
     #[must_use]
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
+}
 
-    pub(crate) fn in_flight(&self) -> usize {
-        self.concurrency.max(1)
+impl scifmt_io::FormatOptions for RemoteFrameOptions {
+    fn tune_defaults(o: &mut RemoteOptions) {
+        o.concurrency = 8;
+        o.coalesce_gap = 256 << 10;
+        o.max_request_bytes = u64::MAX;
+        o.read_retries = 3;
+        o.conflict_retries = 0;
+        o.write_mode = WriteMode::Overwrite;
+        o.multipart_threshold = 64 << 20;
+        o.part_size = 16 << 20;
     }
 }

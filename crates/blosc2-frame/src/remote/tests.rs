@@ -1,5 +1,5 @@
 //! Remote reads against object_store's in-memory and local-file stores (the real-server
-//! tests live in crates/s3-testserver/tests/frame_remote.rs).
+//! tests live in tests/remote.rs).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::path::PathBuf;
@@ -109,8 +109,8 @@ fn every_fixture_reads_identically_from_memory() {
         // Small speculative ranges force the second round trip; large ones need one.
         for (head, tail) in [(64 << 10, 64 << 10), (87, 23), (100, 200)] {
             let o = RemoteOptions::default()
-                .with_head_bytes(head)
-                .with_tail_bytes(tail);
+                .map_format(|f| f.with_head_bytes(head))
+                .map_format(|f| f.with_tail_bytes(tail));
             let remote = BlockingRemoteFrame::open(store.clone(), Path::from(*name), o).unwrap();
             assert!(!remote.inner().is_sparse());
             assert_same(&local, &remote, name);
@@ -126,8 +126,8 @@ fn sparse_frame_reads_identically_by_prefix_and_index_key() {
     for o in [
         RemoteOptions::default(),
         RemoteOptions::default()
-            .with_head_bytes(90)
-            .with_tail_bytes(30),
+            .map_format(|f| f.with_head_bytes(90))
+            .map_format(|f| f.with_tail_bytes(30)),
     ] {
         let by_dir = BlockingRemoteFrame::open(
             store.clone(),
@@ -233,9 +233,9 @@ fn writes_read_back_locally_and_remotely() {
     }
     // Create-only refuses an existing key, single or multipart.
     for o in [
-        RemoteOptions::default().with_write_mode(WriteMode::Create),
+        RemoteOptions::default().with_write_mode(WriteMode::Conditional),
         RemoteOptions::default()
-            .with_write_mode(WriteMode::Create)
+            .with_write_mode(WriteMode::Conditional)
             .with_multipart(1, 1000),
     ] {
         let e = BlockingRemoteFrame::put(store.clone(), &Path::from("w/single.b2nd"), &w, &o);
@@ -300,7 +300,7 @@ fn writes_read_back_locally_and_remotely() {
         store.clone(),
         &Path::from("w/sparse"),
         &w,
-        &RemoteOptions::default().with_write_mode(WriteMode::Create),
+        &RemoteOptions::default().with_write_mode(WriteMode::Conditional),
     );
     assert!(matches!(e, Err(Error::Conflict { .. })), "{e:?}");
 }
@@ -368,7 +368,7 @@ fn missing_and_hostile_objects_are_errors() {
     let e = BlockingRemoteFrame::open(
         store.clone(),
         Path::from("many"),
-        RemoteOptions::default().with_limits(limits),
+        RemoteOptions::default().map_format(|f| f.with_limits(limits)),
     );
     assert!(matches!(e, Err(Error::LimitExceeded { .. })), "{e:?}");
     // Metadata larger than the output limit is refused before it is fetched.
@@ -380,9 +380,9 @@ fn missing_and_hostile_objects_are_errors() {
         store.clone(),
         Path::from("many"),
         RemoteOptions::default()
-            .with_head_bytes(87)
-            .with_tail_bytes(23)
-            .with_limits(limits),
+            .map_format(|f| f.with_head_bytes(87))
+            .map_format(|f| f.with_tail_bytes(23))
+            .map_format(|f| f.with_limits(limits)),
     );
     assert!(matches!(e, Err(Error::LimitExceeded { .. })), "{e:?}");
     // Corrupt bytes after the header (a sample): whenever the remote read succeeds, the local

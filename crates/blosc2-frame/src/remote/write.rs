@@ -8,8 +8,9 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
 
 use super::fetch::{Location, store_for_url};
-use super::{RemoteFrame, RemoteOptions, WriteMode};
+use super::{RemoteFrame, RemoteOptions};
 use crate::{Error, FrameWriter, Result, SPARSE_FRAME_FILE};
+use scifmt_io::{Access, WriteMode};
 
 impl RemoteFrame {
     /// Writes `writer`'s contiguous frame to `path`: one `PUT` below
@@ -21,7 +22,7 @@ impl RemoteFrame {
     /// The frame is built in memory first (as [`FrameWriter::to_bytes`]).
     ///
     /// # Errors
-    /// [`Error::Conflict`] when [`WriteMode::Create`] finds an object, [`Error::Remote`] for
+    /// [`Error::Conflict`] when [`WriteMode::Conditional`] finds an object, [`Error::Remote`] for
     /// failed requests, or as [`FrameWriter::to_bytes`].
     pub async fn put(
         store: Arc<dyn ObjectStore>,
@@ -51,7 +52,7 @@ impl RemoteFrame {
     /// afterwards gets a not-found error, never a chunk of the new frame.
     ///
     /// # Errors
-    /// [`Error::Conflict`] when [`WriteMode::Create`] finds `dir/chunks.b2frame` (checked before
+    /// [`Error::Conflict`] when [`WriteMode::Conditional`] finds `dir/chunks.b2frame` (checked before
     /// anything is written, and again by the conditional put of the index), [`Error::Remote`]
     /// for failed requests, or as [`FrameWriter::to_bytes`].
     pub async fn put_sparse(
@@ -85,7 +86,7 @@ impl RemoteFrame {
             }
         }
         drop(listing);
-        if has_index && options.write_mode == WriteMode::Create {
+        if has_index && options.write_mode == WriteMode::Conditional {
             return Err(Error::Conflict {
                 url: loc.url(&index_path),
             });
@@ -136,16 +137,17 @@ pub(crate) async fn put_bytes(
     bytes: Bytes,
     options: &RemoteOptions,
 ) -> Result<()> {
-    let conflict = |e: object_store::Error| match e {
-        object_store::Error::AlreadyExists { .. } | object_store::Error::Precondition { .. } => {
-            Error::Conflict { url: loc.url(path) }
-        }
-        e => loc.err(path, e),
+    let conflict = |e: object_store::Error| {
+        Error::from(scifmt_io::Error::from_store(
+            loc.url(path),
+            e,
+            Access::Write,
+        ))
     };
-    if bytes.len() < options.multipart_threshold.max(1) {
+    if (bytes.len() as u64) < options.multipart_threshold.max(1) {
         let mode = match options.write_mode {
-            WriteMode::Create => PutMode::Create,
-            WriteMode::Overwrite => PutMode::Overwrite,
+            WriteMode::Conditional => PutMode::Create,
+            _ => PutMode::Overwrite,
         };
         let opts = PutOptions {
             mode,
@@ -157,14 +159,14 @@ pub(crate) async fn put_bytes(
             .map_err(conflict)?;
         return Ok(());
     }
-    if options.write_mode == WriteMode::Create {
+    if options.write_mode == WriteMode::Conditional {
         match loc.store.head(path).await {
             Ok(_) => return Err(Error::Conflict { url: loc.url(path) }),
             Err(object_store::Error::NotFound { .. }) => {}
             Err(e) => return Err(loc.err(path, e)),
         }
     }
-    let part = options.part_size.max(1);
+    let part = usize::try_from(options.part_size.max(1)).unwrap_or(usize::MAX);
     let mut upload = loc
         .store
         .put_multipart(path)

@@ -8,49 +8,31 @@ use object_store::path::Path;
 use super::{RemoteDataset, RemoteOptions};
 use crate::array::{Array, ArrayView, ArrayViewMut, Order};
 use crate::compress::{Progress, VerifyReport};
-use crate::error::{Error, Result};
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
 use crate::header::{BlockType, Header};
 
-/// A [`RemoteDataset`] with blocking methods: it owns a tokio runtime (current-thread, I/O and
-/// timers enabled, built once per object) on which every call runs; block decoding still runs
-/// in parallel on rayon.
+/// A [`RemoteDataset`] with blocking methods: every call runs on the process-wide runtime of
+/// [`scifmt_io::runtime`] (two I/O threads, started on first use, shared by every blocking
+/// dataset, frame and array of the scifmt crates, so objects sharing one store never stall);
+/// block decoding still runs in parallel on rayon.
 ///
 /// Its methods must not be called from inside a tokio runtime (an async context would block
 /// its worker): they return [`Error::Unsupported`] there; use [`RemoteDataset`] instead.
 #[derive(Debug)]
 pub struct BlockingRemoteDataset {
-    runtime: tokio::runtime::Runtime,
     inner: RemoteDataset,
-}
-
-/// A runtime for one blocking dataset; refused inside a runtime.
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    outside_runtime()?;
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| Error::io("tokio runtime", e))
-}
-
-fn outside_runtime() -> Result<()> {
-    if tokio::runtime::Handle::try_current().is_ok() {
-        return Err(Error::Unsupported(
-            "BlockingRemoteDataset called inside a tokio runtime (use RemoteDataset there)",
-        ));
-    }
-    Ok(())
 }
 
 impl BlockingRemoteDataset {
     fn run<F: std::future::Future>(&self, f: F) -> Result<F::Output> {
-        outside_runtime()?;
-        Ok(self.runtime.block_on(f))
+        Ok(scifmt_io::block_on(f)?)
     }
 
     fn build(make: impl AsyncFnOnce() -> Result<RemoteDataset>) -> Result<Self> {
-        let runtime = runtime()?;
-        let inner = runtime.block_on(make())?;
-        Ok(Self { runtime, inner })
+        let inner = scifmt_io::block_on(make())??;
+        Ok(Self { inner })
     }
 
     /// [`RemoteDataset::open`], blocking.

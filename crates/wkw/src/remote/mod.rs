@@ -34,117 +34,79 @@ use crate::options::{Durability, MissingOrCorrupt, Options};
 use crate::par::Workers;
 use crate::tree::{file_key, parse_index};
 use plan::{Fetched, beyond, schedule};
+use scifmt_io::{WriteMode, child, conflict_backoff, is_condition_failure, join_url, store_url};
 
-/// Options of a [`RemoteDataset`]: the dataset [`Options`] (limits, missing/corrupt policy,
-/// header check, metadata cache size, threads for decoding) plus how requests are made.
+/// Options of a [`RemoteDataset`]: the request knobs every scifmt format shares
+/// ([`scifmt_io::RemoteOptions`], set with its `with_*` methods) plus wkw's own in
+/// [`RemoteOptions::format`](scifmt_io::RemoteOptions::format) ([`RemoteDatasetOptions`]).
+///
+/// wkw's defaults: [`concurrency`](scifmt_io::RemoteOptions::concurrency) 64 requests per read
+/// (a 256³ box over parts of 27 files of 128³ voxels needs about 110 block requests: 2 round
+/// trips at 64); [`coalesce_gap`](scifmt_io::RemoteOptions::coalesce_gap) 8 KiB;
+/// [`max_request_bytes`](scifmt_io::RemoteOptions::max_request_bytes) 8 MiB;
+/// [`read_retries`](scifmt_io::RemoteOptions::read_retries) 3 (short block responses);
+/// [`conflict_retries`](scifmt_io::RemoteOptions::conflict_retries) 10 (lost read-modify-writes of
+/// a data file); [`write_mode`](scifmt_io::RemoteOptions::write_mode)
+/// [`WriteMode::Conditional`](scifmt_io::WriteMode::Conditional) (`Overwrite` makes concurrent
+/// writers of one file **lose updates**: only for stores without conditional puts);
+/// multipart uploads (unconditional ones only: `compress` output, and writes with `Overwrite`)
+/// above 64 MiB in parts of 8 MiB.
+///
+/// ```
+/// use wkw::{Options, RemoteOptions};
+/// let o = RemoteOptions::default()
+///     .with_concurrency(16)
+///     .with_conflict_retries(3)
+///     .map_format(|f| f.with_dataset(Options::default()).with_file_concurrency(4));
+/// assert_eq!(o.format.file_concurrency, 4);
+/// ```
+pub type RemoteOptions = scifmt_io::RemoteOptions<RemoteDatasetOptions>;
+
+/// wkw's own part of [`RemoteOptions`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
-pub struct RemoteOptions {
+pub struct RemoteDatasetOptions {
     /// The dataset options ([`Options::durability`] does not apply to object stores).
     pub dataset: Options,
-    /// Most requests in flight at once per read (default 64): a read needing more requests
-    /// than this costs another round trip. A 256³ box over parts of 27 files of 128³ voxels
-    /// needs about 110 block requests: 2 round trips at 64.
-    pub concurrency: usize,
     /// Most data files a write, `compress` or `verify` works on at once (default 8): each holds
     /// a whole file in memory and on the local scratch space.
     pub file_concurrency: usize,
-    /// Block byte ranges at most this far apart are always fetched by one request, the bytes
-    /// in between discarded (default 8 KiB). Beyond that, when a read needs more requests than
-    /// [`RemoteOptions::concurrency`] (which would cost another round trip), the closest
-    /// ranges are merged as long as the read fetches at most 10 % more bytes than its blocks
-    /// need.
-    pub coalesce_gap: u64,
-    /// Longest range request (default 8 MiB); longer runs of blocks are split into requests
-    /// made concurrently.
-    pub max_request_bytes: u64,
-    /// How often a write redoes a file's read-modify-write after losing a race against another
-    /// writer (default 10); `0` fails at the first conflict with [`Error::Conflict`].
-    pub retries: u32,
-    /// How often a block request whose response was short is made again (default 3).
-    pub read_retries: u32,
-    /// Conditional puts for writes (default `true`). `false` makes every upload an
-    /// unconditional overwrite: the last writer wins and concurrent writers of one file **lose
-    /// updates**. Only for stores that support no conditional put, and for demonstrating the
-    /// race.
-    pub conditional_writes: bool,
-    /// Unconditional uploads of objects larger than this use a multipart upload (default
-    /// 64 MiB): `compress` output and writes with `conditional_writes` off. Conditional puts
-    /// are always single requests (S3 allows up to 5 GiB), since multipart uploads cannot be
-    /// conditional.
-    pub multipart_threshold: u64,
 }
 
-impl Default for RemoteOptions {
+impl Default for RemoteDatasetOptions {
     fn default() -> Self {
         Self {
             dataset: Options::default(),
-            concurrency: 64,
             file_concurrency: 8,
-            coalesce_gap: 8 << 10,
-            max_request_bytes: 8 << 20,
-            retries: 10,
-            read_retries: 3,
-            conditional_writes: true,
-            multipart_threshold: 64 << 20,
         }
     }
 }
 
-impl RemoteOptions {
-    /// Sets [`RemoteOptions::dataset`].
+impl RemoteDatasetOptions {
+    /// Sets [`RemoteDatasetOptions::dataset`].
     #[must_use]
-    pub fn dataset(mut self, options: Options) -> Self {
+    pub fn with_dataset(mut self, options: Options) -> Self {
         self.dataset = options;
         self
     }
-    /// Sets [`RemoteOptions::concurrency`] (at least 1).
+    /// Sets [`RemoteDatasetOptions::file_concurrency`] (at least 1).
     #[must_use]
-    pub fn concurrency(mut self, requests: usize) -> Self {
-        self.concurrency = requests.max(1);
-        self
-    }
-    /// Sets [`RemoteOptions::file_concurrency`] (at least 1).
-    #[must_use]
-    pub fn file_concurrency(mut self, files: usize) -> Self {
+    pub fn with_file_concurrency(mut self, files: usize) -> Self {
         self.file_concurrency = files.max(1);
         self
     }
-    /// Sets [`RemoteOptions::coalesce_gap`].
-    #[must_use]
-    pub fn coalesce_gap(mut self, bytes: u64) -> Self {
-        self.coalesce_gap = bytes;
-        self
-    }
-    /// Sets [`RemoteOptions::max_request_bytes`] (at least 1).
-    #[must_use]
-    pub fn max_request_bytes(mut self, bytes: u64) -> Self {
-        self.max_request_bytes = bytes.max(1);
-        self
-    }
-    /// Sets [`RemoteOptions::retries`].
-    #[must_use]
-    pub fn retries(mut self, retries: u32) -> Self {
-        self.retries = retries;
-        self
-    }
-    /// Sets [`RemoteOptions::read_retries`].
-    #[must_use]
-    pub fn read_retries(mut self, retries: u32) -> Self {
-        self.read_retries = retries;
-        self
-    }
-    /// Sets [`RemoteOptions::conditional_writes`].
-    #[must_use]
-    pub fn conditional_writes(mut self, on: bool) -> Self {
-        self.conditional_writes = on;
-        self
-    }
-    /// Sets [`RemoteOptions::multipart_threshold`].
-    #[must_use]
-    pub fn multipart_threshold(mut self, bytes: u64) -> Self {
-        self.multipart_threshold = bytes;
-        self
+}
+
+impl scifmt_io::FormatOptions for RemoteDatasetOptions {
+    fn tune_defaults(o: &mut RemoteOptions) {
+        o.concurrency = 64;
+        o.coalesce_gap = 8 << 10;
+        o.max_request_bytes = 8 << 20;
+        o.read_retries = 3;
+        o.conflict_retries = 10;
+        o.write_mode = WriteMode::Conditional;
+        o.multipart_threshold = 64 << 20;
+        o.part_size = 8 << 20;
     }
 }
 
@@ -176,8 +138,8 @@ impl RemoteOptions {
 ///
 /// # Consistency
 /// A file replaced while it is read fails the `If-Match` of its block requests (HTTP 412): its
-/// header is fetched again and its blocks once more; a second change within the same read is an
-/// [`Error::Remote`]. A read therefore returns, per file, the old or the new content, never a
+/// header is fetched again and its blocks once more; a second change within the same read is
+/// [`Error::Changed`]. A read therefore returns, per file, the old or the new content, never a
 /// mix. A cached header is checked the same way, so a replaced file is never decoded with a
 /// stale jump table. Stores that report no ETag get no such check and no caching.
 ///
@@ -186,7 +148,7 @@ impl RemoteOptions {
 /// object is downloaded, merged and, for compressed files, recompressed on local scratch
 /// space) and uploads it with a conditional put: `PutMode::Update` on the ETag/version read, or
 /// `PutMode::Create` when there was no object. A lost race (HTTP 412 / 409 / "already
-/// exists") redoes the read-modify-write of that file up to [`RemoteOptions::retries`] times
+/// exists") redoes the read-modify-write of that file up to [`conflict_retries`](scifmt_io::RemoteOptions::conflict_retries) times
 /// (after a randomized wait doubling from about 1 ms up to about 64 ms),
 /// then fails with [`Error::Conflict`]; so two writers never silently lose an update.
 ///
@@ -343,7 +305,8 @@ impl RemoteDataset {
                 });
             }
         };
-        let header = parse_dataset_header(&bytes, FsPath::new(&header_url), &options.dataset)?;
+        let header =
+            parse_dataset_header(&bytes, FsPath::new(&header_url), &options.format.dataset)?;
         Ok(Self::from_parts(store, prefix, url, header, options))
     }
 
@@ -354,7 +317,7 @@ impl RemoteDataset {
         header: Header,
         options: RemoteOptions,
     ) -> Result<Self> {
-        check_block_limit(&header, &options.dataset)?;
+        check_block_limit(&header, &options.format.dataset)?;
         let header = header.with_data_offset(0);
         let location = child(&prefix, HEADER_FILE_NAME);
         let header_url = join_url(&url, HEADER_FILE_NAME);
@@ -410,10 +373,10 @@ impl RemoteDataset {
         header: Header,
         options: RemoteOptions,
     ) -> Self {
-        let local = Dataset::detached(PathBuf::from(&url), header, options.dataset);
+        let local = Dataset::detached(PathBuf::from(&url), header, options.format.dataset);
         Self {
             inner: Arc::new(Inner {
-                cache: MetaCache::new(options.dataset.cache_capacity),
+                cache: MetaCache::new(options.format.dataset.cache_capacity),
                 store,
                 prefix,
                 url,
@@ -544,7 +507,7 @@ impl RemoteDataset {
     async fn fetch_box(&self, bx: &VBox) -> Result<HashMap<[u32; 3], Resolved>> {
         let fs = self.header().file_len_vx_log2();
         let (lo, hi) = bx.cube_range(fs);
-        let conc = self.inner.options.concurrency.max(1);
+        let conc = self.inner.options.in_flight();
         let heads: Vec<([u32; 3], Head)> = futures::stream::iter(files_in(lo, hi))
             .map(|idx| async move {
                 let fbox = VBox::cube(idx, fs);
@@ -575,7 +538,7 @@ impl RemoteDataset {
         let o = &self.inner.options;
         let (keys, ranges): (Vec<_>, Vec<_>) =
             planned.into_iter().map(|(i, e, r)| ((i, e), r)).unzip();
-        let ranges = schedule(ranges, o.coalesce_gap, o.max_request_bytes, conc);
+        let ranges = schedule(o, ranges);
         let mut requests = Vec::new();
         for ((idx, etag), rs) in keys.into_iter().zip(ranges) {
             for r in rs {
@@ -620,9 +583,7 @@ impl RemoteDataset {
                 } => {
                     let o = &self.inner.options;
                     let plan = self.plan(idx, bx, &meta, fetched.prefix_len())?;
-                    let plan = schedule(vec![plan], o.coalesce_gap, o.max_request_bytes, conc)
-                        .into_iter()
-                        .flatten();
+                    let plan = schedule(o, vec![plan]).into_iter().flatten();
                     let got: Vec<_> = futures::stream::iter(plan)
                         .map(|r| self.fetch_range(idx, r, etag.clone()))
                         .buffer_unordered(conc)
@@ -633,13 +594,8 @@ impl RemoteDataset {
                             Ok((start, bytes)) => fetched.add(start, bytes),
                             Err(BlockFailure::Changed) => {
                                 self.inner.cache.invalidate(idx);
-                                return Err(Error::Remote {
+                                return Err(Error::Changed {
                                     url: self.file_url(idx),
-                                    source: object_store::Error::Precondition {
-                                        path: self.file_location(idx).to_string(),
-                                        source: "the object was replaced twice during one read"
-                                            .into(),
-                                    },
                                 });
                             }
                             Err(BlockFailure::Err(e)) => return Err(e),
@@ -708,7 +664,7 @@ impl RemoteDataset {
         // A table beyond the limit is refused by the parser; fetch no more than that.
         let n = h
             .blocks_per_file()
-            .min(inner.options.dataset.limits.max_blocks_per_file);
+            .min(inner.options.format.dataset.limits.max_blocks_per_file);
         let mut want = 16u64;
         if h.block_type().is_compressed() {
             want = want.saturating_add(n.saturating_mul(8));
@@ -763,7 +719,7 @@ impl RemoteDataset {
         {
             let need = fh
                 .blocks_per_file()
-                .min(inner.options.dataset.limits.max_blocks_per_file)
+                .min(inner.options.format.dataset.limits.max_blocks_per_file)
                 .saturating_mul(8)
                 .saturating_add(16)
                 .min(size);
@@ -784,7 +740,7 @@ impl RemoteDataset {
     fn parse_head(&self, idx: [u32; 3], fetched: Fetched, etag: Option<String>) -> Result<Head> {
         let inner = &self.inner;
         let path = PathBuf::from(self.file_url(idx));
-        match FileMeta::parse(&fetched, &inner.options.dataset.limits, &path) {
+        match FileMeta::parse(&fetched, &inner.options.format.dataset.limits, &path) {
             Ok(meta) => {
                 let meta = Arc::new(meta);
                 inner.local.check_file_header(&meta.header, &path)?;
@@ -796,7 +752,7 @@ impl RemoteDataset {
                 })
             }
             Err(OpenFailure::Unreadable(_))
-                if inner.options.dataset.missing_or_corrupt == MissingOrCorrupt::Zeros =>
+                if inner.options.format.dataset.missing_or_corrupt == MissingOrCorrupt::Zeros =>
             {
                 Ok(Head::Zeros)
             }
@@ -823,9 +779,12 @@ impl RemoteDataset {
             };
             let res = match inner.store.get_opts(&location, opts).await {
                 Ok(r) => r,
-                Err(
-                    object_store::Error::Precondition { .. } | object_store::Error::NotFound { .. },
-                ) => return Err(BlockFailure::Changed),
+                Err(e)
+                    if is_condition_failure(&e)
+                        || matches!(e, object_store::Error::NotFound { .. }) =>
+                {
+                    return Err(BlockFailure::Changed);
+                }
                 Err(source) => {
                     return Err(BlockFailure::Err(Error::Remote {
                         url: self.file_url(idx),
@@ -842,7 +801,7 @@ impl RemoteDataset {
             let range = res.range.clone();
             let bytes = match res.bytes().await {
                 Ok(b) => b,
-                Err(object_store::Error::Precondition { .. }) => {
+                Err(e) if is_condition_failure(&e) => {
                     return Err(BlockFailure::Changed);
                 }
                 Err(source) => {
@@ -890,13 +849,13 @@ impl RemoteDataset {
         if bx.is_empty() {
             return Ok(());
         }
-        let scratch = Scratch::new(self.header(), &inner.options.dataset)?;
+        let scratch = Scratch::new(self.header(), &inner.options.format.dataset)?;
         let (lo, hi) = bx.cube_range(self.header().file_len_vx_log2());
         let scratch = &scratch;
         let bx = &bx;
         futures::stream::iter(files_in(lo, hi))
             .map(|idx| async move { self.write_file(scratch, idx, bx, data).await })
-            .buffer_unordered(inner.options.file_concurrency.max(1))
+            .buffer_unordered(inner.options.format.file_concurrency.max(1))
             .try_collect::<Vec<()>>()
             .await?;
         Ok(())
@@ -923,27 +882,21 @@ impl RemoteDataset {
             result?;
             let bytes = tokio_free_read(&local_path)?;
             self.inner.cache.invalidate(idx);
-            let mode = match (&version, inner.options.conditional_writes) {
-                (_, false) => PutMode::Overwrite,
-                (Some(v), true) => PutMode::Update(v.clone()),
-                (None, true) => PutMode::Create,
+            let mode = match (&version, inner.options.write_mode) {
+                (Some(v), WriteMode::Conditional) => PutMode::Update(v.clone()),
+                (None, WriteMode::Conditional) => PutMode::Create,
+                _ => PutMode::Overwrite,
             };
             match self.upload(&location, bytes, mode).await {
                 Ok(()) => {
                     let _ = std::fs::remove_file(&local_path);
                     return Ok(());
                 }
-                Err(
-                    object_store::Error::Precondition { .. }
-                    | object_store::Error::AlreadyExists { .. },
-                ) if attempt < inner.options.retries => {
+                Err(e) if is_condition_failure(&e) && attempt < inner.options.conflict_retries => {
                     attempt += 1;
                     tokio::time::sleep(conflict_backoff(attempt)).await;
                 }
-                Err(
-                    object_store::Error::Precondition { .. }
-                    | object_store::Error::AlreadyExists { .. },
-                ) => {
+                Err(e) if is_condition_failure(&e) => {
                     let _ = std::fs::remove_file(&local_path);
                     return Err(Error::Conflict { url });
                 }
@@ -1013,7 +966,8 @@ impl RemoteDataset {
             && bytes.len() as u64 > self.inner.options.multipart_threshold
         {
             let upload = store.put_multipart(location).await?;
-            let mut w = WriteMultipart::new_with_chunk_size(upload, 8 << 20);
+            let part = usize::try_from(self.inner.options.part_size.max(1)).unwrap_or(usize::MAX);
+            let mut w = WriteMultipart::new_with_chunk_size(upload, part);
             w.put(bytes);
             w.finish().await?;
             return Ok(());
@@ -1076,8 +1030,8 @@ impl RemoteDataset {
         let files = self.list_files().await?;
         let total = files.len();
         let done = AtomicUsize::new(0);
-        let src = Scratch::new(self.header(), &self.inner.options.dataset)?;
-        let dst = Scratch::new(target.header(), &target.inner.options.dataset)?;
+        let src = Scratch::new(self.header(), &self.inner.options.format.dataset)?;
+        let dst = Scratch::new(target.header(), &target.inner.options.format.dataset)?;
         let (src, dst, done) = (&src, &dst, &done);
         futures::stream::iter(files)
             .map(|(idx, url)| async move {
@@ -1108,7 +1062,7 @@ impl RemoteDataset {
                 });
                 Ok::<(), Error>(())
             })
-            .buffer_unordered(self.inner.options.file_concurrency.max(1))
+            .buffer_unordered(self.inner.options.format.file_concurrency.max(1))
             .try_collect::<Vec<()>>()
             .await?;
         Ok(())
@@ -1125,7 +1079,7 @@ impl RemoteDataset {
         let files = self.list_files().await?;
         let total = files.len();
         let done = AtomicUsize::new(0);
-        let scratch = Scratch::new(self.header(), &self.inner.options.dataset)?;
+        let scratch = Scratch::new(self.header(), &self.inner.options.format.dataset)?;
         let (scratch, done) = (&scratch, &done);
         let files = futures::stream::iter(files)
             .map(|(index, url)| async move {
@@ -1157,7 +1111,7 @@ impl RemoteDataset {
                     problem,
                 }
             })
-            .buffered(self.inner.options.file_concurrency.max(1))
+            .buffered(self.inner.options.format.file_concurrency.max(1))
             .collect()
             .await;
         Ok(VerifyReport { files })
@@ -1226,81 +1180,14 @@ async fn decode<R: Send + 'static>(f: impl FnOnce() -> Result<R> + Send + 'stati
     }
 }
 
-/// `prefix/key` (key with `/` separators).
-fn child(prefix: &Path, key: &str) -> Path {
-    prefix
-        .parts()
-        .chain(key.split('/').map(PathPart::from))
-        .collect()
-}
-
-/// `base/key` for messages.
-fn join_url(base: &str, key: &str) -> String {
-    format!("{}/{key}", base.trim_end_matches('/'))
-}
-
-/// A message URL for a store given as an object: its display name and the prefix.
-fn store_url(store: &dyn ObjectStore, prefix: &Path) -> String {
-    let name = store.to_string();
-    if prefix.as_ref().is_empty() {
-        name
-    } else {
-        format!("{name}/{prefix}")
-    }
-}
-
-/// The URL without user info, query and fragment (where credentials could be).
-fn redact(url: &url::Url) -> String {
-    let mut u = url.clone();
-    let _ = u.set_username("");
-    let _ = u.set_password(None);
-    u.set_query(None);
-    u.set_fragment(None);
-    u.to_string().trim_end_matches('/').to_string()
-}
-
-/// How long a writer waits before redoing a read-modify-write it lost (attempt 1, 2, …):
-/// doubling from 1 ms up to 64 ms, times a random factor in [0.5, 1.5) so that writers that
-/// collided do not collide again in lock step.
-fn conflict_backoff(attempt: u32) -> std::time::Duration {
-    use std::hash::{BuildHasher, Hasher};
-    let base_us = 1000u64 << attempt.saturating_sub(1).min(6);
-    // A fresh `RandomState` is randomly keyed: its hash of nothing is a random number.
-    let r = std::collections::hash_map::RandomState::new()
-        .build_hasher()
-        .finish();
-    let factor_per_mille = 500 + r % 1000;
-    std::time::Duration::from_micros(base_us * factor_per_mille / 1000)
-}
-
-/// The store, the prefix inside it and the message URL for `url`, configured from the
-/// environment variables with the `AWS_`, `GOOGLE_` and `AZURE_` prefixes.
+/// The store, the prefix inside it and the message URL for `url` (see
+/// [`scifmt_io::store_for_url`]).
 fn store_for_url(
     url: &str,
     config: &[(String, String)],
 ) -> Result<(Arc<dyn ObjectStore>, Path, String)> {
-    let parsed = url::Url::parse(url).map_err(|e| {
-        // The text may hold credentials: name only what cannot.
-        let scheme = url.split(':').next().unwrap_or_default();
-        Error::InvalidArgument(format!("not a URL ({scheme}:…): {e}"))
-    })?;
-    let clean = redact(&parsed);
-    let env = std::env::vars().filter_map(|(k, v)| {
-        let lower = k.to_ascii_lowercase();
-        (lower.starts_with("aws_") || lower.starts_with("google_") || lower.starts_with("azure_"))
-            .then_some((lower, v))
-    });
-    let env = env.chain(
-        config
-            .iter()
-            .map(|(k, v)| (k.to_ascii_lowercase(), v.clone())),
-    );
-    let (store, prefix) =
-        object_store::parse_url_opts(&parsed, env).map_err(|source| Error::Remote {
-            url: clean.clone(),
-            source,
-        })?;
-    Ok((Arc::from(store), prefix, clean))
+    let s = scifmt_io::store_for_url(url, config)?;
+    Ok((s.store, s.path, s.url))
 }
 
 #[cfg(test)]

@@ -4,96 +4,29 @@ use std::io;
 
 use bytes::Bytes;
 
+use super::RemoteOptions;
 use crate::storage::{Stamp, StorageFile};
 
-/// Merges the byte ranges `[start, end)` (any order, may overlap or be empty) into the
-/// requests to make: ranges whose gap is at most `gap` bytes become one request (the bytes in
-/// between are fetched and dropped), and no request is longer than `max_len` (longer runs are
-/// split, so that they are fetched concurrently). The result is sorted and disjoint.
-pub(crate) fn coalesce(mut ranges: Vec<(u64, u64)>, gap: u64, max_len: u64) -> Vec<(u64, u64)> {
-    let max_len = max_len.max(1);
-    ranges.retain(|&(s, e)| e > s);
-    ranges.sort_unstable();
-    let mut merged: Vec<(u64, u64)> = Vec::with_capacity(ranges.len());
-    for (s, e) in ranges {
-        match merged.last_mut() {
-            Some(last) if s <= last.1.saturating_add(gap) => last.1 = last.1.max(e),
-            _ => merged.push((s, e)),
-        }
-    }
-    let mut out = Vec::with_capacity(merged.len());
-    for (s, e) in merged {
-        let mut lo = s;
-        while lo < e {
-            let hi = lo.saturating_add(max_len).min(e);
-            out.push((lo, hi));
-            lo = hi;
-        }
-    }
-    out
-}
-
-/// The requests for the block ranges of several files (`files[i]`: file i's ranges): each
-/// file's ranges coalesced at `gap`; then, while there are more requests than `limit` (the
-/// requests in flight at once, so more would cost another round trip), the closest neighbours
-/// are merged as long as all bytes fetched stay within 110 % of those needed; finally
-/// requests longer than `max_len` are split (concurrent pieces of one long run).
+/// The requests for the block ranges of several files (`files[i]`: file i's ranges, as
+/// `(start, end)`), planned by [`scifmt_io::coalesce`] under `options` (one round of at most
+/// `concurrency` requests where the byte budget allows).
 pub(crate) fn schedule(
+    options: &RemoteOptions,
     files: Vec<Vec<(u64, u64)>>,
-    gap: u64,
-    max_len: u64,
-    limit: usize,
 ) -> Vec<Vec<(u64, u64)>> {
-    let needed: u64 = files
-        .iter()
-        .flatten()
-        .map(|&(s, e)| e.saturating_sub(s))
-        .sum();
-    let mut files: Vec<Vec<(u64, u64)>> = files
+    let objects: Vec<Vec<std::ops::Range<u64>>> = files
         .into_iter()
-        .map(|r| coalesce(r, gap, u64::MAX))
+        .map(|r| r.into_iter().map(|(s, e)| s..e).collect())
         .collect();
-    let fetched: u64 = files.iter().flatten().map(|&(s, e)| e - s).sum();
-    let mut count: usize = files.iter().map(Vec::len).sum();
-    if count > limit {
-        // Every gap between neighbours: (gap bytes, file, index of the left range).
-        let mut gaps: Vec<(u64, usize, usize)> = files
-            .iter()
-            .enumerate()
-            .flat_map(|(f, r)| {
-                r.windows(2)
-                    .enumerate()
-                    .map(move |(i, w)| (w[1].0 - w[0].1, f, i))
-            })
-            .collect();
-        gaps.sort_unstable();
-        // At most ~10 % more than needed in all, counting what `gap` already added.
-        let mut budget = (needed / 10).saturating_sub(fetched.saturating_sub(needed));
-        let mut merge: Vec<Vec<bool>> = files.iter().map(|r| vec![false; r.len()]).collect();
-        for (g, f, i) in gaps {
-            if count <= limit || g > budget {
-                break;
-            }
-            budget -= g;
-            count -= 1;
-            if let Some(m) = merge.get_mut(f).and_then(|m| m.get_mut(i)) {
-                *m = true;
-            }
-        }
-        for (r, m) in files.iter_mut().zip(&merge) {
-            let mut out: Vec<(u64, u64)> = Vec::with_capacity(r.len());
-            let mut join = false;
-            for (&(s, e), &next) in r.iter().zip(m) {
-                match out.last_mut() {
-                    Some(last) if join => last.1 = e,
-                    _ => out.push((s, e)),
-                }
-                join = next;
-            }
-            *r = out;
-        }
-    }
-    files.into_iter().map(|r| coalesce(r, 0, max_len)).collect()
+    options
+        .plan(&objects)
+        .into_iter()
+        .map(|rs| {
+            rs.into_iter()
+                .map(|q| (q.range.start, q.range.end))
+                .collect()
+        })
+        .collect()
 }
 
 /// The part of `[s, e)` not inside `[0, have)`: `None` if nothing is left.
@@ -175,50 +108,6 @@ impl StorageFile for Fetched {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn coalesce_merges_close_ranges_and_splits_long_ones() {
-        let r = coalesce(
-            vec![(100, 200), (0, 10), (10, 20), (250, 260), (5, 8), (7, 7)],
-            30,
-            1000,
-        );
-        assert_eq!(r, vec![(0, 20), (100, 200), (250, 260)]);
-        let r = coalesce(vec![(0, 10), (200, 210)], 190, 1000);
-        assert_eq!(r, vec![(0, 210)]);
-        let r = coalesce(vec![(0, 10), (10, 25)], 0, 10);
-        assert_eq!(r, vec![(0, 10), (10, 20), (20, 25)]);
-        assert!(coalesce(vec![], 10, 10).is_empty());
-    }
-
-    #[test]
-    fn schedule_trades_a_few_bytes_for_fewer_round_trips() {
-        // 3 files, 6 ranges, limit 4: the two smallest gaps (10, 20) are merged, within the
-        // budget (10 % of 6 × 1000 bytes needed).
-        let files = vec![
-            vec![(0, 1000), (1010, 2010)],
-            vec![(0, 1000), (3000, 4000)],
-            vec![(0, 1000), (1020, 2020)],
-        ];
-        let s = schedule(files.clone(), 0, u64::MAX, 4);
-        assert_eq!(
-            s,
-            vec![
-                vec![(0, 2010)],
-                vec![(0, 1000), (3000, 4000)],
-                vec![(0, 2020)],
-            ]
-        );
-        // Within the limit: nothing merged; long runs split.
-        let s = schedule(files.clone(), 0, 600, 100);
-        assert_eq!(
-            s[0],
-            vec![(0, 600), (600, 1000), (1010, 1610), (1610, 2010)]
-        );
-        // No budget for a 2000-byte gap: stays apart even above the limit.
-        let s = schedule(files, 0, u64::MAX, 1);
-        assert_eq!(s[1], vec![(0, 1000), (3000, 4000)]);
-    }
 
     #[test]
     fn fetched_reads_across_adjacent_pieces_and_refuses_holes() {

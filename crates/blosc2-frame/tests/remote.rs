@@ -137,8 +137,8 @@ fn every_fixture_reads_remotely_like_locally() {
         assert_same(&local, &remote, name);
         // Forced second round trip (tiny speculative ranges).
         let o = RemoteOptions::default()
-            .with_head_bytes(87)
-            .with_tail_bytes(23);
+            .map_format(|f| f.with_head_bytes(87))
+            .map_format(|f| f.with_tail_bytes(23));
         assert_same(&local, &open(&server, &format!("fx/{name}"), o), name);
     }
     let local = Frame::open(testdata().join(SPARSE)).unwrap();
@@ -224,8 +224,8 @@ fn open_takes_at_most_two_round_trips() {
             (RemoteOptions::default(), 1),
             (
                 RemoteOptions::default()
-                    .with_head_bytes(87)
-                    .with_tail_bytes(23),
+                    .map_format(|f| f.with_head_bytes(87))
+                    .map_format(|f| f.with_tail_bytes(23)),
                 2,
             ),
         ] {
@@ -253,8 +253,8 @@ fn open_takes_at_most_two_round_trips() {
         (RemoteOptions::default(), 1),
         (
             RemoteOptions::default()
-                .with_head_bytes(87)
-                .with_tail_bytes(23),
+                .map_format(|f| f.with_head_bytes(87))
+                .map_format(|f| f.with_tail_bytes(23)),
             2,
         ),
     ] {
@@ -399,9 +399,9 @@ fn remote_writes_read_back_locally_and_local_writes_remotely() {
 
     // Create-only: refused on an existing key, single and multipart.
     for o in [
-        RemoteOptions::default().with_write_mode(WriteMode::Create),
+        RemoteOptions::default().with_write_mode(WriteMode::Conditional),
         RemoteOptions::default()
-            .with_write_mode(WriteMode::Create)
+            .with_write_mode(WriteMode::Conditional)
             .with_multipart(1, 5 << 20),
     ] {
         let e = BlockingRemoteFrame::put(store.clone(), &Path::from("w/one.b2nd"), &w, &o);
@@ -411,7 +411,7 @@ fn remote_writes_read_back_locally_and_local_writes_remotely() {
         store.clone(),
         &Path::from("w/new.b2nd"),
         &w,
-        &RemoteOptions::default().with_write_mode(WriteMode::Create),
+        &RemoteOptions::default().with_write_mode(WriteMode::Conditional),
     )
     .unwrap();
 

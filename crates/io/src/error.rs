@@ -1,0 +1,92 @@
+//! The crate's error type.
+
+use std::path::PathBuf;
+
+#[cfg(feature = "object_store")]
+use crate::redact::redact;
+
+/// Everything this crate reports. Every variant names the file (path) or object (URL, without
+/// credentials) involved.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// An I/O error on a file or directory.
+    #[error("i/o error on {}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// An argument that cannot be honoured (a path without a file name, a malformed URL).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An object-store request failed, for the object at `url` (scheme, bucket and key; never
+    /// credentials or a query string). The message quotes the store's error through
+    /// [`redact`](crate::redact); `source` itself is the store's error as it came (it may quote
+    /// a URL whole).
+    #[cfg(feature = "object_store")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+    #[error("object store error on {url}: {}", redact(&source.to_string()))]
+    Remote {
+        /// The object (or prefix) involved.
+        url: String,
+        /// The store's error.
+        #[source]
+        source: object_store::Error,
+    },
+    /// A conditional write lost: the object exists (create-only put) or changed since the
+    /// writer read it (`If-Match` put); nothing was written. See [`Access::Write`](crate::Access).
+    #[cfg(feature = "object_store")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+    #[error("write conflict on {url}: the object exists or was changed by another writer")]
+    Conflict {
+        /// The object.
+        url: String,
+    },
+    /// A read pinned to one object version (`If-Match` on the ETag seen before) found another
+    /// version: reading on could mix two. See [`Access::Read`](crate::Access).
+    #[cfg(feature = "object_store")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+    #[error("{url}: the object changed since it was opened (ETag no longer matches)")]
+    Changed {
+        /// The object.
+        url: String,
+    },
+    /// A blocking call was made on a thread that runs a tokio runtime, where blocking would
+    /// stall it: use the async API there. `what` names the call.
+    #[cfg(feature = "object_store")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
+    #[error("{what} called from inside a tokio runtime (use the async API there)")]
+    InsideRuntime {
+        /// The blocking call.
+        what: &'static str,
+    },
+}
+
+impl Error {
+    /// [`Error::Io`] on `path`.
+    pub fn io(path: impl Into<PathBuf>, source: std::io::Error) -> Self {
+        Self::Io {
+            path: path.into(),
+            source,
+        }
+    }
+
+    /// This error as a [`std::io::Error`] of the same kind (the message keeps the path or URL),
+    /// for callers whose error type has no place for a path.
+    #[must_use]
+    pub fn into_io(self) -> std::io::Error {
+        let kind = match &self {
+            Self::Io { source, .. } => source.kind(),
+            Self::InvalidArgument(_) => std::io::ErrorKind::InvalidInput,
+            #[cfg(feature = "object_store")]
+            _ => std::io::ErrorKind::Other,
+        };
+        std::io::Error::new(kind, self)
+    }
+}
+
+/// `Result` with this crate's [`enum@Error`].
+pub type Result<T, E = Error> = core::result::Result<T, E>;

@@ -1,0 +1,22 @@
+#![doc = include_str!("../README.md")]
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
+mod durable;
+mod error;
+mod redact;
+#[cfg(feature = "object_store")]
+mod remote;
+
+pub use crate::durable::{Durability, Staged, commit, sync_dir, write_atomically};
+pub use crate::error::{Error, Result};
+pub use crate::redact::redact;
+#[cfg(feature = "object_store")]
+pub use crate::remote::{
+    options::{FormatOptions, RemoteOptions, WriteMode},
+    plan::{Request, assemble, coalesce},
+    retry::conflict_backoff,
+    runtime::{block_on, handle, outside_runtime, runtime},
+    store::{Access, StoreUrl, child, is_condition_failure, join_url, store_for_url, store_url},
+};
+#[cfg(feature = "object_store")]
+pub use object_store;

@@ -1,0 +1,7 @@
+//! Object-store access (feature `object_store`).
+
+pub(crate) mod options;
+pub(crate) mod plan;
+pub(crate) mod retry;
+pub(crate) mod runtime;
+pub(crate) mod store;
