@@ -238,6 +238,11 @@ struct PluginCase {
 }
 
 /// Smooth values with noise for `dtype`, C order, little-endian.
+#[allow(
+    clippy::cast_possible_truncation,
+    clippy::cast_possible_wrap,
+    reason = "test values: wrapping and truncation are fine"
+)]
 fn plugin_data(dtype: &str, n: usize, next: &mut impl FnMut() -> u64) -> Vec<u8> {
     let mut out = Vec::with_capacity(n * 8);
     for i in 0..n {
@@ -255,6 +260,10 @@ fn plugin_data(dtype: &str, n: usize, next: &mut impl FnMut() -> u64) -> Vec<u8>
     out
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "the case shapes are a few thousand items"
+)]
 fn plugin_cases() -> Vec<PluginCase> {
     let mut seed = 0x2545_F491_4F6C_DD1Du64;
     let mut next = move || {
@@ -342,7 +351,8 @@ fn plugin_cases() -> Vec<PluginCase> {
             &[600],
             Codec::Zstd,
             0,
-            &[(Filter::IntTrunc, (-5i8) as u8)],
+            // INT_TRUNC meta -5 (int8; zero the 5 low bits).
+            &[(Filter::IntTrunc, 251)],
             true,
         ),
         (
@@ -421,7 +431,7 @@ fn plugin_cases() -> Vec<PluginCase> {
             &[64, 40],
             &[16, 40],
             Codec::ZfpAcc,
-            (-3i8) as u8,
+            (-3i8).cast_unsigned(),
             &[],
             true,
         ),
@@ -431,7 +441,7 @@ fn plugin_cases() -> Vec<PluginCase> {
             &[12, 10, 11],
             &[6, 10, 11],
             Codec::ZfpAcc,
-            (-6i8) as u8,
+            (-6i8).cast_unsigned(),
             &[],
             true,
         ),
@@ -536,6 +546,10 @@ fn plugin_cases() -> Vec<PluginCase> {
         .collect()
 }
 
+#[allow(
+    clippy::cast_possible_truncation,
+    reason = "the case blocks are a few thousand items"
+)]
 fn plugin_params(c: &PluginCase) -> Result<CParams, String> {
     let mut cp = CParams::with_filter(c.codec, c.clevel, c.itemsize, Filter::NoFilter);
     for (slot, &(f, m)) in c.filters.iter().enumerate() {
