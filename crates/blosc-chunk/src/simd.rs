@@ -297,6 +297,46 @@ pub(crate) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [MaybeUninit<u8>], n:
     }
 }
 
+/// Running byte sum (wrapping) of the first `16 * floor(len / 16)` bytes of `src` into `dst`,
+/// starting from `acc`: BYTEDELTA's backward filter on one stream. Returns the number of bytes
+/// done and the running sum after them. Each vector's prefix sum takes four shift-and-add
+/// steps (by 1, 2, 4 and 8 lanes); the carry-in is the sum of the vectors before, broadcast.
+pub(crate) fn prefix_sum_bytes(src: &[u8], dst: &mut [u8], acc: u8) -> (usize, u8) {
+    let n = src.len().min(dst.len()) / 16;
+    // SAFETY: SSE2 is enabled for this module (`cfg(target_feature = "sse2")`).
+    let acc = unsafe { prefix_sum_tiles(vectors(src, 0, n), vectors_mut(dst, 0, n), acc) };
+    (16 * n, acc)
+}
+
+#[target_feature(enable = "sse2")]
+fn prefix_sum_tiles(src: &[[u8; 16]], dst: &mut [[u8; 16]], acc: u8) -> u8 {
+    use core::arch::x86_64::{
+        _mm_add_epi8, _mm_cvtsi128_si32, _mm_set1_epi8, _mm_shuffle_epi32, _mm_shufflehi_epi16,
+        _mm_slli_si128,
+    };
+    let mut carry = _mm_set1_epi8(acc.cast_signed());
+    for (s, d) in src.iter().zip(dst.iter_mut()) {
+        let mut x = load(s);
+        x = _mm_add_epi8(x, _mm_slli_si128::<1>(x));
+        x = _mm_add_epi8(x, _mm_slli_si128::<2>(x));
+        x = _mm_add_epi8(x, _mm_slli_si128::<4>(x));
+        x = _mm_add_epi8(x, _mm_slli_si128::<8>(x));
+        store(d, _mm_add_epi8(x, carry));
+        // The vector's sum (its lane 15) into every lane: bytes 8..15 doubled, 16-bit lane 7
+        // into lanes 4..7, 32-bit lane 3 into all. Added to the carry off the store's path,
+        // so the loop-carried chain is one add.
+        let hi = _mm_unpackhi_epi8(x, x);
+        carry = _mm_add_epi8(
+            carry,
+            _mm_shuffle_epi32::<0xFF>(_mm_shufflehi_epi16::<0xFF>(hi)),
+        );
+    }
+    // Truncation intended: the low byte of lane 0 is the running sum.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let out = _mm_cvtsi128_si32(carry) as u8;
+    out
+}
+
 /// Bit-transposes the first `16 * floor(groups / 16)` groups of one byte plane (`src`:
 /// `8 * groups` bytes; `dst`: 8 rows of `groups` bytes). Returns the number of groups done.
 pub(crate) fn bit_transpose(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
