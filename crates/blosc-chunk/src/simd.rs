@@ -297,6 +297,54 @@ pub(crate) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [MaybeUninit<u8>], n:
     }
 }
 
+/// Running byte sum (wrapping) of the first `16 * floor(len / 16)` bytes of `src` into `dst`,
+/// starting from `acc`: BYTEDELTA's backward filter on one stream. Returns the number of bytes
+/// done and the running sum after them. Each vector's prefix sum takes four shift-and-add
+/// steps (by 1, 2, 4 and 8 lanes); the carry-in is the sum of the vectors before, broadcast.
+pub(crate) fn prefix_sum_bytes(src: &[u8], dst: &mut [u8], acc: u8) -> (usize, u8) {
+    let len = src.len().min(dst.len());
+    let (mut done, mut acc) = (0, acc);
+    if level() >= Level::Avx2 {
+        let n = len / 32;
+        // SAFETY: the CPU has AVX2 (`level`).
+        acc = unsafe { avx2::prefix_sum_tiles(vectors(src, 0, n), vectors_mut(dst, 0, n), acc) };
+        done = 32 * n;
+    }
+    let n = (len - done) / 16;
+    // SAFETY: SSE2 is enabled for this module (`cfg(target_feature = "sse2")`).
+    let acc = unsafe { prefix_sum_tiles(vectors(src, done, n), vectors_mut(dst, done, n), acc) };
+    (done + 16 * n, acc)
+}
+
+#[target_feature(enable = "sse2")]
+fn prefix_sum_tiles(src: &[[u8; 16]], dst: &mut [[u8; 16]], acc: u8) -> u8 {
+    use core::arch::x86_64::{
+        _mm_add_epi8, _mm_cvtsi128_si32, _mm_set1_epi8, _mm_shuffle_epi32, _mm_shufflehi_epi16,
+        _mm_slli_si128,
+    };
+    let mut carry = _mm_set1_epi8(acc.cast_signed());
+    for (s, d) in src.iter().zip(dst.iter_mut()) {
+        let mut x = load(s);
+        x = _mm_add_epi8(x, _mm_slli_si128::<1>(x));
+        x = _mm_add_epi8(x, _mm_slli_si128::<2>(x));
+        x = _mm_add_epi8(x, _mm_slli_si128::<4>(x));
+        x = _mm_add_epi8(x, _mm_slli_si128::<8>(x));
+        store(d, _mm_add_epi8(x, carry));
+        // The vector's sum (its lane 15) into every lane: bytes 8..15 doubled, 16-bit lane 7
+        // into lanes 4..7, 32-bit lane 3 into all. Added to the carry off the store's path,
+        // so the loop-carried chain is one add.
+        let hi = _mm_unpackhi_epi8(x, x);
+        carry = _mm_add_epi8(
+            carry,
+            _mm_shuffle_epi32::<0xFF>(_mm_shufflehi_epi16::<0xFF>(hi)),
+        );
+    }
+    // Truncation intended: the low byte of lane 0 is the running sum.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let out = _mm_cvtsi128_si32(carry) as u8;
+    out
+}
+
 /// Bit-transposes the first `16 * floor(groups / 16)` groups of one byte plane (`src`:
 /// `8 * groups` bytes; `dst`: 8 rows of `groups` bytes). Returns the number of groups done.
 pub(crate) fn bit_transpose(src: &[u8], dst: &mut [u8], groups: usize) -> usize {
@@ -388,6 +436,39 @@ mod avx2 {
 
     use super::{split_planes, vectors, vectors_mut};
     use core::mem::MaybeUninit;
+
+    /// [`super::prefix_sum_bytes`] on 32-byte vectors: the prefix sum within each 128-bit
+    /// half, then the low half's sum added to the high half, then the carry.
+    #[target_feature(enable = "avx2")]
+    pub(super) fn prefix_sum_tiles(src: &[[u8; 32]], dst: &mut [[u8; 32]], acc: u8) -> u8 {
+        use core::arch::x86_64::{
+            _mm256_add_epi8, _mm256_cvtsi256_si32, _mm256_permute2x128_si256, _mm256_set1_epi8,
+            _mm256_shuffle_epi8, _mm256_slli_si256,
+        };
+        let last = _mm256_set1_epi8(15);
+        let mut carry = _mm256_set1_epi8(acc.cast_signed());
+        for (s, d) in src.iter().zip(dst.iter_mut()) {
+            // SAFETY: `s` is 32 readable bytes; `loadu` has no alignment requirement.
+            let mut x = unsafe { _mm256_loadu_si256(s.as_ptr().cast()) };
+            x = _mm256_add_epi8(x, _mm256_slli_si256::<1>(x));
+            x = _mm256_add_epi8(x, _mm256_slli_si256::<2>(x));
+            x = _mm256_add_epi8(x, _mm256_slli_si256::<4>(x));
+            x = _mm256_add_epi8(x, _mm256_slli_si256::<8>(x));
+            // Each half's sum in all its lanes; the low half's moved to the high half (the
+            // low half zeroed: imm bit 3).
+            let sums = _mm256_shuffle_epi8(x, last);
+            x = _mm256_add_epi8(x, _mm256_permute2x128_si256::<0x08>(sums, sums));
+            // SAFETY: `d` is 32 writable bytes; `storeu` has no alignment requirement.
+            unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast(), _mm256_add_epi8(x, carry)) };
+            // The vector's sum (byte 31) into every lane.
+            let t = _mm256_shuffle_epi8(x, last);
+            carry = _mm256_add_epi8(carry, _mm256_permute2x128_si256::<0x11>(t, t));
+        }
+        // Truncation intended: the low byte of lane 0 is the running sum.
+        #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+        let out = _mm256_cvtsi256_si32(carry) as u8;
+        out
+    }
 
     /// Vector `lo` of one tile and vector `hi` of the next, as one 256-bit vector.
     #[inline]
@@ -804,6 +885,34 @@ mod tests {
             println!("skipped: this CPU lacks the {l:?} kernels");
         }
         ok
+    }
+
+    /// The running byte sum on every path equals the byte loop, for every length around the
+    /// vectors, every carry-in and every buffer offset.
+    #[test]
+    fn prefix_sum_bytes_on_every_path() {
+        let src: Vec<u8> = (0..300u32).map(|i| (i * 7919 % 251) as u8).collect();
+        for l in LEVELS {
+            if !runs(l) {
+                continue;
+            }
+            for off in 0..4 {
+                for len in 0..200 {
+                    for acc in [0u8, 1, 200] {
+                        let s = &src[off..off + len];
+                        let mut got = vec![0u8; len];
+                        let (done, out) = capped(l, || prefix_sum_bytes(s, &mut got, acc));
+                        assert_eq!(done, len / 16 * 16, "{l:?} len {len}");
+                        let mut a = acc;
+                        for (i, &b) in s[..done].iter().enumerate() {
+                            a = a.wrapping_add(b);
+                            assert_eq!(got[i], a, "{l:?} len {len} off {off} acc {acc} byte {i}");
+                        }
+                        assert_eq!(out, a, "{l:?} len {len} off {off} acc {acc}");
+                    }
+                }
+            }
+        }
     }
 
     /// The kernels run (whole tiles) and agree with the definitions; the portable paths and

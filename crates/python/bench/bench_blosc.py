@@ -3,7 +3,17 @@
 Run (after ``cargo xtask python`` or ``maturin develop --release``):
 
     target/python-venv/bin/python crates/python/bench/bench_blosc.py [--reps 15] [--nthreads 1]
-        [--clock wall|cpu]
+        [--clock wall|cpu] [--plugins]
+
+``--plugins`` times C-Blosc2's in-library plugins instead of the codec/filter grid:
+SHUFFLE + BYTEDELTA (float32, typesize 4, filters_meta [0, 4], zstd and lz4; plain
+``blosc2.compress2`` / ``blosc2.decompress2``) and ZFP_ACC / ZFP_PREC / ZFP_RATE on 4 MiB
+float32 and float64 3-D fields with a b2nd block shape. ZFP needs the block shape, which
+C-Blosc2 takes from the b2nd metalayer of the array, so python-blosc2's side is a single-chunk
+b2nd array: encode = ``arr.schunk.update_data(0, raw, copy=True)``, decode =
+``arr.schunk.decompress_chunk(0)``, on the chunk's raw (block-major) bytes; scifmt's side is
+``compress(raw, ..., blockshape=blocks)`` / ``decompress(chunk, blockshape=blocks)`` on the
+same bytes. ZFP chunks are checked byte-identical and both decoders bit-identical.
 
 For each data set (int32 / float32 / uint16, 4 MiB) and parameter set (codec, filter), both
 libraries compress the same buffer with the same parameters (typesize = item size, clevel 5,
@@ -63,6 +73,8 @@ def main():
     ap.add_argument("--clock", choices=["wall", "cpu"], default="wall",
                     help="cpu: the calling thread's CPU time (time.thread_time), less sensitive to "
                          "other processes on a busy machine; only meaningful with --nthreads 1")
+    ap.add_argument("--plugins", action="store_true",
+                    help="time the plugin rows (BYTEDELTA, ZFP) instead of the codec/filter grid")
     args = ap.parse_args()
     global CLOCK
     if args.clock == "cpu":
@@ -76,6 +88,10 @@ def main():
     print(f"{'data':8} {'codec':8} {'filter':10} {'cratio':>7} | {'c MB/s b2':>10} {'c MB/s ours':>11} "
           f"{'c ratio':>8} | {'d MB/s b2':>10} {'d MB/s ours':>11} {'d ratio':>8} | same bytes")
     c_ratios, d_ratios = [], []
+    if args.plugins:
+        plugin_rows(args, nt, c_ratios, d_ratios)
+        report(c_ratios, d_ratios)
+        return
     for name, data in datasets():
         for codec, filt in PARAMS:
             ts = data.dtype.itemsize
@@ -102,6 +118,97 @@ def main():
             print(f"{name:8} {codec:8} {filt:10} {len(data.tobytes()) / len(ours):7.2f} | "
                   f"{mb / mc_b2:10.0f} {mb / mc_us:11.0f} {cr:8.2f} | "
                   f"{mb / md_b2:10.0f} {mb / md_us:11.0f} {dr:8.2f} | {'yes' if same else 'NO'}")
+    report(c_ratios, d_ratios)
+
+
+def interleave(reps, c_b2, c_us, d_b2, d_us):
+    tc_b2, tc_us, td_b2, td_us = [], [], [], []
+    for _ in range(reps):
+        tc_b2.append(timed(c_b2))
+        tc_us.append(timed(c_us))
+        td_b2.append(timed(d_b2))
+        td_us.append(timed(d_us))
+    return (statistics.median(tc_b2), statistics.median(tc_us), statistics.median(td_b2),
+            statistics.median(td_us))
+
+
+def row(name, codec, filt, nbytes, clen, same, times, c_ratios, d_ratios):
+    mc_b2, mc_us, md_b2, md_us = times
+    cr, dr = mc_b2 / mc_us, md_b2 / md_us
+    c_ratios.append(cr)
+    d_ratios.append(dr)
+    mb = nbytes / 1e6
+    print(f"{name:8} {codec:8} {filt:11} {nbytes / clen:7.2f} | "
+          f"{mb / mc_b2:10.0f} {mb / mc_us:11.0f} {cr:8.2f} | "
+          f"{mb / md_b2:10.0f} {mb / md_us:11.0f} {dr:8.2f} | {'yes' if same else 'NO'}")
+
+
+def field3d(dtype, shape):
+    """A smooth 3-D field with a little noise (what ZFP is made for)."""
+    rng = np.random.default_rng(777)
+    z, y, x = np.meshgrid(*[np.linspace(0, 1, n) for n in shape], indexing="ij")
+    v = np.sin(6 * x) * np.cos(5 * y) + z * z + rng.normal(0, 1e-3, shape)
+    return v.astype(dtype)
+
+
+# ZFP rows: (codec, codec_meta, label). Accuracy 10**-3; precision meta + 3 + 2*3 bits; rate
+# in percent of the input.
+ZFP = [("ZFP_ACC", (-3) & 0xFF, "acc=-3"), ("ZFP_PREC", 12, "prec=12"),
+       ("ZFP_RATE", 25, "rate=25")]
+
+
+def plugin_rows(args, nt, c_ratios, d_ratios):
+    # SHUFFLE + BYTEDELTA on the float32 data set (python-blosc2's pipeline for floats).
+    data = dict(datasets())["float32"]
+    for codec in ("zstd", "lz4"):
+        b2kw = dict(codec=blosc2.Codec[codec.upper()], clevel=5, typesize=4, nthreads=nt,
+                    filters=[blosc2.Filter.SHUFFLE, blosc2.Filter.BYTEDELTA],
+                    filters_meta=[0, 4], splitmode=blosc2.SplitMode.AUTO_SPLIT)
+        ourkw = dict(codec=codec, clevel=5, typesize=4, nthreads=nt,
+                     filters=[sb.Filter.SHUFFLE, sb.Filter.BYTEDELTA], filters_meta=[0, 4],
+                     splitmode=sb.SplitMode.AUTO_SPLIT)
+        ref = blosc2.compress2(data, **b2kw)
+        ours = sb.compress(data, **ourkw)
+        assert sb.decompress(ref) == blosc2.decompress2(ours) == data.tobytes()
+        times = interleave(args.reps, lambda: blosc2.compress2(data, **b2kw),
+                           lambda: sb.compress(data, **ourkw), lambda: blosc2.decompress2(ref),
+                           lambda: sb.decompress(ours, nthreads=nt))
+        row("float32", codec, "shuf+bdelta", data.nbytes, len(ours), ref == ours, times,
+            c_ratios, d_ratios)
+    # ZFP on single-chunk b2nd arrays (4 MiB), blocks of 16 x 32 x 32 items.
+    for dtype, shape in (("float32", (64, 128, 128)), ("float64", (64, 64, 128))):
+        a = field3d(dtype, shape)
+        blocks = (16, 32, 32)
+        dp = blosc2.DParams(nthreads=nt)
+        twin = blosc2.asarray(a, chunks=shape, blocks=blocks, dparams=dp,
+                              cparams=blosc2.CParams(nthreads=nt, clevel=0, filters=[],
+                                                     filters_meta=[]))
+        raw = twin.schunk.decompress_chunk(0)  # the chunk's block-major bytes
+        for codec, meta, label in ZFP:
+            cp = blosc2.CParams(codec=blosc2.Codec[codec], codec_meta=meta, clevel=5,
+                                filters=[], filters_meta=[], nthreads=nt)
+            arr = blosc2.asarray(a, chunks=shape, blocks=blocks, cparams=cp, dparams=dp)
+            ourkw = dict(codec=sb.Codec[codec], codec_meta=meta, clevel=5, filters=[],
+                         typesize=a.dtype.itemsize, blocksize=int(np.prod(blocks)) * a.itemsize,
+                         nthreads=nt, blockshape=blocks)
+            ref = arr.schunk.get_chunk(0)
+            ours = sb.compress(raw, **ourkw)
+            dec_b2 = arr.schunk.decompress_chunk(0)
+            assert sb.decompress(ref, blockshape=blocks) == dec_b2, codec
+            same = ref == ours
+
+            def c_b2():
+                arr.schunk.update_data(0, raw, copy=True)
+
+            times = interleave(args.reps, c_b2, lambda: sb.compress(raw, **ourkw),
+                               lambda: arr.schunk.decompress_chunk(0),
+                               lambda: sb.decompress(ours, nthreads=nt, blockshape=blocks))
+            assert arr.schunk.get_chunk(0) == ref
+            row(dtype, codec.lower(), label, len(raw), len(ours), same, times, c_ratios,
+                d_ratios)
+
+
+def report(c_ratios, d_ratios):
     gm = lambda xs: float(np.exp(np.mean(np.log(xs))))  # noqa: E731
     print(f"geometric mean ratio (python-blosc2 time / scifmt time): compress {gm(c_ratios):.2f}, "
           f"decompress {gm(d_ratios):.2f}; min compress {min(c_ratios):.2f}, min decompress "
