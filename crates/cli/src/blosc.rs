@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use blosc_chunk::{
-    BlockShape, CParams, ChunkHeader, Codec, DParams, Filter, Format, MAX_BUFFERSIZE,
-    MAX_FILTERS, MAX_OVERHEAD, SplitMode,
+    BlockShape, CParams, ChunkHeader, Codec, DParams, Filter, Format, MAX_BUFFERSIZE, MAX_FILTERS,
+    MAX_OVERHEAD, SplitMode,
 };
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Map, Value, json};

@@ -7,8 +7,7 @@
 
 use blosc_chunk::{
     BlockShape, CParams, ChunkHeader, Codec, DParams, Filter, Format, Limits, MAX_FILTERS,
-    SpecialValue,
-    SplitMode,
+    SpecialValue, SplitMode,
 };
 use core::mem::MaybeUninit;
 
