@@ -131,8 +131,9 @@ pub(crate) struct CParamArgs {
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=9))]
     clevel: u8,
     /// Filter, repeatable, applied in the order given (slots 0, 1, ...):
-    /// none|shuffle|bitshuffle|delta|truncprec[:META]|bytedelta[:META]|int_trunc:META|ndcell:META|ndmean:META.
-    /// Default: shuffle in slot 5 (C-Blosc2). ndcell/ndmean need --blockshape.
+    /// none|shuffle|bitshuffle|delta|truncprec:META|bytedelta:META|int_trunc:META|ndcell:META|ndmean:META
+    /// (META is optional for truncprec and bytedelta). Default: shuffle in slot 5 (C-Blosc2).
+    /// ndcell/ndmean need --blockshape.
     #[arg(long = "filter", value_name = "FILTER", value_parser = parse_filter)]
     filters: Vec<FilterArg>,
     /// Codec metadata byte (NDLZ: cell edge 4 or 8; ZFP: see --codec), -128..=255.
