@@ -15,7 +15,8 @@ use crate::util::{cargo, exec, project_root};
 
 /// What the suite installs, pinned: the build backend, the runtime and test dependencies, and
 /// the reference packages the tests cross-check against (`wkw` for `scifmt.wkw`, `blosc2` for
-/// the Blosc/b2nd modules).
+/// the Blosc/b2nd modules, `zarr` + `numcodecs` + `blosc` (python-blosc, C-Blosc 1.21) for
+/// `scifmt.zarr`).
 const REQUIREMENTS: &[&str] = &[
     "maturin==1.16.0",
     "numpy==2.4.6",
@@ -26,6 +27,9 @@ const REQUIREMENTS: &[&str] = &[
     "dask[distributed]==2026.8.0",
     "wkw==1.1.24",
     "blosc2==4.14.1",
+    "zarr==3.1.6",
+    "numcodecs==0.16.6",
+    "blosc==1.11.4",
 ];
 
 /// Seconds one test may take (the slowest, the Dask cluster tests, take about 20).

@@ -3,7 +3,7 @@
 Run (after ``cargo xtask python`` or ``maturin develop --release``):
 
     target/python-venv/bin/python crates/python/bench/bench_blosc.py [--reps 15] [--nthreads 1]
-        [--clock wall|cpu] [--plugins]
+        [--clock wall|cpu] [--plugins | --blosc1]
 
 ``--plugins`` times C-Blosc2's in-library plugins instead of the codec/filter grid:
 SHUFFLE + BYTEDELTA (float32, typesize 4, filters_meta [0, 4], zstd and lz4; plain
@@ -14,6 +14,14 @@ b2nd array: encode = ``arr.schunk.update_data(0, raw, copy=True)``, decode =
 ``arr.schunk.decompress_chunk(0)``, on the chunk's raw (block-major) bytes; scifmt's side is
 ``compress(raw, ..., blockshape=blocks)`` / ``decompress(chunk, blockshape=blocks)`` on the
 same bytes. ZFP chunks are checked byte-identical and both decoders bit-identical.
+
+``--blosc1`` compares Blosc1 chunks (what Zarr's ``blosc`` codec writes): scifmt's
+``compress(..., format="blosc1")`` / ``decompress`` against python-blosc 1.11.4
+(C-Blosc 1.21.7.dev; ``blosc.compress(raw, typesize, 5, shuffle, cname)`` / ``blosc.decompress``
+with ``blosc.set_nthreads(N)``), on the same data for every cname x noshuffle/shuffle/bitshuffle,
+automatic block size. ``same bytes`` compares our chunk (made with N threads) with C-Blosc 1's
+single-threaded chunk (with several threads, C-Blosc 1 places blocks in completion order, so
+its own bytes vary); ``zlib`` chunks are never identical (zlib-rs vs zlib 1.3.1).
 
 For each data set (int32 / float32 / uint16, 4 MiB) and parameter set (codec, filter), both
 libraries compress the same buffer with the same parameters (typesize = item size, clevel 5,
@@ -75,6 +83,9 @@ def main():
                          "other processes on a busy machine; only meaningful with --nthreads 1")
     ap.add_argument("--plugins", action="store_true",
                     help="time the plugin rows (BYTEDELTA, ZFP) instead of the codec/filter grid")
+    ap.add_argument("--blosc1", action="store_true",
+                    help="Blosc1 chunks against python-blosc 1.11.4 (C-Blosc 1.21) instead of "
+                         "python-blosc2")
     args = ap.parse_args()
     global CLOCK
     if args.clock == "cpu":
@@ -82,6 +93,9 @@ def main():
             ap.error("--clock cpu needs --nthreads 1 (work on other threads is not counted)")
         CLOCK = time.thread_time
     nt = args.nthreads
+    if args.blosc1:
+        blosc1_rows(args, nt)
+        return
     blosc2.set_nthreads(nt)  # decompress2 uses the global thread count
     print(f"python-blosc2 {blosc2.__version__} (C-Blosc2 {blosc2.blosclib_version}), scifmt "
           f"{sb.__name__}, nthreads={nt}, reps={args.reps}, clock={args.clock}, 4 MiB per buffer")
@@ -208,9 +222,51 @@ def plugin_rows(args, nt, c_ratios, d_ratios):
                 d_ratios)
 
 
-def report(c_ratios, d_ratios):
+BLOSC1_CODECS = ["blosclz", "lz4", "lz4hc", "zlib", "zstd"]
+BLOSC1_SHUFFLES = ["noshuffle", "shuffle", "bitshuffle"]
+
+
+def blosc1_rows(args, nt):
+    import os
+
+    for k in list(os.environ):
+        if k.startswith("BLOSC_"):  # C-Blosc 1 reads these on every call
+            del os.environ[k]
+    import blosc  # python-blosc 1.11.4: C-Blosc 1.21
+
+    blosc.set_blocksize(0)
+    print(f"python-blosc {blosc.__version__} (C-Blosc {blosc.blosclib_version}), scifmt "
+          f"{sb.__name__} format=blosc1, nthreads={nt}, reps={args.reps}, clock={args.clock}, "
+          f"4 MiB per buffer")
+    print(f"{'data':8} {'codec':8} {'filter':10} {'cratio':>7} | {'c MB/s C1':>10} {'c MB/s ours':>11} "
+          f"{'c ratio':>8} | {'d MB/s C1':>10} {'d MB/s ours':>11} {'d ratio':>8} | same bytes")
+    c_ratios, d_ratios = [], []
+    for name, data in datasets():
+        raw = data.tobytes()
+        ts = data.dtype.itemsize
+        for codec in BLOSC1_CODECS:
+            for filt in BLOSC1_SHUFFLES:
+                shuffle = getattr(blosc, filt.upper())
+                ourkw = dict(typesize=ts, clevel=5, codec=codec, nthreads=nt, format="blosc1",
+                             filters=[sb.Filter[filt.upper()] if filt != "noshuffle"
+                                      else sb.Filter.NOFILTER])
+                blosc.set_nthreads(1)
+                ref1 = blosc.compress(raw, ts, 5, shuffle, codec)
+                blosc.set_nthreads(nt)
+                ref = blosc.compress(raw, ts, 5, shuffle, codec)
+                ours = sb.compress(raw, **ourkw)
+                assert sb.decompress(ref) == blosc.decompress(ours) == raw
+                times = interleave(args.reps, lambda: blosc.compress(raw, ts, 5, shuffle, codec),
+                                   lambda: sb.compress(raw, **ourkw), lambda: blosc.decompress(ref),
+                                   lambda: sb.decompress(ours, nthreads=nt))
+                row(name, codec, filt, len(raw), len(ours), ours == ref1, times, c_ratios,
+                    d_ratios)
+    report(c_ratios, d_ratios, "C-Blosc 1.21")
+
+
+def report(c_ratios, d_ratios, peer="python-blosc2"):
     gm = lambda xs: float(np.exp(np.mean(np.log(xs))))  # noqa: E731
-    print(f"geometric mean ratio (python-blosc2 time / scifmt time): compress {gm(c_ratios):.2f}, "
+    print(f"geometric mean ratio ({peer} time / scifmt time): compress {gm(c_ratios):.2f}, "
           f"decompress {gm(d_ratios):.2f}; min compress {min(c_ratios):.2f}, min decompress "
           f"{min(d_ratios):.2f}")
 
