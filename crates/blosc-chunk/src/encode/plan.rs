@@ -448,10 +448,13 @@ impl Plan {
     /// The memcpyed chunk: header + raw input.
     pub(super) fn memcpy_chunk(&self, data: &[u8]) -> Result<Vec<u8>> {
         let cbytes = self.header_len + data.len();
-        let mut out = vec![0u8; cbytes];
+        // Only the header is zero-filled: zeroing the whole chunk before copying the input
+        // over it cost a tenth of an incompressible 4 MiB chunk's encode.
+        let mut out = Vec::with_capacity(cbytes);
+        out.resize(self.header_len, 0);
         self.header(self.flags | Flags::MEMCPYED, cbytes, Blosc2Flags::empty())
             .write(&mut out, self.extended)?;
-        out[self.header_len..].copy_from_slice(data);
+        out.extend_from_slice(data);
         Ok(out)
     }
 }
