@@ -1,8 +1,8 @@
 """Scientific formats from Rust (see the package README).
 
 Submodules: ``scifmt.wkw`` (a drop-in for the ``wkw`` package), ``scifmt.wkw.dask`` (Dask
-helpers), ``scifmt.blosc`` (Blosc chunks), ``scifmt.b2nd`` (b2nd arrays) and ``scifmt.dwe``
-(``.dwe`` embeddings).
+helpers), ``scifmt.blosc`` (Blosc chunks), ``scifmt.b2nd`` (b2nd arrays), ``scifmt.dwe``
+(``.dwe`` embeddings) and ``scifmt.zarr`` (Zarr's ``blosc`` codec for zarr-python and numcodecs).
 """
 
 from scifmt._scifmt import __version__
