@@ -145,6 +145,12 @@ impl Layout {
             inner.push(json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}));
         }
         let [x, y, z] = self.shape;
+        // tensorstore writes the fill value of float types as a float.
+        let fill = if matches!(self.voxel_type, VoxelType::F32 | VoxelType::F64) {
+            json!(0.0)
+        } else {
+            json!(0)
+        };
         json!({
             "zarr_format": 3,
             "node_type": "array",
@@ -152,7 +158,7 @@ impl Layout {
             "data_type": data_type_name(self.voxel_type),
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [c, s, s, s]}},
             "chunk_key_encoding": {"name": "default"},
-            "fill_value": 0,
+            "fill_value": fill,
             "codecs": [{
                 "name": "sharding_indexed",
                 "configuration": {
