@@ -125,7 +125,7 @@ pub(crate) fn wkw_to_zarr(
     Ok(summary)
 }
 
-/// Writes a JSON document atomically (compact, keys sorted, as tensorstore writes them).
+/// Writes a JSON document atomically (compact, as tensorstore writes `zarr.json`).
 pub(crate) fn write_json(path: &Path, doc: &Value, ctx: &Ctx<'_>) -> Result<()> {
     let text = serde_json::to_vec(doc).map_err(|e| Error::Internal(e.to_string()))?;
     scifmt_io::write_atomically(path, ctx.options.durability, |w| {
