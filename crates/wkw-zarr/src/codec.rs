@@ -32,8 +32,10 @@ impl ChunkCodec {
                 let mut cell = cell.borrow_mut();
                 if !matches!(&*cell, Some((_, l, c)) if *l == level && *c == checksum) {
                     let mut cctx = CCtx::create();
-                    cctx.set_parameter(CParameter::CompressionLevel(level)).ok()?;
-                    cctx.set_parameter(CParameter::ChecksumFlag(checksum)).ok()?;
+                    cctx.set_parameter(CParameter::CompressionLevel(level))
+                        .ok()?;
+                    cctx.set_parameter(CParameter::ChecksumFlag(checksum))
+                        .ok()?;
                     *cell = Some((cctx, level, checksum));
                 }
                 let (cctx, _, _) = cell.as_mut()?;

@@ -60,11 +60,16 @@ pub fn detect(path: &Path) -> Result<Source> {
         if doc.get("node_type").and_then(Value::as_str) == Some("array") {
             return Ok(Source::Zarr3Array);
         }
-        return Err(Error::unsupported(&zarr, "a Zarr group without datasource-properties.json"));
+        return Err(Error::unsupported(
+            &zarr,
+            "a Zarr group without datasource-properties.json",
+        ));
     }
     Err(Error::unsupported(
         path,
-        format!("neither a webKNOSSOS dataset ({PROPERTIES_JSON}), a WKW mag (header.wkw) nor a Zarr array (zarr.json)"),
+        format!(
+            "neither a webKNOSSOS dataset ({PROPERTIES_JSON}), a WKW mag (header.wkw) nor a Zarr array (zarr.json)"
+        ),
     ))
 }
 
@@ -86,7 +91,8 @@ pub fn convert(
     match (detect(src)?, to) {
         (Source::WkwMag, Format::Zarr3) => convert_mag_to_zarr3(src, dst, options, progress),
         (Source::Zarr3Array, Format::Wkw) => convert_mag_to_wkw(src, dst, options, progress),
-        (Source::Dataset(Format::Wkw), Format::Zarr3) | (Source::Dataset(Format::Zarr3), Format::Wkw) => {
+        (Source::Dataset(Format::Wkw), Format::Zarr3)
+        | (Source::Dataset(Format::Zarr3), Format::Wkw) => {
             run(dst, to, options, |ctx| dataset(src, dst, to, ctx), progress)
         }
         (kind, to) => Err(Error::InvalidArgument(format!(
@@ -108,7 +114,13 @@ pub fn convert_mag_to_zarr3(
     options: &ConvertOptions,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Summary> {
-    run(dst, Format::Zarr3, options, |ctx| mag::wkw_to_zarr(src, dst, None, ctx), progress)
+    run(
+        dst,
+        Format::Zarr3,
+        options,
+        |ctx| mag::wkw_to_zarr(src, dst, None, ctx),
+        progress,
+    )
 }
 
 /// Converts one sharded Zarr v3 array whose inner chunks are WKW blocks into a WKW mag
@@ -122,7 +134,13 @@ pub fn convert_mag_to_wkw(
     options: &ConvertOptions,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Summary> {
-    run(dst, Format::Wkw, options, |ctx| mag::zarr_to_wkw(src, dst, ctx), progress)
+    run(
+        dst,
+        Format::Wkw,
+        options,
+        |ctx| mag::zarr_to_wkw(src, dst, ctx),
+        progress,
+    )
 }
 
 /// The settings that decide a conversion's output bytes (recorded for resuming).
@@ -134,7 +152,9 @@ fn settings(to: Format, options: &ConvertOptions) -> Value {
     };
     match to {
         Format::Zarr3 => json!({"to": "zarr3", "codec": codec}),
-        Format::Wkw => json!({"to": "wkw", "block_type": format!("{:?}", options.block_type).to_lowercase()}),
+        Format::Wkw => {
+            json!({"to": "wkw", "block_type": format!("{:?}", options.block_type).to_lowercase()})
+        }
     }
 }
 
@@ -200,7 +220,15 @@ fn mag_vector(v: Option<&Value>, path: &Path) -> Result<[u64; 3]> {
         }
         _ => None,
     }
-    .ok_or_else(|| Error::metadata(path, format!("mag {} is not [x, y, z] of positive integers", v.unwrap_or(&Value::Null))))
+    .ok_or_else(|| {
+        Error::metadata(
+            path,
+            format!(
+                "mag {} is not [x, y, z] of positive integers",
+                v.unwrap_or(&Value::Null)
+            ),
+        )
+    })
 }
 
 /// The mags of `layer` with their directories below `root`.
@@ -227,7 +255,8 @@ pub(crate) fn mags(root: &Path, layer: &Value, path: &Path) -> Result<Vec<MagEnt
             let dir = if named.exists() || mag[0] != mag[1] || mag[1] != mag[2] {
                 named
             } else {
-                root.join(name).join(format!("{}-{}-{}", mag[0], mag[1], mag[2]))
+                root.join(name)
+                    .join(format!("{}-{}-{}", mag[0], mag[1], mag[2]))
             };
             out.push(MagEntry { mag, dir });
         }
@@ -243,7 +272,10 @@ pub(crate) fn layer_name<'a>(layer: &'a Value, path: &Path) -> Result<&'a str> {
         .and_then(Value::as_str)
         .ok_or_else(|| Error::metadata(path, "a layer has no name"))?;
     if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
-        return Err(Error::metadata(path, format!("layer name {name:?} is not a directory name")));
+        return Err(Error::metadata(
+            path,
+            format!("layer name {name:?} is not a directory name"),
+        ));
     }
     Ok(name)
 }
@@ -265,7 +297,12 @@ fn bbox_end(layer: &Value, path: &Path) -> Result<[u64; 3]> {
         end[d] = t
             .zip(s)
             .and_then(|(t, s)| t.checked_add(s))
-            .ok_or_else(|| Error::metadata(path, format!("boundingBox {key} / topLeft not non-negative integers")))?;
+            .ok_or_else(|| {
+                Error::metadata(
+                    path,
+                    format!("boundingBox {key} / topLeft not non-negative integers"),
+                )
+            })?;
     }
     Ok(end)
 }
@@ -350,7 +387,11 @@ fn dataset(src: &Path, dst: &Path, to: Format, ctx: &Ctx<'_>) -> Result<Summary>
         }
         if to == Format::Zarr3 {
             let list: Vec<[u64; 3]> = entries.iter().map(|e| e.mag).collect();
-            mag::write_json(&dst.join(&name).join(ZARR_JSON), &layer_group(&list, voxel, &unit), ctx)?;
+            mag::write_json(
+                &dst.join(&name).join(ZARR_JSON),
+                &layer_group(&list, voxel, &unit),
+                ctx,
+            )?;
         }
         let mut layer = layer.clone();
         if let Some(obj) = layer.as_object_mut() {
@@ -361,7 +402,11 @@ fn dataset(src: &Path, dst: &Path, to: Format, ctx: &Ctx<'_>) -> Result<Summary>
         new_layers.push(layer);
     }
     if to == Format::Zarr3 {
-        mag::write_json(&dst.join(ZARR_JSON), &json!({"zarr_format": 3, "node_type": "group"}), ctx)?;
+        mag::write_json(
+            &dst.join(ZARR_JSON),
+            &json!({"zarr_format": 3, "node_type": "group"}),
+            ctx,
+        )?;
     }
     if let Some(obj) = doc.as_object_mut() {
         obj.insert("dataLayers".into(), Value::Array(new_layers));

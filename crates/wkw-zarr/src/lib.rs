@@ -11,9 +11,7 @@ mod target;
 mod verify;
 
 pub use crate::{
-    dataset::{
-        PROPERTIES_JSON, Source, convert, convert_mag_to_wkw, convert_mag_to_zarr3, detect,
-    },
+    dataset::{PROPERTIES_JSON, Source, convert, convert_mag_to_wkw, convert_mag_to_zarr3, detect},
     error::{Error, Result},
     meta::ZARR_JSON,
     options::{

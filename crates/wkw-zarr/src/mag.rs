@@ -142,7 +142,10 @@ fn file_to_shard(
     ctx: &Ctx<'_>,
     parallel: bool,
 ) -> Result<Summary> {
-    let max_chunk = layout.codec.max_stored(usize::try_from(layout.block_bytes()).unwrap_or(usize::MAX)) as u64;
+    let max_chunk = layout
+        .codec
+        .max_stored(usize::try_from(layout.block_bytes()).unwrap_or(usize::MAX))
+        as u64;
     if target.exists() && ShardReader::open(target, layout, max_chunk).is_ok() {
         return Ok(Summary {
             shards_skipped: 1,
@@ -181,24 +184,30 @@ fn file_to_shard(
             summary.bytes_in += stored.len() as u64;
             items.push((k, stored));
         }
-        let encoded = run(ctx, parallel, items, |(k, stored)| -> Result<Option<(u64, Vec<u8>)>> {
-            let bad = |e: &dyn std::fmt::Display| Error::corrupt(path, format!("block {k}: {e}"));
-            if !block_type.is_compressed() && layout.codec == ChunkCodec::None {
-                return Ok((!all_zero(&stored)).then_some((k, stored)));
-            }
-            with_raw(block_bytes, |raw| {
-                wkw::decode_block(&stored, block_type, raw).map_err(|e| bad(&e))?;
-                if all_zero(raw) {
-                    return Ok(None);
+        let encoded = run(
+            ctx,
+            parallel,
+            items,
+            |(k, stored)| -> Result<Option<(u64, Vec<u8>)>> {
+                let bad =
+                    |e: &dyn std::fmt::Display| Error::corrupt(path, format!("block {k}: {e}"));
+                if !block_type.is_compressed() && layout.codec == ChunkCodec::None {
+                    return Ok((!all_zero(&stored)).then_some((k, stored)));
                 }
-                let mut out = Vec::new();
-                layout
-                    .codec
-                    .encode(raw, &mut out)
-                    .ok_or_else(|| bad(&"zstd compression failed"))?;
-                Ok(Some((k, out)))
-            })
-        });
+                with_raw(block_bytes, |raw| {
+                    wkw::decode_block(&stored, block_type, raw).map_err(|e| bad(&e))?;
+                    if all_zero(raw) {
+                        return Ok(None);
+                    }
+                    let mut out = Vec::new();
+                    layout
+                        .codec
+                        .encode(raw, &mut out)
+                        .ok_or_else(|| bad(&"zstd compression failed"))?;
+                    Ok(Some((k, out)))
+                })
+            },
+        );
         for e in encoded {
             let Some((k, bytes)) = e? else { continue };
             let b = morton_code::decode_3d_u64(k)
@@ -230,7 +239,9 @@ fn file_to_shard(
 /// Whether every byte is zero (the fill value): checked 64 bytes at a time, which vectorises.
 pub(crate) fn all_zero(bytes: &[u8]) -> bool {
     let mut chunks = bytes.chunks_exact(64);
-    (&mut chunks).all(|c| c.iter().fold(0u8, |a, &b| a | b) == 0)
+    chunks
+        .by_ref()
+        .all(|c| c.iter().fold(0u8, |a, &b| a | b) == 0)
         && chunks.remainder().iter().all(|&b| b == 0)
 }
 
@@ -256,14 +267,22 @@ pub(crate) fn list_shards(src: &Path, layout: &Layout) -> Result<Vec<([u64; 3], 
         };
         for entry in rd {
             let entry = entry.map_err(|e| Error::io(dir, e))?;
-            if let Some(n) = entry.file_name().to_str().and_then(|s| s.parse::<u64>().ok()) {
+            if let Some(n) = entry
+                .file_name()
+                .to_str()
+                .and_then(|s| s.parse::<u64>().ok())
+            {
                 v.push((n, entry.path()));
             }
         }
         Ok(v)
     };
     if layout.separator == '/' {
-        let base = if layout.has_c { src.join("c").join("0") } else { src.join("c") };
+        let base = if layout.has_c {
+            src.join("c").join("0")
+        } else {
+            src.join("c")
+        };
         for (x, px) in numbers(&base)? {
             for (y, py) in numbers(&px)? {
                 for (z, pz) in numbers(&py)? {
@@ -385,29 +404,39 @@ fn shard_to_file(
             let present = shard.read_chunk(index_position(layout.file_len, b), &mut stored)?;
             items.push((k, present.then_some(stored)));
         }
-        let encoded = run(ctx, parallel, items, |(k, stored)| -> Result<Option<Vec<u8>>> {
-            let Some(stored) = stored else { return Ok(None) };
-            if layout.codec == ChunkCodec::None && !block_type.is_compressed() {
-                if stored.len() != block_bytes {
-                    return Err(Error::corrupt(
-                        shard.path(),
-                        format!("chunk of block {k}: {} bytes, expected {block_bytes}", stored.len()),
-                    ));
+        let encoded = run(
+            ctx,
+            parallel,
+            items,
+            |(k, stored)| -> Result<Option<Vec<u8>>> {
+                let Some(stored) = stored else {
+                    return Ok(None);
+                };
+                if layout.codec == ChunkCodec::None && !block_type.is_compressed() {
+                    if stored.len() != block_bytes {
+                        return Err(Error::corrupt(
+                            shard.path(),
+                            format!(
+                                "chunk of block {k}: {} bytes, expected {block_bytes}",
+                                stored.len()
+                            ),
+                        ));
+                    }
+                    return Ok(Some(stored));
                 }
-                return Ok(Some(stored));
-            }
-            with_raw(block_bytes, |raw| {
-                if !layout.codec.decode(&stored, raw) {
-                    return Err(Error::corrupt(
-                        shard.path(),
-                        format!("chunk of block {k} does not decode to {block_bytes} bytes"),
-                    ));
-                }
-                let mut out = Vec::new();
-                wkw::encode_block(raw, block_type, &mut out)?;
-                Ok(Some(out))
-            })
-        });
+                with_raw(block_bytes, |raw| {
+                    if !layout.codec.decode(&stored, raw) {
+                        return Err(Error::corrupt(
+                            shard.path(),
+                            format!("chunk of block {k} does not decode to {block_bytes} bytes"),
+                        ));
+                    }
+                    let mut out = Vec::new();
+                    wkw::encode_block(raw, block_type, &mut out)?;
+                    Ok(Some(out))
+                })
+            },
+        );
         for e in encoded {
             match e? {
                 Some(bytes) => {
@@ -426,7 +455,9 @@ fn shard_to_file(
         return Ok(summary);
     }
     writer.finish(ctx.options.durability)?;
-    summary.bytes_out += fs::metadata(target).map_err(|e| Error::io(target, e))?.len();
+    summary.bytes_out += fs::metadata(target)
+        .map_err(|e| Error::io(target, e))?
+        .len();
     summary.shards_written += 1;
     Ok(summary)
 }

@@ -116,7 +116,11 @@ impl Layout {
     }
 
     /// The WKW header (dataset header, data offset 0) of this geometry with `block_type`.
-    pub(crate) fn wkw_header(&self, block_type: wkw::BlockType, path: &Path) -> Result<wkw::Header> {
+    pub(crate) fn wkw_header(
+        &self,
+        block_type: wkw::BlockType,
+        path: &Path,
+    ) -> Result<wkw::Header> {
         wkw::Header::new(
             self.voxel_type,
             self.channels,
@@ -142,7 +146,9 @@ impl Layout {
             bytes,
         ];
         if let ChunkCodec::Zstd { level, checksum } = self.codec {
-            inner.push(json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}));
+            inner.push(
+                json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}),
+            );
         }
         let [x, y, z] = self.shape;
         // tensorstore writes the fill value of float types as a float.
@@ -201,20 +207,25 @@ impl Layout {
             n => return Err(unsupported(format!("{n}-d array (need (c,) x, y, z)"))),
         };
         if let Some(names) = doc.get("dimension_names").filter(|v| !v.is_null()) {
-            let want: &[&str] = if has_c { &["c", "x", "y", "z"] } else { &["x", "y", "z"] };
+            let want: &[&str] = if has_c {
+                &["c", "x", "y", "z"]
+            } else {
+                &["x", "y", "z"]
+            };
             let ok = names.as_array().is_some_and(|n| {
                 n.len() == want.len() && n.iter().zip(want).all(|(a, b)| a.is_null() || a == b)
             });
             if !ok {
-                return Err(unsupported(format!("dimension_names {names} (need {want:?})")));
+                return Err(unsupported(format!(
+                    "dimension_names {names} (need {want:?})"
+                )));
             }
         }
         let dt = doc
             .get("data_type")
             .and_then(Value::as_str)
             .ok_or_else(|| bad("data_type is not a string"))?;
-        let voxel_type =
-            voxel_type_of(dt).ok_or_else(|| unsupported(format!("data_type {dt}")))?;
+        let voxel_type = voxel_type_of(dt).ok_or_else(|| unsupported(format!("data_type {dt}")))?;
         let fill_zero = match doc.get("fill_value") {
             Some(Value::Number(n)) => n.as_f64() == Some(0.0),
             Some(Value::String(s)) => s == "0" || s == "0.0",
@@ -226,7 +237,10 @@ impl Layout {
         }
         let separator = match doc.get("chunk_key_encoding") {
             Some(e) if e.get("name").and_then(Value::as_str) == Some("default") => {
-                match e.pointer("/configuration/separator").and_then(Value::as_str) {
+                match e
+                    .pointer("/configuration/separator")
+                    .and_then(Value::as_str)
+                {
                     None | Some("/") => '/',
                     Some(".") => '.',
                     Some(s) => return Err(bad(&format!("chunk key separator {s:?}"))),
@@ -242,7 +256,10 @@ impl Layout {
         if doc.pointer("/chunk_grid/name").and_then(Value::as_str) != Some("regular") {
             return Err(unsupported("chunk grid other than \"regular\"".into()));
         }
-        let shard = dims(doc.pointer("/chunk_grid/configuration/chunk_shape"), "chunk_shape")?;
+        let shard = dims(
+            doc.pointer("/chunk_grid/configuration/chunk_shape"),
+            "chunk_shape",
+        )?;
         let codecs = doc
             .get("codecs")
             .and_then(Value::as_array)
@@ -253,7 +270,9 @@ impl Layout {
             ));
         };
         if sharding.get("name").and_then(Value::as_str) != Some("sharding_indexed") {
-            return Err(unsupported(format!("codec {sharding} (need sharding_indexed)")));
+            return Err(unsupported(format!(
+                "codec {sharding} (need sharding_indexed)"
+            )));
         }
         let cfg = sharding
             .get("configuration")
@@ -277,8 +296,8 @@ impl Layout {
                 "inner chunks {inner:?} in shards {shard:?} (need power-of-two cubes, shards a power-of-two cube of them)"
             )));
         }
-        let channels = u8::try_from(channels)
-            .map_err(|_| unsupported(format!("{channels} channels")))?;
+        let channels =
+            u8::try_from(channels).map_err(|_| unsupported(format!("{channels} channels")))?;
         let block_len = u32::try_from(b).map_err(|_| unsupported(format!("inner chunk {b}")))?;
         let file_len = u32::try_from(s / b).map_err(|_| unsupported(format!("shard {s}")))?;
         let codec = parse_inner_codecs(cfg.get("codecs"), has_c, voxel_type, path)?;
@@ -311,32 +330,53 @@ fn parse_inner_codecs(
     let list = codecs
         .and_then(Value::as_array)
         .ok_or_else(|| Error::metadata(path, "sharding_indexed codecs is not a list"))?;
-    let name = |c: &Value| c.get("name").and_then(Value::as_str).unwrap_or("").to_owned();
-    let order: Vec<u64> = if has_c { vec![3, 2, 1, 0] } else { vec![2, 1, 0] };
+    let name = |c: &Value| {
+        c.get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let order: Vec<u64> = if has_c {
+        vec![3, 2, 1, 0]
+    } else {
+        vec![2, 1, 0]
+    };
     let mut it = list.iter().peekable();
     let transposed = it.peek().is_some_and(|c| name(c) == "transpose")
         && it
             .next()
             .and_then(|c| c.pointer("/configuration/order"))
             .and_then(Value::as_array)
-            .is_some_and(|o| o.iter().map(Value::as_u64).eq(order.iter().map(|&v| Some(v))));
+            .is_some_and(|o| {
+                o.iter()
+                    .map(Value::as_u64)
+                    .eq(order.iter().map(|&v| Some(v)))
+            });
     if !transposed {
         return Err(Error::unsupported(
             path,
-            format!("inner chunks not stored channels-fastest (need transpose order {order:?} first)"),
+            format!(
+                "inner chunks not stored channels-fastest (need transpose order {order:?} first)"
+            ),
         ));
     }
     match it.next() {
         Some(c) if name(c) == "bytes" => {
             let endian = c.pointer("/configuration/endian").and_then(Value::as_str);
             if voxel_type.size() > 1 && endian != Some("little") {
-                return Err(Error::unsupported(path, "big-endian (or unspecified) bytes codec"));
+                return Err(Error::unsupported(
+                    path,
+                    "big-endian (or unspecified) bytes codec",
+                ));
             }
         }
         other => {
             return Err(Error::unsupported(
                 path,
-                format!("inner codec {} (need bytes after transpose)", other.unwrap_or(&Value::Null)),
+                format!(
+                    "inner codec {} (need bytes after transpose)",
+                    other.unwrap_or(&Value::Null)
+                ),
             ));
         }
     }
@@ -354,11 +394,17 @@ fn parse_inner_codecs(
                 .unwrap_or(false),
         },
         Some(c) => {
-            return Err(Error::unsupported(path, format!("inner codec {c} (need zstd or none)")));
+            return Err(Error::unsupported(
+                path,
+                format!("inner codec {c} (need zstd or none)"),
+            ));
         }
     };
     if let Some(c) = it.next() {
-        return Err(Error::unsupported(path, format!("inner codec {c} after the compressor")));
+        return Err(Error::unsupported(
+            path,
+            format!("inner codec {c} after the compressor"),
+        ));
     }
     Ok(codec)
 }
@@ -390,7 +436,10 @@ fn parse_index(cfg: &Value, path: &Path) -> Result<(bool, bool)> {
         [("bytes", Some("little")), ("crc32c", _)] => Ok((true, at_end)),
         _ => Err(Error::unsupported(
             path,
-            format!("index_codecs {} (need little-endian bytes, optionally crc32c)", Value::Array(list.clone())),
+            format!(
+                "index_codecs {} (need little-endian bytes, optionally crc32c)",
+                Value::Array(list.clone())
+            ),
         )),
     }
 }

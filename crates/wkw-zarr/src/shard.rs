@@ -51,12 +51,19 @@ impl ShardReader {
             ));
         }
         // `index_len <= len`, a real file's length: the allocation is bounded by the input.
-        let at = if layout.index_at_end { len - index_len } else { 0 };
-        let mut raw = vec![0u8; usize::try_from(index_len).map_err(|_| Error::LimitExceeded {
-            what: "shard index",
-            requested: index_len,
-            limit: usize::MAX as u64,
-        })?];
+        let at = if layout.index_at_end {
+            len - index_len
+        } else {
+            0
+        };
+        let mut raw = vec![
+            0u8;
+            usize::try_from(index_len).map_err(|_| Error::LimitExceeded {
+                what: "shard index",
+                requested: index_len,
+                limit: usize::MAX as u64,
+            })?
+        ];
         read_exact_at(&file, &mut raw, at).map_err(|e| Error::io(path, e))?;
         let entries = usize::try_from(n * 16).unwrap_or(usize::MAX);
         if layout.index_crc {

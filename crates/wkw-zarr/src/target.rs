@@ -21,7 +21,13 @@ pub const MARKER: &str = ".wkw-zarr-conversion.json";
 /// Prepares `dst` for a conversion with `settings` (recorded in the marker).
 pub(crate) fn prepare(dst: &Path, options: &ConvertOptions, settings: &Value) -> Result<()> {
     let exists = match fs::symlink_metadata(dst) {
-        Ok(m) => !m.is_dir() || fs::read_dir(dst).map_err(|e| Error::io(dst, e))?.next().is_some(),
+        Ok(m) => {
+            !m.is_dir()
+                || fs::read_dir(dst)
+                    .map_err(|e| Error::io(dst, e))?
+                    .next()
+                    .is_some()
+        }
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
         Err(e) => return Err(Error::io(dst, e)),
     };

@@ -15,6 +15,9 @@ use crate::meta::Layout;
 use crate::options::{ConvertOptions, Format, Progress};
 use crate::shard::{ShardReader, index_position};
 
+/// A differing block: the first differing byte and the block's coordinates in its shard.
+type Found = Option<(u64, [u32; 3])>;
+
 /// At most this many differences are listed (all are counted).
 const MAX_LISTED: usize = 100;
 
@@ -74,7 +77,8 @@ impl VerifyReport {
         self.blocks += other.blocks;
         self.differing_blocks += other.differing_blocks;
         let room = MAX_LISTED.saturating_sub(self.differences.len());
-        self.differences.extend(other.differences.into_iter().take(room));
+        self.differences
+            .extend(other.differences.into_iter().take(room));
     }
 }
 
@@ -120,9 +124,17 @@ fn dataset_pairs(wkw_root: &Path, zarr_root: &Path) -> Result<Vec<(PathBuf, Path
     let wp = wkw_root.join(PROPERTIES_JSON);
     let zp = zarr_root.join(PROPERTIES_JSON);
     let (wdoc, zdoc) = (read_json(&wp)?, read_json(&zp)?);
-    let list = |doc: &serde_json::Value, root: &Path, path: &Path| -> Result<BTreeMap<(String, [u64; 3]), PathBuf>> {
+    let list = |doc: &serde_json::Value,
+                root: &Path,
+                path: &Path|
+     -> Result<BTreeMap<(String, [u64; 3]), PathBuf>> {
         let mut out = BTreeMap::new();
-        for layer in doc.get("dataLayers").and_then(|l| l.as_array()).into_iter().flatten() {
+        for layer in doc
+            .get("dataLayers")
+            .and_then(|l| l.as_array())
+            .into_iter()
+            .flatten()
+        {
             let name = layer_name(layer, path)?.to_owned();
             for m in mags(root, layer, path)? {
                 out.insert((name.clone(), m.mag), m.dir);
@@ -181,8 +193,12 @@ fn verify_mag(
     let max_chunk = layout.codec.max_stored(block_bytes) as u64;
     let batch = (pool.current_num_threads() as u64 * 4).max(1);
     for (done, (idx, (wf, zf))) in files.into_iter().enumerate() {
-        let reader = wf.map(|p| BlockReader::open(p, &options.limits)).transpose()?;
-        let shard = zf.map(|p| ShardReader::open(&p, &layout, max_chunk)).transpose()?;
+        let reader = wf
+            .map(|p| BlockReader::open(p, &options.limits))
+            .transpose()?;
+        let shard = zf
+            .map(|p| ShardReader::open(&p, &layout, max_chunk))
+            .transpose()?;
         let n = layout.chunks_per_shard();
         let mut first = 0;
         while first < n {
@@ -201,12 +217,14 @@ fn verify_mag(
                 };
                 let mut v = Vec::new();
                 let z = match &shard {
-                    Some(s) => s.read_chunk(index_position(layout.file_len, b), &mut v)?.then_some(v),
+                    Some(s) => s
+                        .read_chunk(index_position(layout.file_len, b), &mut v)?
+                        .then_some(v),
                     None => None,
                 };
                 items.push((k, b, w, z));
             }
-            let results: Vec<Result<Option<(u64, [u32; 3])>>> = pool.install(|| {
+            let results: Vec<Result<Found>> = pool.install(|| {
                 items
                     .into_par_iter()
                     .map(|(k, b, w, z)| {
@@ -220,18 +238,24 @@ fn verify_mag(
                             })?;
                         }
                         let mut right = vec![0u8; block_bytes];
-                        if let Some(stored) = z {
-                            if !layout.codec.decode(&stored, &mut right) {
-                                return Err(Error::corrupt(
-                                    shard.as_ref().map_or(Path::new(""), |s| s.path()),
-                                    format!("chunk of block {k} does not decode to {block_bytes} bytes"),
-                                ));
-                            }
+                        if let Some(stored) = z
+                            && !layout.codec.decode(&stored, &mut right)
+                        {
+                            return Err(Error::corrupt(
+                                shard.as_ref().map_or(Path::new(""), |s| s.path()),
+                                format!(
+                                    "chunk of block {k} does not decode to {block_bytes} bytes"
+                                ),
+                            ));
                         }
                         if left == right || (all_zero(&left) && all_zero(&right)) {
                             return Ok(None);
                         }
-                        let at = left.iter().zip(&right).position(|(x, y)| x != y).unwrap_or(0);
+                        let at = left
+                            .iter()
+                            .zip(&right)
+                            .position(|(x, y)| x != y)
+                            .unwrap_or(0);
                         Ok(Some((at as u64, b)))
                     })
                     .collect()
@@ -241,7 +265,9 @@ fn verify_mag(
                 if let Some((at, b)) = r? {
                     report.differing_blocks += 1;
                     if report.differences.len() < MAX_LISTED {
-                        report.differences.push(difference(&layout, idx, b, at, wkw_dir, zarr_dir));
+                        report
+                            .differences
+                            .push(difference(&layout, idx, b, at, wkw_dir, zarr_dir));
                     }
                 }
             }
@@ -258,7 +284,14 @@ fn verify_mag(
 }
 
 /// The voxel and channel at byte `at` of block `b` of shard `idx`.
-fn difference(layout: &Layout, idx: [u64; 3], b: [u32; 3], at: u64, wkw: &Path, zarr: &Path) -> Difference {
+fn difference(
+    layout: &Layout,
+    idx: [u64; 3],
+    b: [u32; 3],
+    at: u64,
+    wkw: &Path,
+    zarr: &Path,
+) -> Difference {
     let size = u64::from(layout.voxel_type.size());
     let c = u64::from(layout.channels);
     let bl = u64::from(layout.block_len);

@@ -35,15 +35,30 @@ fn json_files(root: &Path) -> Result<BTreeMap<String, Value>, Box<dyn std::error
 
 /// Reads every layer and mag of two WKW datasets over the layer's bounding box and compares.
 fn assert_wkw_datasets_equal(a: &Path, b: &Path) -> TestResult {
-    let props: Value = serde_json::from_slice(&std::fs::read(a.join("datasource-properties.json"))?)?;
+    let props: Value =
+        serde_json::from_slice(&std::fs::read(a.join("datasource-properties.json"))?)?;
     for layer in props["dataLayers"].as_array().ok_or("no layers")? {
         let name = layer["name"].as_str().ok_or("no name")?;
         let bb = &layer["boundingBox"];
         for mag in layer["mags"].as_array().ok_or("no mags")? {
-            let m: Vec<u64> = mag["mag"].as_array().ok_or("mag")?.iter().filter_map(Value::as_u64).collect();
+            let m: Vec<u64> = mag["mag"]
+                .as_array()
+                .ok_or("mag")?
+                .iter()
+                .filter_map(Value::as_u64)
+                .collect();
             let rel = mag["path"].as_str().ok_or("path")?.trim_start_matches("./");
-            let top: Vec<u64> = bb["topLeft"].as_array().ok_or("top")?.iter().filter_map(Value::as_u64).collect();
-            let size = [bb["width"].as_u64(), bb["height"].as_u64(), bb["depth"].as_u64()];
+            let top: Vec<u64> = bb["topLeft"]
+                .as_array()
+                .ok_or("top")?
+                .iter()
+                .filter_map(Value::as_u64)
+                .collect();
+            let size = [
+                bb["width"].as_u64(),
+                bb["height"].as_u64(),
+                bb["depth"].as_u64(),
+            ];
             let mut off = [0u32; 3];
             let mut shape = [0u32; 3];
             for d in 0..3 {
@@ -53,10 +68,16 @@ fn assert_wkw_datasets_equal(a: &Path, b: &Path) -> TestResult {
                 shape[d] = u32::try_from(hi - lo)?;
             }
             let x = wkw::Dataset::open(a.join(rel))?.read(off, shape, wkw::Order::Fortran)?;
-            let y = wkw::Dataset::open(b.join(format!("{name}/{}", rel.rsplit('/').next().ok_or("mag dir")?)))?
-                .read(off, shape, wkw::Order::Fortran)?;
+            let y = wkw::Dataset::open(b.join(format!(
+                "{name}/{}",
+                rel.rsplit('/').next().ok_or("mag dir")?
+            )))?
+            .read(off, shape, wkw::Order::Fortran)?;
             assert!(x == y, "{name} {rel} differs");
-            assert!(x.as_bytes().iter().any(|&v| v != 0), "{name} {rel} is all zero");
+            assert!(
+                x.as_bytes().iter().any(|&v| v != 0),
+                "{name} {rel} is all zero"
+            );
         }
     }
     Ok(())
@@ -69,7 +90,13 @@ fn our_zarr3_metadata_equals_webknossos_libs() -> TestResult {
         // Same directory name as theirs: the properties' id.name is the target's name.
         let ours = tmp.path().join("zarr3");
         let src = fixtures().join(name).join("wkw");
-        let summary = convert(&src, &ours, Format::Zarr3, &ConvertOptions::default(), &|_| {})?;
+        let summary = convert(
+            &src,
+            &ours,
+            Format::Zarr3,
+            &ConvertOptions::default(),
+            &|_| {},
+        )?;
         assert!(summary.shards_written > 0);
         let theirs = json_files(&fixtures().join(name).join("zarr3"))?;
         let mine = json_files(&ours)?;
@@ -98,7 +125,13 @@ fn their_zarr3_and_ours_convert_back_to_the_same_wkw() -> TestResult {
         let tmp = tempfile::tempdir()?;
         let src = fixtures().join(name).join("wkw");
         let ours = tmp.path().join("zarr3");
-        convert(&src, &ours, Format::Zarr3, &ConvertOptions::default(), &|_| {})?;
+        convert(
+            &src,
+            &ours,
+            Format::Zarr3,
+            &ConvertOptions::default(),
+            &|_| {},
+        )?;
         for (zarr, bt) in [
             (ours.clone(), BlockType::Lz4),
             (fixtures().join(name).join("zarr3"), BlockType::Raw),
@@ -109,14 +142,18 @@ fn their_zarr3_and_ours_convert_back_to_the_same_wkw() -> TestResult {
             convert(&zarr, &back, Format::Wkw, &options, &|_| {})?;
             assert_wkw_datasets_equal(&src, &back)?;
             assert!(verify(&back, &zarr, &options, &|_| {})?.is_ok());
-            let props: Value = serde_json::from_slice(&std::fs::read(back.join("datasource-properties.json"))?)?;
+            let props: Value =
+                serde_json::from_slice(&std::fs::read(back.join("datasource-properties.json"))?)?;
             for layer in props["dataLayers"].as_array().ok_or("layers")? {
                 assert_eq!(layer["dataFormat"], "wkw");
                 for mag in layer["mags"].as_array().ok_or("mags")? {
                     let dir = back.join(mag["path"].as_str().ok_or("path")?);
                     let header = wkw::Dataset::open(&dir)?.header().to_owned();
                     assert_eq!(header.block_type(), bt);
-                    assert_eq!(mag["cubeLength"].as_u64(), Some(u64::from(header.file_len_vx())));
+                    assert_eq!(
+                        mag["cubeLength"].as_u64(),
+                        Some(u64::from(header.file_len_vx()))
+                    );
                 }
             }
         }

@@ -26,7 +26,11 @@ fn kill_child() -> TestResult {
     let (Some(to), Some(src), Some(dst)) = (parts.next(), parts.next(), parts.next()) else {
         return Err("bad spec".into());
     };
-    let to = if to == "zarr3" { Format::Zarr3 } else { Format::Wkw };
+    let to = if to == "zarr3" {
+        Format::Zarr3
+    } else {
+        Format::Wkw
+    };
     let options = ConvertOptions::default()
         .with_threads(1)
         .with_existing(Existing::Resume);
@@ -42,7 +46,13 @@ fn a_killed_conversion_resumes_to_the_bytes_of_an_uninterrupted_one() -> TestRes
     let wkw_src = dir.path().join("wkw");
     make_mag(&wkw_src, BlockType::Lz4)?;
     let zarr_src = dir.path().join("zarr-src");
-    convert(&wkw_src, &zarr_src, Format::Zarr3, &ConvertOptions::default(), &|_| {})?;
+    convert(
+        &wkw_src,
+        &zarr_src,
+        Format::Zarr3,
+        &ConvertOptions::default(),
+        &|_| {},
+    )?;
     let mut rng = Lcg(0x5eed);
     for (to, src) in [(Format::Zarr3, &wkw_src), (Format::Wkw, &zarr_src)] {
         let clean = dir.path().join(format!("clean-{}", to.name()));

@@ -22,7 +22,13 @@ fn zarrs_reads_our_shards() -> TestResult {
         let src = dir.path().join("wkw");
         make_mag(&src, bt)?;
         let dst = dir.path().join("zarr");
-        convert(&src, &dst, Format::Zarr3, &ConvertOptions::default().with_codec(codec), &|_| {})?;
+        convert(
+            &src,
+            &dst,
+            Format::Zarr3,
+            &ConvertOptions::default().with_codec(codec),
+            &|_| {},
+        )?;
         let array = Array::open(Arc::new(FilesystemStore::new(&dst)?), "/")?;
         assert_eq!(array.shape(), &[2, 80, 48, 32]);
         // A box reaching beyond the written one, so absent chunks (fill value) are read too.
@@ -33,11 +39,7 @@ fn zarrs_reads_our_shards() -> TestResult {
         );
         let bytes: ArrayBytes<'static> = array.retrieve_array_subset(&subset)?;
         let got = bytes.into_fixed()?.into_owned();
-        let want = wkw::Dataset::open(&src)?.read(
-            [2, 1, 0],
-            [76, 45, 32],
-            wkw::Order::C,
-        )?;
+        let want = wkw::Dataset::open(&src)?.read([2, 1, 0], [76, 45, 32], wkw::Order::C)?;
         assert_eq!(&got[..], want.as_bytes(), "{bt:?} {codec:?}");
         let _ = (OFFSET, SHAPE);
     }

@@ -147,7 +147,8 @@ impl BlockReader {
                 self.block_count()
             )));
         }
-        self.meta.read_block(&self.file, k, scratch, out, &self.path)
+        self.meta
+            .read_block(&self.file, k, scratch, out, &self.path)
     }
 }
 
@@ -309,13 +310,12 @@ impl BlockWriter {
     pub fn finish(mut self, durability: Durability) -> Result<()> {
         let n = self.header.blocks_per_file();
         if self.blocks_written() < n {
-            let block = usize::try_from(self.header.block_bytes()).map_err(|_| {
-                Error::LimitExceeded {
+            let block =
+                usize::try_from(self.header.block_bytes()).map_err(|_| Error::LimitExceeded {
                     what: "raw block",
                     requested: self.header.block_bytes(),
                     limit: usize::MAX as u64,
-                }
-            })?;
+                })?;
             let zeros = vec![0u8; block];
             let mut stored = Vec::new();
             encode_block(&zeros, self.header.block_type(), &mut stored)?;
@@ -373,7 +373,11 @@ mod tests {
             w.finish(Durability::None)?;
             // Morton index 3 is block (1, 1, 0): voxels x 12..16, y 4..8, z 0..4 of the dataset.
             let a = ds.read([12, 4, 0], [4, 4, 4], Order::Fortran)?;
-            assert!(a.as_bytes().iter().all(|&b| b == 4), "{bt:?} {:?}", &a.as_bytes()[..8]);
+            assert!(
+                a.as_bytes().iter().all(|&b| b == 4),
+                "{bt:?} {:?}",
+                &a.as_bytes()[..8]
+            );
             let a = ds.read([8, 4, 4], [8, 4, 4], Order::Fortran)?;
             assert!(a.as_bytes().iter().all(|&b| b == 0));
             // And back block by block.
