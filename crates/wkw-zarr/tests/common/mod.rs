@@ -16,7 +16,9 @@ pub(crate) fn make_mag(root: &Path, block_type: wkw::BlockType) -> Result<wkw::A
     let header = wkw::Header::new(wkw::VoxelType::U16, 2, 8, 2, block_type)?;
     let ds = wkw::Dataset::create(root, header)?;
     let n = 2 * SHAPE.iter().map(|&s| s as usize).product::<usize>();
-    let values: Vec<u16> = (0..n).map(|v| u16::try_from(v % 65_000).unwrap_or(0) + 1).collect();
+    let values: Vec<u16> = (0..n)
+        .map(|v| u16::try_from(v % 65_000).unwrap_or(0) + 1)
+        .collect();
     let array = wkw::Array::from_vec(2, SHAPE, wkw::Order::Fortran, values)?;
     ds.write(OFFSET, &array.view())?;
     Ok(array)
