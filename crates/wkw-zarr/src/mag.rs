@@ -317,6 +317,7 @@ pub(crate) fn list_shards(src: &Path, layout: &Layout) -> Result<Vec<([u64; 3], 
 /// shard present).
 pub(crate) fn zarr_to_wkw(src: &Path, dst: &Path, ctx: &Ctx<'_>) -> Result<Summary> {
     let layout = read_layout(src)?;
+    layout.check_limits(&ctx.options.limits)?;
     let header = layout.wkw_header(ctx.options.block_type, &src.join(ZARR_JSON))?;
     let ds = if dst.join(wkw::HEADER_FILE_NAME).exists() {
         let ds = Dataset::open(dst)?;

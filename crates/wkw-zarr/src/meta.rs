@@ -77,6 +77,29 @@ impl Layout {
         }
     }
 
+    /// Checks the decoded block and the shard index against `limits` before anything of
+    /// that size is allocated.
+    ///
+    /// # Errors
+    /// [`Error::LimitExceeded`].
+    pub(crate) fn check_limits(&self, limits: &wkw::Limits) -> Result<()> {
+        if self.block_bytes() > limits.max_block_bytes {
+            return Err(Error::LimitExceeded {
+                what: "inner chunk",
+                requested: self.block_bytes(),
+                limit: limits.max_block_bytes,
+            });
+        }
+        if self.chunks_per_shard() > limits.max_blocks_per_file {
+            return Err(Error::LimitExceeded {
+                what: "inner chunks per shard",
+                requested: self.chunks_per_shard(),
+                limit: limits.max_blocks_per_file,
+            });
+        }
+        Ok(())
+    }
+
     /// Shard side in voxels.
     pub(crate) fn shard_len(&self) -> u64 {
         u64::from(self.block_len) * u64::from(self.file_len)
@@ -300,6 +323,16 @@ impl Layout {
             u8::try_from(channels).map_err(|_| unsupported(format!("{channels} channels")))?;
         let block_len = u32::try_from(b).map_err(|_| unsupported(format!("inner chunk {b}")))?;
         let file_len = u32::try_from(s / b).map_err(|_| unsupported(format!("shard {s}")))?;
+        // The geometry must be one WKW can hold (4-bit log2 lengths, voxelSize ≤ 255): this
+        // also bounds every size computed from it.
+        wkw::Header::new(
+            voxel_type,
+            channels,
+            block_len,
+            file_len,
+            wkw::BlockType::Raw,
+        )
+        .map_err(|e| unsupported(format!("no WKW geometry for this array: {e}")))?;
         let codec = parse_inner_codecs(cfg.get("codecs"), has_c, voxel_type, path)?;
         let (index_crc, index_at_end) = parse_index(cfg, path)?;
         let mut xyz = [0u64; 3];
@@ -441,5 +474,90 @@ fn parse_index(cfg: &Value, path: &Path) -> Result<(bool, bool)> {
                 Value::Array(list.clone())
             ),
         )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout() -> Result<Layout> {
+        let h = wkw::Header::new(VoxelType::U16, 3, 16, 4, wkw::BlockType::Lz4)?;
+        Ok(Layout::for_wkw(
+            &h,
+            [100, 64, 1],
+            ChunkCodec::Zstd {
+                level: 5,
+                checksum: true,
+            },
+        ))
+    }
+
+    #[test]
+    fn written_metadata_parses_back() -> Result<()> {
+        let l = layout()?;
+        assert_eq!(l.shape, [128, 64, 64]);
+        let doc = l.to_json();
+        assert_eq!(Layout::parse(&doc, Path::new("zarr.json"))?, l);
+        Ok(())
+    }
+
+    #[test]
+    fn hostile_or_unsupported_metadata_is_an_error_not_a_panic() -> Result<()> {
+        let doc = layout()?.to_json();
+        let edits: Vec<(&str, Value)> = vec![
+            (
+                "/codecs/0/configuration/chunk_shape",
+                json!([3, 16, 16, 15]),
+            ),
+            (
+                "/codecs/0/configuration/chunk_shape",
+                json!([3, 1 << 20, 1 << 20, 1 << 20]),
+            ),
+            (
+                "/chunk_grid/configuration/chunk_shape",
+                json!([3, 1u64 << 40, 1u64 << 40, 1u64 << 40]),
+            ),
+            (
+                "/chunk_grid/configuration/chunk_shape",
+                json!([3, 48, 48, 48]),
+            ),
+            (
+                "/codecs/0/configuration/chunk_shape",
+                json!([1, 16, 16, 16]),
+            ),
+            ("/shape", json!([3, 1, 2])),
+            ("/shape", json!("big")),
+            ("/data_type", json!("complex128")),
+            ("/fill_value", json!(7)),
+            ("/chunk_key_encoding", json!({"name": "v2"})),
+            (
+                "/codecs/0/configuration/codecs/0/configuration/order",
+                json!([0, 1, 2, 3]),
+            ),
+            (
+                "/codecs/0/configuration/codecs/1/configuration/endian",
+                json!("big"),
+            ),
+            ("/codecs/0/configuration/codecs/2/name", json!("gzip")),
+            (
+                "/codecs/0/configuration/index_codecs/0/configuration/endian",
+                json!("big"),
+            ),
+            ("/codecs/0/name", json!("blosc")),
+            ("/zarr_format", json!(2)),
+            ("/node_type", json!("group")),
+        ];
+        for (pointer, value) in edits {
+            let mut d = doc.clone();
+            *d.pointer_mut(pointer)
+                .ok_or_else(|| Error::Internal(pointer.into()))? = value.clone();
+            let r = Layout::parse(&d, Path::new("zarr.json"));
+            assert!(
+                matches!(r, Err(Error::Metadata { .. } | Error::Unsupported { .. })),
+                "{pointer} = {value}: {r:?}"
+            );
+        }
+        Ok(())
     }
 }

@@ -166,6 +166,7 @@ fn verify_mag(
     let ds = Dataset::open(wkw_dir)?;
     let header = *ds.header();
     let layout = read_layout(zarr_dir)?;
+    layout.check_limits(&options.limits)?;
     if header.voxel_type() != layout.voxel_type
         || header.num_channels() != layout.channels
         || header.block_len() != layout.block_len
