@@ -12,7 +12,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let [src, dst, to, rest @ ..] = &args[..] else {
         return Err("usage: convert SRC DST zarr3|wkw [THREADS]".into());
     };
-    let to = if to == "wkw" { Format::Wkw } else { Format::Zarr3 };
+    let to = if to == "wkw" {
+        Format::Wkw
+    } else {
+        Format::Zarr3
+    };
     let threads = rest.first().map_or(Ok(0), |t| t.parse())?;
     let start = Instant::now();
     let options = ConvertOptions::default().with_threads(threads);
