@@ -3,6 +3,7 @@
 mod args;
 mod b2nd;
 mod blosc;
+mod convert;
 mod dwe;
 mod fail;
 mod frame;
@@ -65,6 +66,12 @@ enum Cmd {
     /// Zarr v3 arrays (read through zarrs, with the offset/pad codecs registered).
     #[command(subcommand)]
     Zarr(zarr::Cmd),
+    /// Convert webKNOSSOS datasets, WKW mags and sharded Zarr v3 arrays between WKW and Zarr v3,
+    /// block by block (no voxel is re-laid), resumable, optionally verified.
+    #[command(
+        after_help = "Examples:\n  scifmt convert dataset_wkw/ dataset_zarr3/ --to zarr3 --verify\n  scifmt convert color/1 color_1.zarr --to zarr3 --codec zstd --zstd-level 3 --jobs 2\n  scifmt convert dataset_zarr3/ dataset_wkw/ --to wkw --block-type lz4hc --json\n  scifmt convert dataset_wkw/ dataset_zarr3/ --to zarr3 --resume\n\nAn existing DST is refused unless --overwrite or --resume. Exit status 1 when --verify finds\ndifferences, 2 for bad usage or bad input."
+    )]
+    Convert(convert::ConvertArgs),
 }
 
 impl Cmd {
@@ -78,6 +85,7 @@ impl Cmd {
             Self::Dwe(c) => c.run(),
             Self::Offset(c) => c.run(),
             Self::Zarr(c) => c.run(),
+            Self::Convert(a) => convert::run(&a),
         }
     }
 }

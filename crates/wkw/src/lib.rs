@@ -3,6 +3,7 @@
 
 mod arena;
 mod array;
+mod blocks;
 mod cache;
 mod closer;
 mod column;
@@ -32,6 +33,7 @@ mod writer;
 
 pub use crate::{
     array::{Array, ArrayView, ArrayViewMut, Order},
+    blocks::{BlockReader, BlockWriter, decode_block, encode_block},
     compress::{FileReport, Progress, VerifyReport, compress, verify},
     dataset::{Dataset, HEADER_FILE_NAME},
     error::{Error, FormatError, Result},

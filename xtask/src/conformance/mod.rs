@@ -13,6 +13,7 @@ mod dwe;
 mod morton;
 mod offset;
 mod wkw;
+mod wkw_zarr;
 
 use std::path::PathBuf;
 
@@ -83,6 +84,7 @@ const SECTIONS: &[Section] = &[
     ("blosc-chunk", blosc_chunk::rows),
     ("blosc2-frame", blosc2_frame::rows),
     ("wkw", wkw::rows),
+    ("wkw-zarr", wkw_zarr::rows),
     ("offset", offset::rows),
     ("dwe", dwe::rows),
 ];

@@ -1,0 +1,197 @@
+//! `scifmt convert SRC DST --to zarr3|wkw`: webKNOSSOS datasets, WKW mags and Zarr v3 arrays,
+//! converted block by block by `wkw-zarr`.
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use serde_json::{Map, Value, json};
+use wkw_zarr::{ConvertOptions, Durability, Existing, Format, Progress, ZarrCodec};
+
+use crate::fail::{CliResult, Fail, describe};
+use crate::inout::need_path;
+use crate::print::{JsonFlag, emit, emit_json, fields_text};
+use crate::progress::progress;
+
+/// The format `--to` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum To {
+    /// Sharded Zarr v3 (a webKNOSSOS `zarr3` dataset, or one array per WKW mag).
+    Zarr3,
+    /// WKW (a webKNOSSOS `wkw` dataset, or one mag per Zarr array).
+    Wkw,
+}
+
+/// The Zarr inner-chunk compressor `--codec` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Codec {
+    /// zstd (level `--zstd-level`) for compressed WKW files, none for raw ones (what
+    /// `webknossos copy-dataset` does).
+    Auto,
+    /// zstd at `--zstd-level`, with checksum.
+    Zstd,
+    /// No compressor.
+    None,
+}
+
+/// WKW block types of `--block-type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Block {
+    /// Uncompressed blocks.
+    Raw,
+    /// LZ4 blocks.
+    Lz4,
+    /// LZ4HC (level 9) blocks.
+    Lz4hc,
+}
+
+/// `scifmt convert`.
+#[derive(Debug, Args)]
+pub(crate) struct ConvertArgs {
+    /// Source: a webKNOSSOS dataset root (datasource-properties.json), a WKW mag directory
+    /// (header.wkw) or a Zarr v3 array directory (zarr.json).
+    src: PathBuf,
+    /// Target directory (refused if it exists, unless --overwrite or --resume).
+    dst: PathBuf,
+    /// The format to write.
+    #[arg(long, value_enum)]
+    to: To,
+    /// Compressor of the Zarr inner chunks (with --to zarr3).
+    #[arg(long, value_enum, default_value_t = Codec::Auto)]
+    codec: Codec,
+    /// zstd level (with --codec zstd or auto).
+    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-131072..=22))]
+    zstd_level: i32,
+    /// Block type of the WKW files (with --to wkw).
+    #[arg(long, value_enum, default_value_t = Block::Lz4)]
+    block_type: Block,
+    /// Worker threads (0: every core).
+    #[arg(long, visible_alias = "threads", default_value_t = 0)]
+    jobs: usize,
+    /// Compare source and target block by block afterwards (exit 1 on differences).
+    #[arg(long)]
+    verify: bool,
+    /// Delete an existing target first.
+    #[arg(long, conflicts_with = "resume")]
+    overwrite: bool,
+    /// Continue an interrupted conversion into the existing target (same options), keeping
+    /// every shard or file already complete.
+    #[arg(long)]
+    resume: bool,
+    /// fsync every written file before it is renamed into place.
+    #[arg(long)]
+    fsync: bool,
+    #[command(flatten)]
+    json: JsonFlag,
+}
+
+/// Runs `scifmt convert`.
+pub(crate) fn run(a: &ConvertArgs) -> CliResult {
+    need_path(&a.src, "SRC")?;
+    need_path(&a.dst, "DST")?;
+    for p in [&a.src, &a.dst] {
+        if crate::names::is_url(p) {
+            return Err(Fail::usage(format!(
+                "{}: convert works on local paths only (object stores are not supported yet)",
+                crate::names::display_name(p)
+            )));
+        }
+    }
+    let codec = match (a.codec, a.zstd_level) {
+        (Codec::None, _) => ZarrCodec::None,
+        (Codec::Zstd, level) => ZarrCodec::Zstd { level },
+        (Codec::Auto, 5) => ZarrCodec::Auto,
+        (Codec::Auto, _) => {
+            return Err(Fail::usage(
+                "--zstd-level other than 5 needs --codec zstd (auto writes level 5 like webknossos-libs)",
+            ));
+        }
+    };
+    let block_type = match a.block_type {
+        Block::Raw => wkw::BlockType::Raw,
+        Block::Lz4 => wkw::BlockType::Lz4,
+        Block::Lz4hc => wkw::BlockType::Lz4Hc,
+    };
+    let existing = if a.overwrite {
+        Existing::Overwrite
+    } else if a.resume {
+        Existing::Resume
+    } else {
+        Existing::Refuse
+    };
+    let options = ConvertOptions::default()
+        .with_codec(codec)
+        .with_block_type(block_type)
+        .with_threads(a.jobs)
+        .with_existing(existing)
+        .with_durability(if a.fsync {
+            Durability::Fsync
+        } else {
+            Durability::None
+        });
+    let to = match a.to {
+        To::Zarr3 => Format::Zarr3,
+        To::Wkw => Format::Wkw,
+    };
+    let bar = progress(0, "convert");
+    let on_progress = |p: &Progress| {
+        bar.set_length(p.total);
+        bar.set_position(p.done);
+        let name = p
+            .array
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned());
+        bar.set_message(format!("convert {}", name.unwrap_or_default()));
+    };
+    let start = Instant::now();
+    let result = wkw_zarr::convert(&a.src, &a.dst, to, &options, &on_progress);
+    bar.finish_and_clear();
+    let summary = result.map_err(|e| Fail::usage(describe(&e)))?;
+    let seconds = start.elapsed().as_secs_f64();
+    let mut out = Map::new();
+    out.insert("to".into(), json!(to.name()));
+    out.insert("arrays".into(), json!(summary.arrays));
+    out.insert("shards_written".into(), json!(summary.shards_written));
+    out.insert("shards_skipped".into(), json!(summary.shards_skipped));
+    out.insert("shards_empty".into(), json!(summary.shards_empty));
+    out.insert("blocks".into(), json!(summary.blocks));
+    out.insert("bytes_in".into(), json!(summary.bytes_in));
+    out.insert("bytes_out".into(), json!(summary.bytes_out));
+    out.insert("seconds".into(), json!((seconds * 1000.0).round() / 1000.0));
+    let mut differences = Vec::new();
+    if a.verify {
+        let bar = progress(0, "verify");
+        let on_progress = |p: &Progress| {
+            bar.set_length(p.total);
+            bar.set_position(p.done);
+        };
+        let report = wkw_zarr::verify(&a.src, &a.dst, &options, &on_progress)
+            .map_err(|e| Fail::usage(describe(&e)))?;
+        bar.finish_and_clear();
+        out.insert("verified_blocks".into(), json!(report.blocks));
+        out.insert("differing_blocks".into(), json!(report.differing_blocks));
+        differences = report.differences.iter().map(ToString::to_string).collect();
+    }
+    if a.json.json {
+        if a.verify {
+            out.insert("differences".into(), json!(differences));
+        }
+        emit_json(&Value::Object(out.clone()))?;
+    } else {
+        let mut text = String::new();
+        for d in &differences {
+            text.push_str(d);
+            text.push('\n');
+        }
+        text.push_str(&fields_text(&out));
+        emit(&text)?;
+    }
+    match out.get("differing_blocks").and_then(Value::as_u64) {
+        Some(n) if n > 0 => Err(Fail::problems(format!(
+            "{n} blocks of {} differ from {}",
+            crate::names::display_name(&a.dst),
+            crate::names::display_name(&a.src)
+        ))),
+        _ => Ok(()),
+    }
+}

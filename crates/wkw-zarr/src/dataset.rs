@@ -1,0 +1,426 @@
+//! Whole webKNOSSOS datasets (a root with `datasource-properties.json` and one directory per
+//! layer and mag), what a path holds, and the public conversion entry points.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value, json};
+
+use crate::error::{Error, Result};
+use crate::mag::{self, Ctx};
+use crate::meta::ZARR_JSON;
+use crate::options::{ConvertOptions, Format, Progress, Summary, ZarrCodec};
+use crate::target;
+
+/// Name of a webKNOSSOS dataset's layer list.
+pub const PROPERTIES_JSON: &str = "datasource-properties.json";
+
+/// What a path holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Source {
+    /// A webKNOSSOS dataset (`datasource-properties.json`) whose layers are all in this format.
+    Dataset(Format),
+    /// A WKW mag directory (`header.wkw`).
+    WkwMag,
+    /// A Zarr v3 array (`zarr.json` of an array).
+    Zarr3Array,
+}
+
+/// Says what `path` holds.
+///
+/// # Errors
+/// [`Error::Io`] / [`Error::Metadata`] if its metadata cannot be read;
+/// [`Error::Unsupported`] if it is none of the kinds of [`Source`] (or a dataset mixing data
+/// formats).
+pub fn detect(path: &Path) -> Result<Source> {
+    let props = path.join(PROPERTIES_JSON);
+    if props.is_file() {
+        let doc = read_json(&props)?;
+        let mut formats = layers(&doc, &props)?
+            .iter()
+            .map(|l| l.get("dataFormat").and_then(Value::as_str).unwrap_or(""))
+            .collect::<Vec<_>>();
+        formats.dedup();
+        return match formats[..] {
+            ["wkw"] => Ok(Source::Dataset(Format::Wkw)),
+            ["zarr3"] => Ok(Source::Dataset(Format::Zarr3)),
+            _ => Err(Error::unsupported(
+                &props,
+                format!("layers in data formats {formats:?} (need all wkw or all zarr3)"),
+            )),
+        };
+    }
+    if path.join(wkw::HEADER_FILE_NAME).is_file() {
+        return Ok(Source::WkwMag);
+    }
+    let zarr = path.join(ZARR_JSON);
+    if zarr.is_file() {
+        let doc = read_json(&zarr)?;
+        if doc.get("node_type").and_then(Value::as_str) == Some("array") {
+            return Ok(Source::Zarr3Array);
+        }
+        return Err(Error::unsupported(
+            &zarr,
+            "a Zarr group without datasource-properties.json",
+        ));
+    }
+    Err(Error::unsupported(
+        path,
+        format!(
+            "neither a webKNOSSOS dataset ({PROPERTIES_JSON}), a WKW mag (header.wkw) nor a Zarr array (zarr.json)"
+        ),
+    ))
+}
+
+/// Converts `src` (a webKNOSSOS dataset, a WKW mag or a Zarr v3 array) into `to` at `dst`:
+/// a dataset into a dataset, a mag or array into an array or mag. `progress` is called after
+/// every shard.
+///
+/// # Errors
+/// [`Error::TargetExists`] if `dst` exists and `options` neither overwrites nor resumes it;
+/// [`Error::InvalidArgument`] if `src` is already in format `to`; the errors of reading the
+/// source (naming its file) and writing the target.
+pub fn convert(
+    src: &Path,
+    dst: &Path,
+    to: Format,
+    options: &ConvertOptions,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<Summary> {
+    match (detect(src)?, to) {
+        (Source::WkwMag, Format::Zarr3) => convert_mag_to_zarr3(src, dst, options, progress),
+        (Source::Zarr3Array, Format::Wkw) => convert_mag_to_wkw(src, dst, options, progress),
+        (Source::Dataset(Format::Wkw), Format::Zarr3)
+        | (Source::Dataset(Format::Zarr3), Format::Wkw) => {
+            run(dst, to, options, |ctx| dataset(src, dst, to, ctx), progress)
+        }
+        (kind, to) => Err(Error::InvalidArgument(format!(
+            "{} is {kind:?}, already {}",
+            src.display(),
+            to.name()
+        ))),
+    }
+}
+
+/// Converts one WKW mag directory into a Zarr v3 array (one shard per WKW file); the array
+/// covers every file, rounded up to whole shards.
+///
+/// # Errors
+/// As [`convert`].
+pub fn convert_mag_to_zarr3(
+    src: &Path,
+    dst: &Path,
+    options: &ConvertOptions,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<Summary> {
+    run(
+        dst,
+        Format::Zarr3,
+        options,
+        |ctx| mag::wkw_to_zarr(src, dst, None, ctx),
+        progress,
+    )
+}
+
+/// Converts one sharded Zarr v3 array whose inner chunks are WKW blocks into a WKW mag
+/// directory (one file per shard present).
+///
+/// # Errors
+/// As [`convert`]; [`Error::Unsupported`] for arrays whose inner chunks are not WKW blocks.
+pub fn convert_mag_to_wkw(
+    src: &Path,
+    dst: &Path,
+    options: &ConvertOptions,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<Summary> {
+    run(
+        dst,
+        Format::Wkw,
+        options,
+        |ctx| mag::zarr_to_wkw(src, dst, ctx),
+        progress,
+    )
+}
+
+/// The settings that decide a conversion's output bytes (recorded for resuming).
+fn settings(to: Format, options: &ConvertOptions) -> Value {
+    let codec = match options.codec {
+        ZarrCodec::Auto => "auto".to_owned(),
+        ZarrCodec::Zstd { level } => format!("zstd:{level}"),
+        ZarrCodec::None => "none".to_owned(),
+    };
+    match to {
+        Format::Zarr3 => json!({"to": "zarr3", "codec": codec}),
+        Format::Wkw => {
+            json!({"to": "wkw", "block_type": format!("{:?}", options.block_type).to_lowercase()})
+        }
+    }
+}
+
+/// Prepares the target, runs `body` on a pool of the configured size, and removes the marker.
+fn run(
+    dst: &Path,
+    to: Format,
+    options: &ConvertOptions,
+    body: impl FnOnce(&Ctx<'_>) -> Result<Summary>,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<Summary> {
+    target::prepare(dst, options, &settings(to, options))?;
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.threads)
+        .thread_name(|i| format!("wkw-zarr-{i}"))
+        .build()
+        .map_err(|e| Error::Internal(format!("thread pool: {e}")))?;
+    let ctx = Ctx {
+        options,
+        pool: &pool,
+        progress,
+    };
+    let summary = body(&ctx)?;
+    target::finish(dst)?;
+    Ok(summary)
+}
+
+pub(crate) fn read_json(path: &Path) -> Result<Value> {
+    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
+    serde_json::from_slice(&bytes).map_err(|e| Error::metadata(path, e.to_string()))
+}
+
+fn layers<'a>(doc: &'a Value, path: &Path) -> Result<&'a Vec<Value>> {
+    doc.get("dataLayers")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::metadata(path, "dataLayers is not a list"))
+}
+
+/// One mag of a layer as the properties describe it.
+#[derive(Debug, Clone)]
+pub(crate) struct MagEntry {
+    pub(crate) mag: [u64; 3],
+    /// The mag's directory.
+    pub(crate) dir: PathBuf,
+}
+
+/// A mag's directory name, as webknossos-libs writes it: `2` for isotropic mags, `2-2-1`
+/// otherwise.
+pub(crate) fn mag_name(mag: [u64; 3]) -> String {
+    if mag[0] == mag[1] && mag[1] == mag[2] {
+        mag[0].to_string()
+    } else {
+        format!("{}-{}-{}", mag[0], mag[1], mag[2])
+    }
+}
+
+fn mag_vector(v: Option<&Value>, path: &Path) -> Result<[u64; 3]> {
+    match v {
+        Some(Value::Number(n)) => n.as_u64().filter(|&m| m > 0).map(|m| [m; 3]),
+        Some(Value::Array(a)) if a.len() == 3 => {
+            let m: Option<Vec<u64>> = a.iter().map(|x| x.as_u64().filter(|&m| m > 0)).collect();
+            m.map(|m| [m[0], m[1], m[2]])
+        }
+        _ => None,
+    }
+    .ok_or_else(|| {
+        Error::metadata(
+            path,
+            format!(
+                "mag {} is not [x, y, z] of positive integers",
+                v.unwrap_or(&Value::Null)
+            ),
+        )
+    })
+}
+
+/// The mags of `layer` with their directories below `root`.
+pub(crate) fn mags(root: &Path, layer: &Value, path: &Path) -> Result<Vec<MagEntry>> {
+    let name = layer_name(layer, path)?;
+    let mut out = Vec::new();
+    if let Some(list) = layer.get("mags").and_then(Value::as_array) {
+        for m in list {
+            let mag = mag_vector(m.get("mag"), path)?;
+            let dir = match m.get("path").and_then(Value::as_str) {
+                Some(p) if p.contains("://") => {
+                    return Err(Error::unsupported(path, format!("mag path {p} (a URL)")));
+                }
+                Some(p) => root.join(p.strip_prefix("./").unwrap_or(p)),
+                None => root.join(name).join(mag_name(mag)),
+            };
+            out.push(MagEntry { mag, dir });
+        }
+    } else if let Some(list) = layer.get("wkwResolutions").and_then(Value::as_array) {
+        // The older WKW properties: `{"resolution": [x, y, z] | n, "cubeLength": n}`.
+        for m in list {
+            let mag = mag_vector(m.get("resolution"), path)?;
+            let named = root.join(name).join(mag_name(mag));
+            let dir = if named.exists() || mag[0] != mag[1] || mag[1] != mag[2] {
+                named
+            } else {
+                root.join(name)
+                    .join(format!("{}-{}-{}", mag[0], mag[1], mag[2]))
+            };
+            out.push(MagEntry { mag, dir });
+        }
+    } else {
+        return Err(Error::metadata(path, format!("layer {name} has no mags")));
+    }
+    Ok(out)
+}
+
+pub(crate) fn layer_name<'a>(layer: &'a Value, path: &Path) -> Result<&'a str> {
+    let name = layer
+        .get("name")
+        .and_then(Value::as_str)
+        .ok_or_else(|| Error::metadata(path, "a layer has no name"))?;
+    if name.is_empty() || name.contains(['/', '\\']) || name == "." || name == ".." {
+        return Err(Error::metadata(
+            path,
+            format!("layer name {name:?} is not a directory name"),
+        ));
+    }
+    Ok(name)
+}
+
+/// The end of the layer's bounding box (`topLeft + [width, height, depth]`) in mag-1 voxels.
+fn bbox_end(layer: &Value, path: &Path) -> Result<[u64; 3]> {
+    let bb = layer
+        .get("boundingBox")
+        .ok_or_else(|| Error::metadata(path, "a layer has no boundingBox"))?;
+    let top = bb
+        .get("topLeft")
+        .and_then(Value::as_array)
+        .filter(|a| a.len() == 3)
+        .ok_or_else(|| Error::metadata(path, "boundingBox.topLeft is not [x, y, z]"))?;
+    let mut end = [0u64; 3];
+    for (d, key) in ["width", "height", "depth"].into_iter().enumerate() {
+        let t = top[d].as_u64();
+        let s = bb.get(key).and_then(Value::as_u64);
+        end[d] = t
+            .zip(s)
+            .and_then(|(t, s)| t.checked_add(s))
+            .ok_or_else(|| {
+                Error::metadata(
+                    path,
+                    format!("boundingBox {key} / topLeft not non-negative integers"),
+                )
+            })?;
+    }
+    Ok(end)
+}
+
+/// Voxel size and unit from `scale` (`{"factor": [...], "unit": ...}` or a bare list).
+fn voxel_size(doc: &Value) -> ([f64; 3], String) {
+    let (factor, unit) = match doc.get("scale") {
+        Some(Value::Array(a)) => (Some(a), None),
+        Some(s) => (
+            s.get("factor").and_then(Value::as_array),
+            s.get("unit").and_then(Value::as_str),
+        ),
+        None => (None, None),
+    };
+    let mut v = [1.0; 3];
+    if let Some(f) = factor.filter(|f| f.len() == 3) {
+        for d in 0..3 {
+            v[d] = f[d].as_f64().unwrap_or(1.0);
+        }
+    }
+    (v, unit.unwrap_or("nanometer").to_owned())
+}
+
+/// The group `zarr.json` of a layer with its OME-NGFF 0.5 multiscales, as webknossos-libs
+/// writes it.
+fn layer_group(mags: &[[u64; 3]], voxel: [f64; 3], unit: &str) -> Value {
+    let mut axes = vec![json!({"name": "c", "type": "channel"})];
+    for a in ["x", "y", "z"] {
+        axes.push(json!({"name": a, "type": "space", "unit": unit}));
+    }
+    let datasets: Vec<Value> = mags
+        .iter()
+        .map(|m| {
+            json!({
+                "path": mag_name(*m),
+                "coordinateTransformations": [{
+                    "type": "scale",
+                    "scale": [1.0, voxel[0] * m[0] as f64, voxel[1] * m[1] as f64, voxel[2] * m[2] as f64]
+                }]
+            })
+        })
+        .collect();
+    json!({
+        "zarr_format": 3,
+        "node_type": "group",
+        "attributes": {"ome": {"version": "0.5", "multiscales": [{"axes": axes, "datasets": datasets}]}}
+    })
+}
+
+/// Converts a whole dataset; the properties are written last.
+fn dataset(src: &Path, dst: &Path, to: Format, ctx: &Ctx<'_>) -> Result<Summary> {
+    let props_path = src.join(PROPERTIES_JSON);
+    let mut doc = read_json(&props_path)?;
+    let (voxel, unit) = voxel_size(&doc);
+    let mut summary = Summary::default();
+    let mut new_layers = Vec::new();
+    for layer in layers(&doc, &props_path)? {
+        let name = layer_name(layer, &props_path)?.to_owned();
+        let end = bbox_end(layer, &props_path)?;
+        let entries = mags(src, layer, &props_path)?;
+        let mut new_mags = Vec::new();
+        for entry in &entries {
+            let rel = format!("./{name}/{}", mag_name(entry.mag));
+            let out = dst.join(&name).join(mag_name(entry.mag));
+            fs::create_dir_all(&out).map_err(|e| Error::io(&out, e))?;
+            let mut m = Map::new();
+            m.insert("mag".into(), json!(entry.mag));
+            m.insert("path".into(), json!(rel));
+            match to {
+                Format::Zarr3 => {
+                    let extent = [0, 1, 2].map(|d| end[d].div_ceil(entry.mag[d]));
+                    summary.add(&mag::wkw_to_zarr(&entry.dir, &out, Some(extent), ctx)?);
+                }
+                Format::Wkw => {
+                    summary.add(&mag::zarr_to_wkw(&entry.dir, &out, ctx)?);
+                    let layout = mag::read_layout(&entry.dir)?;
+                    m.insert("cubeLength".into(), json!(layout.shard_len()));
+                }
+            }
+            m.insert("axisOrder".into(), json!({"c": 0, "x": 1, "y": 2, "z": 3}));
+            new_mags.push(Value::Object(m));
+        }
+        if to == Format::Zarr3 {
+            let list: Vec<[u64; 3]> = entries.iter().map(|e| e.mag).collect();
+            mag::write_json(
+                &dst.join(&name).join(ZARR_JSON),
+                &layer_group(&list, voxel, &unit),
+                ctx,
+            )?;
+        }
+        let mut layer = layer.clone();
+        if let Some(obj) = layer.as_object_mut() {
+            obj.remove("wkwResolutions");
+            obj.insert("dataFormat".into(), json!(to.name()));
+            obj.insert("mags".into(), Value::Array(new_mags));
+        }
+        new_layers.push(layer);
+    }
+    if to == Format::Zarr3 {
+        mag::write_json(
+            &dst.join(ZARR_JSON),
+            &json!({"zarr_format": 3, "node_type": "group"}),
+            ctx,
+        )?;
+    }
+    if let Some(obj) = doc.as_object_mut() {
+        obj.insert("dataLayers".into(), Value::Array(new_layers));
+        if let (Some(id), Some(name)) = (
+            obj.get_mut("id").and_then(Value::as_object_mut),
+            dst.file_name().and_then(|n| n.to_str()),
+        ) {
+            id.insert("name".into(), json!(name));
+        }
+    }
+    let text = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))?;
+    let path = dst.join(PROPERTIES_JSON);
+    scifmt_io::write_atomically(&path, ctx.options.durability, |w| {
+        std::io::Write::write_all(w, &text).map_err(|e| Error::io(&path, e))
+    })?;
+    Ok(summary)
+}

@@ -1,0 +1,22 @@
+#![doc = include_str!("../README.md")]
+
+mod codec;
+mod dataset;
+mod error;
+mod mag;
+mod meta;
+mod options;
+mod shard;
+mod target;
+mod verify;
+
+pub use crate::{
+    dataset::{PROPERTIES_JSON, Source, convert, convert_mag_to_wkw, convert_mag_to_zarr3, detect},
+    error::{Error, Result},
+    meta::ZARR_JSON,
+    options::{
+        BlockType, ConvertOptions, Durability, Existing, Format, Progress, Summary, ZarrCodec,
+    },
+    target::MARKER,
+    verify::{Difference, VerifyReport, verify},
+};

@@ -1,0 +1,563 @@
+//! The `zarr.json` of a converted array: built from a WKW geometry, and parsed (for the way
+//! back) into the same description, refusing layouts whose inner chunks are not WKW blocks.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+use wkw::VoxelType;
+
+use crate::codec::ChunkCodec;
+use crate::error::{Error, Result};
+
+/// Name of a Zarr v3 node's metadata document.
+pub const ZARR_JSON: &str = "zarr.json";
+
+/// A sharded Zarr v3 array whose inner chunks are WKW blocks: dimensions `(c, x, y, z)`,
+/// inner chunk `(c, b, b, b)` stored Fortran-ordered (channels fastest), shards
+/// `(c, s, s, s)`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub(crate) voxel_type: VoxelType,
+    pub(crate) channels: u8,
+    /// `[x, y, z]` extent in voxels (the channel extent is `channels`).
+    pub(crate) shape: [u64; 3],
+    /// Inner chunk (WKW block) side in voxels.
+    pub(crate) block_len: u32,
+    /// Shard (WKW file) side in blocks.
+    pub(crate) file_len: u32,
+    pub(crate) codec: ChunkCodec,
+    /// Whether the array has the channel dimension (4-d); 3-d arrays have one channel.
+    pub(crate) has_c: bool,
+    /// The shard index ends with a crc32c checksum.
+    pub(crate) index_crc: bool,
+    /// The shard index is at the end of the shard (else at the start).
+    pub(crate) index_at_end: bool,
+    /// Chunk key separator (`/` or `.`).
+    pub(crate) separator: char,
+}
+
+/// Zarr `data_type` name of a WKW voxel type.
+pub(crate) fn data_type_name(t: VoxelType) -> &'static str {
+    match t {
+        VoxelType::U8 => "uint8",
+        VoxelType::U16 => "uint16",
+        VoxelType::U32 => "uint32",
+        VoxelType::U64 => "uint64",
+        VoxelType::F32 => "float32",
+        VoxelType::F64 => "float64",
+        VoxelType::I8 => "int8",
+        VoxelType::I16 => "int16",
+        VoxelType::I32 => "int32",
+        _ => "int64",
+    }
+}
+
+fn voxel_type_of(name: &str) -> Option<VoxelType> {
+    VoxelType::ALL
+        .into_iter()
+        .find(|&t| data_type_name(t) == name)
+}
+
+impl Layout {
+    /// The layout of a WKW mag with `header`, holding voxels `[0, extent)`; `shape` is the
+    /// extent rounded up to whole shards (as webknossos-libs does).
+    pub(crate) fn for_wkw(header: &wkw::Header, extent: [u64; 3], codec: ChunkCodec) -> Self {
+        let shard = u64::from(header.file_len_vx());
+        Self {
+            voxel_type: header.voxel_type(),
+            channels: header.num_channels(),
+            shape: extent.map(|e| e.div_ceil(shard).max(1) * shard),
+            block_len: header.block_len(),
+            file_len: header.file_len(),
+            codec,
+            has_c: true,
+            index_crc: true,
+            index_at_end: true,
+            separator: '/',
+        }
+    }
+
+    /// Checks the decoded block and the shard index against `limits` before anything of
+    /// that size is allocated.
+    ///
+    /// # Errors
+    /// [`Error::LimitExceeded`].
+    pub(crate) fn check_limits(&self, limits: &wkw::Limits) -> Result<()> {
+        if self.block_bytes() > limits.max_block_bytes {
+            return Err(Error::LimitExceeded {
+                what: "inner chunk",
+                requested: self.block_bytes(),
+                limit: limits.max_block_bytes,
+            });
+        }
+        if self.chunks_per_shard() > limits.max_blocks_per_file {
+            return Err(Error::LimitExceeded {
+                what: "inner chunks per shard",
+                requested: self.chunks_per_shard(),
+                limit: limits.max_blocks_per_file,
+            });
+        }
+        Ok(())
+    }
+
+    /// Shard side in voxels.
+    pub(crate) fn shard_len(&self) -> u64 {
+        u64::from(self.block_len) * u64::from(self.file_len)
+    }
+
+    /// Inner chunks per shard.
+    pub(crate) fn chunks_per_shard(&self) -> u64 {
+        u64::from(self.file_len).pow(3)
+    }
+
+    /// Bytes of a decoded inner chunk (one WKW block).
+    pub(crate) fn block_bytes(&self) -> u64 {
+        u64::from(self.block_len).pow(3)
+            * u64::from(self.voxel_type.size())
+            * u64::from(self.channels)
+    }
+
+    /// Bytes of the encoded shard index.
+    pub(crate) fn index_bytes(&self) -> u64 {
+        self.chunks_per_shard() * 16 + if self.index_crc { 4 } else { 0 }
+    }
+
+    /// Shards along x, y, z.
+    pub(crate) fn shard_grid(&self) -> [u64; 3] {
+        self.shape.map(|s| s.div_ceil(self.shard_len()))
+    }
+
+    /// The key of shard `(x, y, z)` below the array (`c/0/x/y/z` for 4-d arrays).
+    pub(crate) fn shard_key(&self, idx: [u64; 3]) -> String {
+        let s = self.separator;
+        let [x, y, z] = idx;
+        if self.has_c {
+            format!("c{s}0{s}{x}{s}{y}{s}{z}")
+        } else {
+            format!("c{s}{x}{s}{y}{s}{z}")
+        }
+    }
+
+    /// The WKW header (dataset header, data offset 0) of this geometry with `block_type`.
+    pub(crate) fn wkw_header(
+        &self,
+        block_type: wkw::BlockType,
+        path: &Path,
+    ) -> Result<wkw::Header> {
+        wkw::Header::new(
+            self.voxel_type,
+            self.channels,
+            self.block_len,
+            self.file_len,
+            block_type,
+        )
+        .map_err(|e| Error::unsupported(path, format!("no WKW geometry for this array: {e}")))
+    }
+
+    /// The `zarr.json` document, exactly as webknossos-libs 4.3.3 (tensorstore) writes it.
+    pub(crate) fn to_json(&self) -> Value {
+        let c = u64::from(self.channels);
+        let b = u64::from(self.block_len);
+        let s = self.shard_len();
+        let bytes = if self.voxel_type.size() == 1 {
+            json!({"name": "bytes"})
+        } else {
+            json!({"name": "bytes", "configuration": {"endian": "little"}})
+        };
+        let mut inner = vec![
+            json!({"name": "transpose", "configuration": {"order": [3, 2, 1, 0]}}),
+            bytes,
+        ];
+        if let ChunkCodec::Zstd { level, checksum } = self.codec {
+            inner.push(
+                json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}),
+            );
+        }
+        let [x, y, z] = self.shape;
+        // tensorstore writes the fill value of float types as a float.
+        let fill = if matches!(self.voxel_type, VoxelType::F32 | VoxelType::F64) {
+            json!(0.0)
+        } else {
+            json!(0)
+        };
+        json!({
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": [c, x, y, z],
+            "data_type": data_type_name(self.voxel_type),
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [c, s, s, s]}},
+            "chunk_key_encoding": {"name": "default"},
+            "fill_value": fill,
+            "codecs": [{
+                "name": "sharding_indexed",
+                "configuration": {
+                    "chunk_shape": [c, b, b, b],
+                    "codecs": inner,
+                    "index_codecs": [
+                        {"name": "bytes", "configuration": {"endian": "little"}},
+                        {"name": "crc32c"}
+                    ]
+                }
+            }],
+            "dimension_names": ["c", "x", "y", "z"]
+        })
+    }
+
+    /// Parses an array's `zarr.json` (read from `path`), accepting any sharded array whose
+    /// inner chunks are WKW blocks (see the crate's FORMAT.md).
+    ///
+    /// # Errors
+    /// [`Error::Metadata`] for malformed metadata, [`Error::Unsupported`] for a valid array
+    /// this crate does not convert.
+    pub(crate) fn parse(doc: &Value, path: &Path) -> Result<Self> {
+        let bad = |what: &str| Error::metadata(path, what.to_owned());
+        let unsupported = |what: String| Error::unsupported(path, what);
+        if doc.get("zarr_format") != Some(&json!(3)) {
+            return Err(bad("not a Zarr v3 document (zarr_format is not 3)"));
+        }
+        if doc.get("node_type").and_then(Value::as_str) != Some("array") {
+            return Err(bad("not an array (node_type is not \"array\")"));
+        }
+        let dims = |v: Option<&Value>, what: &str| -> Result<Vec<u64>> {
+            v.and_then(Value::as_array)
+                .and_then(|a| a.iter().map(Value::as_u64).collect::<Option<Vec<_>>>())
+                .ok_or_else(|| bad(&format!("{what} is not a list of integers")))
+        };
+        let shape = dims(doc.get("shape"), "shape")?;
+        let has_c = match shape.len() {
+            4 => true,
+            3 => false,
+            n => return Err(unsupported(format!("{n}-d array (need (c,) x, y, z)"))),
+        };
+        if let Some(names) = doc.get("dimension_names").filter(|v| !v.is_null()) {
+            let want: &[&str] = if has_c {
+                &["c", "x", "y", "z"]
+            } else {
+                &["x", "y", "z"]
+            };
+            let ok = names.as_array().is_some_and(|n| {
+                n.len() == want.len() && n.iter().zip(want).all(|(a, b)| a.is_null() || a == b)
+            });
+            if !ok {
+                return Err(unsupported(format!(
+                    "dimension_names {names} (need {want:?})"
+                )));
+            }
+        }
+        let dt = doc
+            .get("data_type")
+            .and_then(Value::as_str)
+            .ok_or_else(|| bad("data_type is not a string"))?;
+        let voxel_type = voxel_type_of(dt).ok_or_else(|| unsupported(format!("data_type {dt}")))?;
+        let fill_zero = match doc.get("fill_value") {
+            Some(Value::Number(n)) => n.as_f64() == Some(0.0),
+            Some(Value::String(s)) => s == "0" || s == "0.0",
+            Some(Value::Bool(b)) => !b,
+            _ => false,
+        };
+        if !fill_zero {
+            return Err(unsupported("fill_value other than 0".into()));
+        }
+        let separator = match doc.get("chunk_key_encoding") {
+            Some(e) if e.get("name").and_then(Value::as_str) == Some("default") => {
+                match e
+                    .pointer("/configuration/separator")
+                    .and_then(Value::as_str)
+                {
+                    None | Some("/") => '/',
+                    Some(".") => '.',
+                    Some(s) => return Err(bad(&format!("chunk key separator {s:?}"))),
+                }
+            }
+            other => {
+                return Err(unsupported(format!(
+                    "chunk_key_encoding {} (need \"default\")",
+                    other.unwrap_or(&Value::Null)
+                )));
+            }
+        };
+        if doc.pointer("/chunk_grid/name").and_then(Value::as_str) != Some("regular") {
+            return Err(unsupported("chunk grid other than \"regular\"".into()));
+        }
+        let shard = dims(
+            doc.pointer("/chunk_grid/configuration/chunk_shape"),
+            "chunk_shape",
+        )?;
+        let codecs = doc
+            .get("codecs")
+            .and_then(Value::as_array)
+            .ok_or_else(|| bad("codecs is not a list"))?;
+        let [sharding] = &codecs[..] else {
+            return Err(unsupported(
+                "codecs other than exactly one sharding_indexed (an unsharded array)".into(),
+            ));
+        };
+        if sharding.get("name").and_then(Value::as_str) != Some("sharding_indexed") {
+            return Err(unsupported(format!(
+                "codec {sharding} (need sharding_indexed)"
+            )));
+        }
+        let cfg = sharding
+            .get("configuration")
+            .ok_or_else(|| bad("sharding_indexed has no configuration"))?;
+        let inner = dims(cfg.get("chunk_shape"), "sharding_indexed chunk_shape")?;
+        let channels = if has_c { shape[0] } else { 1 };
+        if shard.len() != shape.len() || inner.len() != shape.len() {
+            return Err(bad("chunk shapes and shape differ in length"));
+        }
+        let space = usize::from(has_c);
+        if has_c && (shard[0] != channels || inner[0] != channels) {
+            return Err(unsupported(format!(
+                "chunks split the {channels} channels (chunk shapes {shard:?} / {inner:?})"
+            )));
+        }
+        let b = inner[space];
+        let s = shard[space];
+        let cube = inner[space..].iter().all(|&v| v == b) && shard[space..].iter().all(|&v| v == s);
+        if !cube || !b.is_power_of_two() || s % b != 0 || !(s / b).is_power_of_two() {
+            return Err(unsupported(format!(
+                "inner chunks {inner:?} in shards {shard:?} (need power-of-two cubes, shards a power-of-two cube of them)"
+            )));
+        }
+        let channels =
+            u8::try_from(channels).map_err(|_| unsupported(format!("{channels} channels")))?;
+        let block_len = u32::try_from(b).map_err(|_| unsupported(format!("inner chunk {b}")))?;
+        let file_len = u32::try_from(s / b).map_err(|_| unsupported(format!("shard {s}")))?;
+        // The geometry must be one WKW can hold (4-bit log2 lengths, voxelSize ≤ 255): this
+        // also bounds every size computed from it.
+        wkw::Header::new(
+            voxel_type,
+            channels,
+            block_len,
+            file_len,
+            wkw::BlockType::Raw,
+        )
+        .map_err(|e| unsupported(format!("no WKW geometry for this array: {e}")))?;
+        let codec = parse_inner_codecs(cfg.get("codecs"), has_c, voxel_type, path)?;
+        let (index_crc, index_at_end) = parse_index(cfg, path)?;
+        let mut xyz = [0u64; 3];
+        xyz.copy_from_slice(&shape[space..]);
+        Ok(Self {
+            voxel_type,
+            channels,
+            shape: xyz,
+            block_len,
+            file_len,
+            codec,
+            has_c,
+            index_crc,
+            index_at_end,
+            separator,
+        })
+    }
+}
+
+/// Inner codecs: `transpose` reversing the axes (Fortran order, channels fastest), `bytes`
+/// (little endian), then `zstd` or nothing.
+fn parse_inner_codecs(
+    codecs: Option<&Value>,
+    has_c: bool,
+    voxel_type: VoxelType,
+    path: &Path,
+) -> Result<ChunkCodec> {
+    let list = codecs
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::metadata(path, "sharding_indexed codecs is not a list"))?;
+    let name = |c: &Value| {
+        c.get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned()
+    };
+    let order: Vec<u64> = if has_c {
+        vec![3, 2, 1, 0]
+    } else {
+        vec![2, 1, 0]
+    };
+    let mut it = list.iter().peekable();
+    let transposed = it.peek().is_some_and(|c| name(c) == "transpose")
+        && it
+            .next()
+            .and_then(|c| c.pointer("/configuration/order"))
+            .and_then(Value::as_array)
+            .is_some_and(|o| {
+                o.iter()
+                    .map(Value::as_u64)
+                    .eq(order.iter().map(|&v| Some(v)))
+            });
+    if !transposed {
+        return Err(Error::unsupported(
+            path,
+            format!(
+                "inner chunks not stored channels-fastest (need transpose order {order:?} first)"
+            ),
+        ));
+    }
+    match it.next() {
+        Some(c) if name(c) == "bytes" => {
+            let endian = c.pointer("/configuration/endian").and_then(Value::as_str);
+            if voxel_type.size() > 1 && endian != Some("little") {
+                return Err(Error::unsupported(
+                    path,
+                    "big-endian (or unspecified) bytes codec",
+                ));
+            }
+        }
+        other => {
+            return Err(Error::unsupported(
+                path,
+                format!(
+                    "inner codec {} (need bytes after transpose)",
+                    other.unwrap_or(&Value::Null)
+                ),
+            ));
+        }
+    }
+    let codec = match it.next() {
+        None => ChunkCodec::None,
+        Some(c) if name(c) == "zstd" => ChunkCodec::Zstd {
+            level: c
+                .pointer("/configuration/level")
+                .and_then(Value::as_i64)
+                .and_then(|l| i32::try_from(l).ok())
+                .unwrap_or(0),
+            checksum: c
+                .pointer("/configuration/checksum")
+                .and_then(Value::as_bool)
+                .unwrap_or(false),
+        },
+        Some(c) => {
+            return Err(Error::unsupported(
+                path,
+                format!("inner codec {c} (need zstd or none)"),
+            ));
+        }
+    };
+    if let Some(c) = it.next() {
+        return Err(Error::unsupported(
+            path,
+            format!("inner codec {c} after the compressor"),
+        ));
+    }
+    Ok(codec)
+}
+
+/// Index codecs (`bytes` little endian, optionally `crc32c`) and location.
+fn parse_index(cfg: &Value, path: &Path) -> Result<(bool, bool)> {
+    let at_end = match cfg.get("index_location").and_then(Value::as_str) {
+        None | Some("end") => true,
+        Some("start") => false,
+        Some(other) => {
+            return Err(Error::metadata(path, format!("index_location {other:?}")));
+        }
+    };
+    let list = cfg
+        .get("index_codecs")
+        .and_then(Value::as_array)
+        .ok_or_else(|| Error::metadata(path, "index_codecs is not a list"))?;
+    let names: Vec<(&str, Option<&str>)> = list
+        .iter()
+        .map(|c| {
+            (
+                c.get("name").and_then(Value::as_str).unwrap_or(""),
+                c.pointer("/configuration/endian").and_then(Value::as_str),
+            )
+        })
+        .collect();
+    match &names[..] {
+        [("bytes", Some("little"))] => Ok((false, at_end)),
+        [("bytes", Some("little")), ("crc32c", _)] => Ok((true, at_end)),
+        _ => Err(Error::unsupported(
+            path,
+            format!(
+                "index_codecs {} (need little-endian bytes, optionally crc32c)",
+                Value::Array(list.clone())
+            ),
+        )),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn layout() -> Result<Layout> {
+        let h = wkw::Header::new(VoxelType::U16, 3, 16, 4, wkw::BlockType::Lz4)?;
+        Ok(Layout::for_wkw(
+            &h,
+            [100, 64, 1],
+            ChunkCodec::Zstd {
+                level: 5,
+                checksum: true,
+            },
+        ))
+    }
+
+    #[test]
+    fn written_metadata_parses_back() -> Result<()> {
+        let l = layout()?;
+        assert_eq!(l.shape, [128, 64, 64]);
+        let doc = l.to_json();
+        assert_eq!(Layout::parse(&doc, Path::new("zarr.json"))?, l);
+        Ok(())
+    }
+
+    #[test]
+    fn hostile_or_unsupported_metadata_is_an_error_not_a_panic() -> Result<()> {
+        let doc = layout()?.to_json();
+        let edits: Vec<(&str, Value)> = vec![
+            (
+                "/codecs/0/configuration/chunk_shape",
+                json!([3, 16, 16, 15]),
+            ),
+            (
+                "/codecs/0/configuration/chunk_shape",
+                json!([3, 1 << 20, 1 << 20, 1 << 20]),
+            ),
+            (
+                "/chunk_grid/configuration/chunk_shape",
+                json!([3, 1u64 << 40, 1u64 << 40, 1u64 << 40]),
+            ),
+            (
+                "/chunk_grid/configuration/chunk_shape",
+                json!([3, 48, 48, 48]),
+            ),
+            (
+                "/codecs/0/configuration/chunk_shape",
+                json!([1, 16, 16, 16]),
+            ),
+            ("/shape", json!([3, 1, 2])),
+            ("/shape", json!("big")),
+            ("/data_type", json!("complex128")),
+            ("/fill_value", json!(7)),
+            ("/chunk_key_encoding", json!({"name": "v2"})),
+            (
+                "/codecs/0/configuration/codecs/0/configuration/order",
+                json!([0, 1, 2, 3]),
+            ),
+            (
+                "/codecs/0/configuration/codecs/1/configuration/endian",
+                json!("big"),
+            ),
+            ("/codecs/0/configuration/codecs/2/name", json!("gzip")),
+            (
+                "/codecs/0/configuration/index_codecs/0/configuration/endian",
+                json!("big"),
+            ),
+            ("/codecs/0/name", json!("blosc")),
+            ("/zarr_format", json!(2)),
+            ("/node_type", json!("group")),
+        ];
+        for (pointer, value) in edits {
+            let mut d = doc.clone();
+            *d.pointer_mut(pointer)
+                .ok_or_else(|| Error::Internal(pointer.into()))? = value.clone();
+            let r = Layout::parse(&d, Path::new("zarr.json"));
+            assert!(
+                matches!(r, Err(Error::Metadata { .. } | Error::Unsupported { .. })),
+                "{pointer} = {value}: {r:?}"
+            );
+        }
+        Ok(())
+    }
+}

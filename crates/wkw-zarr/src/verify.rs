@@ -1,0 +1,310 @@
+//! Compares a WKW mag (or dataset) with a Zarr v3 array (or dataset) block by block, decoded:
+//! every WKW file against the shard with the same index, absent files, shards and chunks
+//! reading as zeros.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+use wkw::{BlockReader, Dataset};
+
+use crate::dataset::{PROPERTIES_JSON, Source, detect, layer_name, mags, read_json};
+use crate::error::{Error, Result};
+use crate::mag::{all_zero, list_shards, read_layout};
+use crate::meta::Layout;
+use crate::options::{ConvertOptions, Format, Progress};
+use crate::shard::{ShardReader, index_position};
+
+/// A differing block: the first differing byte and the block's coordinates in its shard.
+type Found = Option<(u64, [u32; 3])>;
+
+/// At most this many differences are listed (all are counted).
+const MAX_LISTED: usize = 100;
+
+/// One block whose voxels differ.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Difference {
+    /// The WKW mag directory.
+    pub wkw: PathBuf,
+    /// The Zarr array directory.
+    pub zarr: PathBuf,
+    /// Voxel position `(x, y, z)` (in the mag) of the first differing voxel.
+    pub voxel: [u64; 3],
+    /// Its channel.
+    pub channel: u64,
+}
+
+impl std::fmt::Display for Difference {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let [x, y, z] = self.voxel;
+        write!(
+            f,
+            "{} and {} differ at voxel ({x}, {y}, {z}) channel {} (first in its block)",
+            self.wkw.display(),
+            self.zarr.display(),
+            self.channel
+        )
+    }
+}
+
+/// What [`verify`] found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct VerifyReport {
+    /// Array pairs (mags) compared.
+    pub arrays: u64,
+    /// Shard / file pairs compared.
+    pub shards: u64,
+    /// Blocks compared.
+    pub blocks: u64,
+    /// Differing blocks (all of them counted).
+    pub differing_blocks: u64,
+    /// The first differing blocks (at most 100), one entry per block.
+    pub differences: Vec<Difference>,
+}
+
+impl VerifyReport {
+    /// Whether both sides hold the same voxels.
+    #[must_use]
+    pub fn is_ok(&self) -> bool {
+        self.differing_blocks == 0
+    }
+
+    fn add(&mut self, other: Self) {
+        self.arrays += other.arrays;
+        self.shards += other.shards;
+        self.blocks += other.blocks;
+        self.differing_blocks += other.differing_blocks;
+        let room = MAX_LISTED.saturating_sub(self.differences.len());
+        self.differences
+            .extend(other.differences.into_iter().take(room));
+    }
+}
+
+/// Compares `a` and `b` voxel for voxel (block by block, decoded): a WKW mag with a Zarr v3
+/// array, or a WKW dataset with a Zarr3 dataset (layers matched by name, mags by mag), in
+/// either order. Blocks outside one side read as zeros there.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] if the two are not one WKW and one Zarr side of the same
+/// geometry; the errors of reading either side (naming the file), including corrupt blocks.
+pub fn verify(
+    a: &Path,
+    b: &Path,
+    options: &ConvertOptions,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<VerifyReport> {
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(options.threads)
+        .build()
+        .map_err(|e| Error::Internal(format!("thread pool: {e}")))?;
+    let pairs = match (detect(a)?, detect(b)?) {
+        (Source::WkwMag, Source::Zarr3Array) => vec![(a.to_path_buf(), b.to_path_buf())],
+        (Source::Zarr3Array, Source::WkwMag) => vec![(b.to_path_buf(), a.to_path_buf())],
+        (Source::Dataset(Format::Wkw), Source::Dataset(Format::Zarr3)) => dataset_pairs(a, b)?,
+        (Source::Dataset(Format::Zarr3), Source::Dataset(Format::Wkw)) => dataset_pairs(b, a)?,
+        (x, y) => {
+            return Err(Error::InvalidArgument(format!(
+                "cannot compare {} ({x:?}) with {} ({y:?}): need one WKW and one Zarr3 side",
+                a.display(),
+                b.display()
+            )));
+        }
+    };
+    let mut report = VerifyReport::default();
+    for (wkw_dir, zarr_dir) in pairs {
+        report.add(verify_mag(&wkw_dir, &zarr_dir, options, &pool, progress)?);
+    }
+    Ok(report)
+}
+
+/// Matching mag directories of a WKW dataset and a Zarr3 dataset.
+fn dataset_pairs(wkw_root: &Path, zarr_root: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
+    let wp = wkw_root.join(PROPERTIES_JSON);
+    let zp = zarr_root.join(PROPERTIES_JSON);
+    let (wdoc, zdoc) = (read_json(&wp)?, read_json(&zp)?);
+    let list = |doc: &serde_json::Value,
+                root: &Path,
+                path: &Path|
+     -> Result<BTreeMap<(String, [u64; 3]), PathBuf>> {
+        let mut out = BTreeMap::new();
+        for layer in doc
+            .get("dataLayers")
+            .and_then(|l| l.as_array())
+            .into_iter()
+            .flatten()
+        {
+            let name = layer_name(layer, path)?.to_owned();
+            for m in mags(root, layer, path)? {
+                out.insert((name.clone(), m.mag), m.dir);
+            }
+        }
+        Ok(out)
+    };
+    let w = list(&wdoc, wkw_root, &wp)?;
+    let z = list(&zdoc, zarr_root, &zp)?;
+    if w.keys().ne(z.keys()) {
+        return Err(Error::InvalidArgument(format!(
+            "{} has layers/mags {:?}, {} has {:?}",
+            wp.display(),
+            w.keys().collect::<Vec<_>>(),
+            zp.display(),
+            z.keys().collect::<Vec<_>>()
+        )));
+    }
+    Ok(w.into_values().zip(z.into_values()).collect())
+}
+
+fn verify_mag(
+    wkw_dir: &Path,
+    zarr_dir: &Path,
+    options: &ConvertOptions,
+    pool: &rayon::ThreadPool,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<VerifyReport> {
+    let ds = Dataset::open(wkw_dir)?;
+    let header = *ds.header();
+    let layout = read_layout(zarr_dir)?;
+    layout.check_limits(&options.limits)?;
+    if header.voxel_type() != layout.voxel_type
+        || header.num_channels() != layout.channels
+        || header.block_len() != layout.block_len
+        || header.file_len() != layout.file_len
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{} ({header:?}) and {} ({layout:?}) differ in geometry",
+            wkw_dir.display(),
+            zarr_dir.display()
+        )));
+    }
+    let mut files: BTreeMap<[u64; 3], (Option<PathBuf>, Option<PathBuf>)> = BTreeMap::new();
+    for (idx, path) in ds.list_files()? {
+        files.entry(idx.map(u64::from)).or_default().0 = Some(path);
+    }
+    for (idx, path) in list_shards(zarr_dir, &layout)? {
+        files.entry(idx).or_default().1 = Some(path);
+    }
+    let total = files.len() as u64;
+    let mut report = VerifyReport {
+        arrays: 1,
+        ..VerifyReport::default()
+    };
+    let block_bytes = usize::try_from(layout.block_bytes()).unwrap_or(usize::MAX);
+    let max_chunk = layout.codec.max_stored(block_bytes) as u64;
+    let batch = (pool.current_num_threads() as u64 * 4).max(1);
+    for (done, (idx, (wf, zf))) in files.into_iter().enumerate() {
+        let reader = wf
+            .map(|p| BlockReader::open(p, &options.limits))
+            .transpose()?;
+        let shard = zf
+            .map(|p| ShardReader::open(&p, &layout, max_chunk))
+            .transpose()?;
+        let n = layout.chunks_per_shard();
+        let mut first = 0;
+        while first < n {
+            let last = n.min(first + batch);
+            let mut items = Vec::new();
+            for k in first..last {
+                let b = morton_code::decode_3d_u64(k)
+                    .map_err(|e| Error::Internal(format!("block {k}: {e}")))?;
+                let w = match &reader {
+                    Some(r) => {
+                        let mut v = Vec::new();
+                        r.read_stored(k, &mut v)?;
+                        Some((v, r.header().block_type()))
+                    }
+                    None => None,
+                };
+                let mut v = Vec::new();
+                let z = match &shard {
+                    Some(s) => s
+                        .read_chunk(index_position(layout.file_len, b), &mut v)?
+                        .then_some(v),
+                    None => None,
+                };
+                items.push((k, b, w, z));
+            }
+            let results: Vec<Result<Found>> = pool.install(|| {
+                items
+                    .into_par_iter()
+                    .map(|(k, b, w, z)| {
+                        let mut left = vec![0u8; block_bytes];
+                        if let Some((stored, bt)) = w {
+                            wkw::decode_block(&stored, bt, &mut left).map_err(|e| {
+                                Error::corrupt(
+                                    reader.as_ref().map_or(Path::new(""), |r| r.path()),
+                                    format!("block {k}: {e}"),
+                                )
+                            })?;
+                        }
+                        let mut right = vec![0u8; block_bytes];
+                        if let Some(stored) = z
+                            && !layout.codec.decode(&stored, &mut right)
+                        {
+                            return Err(Error::corrupt(
+                                shard.as_ref().map_or(Path::new(""), |s| s.path()),
+                                format!(
+                                    "chunk of block {k} does not decode to {block_bytes} bytes"
+                                ),
+                            ));
+                        }
+                        if left == right || (all_zero(&left) && all_zero(&right)) {
+                            return Ok(None);
+                        }
+                        let at = left
+                            .iter()
+                            .zip(&right)
+                            .position(|(x, y)| x != y)
+                            .unwrap_or(0);
+                        Ok(Some((at as u64, b)))
+                    })
+                    .collect()
+            });
+            for r in results {
+                report.blocks += 1;
+                if let Some((at, b)) = r? {
+                    report.differing_blocks += 1;
+                    if report.differences.len() < MAX_LISTED {
+                        report
+                            .differences
+                            .push(difference(&layout, idx, b, at, wkw_dir, zarr_dir));
+                    }
+                }
+            }
+            first = last;
+        }
+        report.shards += 1;
+        progress(&Progress {
+            done: done as u64 + 1,
+            total,
+            array: zarr_dir.to_path_buf(),
+        });
+    }
+    Ok(report)
+}
+
+/// The voxel and channel at byte `at` of block `b` of shard `idx`.
+fn difference(
+    layout: &Layout,
+    idx: [u64; 3],
+    b: [u32; 3],
+    at: u64,
+    wkw: &Path,
+    zarr: &Path,
+) -> Difference {
+    let size = u64::from(layout.voxel_type.size());
+    let c = u64::from(layout.channels);
+    let bl = u64::from(layout.block_len);
+    let voxel = at / size;
+    let channel = voxel % c;
+    let v = voxel / c;
+    let local = [v % bl, (v / bl) % bl, v / (bl * bl)];
+    let voxel = [0, 1, 2].map(|d| idx[d] * layout.shard_len() + u64::from(b[d]) * bl + local[d]);
+    Difference {
+        wkw: wkw.to_path_buf(),
+        zarr: zarr.to_path_buf(),
+        voxel,
+        channel,
+    }
+}
