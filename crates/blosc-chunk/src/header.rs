@@ -168,7 +168,7 @@ fn read_u8(b: &[u8], off: usize) -> Option<u8> {
 }
 
 fn nonneg(what: &'static str, v: i32) -> Result<usize> {
-    usize::try_from(v).map_err(|_| Error::InvalidHeader {
+    usize::try_from(v).map_err(|_| Error::NotAChunk {
         what,
         value: i64::from(v),
     })
@@ -181,7 +181,7 @@ impl ChunkHeader {
     ///
     /// # Errors
     ///
-    /// [`Error::Truncated`] if `chunk` is shorter than the header, [`Error::InvalidHeader`] for
+    /// [`Error::Truncated`] if `chunk` is shorter than the header, [`Error::NotAChunk`] for
     /// negative sizes, `typesize == 0`, a block size outside `1..=536866816`, `cbytes` smaller
     /// than the header or a reserved special-value code, [`Error::Unsupported`] for a version
     /// above 6 with unknown `blosc2_flags2` bits.
@@ -240,14 +240,20 @@ impl ChunkHeader {
                 h.filters[4] = Filter::Delta.id();
             }
         }
+        if version == 0 {
+            return Err(Error::NotAChunk {
+                what: "format version",
+                value: 0,
+            });
+        }
         if typesize == 0 {
-            return Err(Error::InvalidHeader {
+            return Err(Error::NotAChunk {
                 what: "typesize",
                 value: 0,
             });
         }
         if cbytes < h.header_len() {
-            return Err(Error::InvalidHeader {
+            return Err(Error::NotAChunk {
                 what: "cbytes",
                 value: i64::from(read_i32(b16, 12).unwrap_or(0)),
             });
@@ -260,7 +266,7 @@ impl ChunkHeader {
         }
         let bs = nonneg("blocksize", blocksize_raw)?;
         if bs == 0 || bs > MAX_BLOCKSIZE {
-            return Err(Error::InvalidHeader {
+            return Err(Error::NotAChunk {
                 what: "blocksize",
                 value: i64::from(blocksize_raw),
             });
@@ -268,13 +274,13 @@ impl ChunkHeader {
         h.blocksize_field = bs;
         let special = h.blosc2_flags.special_code();
         if special > 4 {
-            return Err(Error::InvalidHeader {
+            return Err(Error::NotAChunk {
                 what: "special value code",
                 value: i64::from(special),
             });
         }
         if h.vl_blocks() && (special != 0 || h.is_memcpyed()) {
-            return Err(Error::InvalidHeader {
+            return Err(Error::NotAChunk {
                 what: "flags of a vl-block chunk",
                 value: i64::from(flags.bits()),
             });
@@ -533,5 +539,47 @@ impl HeaderFields {
             h[31] = self.blosc2_flags.bits();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Blosc2 header: version 5, flags 0x31 (extended, no shuffle), typesize 4, 1000 bytes in
+    /// one block of 1000, 1032 compressed bytes.
+    fn header() -> [u8; 32] {
+        let mut h = [0u8; 32];
+        h[0] = 5;
+        h[1] = 1;
+        h[2] = 0x31;
+        h[3] = 4;
+        h[4..8].copy_from_slice(&1000i32.to_le_bytes());
+        h[8..12].copy_from_slice(&1000i32.to_le_bytes());
+        h[12..16].copy_from_slice(&1032i32.to_le_bytes());
+        h
+    }
+
+    #[test]
+    fn implausible_headers_are_not_blosc_chunks_first() {
+        assert!(ChunkHeader::parse(&header()).is_ok());
+        let cases: [(usize, i32, &str); 5] = [
+            (0, 0, "not a Blosc chunk: invalid format version 0"),
+            (3, 0, "not a Blosc chunk: invalid typesize 0"),
+            (4, -5, "not a Blosc chunk: invalid nbytes -5"),
+            (8, 744_778_866, "not a Blosc chunk: invalid blocksize 744778866"),
+            (12, -588_726_258, "not a Blosc chunk: invalid cbytes -588726258"),
+        ];
+        for (off, value, msg) in cases {
+            let mut h = header();
+            if off < 4 {
+                h[off] = u8::try_from(value).unwrap_or(0);
+            } else {
+                h[off..off + 4].copy_from_slice(&value.to_le_bytes());
+            }
+            let e = ChunkHeader::parse(&h).err();
+            assert!(matches!(e, Some(Error::NotAChunk { .. })), "{e:?}");
+            assert_eq!(e.map(|e| e.to_string()).as_deref(), Some(msg));
+        }
     }
 }

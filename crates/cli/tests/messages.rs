@@ -193,3 +193,35 @@ fn info_summarises_zarr_nodes() {
     assert_eq!(v["data_type"], "<u2");
     assert_eq!(v["compressor"]["id"], "zlib");
 }
+
+#[test]
+fn bytes_that_are_no_blosc_chunk_say_so_first() {
+    let dir = tmp();
+    let bin = dir.path().join("notes.txt");
+    // Text: the block size the letters spell is beyond any Blosc block.
+    std::fs::write(&bin, b"This is a text file, not a Blosc chunk at all.\n").unwrap();
+    let out = dir.path().join("o.raw");
+    let err = fails(
+        &["blosc", "decompress", bin.to_str().unwrap(), out.to_str().unwrap()],
+        2,
+        "not a Blosc chunk",
+    );
+    assert_eq!(
+        err.trim_end(),
+        format!("scifmt: {}: not a Blosc chunk: invalid blocksize 1702109281", bin.display())
+    );
+    let mut zero_typesize = vec![2u8, 1, 0x01, 0];
+    zero_typesize.extend_from_slice(&[16, 0, 0, 0, 16, 0, 0, 0, 32, 0, 0, 0]);
+    zero_typesize.extend_from_slice(&[0; 16]);
+    std::fs::write(&bin, &zero_typesize).unwrap();
+    let err = fails(
+        &["blosc", "decompress", bin.to_str().unwrap(), out.to_str().unwrap()],
+        2,
+        "not a Blosc chunk",
+    );
+    assert_eq!(
+        err.trim_end(),
+        format!("scifmt: {}: not a Blosc chunk: invalid typesize 0", bin.display())
+    );
+    assert!(!out.exists());
+}
