@@ -567,8 +567,16 @@ mod tests {
             (0, 0, "not a Blosc chunk: invalid format version 0"),
             (3, 0, "not a Blosc chunk: invalid typesize 0"),
             (4, -5, "not a Blosc chunk: invalid nbytes -5"),
-            (8, 744_778_866, "not a Blosc chunk: invalid blocksize 744778866"),
-            (12, -588_726_258, "not a Blosc chunk: invalid cbytes -588726258"),
+            (
+                8,
+                744_778_866,
+                "not a Blosc chunk: invalid blocksize 744778866",
+            ),
+            (
+                12,
+                -588_726_258,
+                "not a Blosc chunk: invalid cbytes -588726258",
+            ),
         ];
         for (off, value, msg) in cases {
             let mut h = header();

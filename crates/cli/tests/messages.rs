@@ -10,6 +10,7 @@
 
 mod common;
 
+use std::path::Path;
 use std::process::{Command, Output, Stdio};
 
 use common::{fails, run, testdata, tmp};
@@ -202,26 +203,408 @@ fn bytes_that_are_no_blosc_chunk_say_so_first() {
     std::fs::write(&bin, b"This is a text file, not a Blosc chunk at all.\n").unwrap();
     let out = dir.path().join("o.raw");
     let err = fails(
-        &["blosc", "decompress", bin.to_str().unwrap(), out.to_str().unwrap()],
+        &[
+            "blosc",
+            "decompress",
+            bin.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ],
         2,
         "not a Blosc chunk",
     );
     assert_eq!(
         err.trim_end(),
-        format!("scifmt: {}: not a Blosc chunk: invalid blocksize 1702109281", bin.display())
+        format!(
+            "scifmt: {}: not a Blosc chunk: invalid blocksize 1702109281",
+            bin.display()
+        )
     );
     let mut zero_typesize = vec![2u8, 1, 0x01, 0];
     zero_typesize.extend_from_slice(&[16, 0, 0, 0, 16, 0, 0, 0, 32, 0, 0, 0]);
     zero_typesize.extend_from_slice(&[0; 16]);
     std::fs::write(&bin, &zero_typesize).unwrap();
     let err = fails(
-        &["blosc", "decompress", bin.to_str().unwrap(), out.to_str().unwrap()],
+        &[
+            "blosc",
+            "decompress",
+            bin.to_str().unwrap(),
+            out.to_str().unwrap(),
+        ],
         2,
         "not a Blosc chunk",
     );
     assert_eq!(
         err.trim_end(),
-        format!("scifmt: {}: not a Blosc chunk: invalid typesize 0", bin.display())
+        format!(
+            "scifmt: {}: not a Blosc chunk: invalid typesize 0",
+            bin.display()
+        )
     );
     assert!(!out.exists());
+}
+
+/// Whether `line` quotes a temporary file: the staged-write names (`.NAME.XXXXXX.tmp`), the
+/// tool's and the libraries' scratch prefixes, or tempfile's `at path "…"` suffix.
+fn quotes_a_temp_file(line: &str) -> bool {
+    let staged = line
+        .split(['/', ' ', '"', ':'])
+        .any(|w| w.starts_with('.') && w.ends_with(".tmp") && w.len() > ".a.XXXXXX.tmp".len() - 1);
+    staged
+        || line.contains(".scifmt-")
+        || line.contains(".wkw-remote-")
+        || line.contains("at path \"")
+}
+
+/// Whether a `PATH: ` prefix is repeated (`x.wkw: x.wkw: …`) or a message ends with the path it
+/// started with (`box.raw: not a dataset: box.raw`).
+fn repeats_a_path(line: &str) -> bool {
+    let body = line.trim_end().strip_prefix("scifmt: ").unwrap_or(line);
+    let Some((first, rest)) = body.split_once(": ") else {
+        return false;
+    };
+    rest.starts_with(&format!("{first}: ")) || rest.ends_with(&format!(": {first}"))
+}
+
+#[test]
+fn errors_name_the_object_once_and_never_a_temporary_file() {
+    let dir = tmp();
+    let d = |rel: &str| dir.path().join(rel).to_str().unwrap().to_owned();
+    std::fs::write(d("file"), b"x").unwrap();
+    std::fs::write(d("box2.raw"), vec![0u8; 64]).unwrap();
+    let ds = testdata("wkw/u16_3ch_lz4_b8_f4");
+    let ds = ds.to_str().unwrap();
+    common::copy_dir(Path::new(ds), Path::new(&d("bad")));
+    // One data file damaged past its jump table.
+    let data = d("bad/z0/y0/x1.wkw");
+    let mut bytes = std::fs::read(&data).unwrap();
+    for b in bytes.iter_mut().skip(600).step_by(7) {
+        *b ^= 0x5a;
+    }
+    std::fs::write(&data, bytes).unwrap();
+    let frame = testdata("blosc/frames/b2nd_u2_7x9x11.b2nd");
+    let frame = frame.to_str().unwrap();
+    let raw = d("box2.raw");
+
+    // (arguments, the object the message must name first)
+    let cases: Vec<(Vec<String>, String)> = vec![
+        (
+            vec!["wkw", "compress", ds, &d("file/out")]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            d("file/out"),
+        ),
+        (
+            vec!["wkw", "compress", ds, &d("file")]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            d("file"),
+        ),
+        (
+            vec!["frame", "extract", frame, &d("file/o.raw")]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            d("file/o.raw"),
+        ),
+        (
+            vec!["b2nd", "read", frame, &d("file/o.raw")]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            d("file/o.raw"),
+        ),
+        (
+            vec!["blosc", "compress", &raw, &d("file/x.cdata")]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            d("file/x.cdata"),
+        ),
+        (
+            vec![
+                "frame",
+                "create",
+                &raw,
+                &d("file/x.b2frame"),
+                "--chunksize",
+                "16",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            d("file/x.b2frame"),
+        ),
+        (
+            vec!["wkw", "create", &d("file/ds"), "--voxel-type", "u8"]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            d("file/ds"),
+        ),
+        (
+            vec![
+                "wkw",
+                "create",
+                &d("new"),
+                "--voxel-type",
+                "uint16",
+                "--block-len",
+                "33",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            d("new"),
+        ),
+        (
+            vec![
+                "wkw",
+                "read",
+                &raw,
+                &d("o.raw"),
+                "--offset",
+                "0,0,0",
+                "--shape",
+                "1,1,1",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            raw.clone(),
+        ),
+        (
+            vec!["wkw", "info", &raw]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            raw.clone(),
+        ),
+        (
+            vec![
+                "wkw",
+                "read",
+                &data,
+                &d("o.raw"),
+                "--offset",
+                "0,0,0",
+                "--shape",
+                "1,1,1",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            data.clone(),
+        ),
+        (
+            vec![
+                "wkw",
+                "read",
+                &d("bad"),
+                &d("o.raw"),
+                "--offset",
+                "0,0,0",
+                "--shape",
+                "64,64,64",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            d("bad"),
+        ),
+        (
+            vec![
+                "wkw",
+                "read",
+                ds,
+                &d("file/o.raw"),
+                "--offset",
+                "0,0,0",
+                "--shape",
+                "8,8,8",
+            ]
+            .into_iter()
+            .map(String::from)
+            .collect(),
+            d("file/o.raw"),
+        ),
+        (
+            vec!["info", &d("nothing-here")]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            d("nothing-here"),
+        ),
+        (
+            vec!["dwe", "info", &raw]
+                .into_iter()
+                .map(String::from)
+                .collect(),
+            raw.clone(),
+        ),
+    ];
+    for (args, named) in &cases {
+        let out = run(args);
+        let err = one_error(&out, &args.join(" "));
+        assert!(
+            err.starts_with(&format!("scifmt: {named}: ")),
+            "{args:?}: {err}"
+        );
+        assert!(!quotes_a_temp_file(&err), "{args:?}: {err}");
+        assert!(!repeats_a_path(&err), "{args:?}: {err}");
+    }
+    // No staged file is left behind either.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let name = entry.unwrap().file_name();
+        assert!(!name.to_string_lossy().ends_with(".tmp"), "{name:?}");
+    }
+    // `wkw verify` lists each damaged file once.
+    let out = run(&["wkw", "verify", &d("bad")]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let line = text.lines().next().unwrap();
+    assert!(line.starts_with(&format!("{data}: block ")), "{line}");
+    assert!(!repeats_a_path(line), "{line}");
+}
+
+#[test]
+fn the_sweep_recognises_what_it_must_refuse() {
+    assert!(quotes_a_temp_file(
+        r#"scifmt: o: i/o error on file: Not a directory (os error 20) at path "/tmp/x/file/.o.raw.r2gBfn.tmp""#
+    ));
+    assert!(quotes_a_temp_file("scifmt: /d/.o.b2nd.Qk9hTr.tmp: denied"));
+    assert!(quotes_a_temp_file("scifmt: at /tmp/.scifmt-DrKosZ: denied"));
+    assert!(!quotes_a_temp_file("scifmt: a.tmp: denied"));
+    assert!(repeats_a_path(
+        "scifmt: ds/z0/y0/x0.wkw: ds/z0/y0/x0.wkw: block 32"
+    ));
+    assert!(repeats_a_path(
+        "scifmt: box2.raw: not a wkw dataset (no header.wkw): box2.raw"
+    ));
+    assert!(!repeats_a_path("scifmt: ds: ds/z0/y0/x0.wkw: block 32"));
+}
+
+#[test]
+fn blosc_defaults_are_python_blosc2s_and_names_any_case() {
+    let dir = tmp();
+    // 3000 int64 of a slow ramp with noise (any data would do; the point is the parameters).
+    let raw: Vec<u8> = (0u64..3000)
+        .flat_map(|i| (100_000 + 7 * i + (i * 2_654_435_761) % 16).to_le_bytes())
+        .collect();
+    let input = dir.path().join("in.raw");
+    std::fs::write(&input, &raw).unwrap();
+    let out = |name: &str, extra: &[&str]| {
+        let p = dir.path().join(name);
+        let mut args = vec![
+            "blosc",
+            "compress",
+            input.to_str().unwrap(),
+            p.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        common::ok(&args);
+        std::fs::read(p).unwrap()
+    };
+    let default = out("default.cdata", &[]);
+    // python-blosc2 4.14's `blosc2.CParams()`: zstd, clevel 5, typesize 8, shuffle in the
+    // last filter slot, automatic split (thread count does not change the bytes).
+    let explicit = out(
+        "explicit.cdata",
+        &[
+            "--codec",
+            "zstd",
+            "--clevel",
+            "5",
+            "--typesize",
+            "8",
+            "--splitmode",
+            "auto",
+            "--threads",
+            "1",
+        ],
+    );
+    assert_eq!(default, explicit);
+    let upper = out(
+        "upper.cdata",
+        &[
+            "--codec",
+            "ZSTD",
+            "--splitmode",
+            "AUTO",
+            "--filter",
+            "SHUFFLE",
+        ],
+    );
+    let lower = out(
+        "lower.cdata",
+        &[
+            "--codec",
+            "zstd",
+            "--splitmode",
+            "auto",
+            "--filter",
+            "shuffle",
+        ],
+    );
+    assert_eq!(upper, lower);
+    let v = common::json(&[
+        "info",
+        dir.path().join("default.cdata").to_str().unwrap(),
+        "--json",
+    ]);
+    assert_eq!(v["codec"], "zstd", "{v}");
+    assert_eq!(v["typesize"], 8, "{v}");
+
+    // wkw: numpy's dtype names and any case.
+    let ds = dir.path().join("ds");
+    common::ok(&[
+        "wkw",
+        "create",
+        ds.to_str().unwrap(),
+        "--voxel-type",
+        "UInt16",
+        "--block-type",
+        "LZ4",
+    ]);
+    let v = common::json(&["wkw", "info", ds.to_str().unwrap(), "--json"]);
+    assert_eq!(v["voxel_type"], "u16", "{v}");
+    assert_eq!(v["block_type"], "lz4", "{v}");
+    let o = dir.path().join("o.raw");
+    common::ok(&[
+        "wkw",
+        "read",
+        ds.to_str().unwrap(),
+        o.to_str().unwrap(),
+        "--offset",
+        "0,0,0",
+        "--shape",
+        "2,2,2",
+        "--order",
+        "C",
+    ]);
+    assert_eq!(std::fs::read(&o).unwrap(), vec![0u8; 16]);
+}
+
+#[test]
+fn one_version_for_the_command_and_the_python_package() {
+    let out = common::ok(&["--version"]);
+    assert_eq!(
+        out.trim_end(),
+        format!("scifmt {}", env!("CARGO_PKG_VERSION"))
+    );
+    let root =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.toml"))
+            .unwrap();
+    assert!(root.contains(&format!("\nversion = \"{}\"\n", env!("CARGO_PKG_VERSION"))));
+    for manifest in ["../cli/Cargo.toml", "../python/Cargo.toml"] {
+        let text =
+            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(manifest)).unwrap();
+        assert!(text.contains("\nversion.workspace = true\n"), "{manifest}");
+    }
+    let pyproject = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../python/pyproject.toml"),
+    )
+    .unwrap();
+    assert!(pyproject.contains("dynamic = [\"version\"]") && !pyproject.contains("\nversion ="));
 }

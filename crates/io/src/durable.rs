@@ -216,7 +216,11 @@ fn without_temp_path(e: io::Error) -> io::Error {
         Some(code) => io::Error::from_raw_os_error(code),
         None => {
             let text = e.to_string();
-            let text = text.split(" at path ").next().unwrap_or_default().to_owned();
+            let text = text
+                .split(" at path ")
+                .next()
+                .unwrap_or_default()
+                .to_owned();
             io::Error::new(e.kind(), text)
         }
     }

@@ -262,6 +262,15 @@ pub(crate) fn open(dataset: &Path) -> CliResult<AnyDataset> {
         .at(url.name())?;
         return Ok(AnyDataset::Remote(ds));
     }
+    if dataset.is_file() {
+        return Err(Fail::input(
+            dataset,
+            format!(
+                "a file, not a WKW dataset (give the dataset's directory, the one holding {}; `scifmt info FILE` describes one .wkw file)",
+                wkw::HEADER_FILE_NAME
+            ),
+        ));
+    }
     Dataset::open(dataset).map(AnyDataset::Local).at(dataset)
 }
 
@@ -457,6 +466,8 @@ fn verify(a: &DatasetArgs) -> CliResult {
         for p in &problems {
             let path = p.get("path").and_then(Value::as_str).unwrap_or("?");
             let why = p.get("problem").and_then(Value::as_str).unwrap_or("?");
+            // The problem may start with the file's name already: name it once.
+            let why = why.strip_prefix(&format!("{path}: ")).unwrap_or(why);
             text.push_str(&format!("{path}: {why}\n"));
         }
         let mut summary = Map::new();
