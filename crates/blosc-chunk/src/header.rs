@@ -167,6 +167,11 @@ fn read_u8(b: &[u8], off: usize) -> Option<u8> {
     b.get(off).copied()
 }
 
+/// The highest format version byte taken for a Blosc chunk at all. The format went from 1 to 6
+/// in fifteen years; a larger byte (text starts with 32 or more) is other data, not a chunk of
+/// a future version, which [`Error::Unsupported`] is kept for.
+const MAX_PLAUSIBLE_VERSION: u8 = 15;
+
 fn nonneg(what: &'static str, v: i32) -> Result<usize> {
     usize::try_from(v).map_err(|_| Error::NotAChunk {
         what,
@@ -190,6 +195,12 @@ impl ChunkHeader {
             .get(..MIN_HEADER_LENGTH)
             .ok_or_else(|| Error::truncated("header", 0, MIN_HEADER_LENGTH, chunk.len()))?;
         let version = b16[0];
+        if version == 0 || version > MAX_PLAUSIBLE_VERSION {
+            return Err(Error::NotAChunk {
+                what: "format version",
+                value: i64::from(version),
+            });
+        }
         let versionlz = b16[1];
         let flags = Flags::from_bits_retain(b16[2]);
         let typesize = b16[3];
@@ -239,12 +250,6 @@ impl ChunkHeader {
             if flags.contains(Flags::DELTA) {
                 h.filters[4] = Filter::Delta.id();
             }
-        }
-        if version == 0 {
-            return Err(Error::NotAChunk {
-                what: "format version",
-                value: 0,
-            });
         }
         if typesize == 0 {
             return Err(Error::NotAChunk {
@@ -563,8 +568,9 @@ mod tests {
     #[test]
     fn implausible_headers_are_not_blosc_chunks_first() {
         assert!(ChunkHeader::parse(&header()).is_ok());
-        let cases: [(usize, i32, &str); 5] = [
+        let cases: [(usize, i32, &str); 6] = [
             (0, 0, "not a Blosc chunk: invalid format version 0"),
+            (0, 35, "not a Blosc chunk: invalid format version 35"),
             (3, 0, "not a Blosc chunk: invalid typesize 0"),
             (4, -5, "not a Blosc chunk: invalid nbytes -5"),
             (

@@ -199,7 +199,7 @@ fn info_summarises_zarr_nodes() {
 fn bytes_that_are_no_blosc_chunk_say_so_first() {
     let dir = tmp();
     let bin = dir.path().join("notes.txt");
-    // Text: the block size the letters spell is beyond any Blosc block.
+    // Text: its first byte (`T`, 84) is no Blosc format version.
     std::fs::write(&bin, b"This is a text file, not a Blosc chunk at all.\n").unwrap();
     let out = dir.path().join("o.raw");
     let err = fails(
@@ -215,7 +215,7 @@ fn bytes_that_are_no_blosc_chunk_say_so_first() {
     assert_eq!(
         err.trim_end(),
         format!(
-            "scifmt: {}: not a Blosc chunk: invalid blocksize 1702109281",
+            "scifmt: {}: not a Blosc chunk: invalid format version 84",
             bin.display()
         )
     );
@@ -607,4 +607,23 @@ fn one_version_for_the_command_and_the_python_package() {
     )
     .unwrap();
     assert!(pyproject.contains("dynamic = [\"version\"]") && !pyproject.contains("\nversion ="));
+}
+
+#[test]
+fn the_readme_shows_the_credentials_message_as_printed() {
+    let readme =
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md")).unwrap();
+    let shown = readme
+        .lines()
+        .find(|l| l.starts_with("scifmt: s3://my-bucket/volume: "))
+        .expect("the README shows the message");
+    let got = one_error(
+        &run_without_credentials(&["info", "s3://my-bucket/volume"], &[]),
+        "readme",
+    );
+    // The README shows the default metadata address; the test asks a closed local port.
+    assert_eq!(
+        got.replace(&format!("http://{CLOSED}"), "http://169.254.169.254"),
+        shown
+    );
 }
