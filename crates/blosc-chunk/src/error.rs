@@ -21,7 +21,7 @@ pub enum Error {
         available: usize,
     },
     /// The header is not plausible as a Blosc header as a whole (the bytes are not a Blosc
-    /// chunk): a field holds a value no Blosc writer produces (format version 0, `typesize` 0,
+    /// chunk): a field holds a value no Blosc writer produces (format version above 15, `typesize` 0,
     /// a negative size, `cbytes` shorter than the header, a block size out of range, a
     /// reserved special-value code, contradicting flags). `what` is the first such field.
     #[error("not a Blosc chunk: invalid {what} {value}")]

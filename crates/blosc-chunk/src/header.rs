@@ -169,7 +169,8 @@ fn read_u8(b: &[u8], off: usize) -> Option<u8> {
 
 /// The highest format version byte taken for a Blosc chunk at all. The format went from 1 to 6
 /// in fifteen years; a larger byte (text starts with 32 or more) is other data, not a chunk of
-/// a future version, which [`Error::Unsupported`] is kept for.
+/// a future version, which [`Error::Unsupported`] is kept for. (Version 0 is read, as C-Blosc2
+/// reads it.)
 const MAX_PLAUSIBLE_VERSION: u8 = 15;
 
 fn nonneg(what: &'static str, v: i32) -> Result<usize> {
@@ -195,7 +196,7 @@ impl ChunkHeader {
             .get(..MIN_HEADER_LENGTH)
             .ok_or_else(|| Error::truncated("header", 0, MIN_HEADER_LENGTH, chunk.len()))?;
         let version = b16[0];
-        if version == 0 || version > MAX_PLAUSIBLE_VERSION {
+        if version > MAX_PLAUSIBLE_VERSION {
             return Err(Error::NotAChunk {
                 what: "format version",
                 value: i64::from(version),
@@ -568,8 +569,7 @@ mod tests {
     #[test]
     fn implausible_headers_are_not_blosc_chunks_first() {
         assert!(ChunkHeader::parse(&header()).is_ok());
-        let cases: [(usize, i32, &str); 6] = [
-            (0, 0, "not a Blosc chunk: invalid format version 0"),
+        let cases: [(usize, i32, &str); 5] = [
             (0, 35, "not a Blosc chunk: invalid format version 35"),
             (3, 0, "not a Blosc chunk: invalid typesize 0"),
             (4, -5, "not a Blosc chunk: invalid nbytes -5"),
