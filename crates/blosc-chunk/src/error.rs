@@ -20,7 +20,19 @@ pub enum Error {
         /// Bytes available from `offset`.
         available: usize,
     },
-    /// A header field holds a value the format does not allow.
+    /// The header is not plausible as a Blosc header as a whole (the bytes are not a Blosc
+    /// chunk): a field holds a value no Blosc writer produces (format version above 15, `typesize` 0,
+    /// a negative size, `cbytes` shorter than the header, a block size out of range, a
+    /// reserved special-value code, contradicting flags). `what` is the first such field.
+    #[error("not a Blosc chunk: invalid {what} {value}")]
+    NotAChunk {
+        /// The header field.
+        what: &'static str,
+        /// The value found.
+        value: i64,
+    },
+    /// A field read while decoding a plausible chunk (its block offsets, a lazy chunk's
+    /// trailer, a dictionary) holds a value the format does not allow.
     #[error("invalid {what}: {value}")]
     InvalidHeader {
         /// The header field.

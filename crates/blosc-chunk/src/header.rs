@@ -167,8 +167,14 @@ fn read_u8(b: &[u8], off: usize) -> Option<u8> {
     b.get(off).copied()
 }
 
+/// The highest format version byte taken for a Blosc chunk at all. The format went from 1 to 6
+/// in fifteen years; a larger byte (text starts with 32 or more) is other data, not a chunk of
+/// a future version, which [`Error::Unsupported`] is kept for. (Version 0 is read, as C-Blosc2
+/// reads it.)
+const MAX_PLAUSIBLE_VERSION: u8 = 15;
+
 fn nonneg(what: &'static str, v: i32) -> Result<usize> {
-    usize::try_from(v).map_err(|_| Error::InvalidHeader {
+    usize::try_from(v).map_err(|_| Error::NotAChunk {
         what,
         value: i64::from(v),
     })
@@ -181,7 +187,7 @@ impl ChunkHeader {
     ///
     /// # Errors
     ///
-    /// [`Error::Truncated`] if `chunk` is shorter than the header, [`Error::InvalidHeader`] for
+    /// [`Error::Truncated`] if `chunk` is shorter than the header, [`Error::NotAChunk`] for
     /// negative sizes, `typesize == 0`, a block size outside `1..=536866816`, `cbytes` smaller
     /// than the header or a reserved special-value code, [`Error::Unsupported`] for a version
     /// above 6 with unknown `blosc2_flags2` bits.
@@ -190,6 +196,12 @@ impl ChunkHeader {
             .get(..MIN_HEADER_LENGTH)
             .ok_or_else(|| Error::truncated("header", 0, MIN_HEADER_LENGTH, chunk.len()))?;
         let version = b16[0];
+        if version > MAX_PLAUSIBLE_VERSION {
+            return Err(Error::NotAChunk {
+                what: "format version",
+                value: i64::from(version),
+            });
+        }
         let versionlz = b16[1];
         let flags = Flags::from_bits_retain(b16[2]);
         let typesize = b16[3];
@@ -241,13 +253,13 @@ impl ChunkHeader {
             }
         }
         if typesize == 0 {
-            return Err(Error::InvalidHeader {
+            return Err(Error::NotAChunk {
                 what: "typesize",
                 value: 0,
             });
         }
         if cbytes < h.header_len() {
-            return Err(Error::InvalidHeader {
+            return Err(Error::NotAChunk {
                 what: "cbytes",
                 value: i64::from(read_i32(b16, 12).unwrap_or(0)),
             });
@@ -260,7 +272,7 @@ impl ChunkHeader {
         }
         let bs = nonneg("blocksize", blocksize_raw)?;
         if bs == 0 || bs > MAX_BLOCKSIZE {
-            return Err(Error::InvalidHeader {
+            return Err(Error::NotAChunk {
                 what: "blocksize",
                 value: i64::from(blocksize_raw),
             });
@@ -268,13 +280,13 @@ impl ChunkHeader {
         h.blocksize_field = bs;
         let special = h.blosc2_flags.special_code();
         if special > 4 {
-            return Err(Error::InvalidHeader {
+            return Err(Error::NotAChunk {
                 what: "special value code",
                 value: i64::from(special),
             });
         }
         if h.vl_blocks() && (special != 0 || h.is_memcpyed()) {
-            return Err(Error::InvalidHeader {
+            return Err(Error::NotAChunk {
                 what: "flags of a vl-block chunk",
                 value: i64::from(flags.bits()),
             });
@@ -533,5 +545,55 @@ impl HeaderFields {
             h[31] = self.blosc2_flags.bits();
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A Blosc2 header: version 5, flags 0x31 (extended, no shuffle), typesize 4, 1000 bytes in
+    /// one block of 1000, 1032 compressed bytes.
+    fn header() -> [u8; 32] {
+        let mut h = [0u8; 32];
+        h[0] = 5;
+        h[1] = 1;
+        h[2] = 0x31;
+        h[3] = 4;
+        h[4..8].copy_from_slice(&1000i32.to_le_bytes());
+        h[8..12].copy_from_slice(&1000i32.to_le_bytes());
+        h[12..16].copy_from_slice(&1032i32.to_le_bytes());
+        h
+    }
+
+    #[test]
+    fn implausible_headers_are_not_blosc_chunks_first() {
+        assert!(ChunkHeader::parse(&header()).is_ok());
+        let cases: [(usize, i32, &str); 5] = [
+            (0, 35, "not a Blosc chunk: invalid format version 35"),
+            (3, 0, "not a Blosc chunk: invalid typesize 0"),
+            (4, -5, "not a Blosc chunk: invalid nbytes -5"),
+            (
+                8,
+                744_778_866,
+                "not a Blosc chunk: invalid blocksize 744778866",
+            ),
+            (
+                12,
+                -588_726_258,
+                "not a Blosc chunk: invalid cbytes -588726258",
+            ),
+        ];
+        for (off, value, msg) in cases {
+            let mut h = header();
+            if off < 4 {
+                h[off] = u8::try_from(value).unwrap_or(0);
+            } else {
+                h[off..off + 4].copy_from_slice(&value.to_le_bytes());
+            }
+            let e = ChunkHeader::parse(&h).err();
+            assert!(matches!(e, Some(Error::NotAChunk { .. })), "{e:?}");
+            assert_eq!(e.map(|e| e.to_string()).as_deref(), Some(msg));
+        }
     }
 }

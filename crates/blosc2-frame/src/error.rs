@@ -155,7 +155,7 @@ pub enum Error {
     /// `scifmt_io::redact` (no user info, query strings or fragments of URLs). `source` is the store's error as it came (match
     /// on `object_store::Error::NotFound` for a missing object; it may quote such a URL whole).
     #[cfg(feature = "object_store")]
-    #[error("{url}: {}", scifmt_io::redact(&source.to_string()))]
+    #[error("{url}: {}", scifmt_io::store_error_message(source))]
     Remote {
         /// The object (or prefix) the request was for.
         url: String,

@@ -68,7 +68,7 @@ pub(crate) struct CompressArgs {
     /// Chunk format: blosc2 (what C-Blosc2 3.3.5 writes, version 5) or blosc1 (what C-Blosc
     /// 1.21 writes, version 2: python-blosc, numcodecs and most Zarr blosc chunks; readable by
     /// C-Blosc 1.x; at most one --filter, shuffle or bitshuffle).
-    #[arg(long, value_enum, default_value = "blosc2")]
+    #[arg(long, value_enum, ignore_case = true, default_value = "blosc2")]
     format: FormatArg,
 }
 
@@ -118,14 +118,15 @@ pub(crate) enum SplitArg {
     Forward,
 }
 
-/// Compression parameters (defaults: C-Blosc2's).
+/// Compression parameters. The defaults are python-blosc2's (`blosc2.CParams()`: zstd, clevel
+/// 5, shuffle, typesize 8, automatic split, all cores), the same as `scifmt.blosc.compress`'s.
 #[derive(Debug, Clone, Args)]
 pub(crate) struct CParamArgs {
-    /// Item size in bytes.
-    #[arg(long, value_name = "N")]
+    /// Item size in bytes (python-blosc2's default: 8).
+    #[arg(long, value_name = "N", default_value_t = 8)]
     typesize: usize,
-    /// Codec.
-    #[arg(long, value_enum, default_value = "blosclz")]
+    /// Codec (case-insensitive).
+    #[arg(long, value_enum, ignore_case = true, default_value = "zstd")]
     codec: CodecArg,
     /// Compression level 0-9.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=9))]
@@ -146,11 +147,12 @@ pub(crate) struct CParamArgs {
     /// Block size in bytes (0 = automatic).
     #[arg(long, default_value_t = 0, value_name = "N")]
     blocksize: usize,
-    /// When to split blocks into byte streams.
-    #[arg(long, value_enum, default_value = "forward")]
-    splitmode: SplitArg,
-    /// Compression threads (output is identical for any count).
-    #[arg(long, default_value_t = 1, value_name = "N")]
+    /// When to split blocks into byte streams (default: auto; forward with --format blosc1,
+    /// as C-Blosc 1.21 and python-blosc2 do).
+    #[arg(long, value_enum, ignore_case = true)]
+    splitmode: Option<SplitArg>,
+    /// Compression threads, 0 = all cores (output is identical for any count).
+    #[arg(long, default_value_t = 0, value_name = "N")]
     threads: usize,
 }
 
@@ -193,8 +195,8 @@ pub(crate) fn parse_filter(s: &str) -> Result<FilterArg, String> {
         Some((n, m)) => (n, Some(m)),
         None => (s, None),
     };
-    let filter = match name {
-        "none" => Filter::NoFilter,
+    let filter = match name.to_ascii_lowercase().as_str() {
+        "none" | "nofilter" => Filter::NoFilter,
         "shuffle" => Filter::Shuffle,
         "bitshuffle" => Filter::BitShuffle,
         "delta" => Filter::Delta,
@@ -254,7 +256,7 @@ impl CParamArgs {
         p.nthreads = self.threads;
         p.codec_meta = self.codec_meta;
         p.blockshape = self.blockshape;
-        p.splitmode = match self.splitmode {
+        p.splitmode = match self.splitmode.unwrap_or(SplitArg::Auto) {
             SplitArg::Always => SplitMode::Always,
             SplitArg::Never => SplitMode::Never,
             SplitArg::Auto => SplitMode::Auto,
@@ -309,6 +311,9 @@ fn compress(a: &CompressArgs) -> CliResult {
         FormatArg::Blosc2 => Format::Blosc2,
         FormatArg::Blosc1 => Format::Blosc1,
     };
+    if a.format == FormatArg::Blosc1 && a.cparams.splitmode.is_none() {
+        params.splitmode = SplitMode::ForwardCompat;
+    }
     let data = read_whole(
         &a.input,
         MAX_BUFFERSIZE as u64,

@@ -28,8 +28,8 @@ pub(crate) enum Cmd {
     /// Print one embedding vector, one value per line.
     #[command(after_help = "Example:\n  scifmt dwe vector words.dwe --word 12 --t 3 --f32")]
     Vector(VectorArgs),
-    /// For each target word, the AMT most related words at time step T (one line per target;
-    /// `-` marks ranks the vocabulary cannot fill).
+    /// For each target word, the AMT most related words at time step T (one line per target,
+    /// `WORD: RELATED…`; `-` marks ranks the vocabulary cannot fill).
     #[command(after_help = "Example:\n  scifmt dwe related words.dwe --words 0,2 --t 0 --amt 5")]
     Related(RelatedArgs),
     /// Dot-product trajectories of word pairs: one line per pair, T values.
@@ -252,7 +252,7 @@ fn vector(a: &VectorArgs) -> CliResult {
     emit(&text.iter().map(|v| format!("{v}\n")).collect::<String>())
 }
 
-/// `dwe related FILE --words … --t T --amt N`: one line per target, or an array of
+/// `dwe related FILE --words … --t T --amt N`: one line per target (`WORD: RELATED…`), or an array of
 /// `{"word", "related"}` (`-` / null for ranks the vocabulary cannot fill).
 fn related(a: &RelatedArgs) -> CliResult {
     let f = open(&a.file)?;
@@ -274,13 +274,12 @@ fn related(a: &RelatedArgs) -> CliResult {
         return emit_json(&Value::Array(rows));
     }
     let mut text = String::new();
-    for row in &rows {
+    for (word, row) in a.words.iter().zip(&rows) {
         let line: Vec<String> = row
             .iter()
             .map(|w| w.map_or_else(|| "-".to_owned(), |w| w.to_string()))
             .collect();
-        text.push_str(&line.join(" "));
-        text.push('\n');
+        text.push_str(&format!("{word}: {}\n", line.join(" ")));
     }
     emit(&text)
 }

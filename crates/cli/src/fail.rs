@@ -14,14 +14,15 @@ pub(crate) struct Fail {
 }
 
 impl Fail {
-    /// Bad input in `path` (exit 2). A URL is named without user info or query string.
+    /// Bad input in `path` (exit 2). A URL is named without user info or query string. The
+    /// message names `path` once: where a library's message already names it (`PATH: …`,
+    /// `object store error on PATH: …`, `…: PATH`), that mention is dropped.
     pub(crate) fn input(path: impl AsRef<Path>, msg: impl Display) -> Self {
+        let name = crate::names::display_name(path.as_ref());
+        let msg = msg.to_string();
         Self {
             code: 2,
-            msg: one_line(&format!(
-                "{}: {msg}",
-                crate::names::display_name(path.as_ref())
-            )),
+            msg: one_line(&format!("{name}: {}", without_name(&msg, &name))),
         }
     }
 
@@ -54,16 +55,48 @@ impl Fail {
 /// The result of a command.
 pub(crate) type CliResult<T = ()> = Result<T, Fail>;
 
+/// `msg` without the mentions of `name` that would repeat the name a message starts with.
+fn without_name<'m>(msg: &'m str, name: &str) -> std::borrow::Cow<'m, str> {
+    let mut out = std::borrow::Cow::Borrowed(msg);
+    if name.is_empty() {
+        return out;
+    }
+    for _ in 0..2 {
+        if let Some(rest) = out.strip_prefix(&format!("{name}: ")) {
+            out = std::borrow::Cow::Owned(rest.to_owned());
+        }
+    }
+    for on in [
+        format!("object store error on {name}: "),
+        format!("i/o error on {name}: "),
+    ] {
+        if out.contains(&on) {
+            out = std::borrow::Cow::Owned(out.replacen(&on, "", 1));
+        }
+    }
+    if let Some(rest) = out.strip_suffix(&format!(": {name}")) {
+        out = std::borrow::Cow::Owned(rest.to_owned());
+    }
+    out
+}
+
 fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-/// An error message with its source chain (sources not already part of the message).
+/// An error message with its source chain (sources not already part of the message). A store
+/// error is worded by [`scifmt_io::store_error_message`] (missing credentials said in words,
+/// with how to provide them, which ends the chain: the failed metadata request's details would
+/// only obscure it).
 pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
-    let mut msg = e.to_string();
+    let (mut msg, mut done) = text_of(e);
     let mut src = e.source();
     while let Some(s) = src {
-        let part = s.to_string();
+        if done {
+            break;
+        }
+        let (part, end) = text_of(s);
+        done = end;
         if !msg.contains(&part) {
             msg.push_str(": ");
             msg.push_str(&part);
@@ -71,6 +104,17 @@ pub(crate) fn describe(e: &(dyn std::error::Error + 'static)) -> String {
         src = s.source();
     }
     msg
+}
+
+/// The text of one error of a chain, and whether the chain's message ends with it.
+fn text_of(e: &(dyn std::error::Error + 'static)) -> (String, bool) {
+    match e.downcast_ref::<object_store::Error>() {
+        Some(store) => (
+            scifmt_io::store_error_message(store),
+            scifmt_io::credentials_help(store).is_some(),
+        ),
+        None => (e.to_string(), false),
+    }
 }
 
 /// Attaches the file an error is about.
@@ -94,5 +138,20 @@ mod tests {
         let f = Fail::input(Path::new("a.bin"), "bad\nthing");
         assert_eq!(f.msg, "a.bin: bad thing");
         assert_eq!(f.code, 2);
+    }
+
+    #[test]
+    fn messages_name_the_path_once() {
+        for msg in [
+            "ds/x0.wkw: block 32 is corrupt",
+            "object store error on ds/x0.wkw: block 32 is corrupt",
+            "block 32 is corrupt: ds/x0.wkw",
+        ] {
+            let f = Fail::input(Path::new("ds/x0.wkw"), msg);
+            assert_eq!(f.msg, "ds/x0.wkw: block 32 is corrupt", "{msg}");
+        }
+        // Another file named in the message stays.
+        let f = Fail::input(Path::new("ds"), "ds/z0/y0/x0.wkw: block 32 is corrupt");
+        assert_eq!(f.msg, "ds: ds/z0/y0/x0.wkw: block 32 is corrupt");
     }
 }

@@ -1,7 +1,8 @@
 //! `scifmt info PATH`: detect the format and print header and structure.
 //!
 //! Detection asks the libraries, most specific first: a directory is a WKW dataset (it holds
-//! `header.wkw`) or a sparse frame (`chunks.b2frame`); a file starting with the `.dwe` or WKW
+//! `header.wkw`), a sparse frame (`chunks.b2frame`) or a Zarr node (`zarr.json`, `.zarray`,
+//! `.zgroup`: a short summary of its metadata; `scifmt zarr read` reads the data); a file starting with the `.dwe` or WKW
 //! magic is one of those; otherwise a file that opens as a Blosc2 frame is a frame (a b2nd
 //! array if it carries the `b2nd` metalayer), and a file whose Blosc chunk header declares
 //! exactly the file's length is a chunk. Each format's module builds its fields.
@@ -43,14 +44,11 @@ fn detect(path: &Path) -> CliResult<Map<String, Value>> {
             crate::wkw_cmd::dataset_info(path)
         } else if path.join(SPARSE_FRAME_FILE).is_file() {
             crate::frame::info_map(path)
+        } else if let Some(file) = ZARR_FILES.iter().find(|f| path.join(f).is_file()) {
+            let text = std::fs::read(path.join(file)).at(path)?;
+            zarr_info(path, file, &text)
         } else {
-            Err(Fail::input(
-                path,
-                format!(
-                    "directory is neither a WKW dataset ({}) nor a sparse frame ({SPARSE_FRAME_FILE})",
-                    wkw::HEADER_FILE_NAME
-                ),
-            ))
+            Err(Fail::input(path, NOT_A_DATASET))
         };
     }
     let mut head = [0u8; 32];
@@ -79,19 +77,16 @@ fn read_prefix(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> 
     Ok(n)
 }
 
-/// The fields of whatever the URL holds: a prefix holding `header.wkw` (a WKW dataset) or
-/// `chunks.b2frame` (a sparse frame), else one object, detected as a local file is. Datasets
-/// and frames are read through the libraries' remote APIs; a `.dwe` file, a single `.wkw` data
-/// file or a Blosc chunk is read whole (bounded by its library's limit).
+/// The fields of whatever the URL holds: one object (a `HEAD` finds it), detected as a local
+/// file is; else a prefix holding `header.wkw` (a WKW dataset), `chunks.b2frame` (a sparse
+/// frame) or a Zarr metadata file. Datasets and frames are read through the libraries' remote
+/// APIs; a `.dwe` file, a single `.wkw` data file or a Blosc chunk is read whole (bounded by
+/// its library's limit). Every failure names the URL the user gave.
 fn detect_remote(path: &Path, url: &RemoteUrl) -> CliResult<Map<String, Value>> {
-    if remote::exists(&url.join(wkw::HEADER_FILE_NAME))? {
-        return crate::wkw_cmd::dataset_info(path);
-    }
-    if remote::exists(&url.join(SPARSE_FRAME_FILE))? {
-        return crate::frame::info_map(path);
-    }
-    let len = remote::size(url)?;
-    let head = remote::read_prefix(url, 32, len)?;
+    let Some(len) = remote::head_size(url).map_err(|f| cannot_read(url, f))? else {
+        return detect_remote_prefix(path, url);
+    };
+    let head = remote::read_prefix(url, 32, len).map_err(|f| cannot_read(url, f))?;
     if head.starts_with(&dwe_format::MAGIC) {
         crate::dwe::info_map(path)
     } else if head.starts_with(&wkw::MAGIC) {
@@ -123,6 +118,114 @@ fn detect_remote(path: &Path, url: &RemoteUrl) -> CliResult<Map<String, Value>> 
             ),
         ))
     }
+}
+
+/// A URL that names no object: a prefix holding a WKW dataset, a sparse frame or a Zarr node.
+fn detect_remote_prefix(path: &Path, url: &RemoteUrl) -> CliResult<Map<String, Value>> {
+    let has = |name: &str| remote::exists(&url.join(name)).map_err(|f| cannot_read(url, f));
+    if has(wkw::HEADER_FILE_NAME)? {
+        return crate::wkw_cmd::dataset_info(path);
+    }
+    if has(SPARSE_FRAME_FILE)? {
+        return crate::frame::info_map(path);
+    }
+    for file in ZARR_FILES {
+        if has(file)? {
+            let text = remote::read_object(
+                &url.join(file),
+                MAX_ZARR_METADATA,
+                "too much for Zarr metadata",
+            )
+            .map_err(|f| cannot_read(url, f))?;
+            return zarr_info(url.name(), file, &text);
+        }
+    }
+    Err(Fail::input(
+        url.name(),
+        format!(
+            "no such object, and {}",
+            NOT_A_DATASET.replacen("not ", "no ", 1)
+        ),
+    ))
+}
+
+/// A failed request while probing `url`: the message names `url` (the object the user gave),
+/// not the file the probe asked for, and says the object could not be read.
+fn cannot_read(url: &RemoteUrl, fail: Fail) -> Fail {
+    let msg = fail
+        .msg
+        .split_once(": ")
+        .filter(|(name, _)| name.starts_with(url.shown()))
+        .map_or(fail.msg.as_str(), |(_, rest)| rest);
+    Fail {
+        code: fail.code,
+        msg: format!("{}: cannot be read: {msg}", url.shown()),
+    }
+}
+
+/// What a directory that is none of the formats is told, with what was tried.
+const NOT_A_DATASET: &str = "not a WKW dataset (no header.wkw), a sparse Blosc2 frame (no chunks.b2frame) or a Zarr store (no zarr.json, .zarray or .zgroup); for a Zarr v3 array use `scifmt zarr read`";
+
+/// Zarr metadata files, v3 first.
+const ZARR_FILES: [&str; 3] = ["zarr.json", ".zarray", ".zgroup"];
+
+/// Zarr metadata documents are small; a larger one is not read.
+const MAX_ZARR_METADATA: u64 = 16 << 20;
+
+/// A short summary of a Zarr node from its metadata document `file` (`zarr.json` of v3,
+/// `.zarray` / `.zgroup` of v2): format, node type and, for arrays, shape, data type, chunk
+/// shape and codecs (or compressor and filters). `scifmt zarr read` reads the data.
+fn zarr_info(path: &Path, file: &str, text: &[u8]) -> CliResult<Map<String, Value>> {
+    let doc: Value = serde_json::from_slice(text)
+        .map_err(|e| Fail::input(path, format!("{file}: not JSON: {e}")))?;
+    let Value::Object(doc) = doc else {
+        return Err(Fail::input(path, format!("{file}: not a JSON object")));
+    };
+    let get = |k: &str| doc.get(k).cloned().unwrap_or(Value::Null);
+    let mut m = Map::new();
+    m.insert("format".into(), Value::from("zarr"));
+    if file == "zarr.json" {
+        m.insert("zarr_format".into(), get("zarr_format"));
+        m.insert("node_type".into(), get("node_type"));
+        if doc.get("node_type").and_then(Value::as_str) == Some("array") {
+            m.insert("shape".into(), get("shape"));
+            m.insert("data_type".into(), get("data_type"));
+            let chunk_shape = doc
+                .get("chunk_grid")
+                .and_then(|g| g.pointer("/configuration/chunk_shape"))
+                .cloned()
+                .unwrap_or(Value::Null);
+            m.insert("chunk_shape".into(), chunk_shape);
+            let codecs: Vec<Value> = doc
+                .get("codecs")
+                .and_then(Value::as_array)
+                .map(|c| c.iter().filter_map(|c| c.get("name").cloned()).collect())
+                .unwrap_or_default();
+            m.insert("codecs".into(), Value::Array(codecs));
+        }
+    } else {
+        m.insert("zarr_format".into(), get("zarr_format"));
+        if file == ".zarray" {
+            m.insert("node_type".into(), Value::from("array"));
+            m.insert("shape".into(), get("shape"));
+            m.insert("data_type".into(), get("dtype"));
+            m.insert("chunk_shape".into(), get("chunks"));
+            m.insert("order".into(), get("order"));
+            m.insert("compressor".into(), get("compressor"));
+            m.insert("filters".into(), get("filters"));
+        } else {
+            m.insert("node_type".into(), Value::from("group"));
+        }
+    }
+    m.insert(
+        "read_with".into(),
+        Value::from(if file == "zarr.json" {
+            "scifmt zarr read"
+        } else {
+            "a Zarr v2 library (scifmt zarr read reads Zarr v3)"
+        }),
+    );
+    Ok(m)
 }
 
 /// A frame, a b2nd array or a chunk (`head`: the first bytes of the file).

@@ -152,12 +152,17 @@ pub(crate) fn handle() -> CliResult<tokio::runtime::Handle> {
 
 /// Whether an object exists (a `HEAD` request).
 pub(crate) fn exists(url: &RemoteUrl) -> CliResult<bool> {
+    Ok(head_size(url)?.is_some())
+}
+
+/// The object's size, or `None` when there is no such object (a `HEAD` request).
+pub(crate) fn head_size(url: &RemoteUrl) -> CliResult<Option<u64>> {
     let (store, key) = url.store()?;
     match block_on(store.head(&key))? {
-        Ok(_) => Ok(true),
-        Err(object_store::Error::NotFound { .. }) => Ok(false),
+        Ok(m) => Ok(Some(m.size)),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
         // A `file://` key below a file (`x.b2frame/header.wkw`): no such object either.
-        Err(e) if below_a_file(&e) => Ok(false),
+        Err(e) if below_a_file(&e) => Ok(None),
         Err(e) => Err(Fail::input(url.name(), describe(&e))),
     }
 }
@@ -175,14 +180,6 @@ fn below_a_file(e: &(dyn std::error::Error + 'static)) -> bool {
         cur = err.source();
     }
     false
-}
-
-/// The object's size (a `HEAD` request).
-pub(crate) fn size(url: &RemoteUrl) -> CliResult<u64> {
-    let (store, key) = url.store()?;
-    block_on(store.head(&key))?
-        .map(|m| m.size)
-        .map_err(|e| Fail::input(url.name(), describe(&e)))
 }
 
 /// The first bytes of the object (at most `n`).

@@ -178,10 +178,10 @@ fn blosc_compress_defaults_and_threads_round_trip() {
         ]);
     }
     assert_eq!(std::fs::read(&one).unwrap(), std::fs::read(&four).unwrap());
-    // C-Blosc2 defaults: blosclz, clevel 5, shuffle in slot 5.
+    // python-blosc2's defaults (blosc2.CParams()): zstd, clevel 5, shuffle in slot 5.
     let info = json(&["info".as_ref(), one.as_os_str(), "--json".as_ref()]);
     assert_eq!(info["format"], "blosc-chunk");
-    assert_eq!(info["codec"], "blosclz");
+    assert_eq!(info["codec"], "zstd");
     assert_eq!(info["filters"][5], "shuffle");
     assert_eq!(info["nbytes"], 400_000);
     ok(&[
@@ -705,7 +705,14 @@ fn bad_inputs_exit_2_with_one_line() {
     let raw = testdata("blosc/chunks/zstd_shuffle_ts4.cdata");
     let r = raw.to_str().unwrap();
     fails(
-        &["blosc", "compress", r, out.to_str().unwrap()],
+        &[
+            "blosc",
+            "compress",
+            r,
+            out.to_str().unwrap(),
+            "--typesize",
+            "x",
+        ],
         2,
         "--typesize",
     );

@@ -166,11 +166,11 @@ fn dwe_queries_match_the_reference_outputs() {
         let r = ok(&[
             "dwe", "related", p, "--words", "0,2", "--t", "0", "--amt", "5",
         ]);
-        assert_eq!(r, "24 99 12 77 20\n42 24 74 57 3\n");
+        assert_eq!(r, "0: 24 99 12 77 20\n2: 42 24 74 57 3\n");
         let r = ok(&[
             "dwe", "related", p, "--words", "0,2", "--t", "5", "--amt", "5",
         ]);
-        assert_eq!(r, "74 9 99 15 4\n42 34 7 18 95\n");
+        assert_eq!(r, "0: 74 9 99 15 4\n2: 42 34 7 18 95\n");
         // pairwise_trajectories([0, 3, 1], [99, 2, 1]) as f32 bit patterns.
         let want: [u32; 18] = [
             0x3fbe_1b46,

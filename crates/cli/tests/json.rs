@@ -332,11 +332,13 @@ fn wkw_verify_json_holds_the_text_summary_and_problems() {
             .map(|p| {
                 let row = p.as_object().unwrap();
                 assert_eq!(row.keys().collect::<Vec<_>>(), ["path", "index", "problem"]);
-                format!(
-                    "{}: {}",
-                    p["path"].as_str().unwrap(),
-                    p["problem"].as_str().unwrap()
-                )
+                // The text names the file once (the problem may start with its name).
+                let path = p["path"].as_str().unwrap();
+                let problem = p["problem"].as_str().unwrap();
+                let problem = problem
+                    .strip_prefix(&format!("{path}: "))
+                    .unwrap_or(problem);
+                format!("{path}: {problem}")
             })
             .collect();
         want.push(format!("files: {}", obj["files"]));
@@ -404,7 +406,7 @@ fn dwe_query_json_holds_the_text_values() {
                 .iter()
                 .map(|v| v.as_u64().map_or_else(|| "-".to_owned(), |w| w.to_string()))
                 .collect();
-            assert_eq!(cells.join(" "), line, "{rel}");
+            assert_eq!(format!("{word}: {}", cells.join(" ")), line, "{rel}");
         }
         // trajectories: one {"word1", "word2", "values"} per pair, T values each.
         let args = [

@@ -60,8 +60,8 @@ impl Staged {
     /// file name).
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] if `target` has no file name; [`Error::Io`] (naming the
-    /// directory) if the file cannot be created.
+    /// [`Error::InvalidArgument`] if `target` has no file name; [`Error::Io`] (naming
+    /// `target`, never the temporary file) if the file cannot be created.
     pub fn create(target: &Path) -> Result<Self> {
         let name = target.file_name().ok_or_else(|| {
             Error::InvalidArgument(format!("{} has no file name", target.display()))
@@ -74,7 +74,9 @@ impl Staged {
         builder.prefix(&prefix).suffix(".tmp");
         #[cfg(unix)]
         builder.permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666));
-        let tmp = builder.tempfile_in(dir).map_err(|e| Error::io(dir, e))?;
+        let tmp = builder
+            .tempfile_in(dir)
+            .map_err(|e| Error::io(target, without_temp_path(e)))?;
         Ok(Self {
             tmp,
             target: target.to_path_buf(),
@@ -87,7 +89,8 @@ impl Staged {
         self.tmp.as_file()
     }
 
-    /// The temporary file's path (for messages; it changes name when persisted).
+    /// The temporary file's path (it changes name when persisted). Messages name
+    /// [`target`](Self::target) instead: the user never gave this name.
     #[must_use]
     pub fn path(&self) -> &Path {
         self.tmp.path()
@@ -132,7 +135,7 @@ impl Staged {
         if durability == Durability::Fsync {
             self.file()
                 .sync_all()
-                .map_err(|e| Error::io(self.path(), e))?;
+                .map_err(|e| Error::io(&self.target, e))?;
         }
         Ok(())
     }
@@ -201,9 +204,26 @@ pub fn write_atomically<T, E: From<Error>>(
 pub fn commit(out: BufWriter<Staged>, durability: Durability) -> Result<()> {
     let staged = out.into_inner().map_err(|e| {
         let (error, staged) = e.into_parts();
-        Error::io(staged.get_ref().path(), error)
+        Error::io(staged.get_ref().target(), error)
     })?;
     staged.persist(durability)
+}
+
+/// `e` without the temporary file's path that `tempfile` appends to its message (`… at path
+/// "dir/.name.Ab12Cd.tmp"`): errors name the target the user gave.
+fn without_temp_path(e: io::Error) -> io::Error {
+    match e.raw_os_error() {
+        Some(code) => io::Error::from_raw_os_error(code),
+        None => {
+            let text = e.to_string();
+            let text = text
+                .split(" at path ")
+                .next()
+                .unwrap_or_default()
+                .to_owned();
+            io::Error::new(e.kind(), text)
+        }
+    }
 }
 
 /// The directory a file path lives in (`.` for a bare file name).
@@ -335,7 +355,15 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let missing = dir.path().join("no/such/dir/f");
         match Staged::create(&missing) {
-            Err(Error::Io { path, .. }) => assert_eq!(path, dir.path().join("no/such/dir")),
+            // The error names the target the caller gave, and not the temporary file.
+            Err(e @ Error::Io { .. }) => {
+                let Error::Io { path, .. } = &e else {
+                    unreachable!()
+                };
+                assert_eq!(path, &missing);
+                let msg = e.to_string();
+                assert!(!msg.contains("/.f.") && !msg.contains("at path"), "{msg}");
+            }
             other => panic!("{other:?}"),
         }
     }

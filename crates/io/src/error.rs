@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 #[cfg(feature = "object_store")]
-use crate::redact::redact;
+use crate::remote::credentials::store_error_message;
 
 /// Everything this crate reports. Every variant names the file (path) or object (URL, without
 /// credentials) involved.
@@ -24,11 +24,12 @@ pub enum Error {
     InvalidArgument(String),
     /// An object-store request failed, for the object at `url` (scheme, bucket and key; never
     /// credentials or a query string). The message quotes the store's error through
-    /// [`redact`](crate::redact); `source` itself is the store's error as it came (it may quote
+    /// [`store_error_message`](crate::store_error_message) (redacted; missing credentials said
+    /// in words, with how to provide them); `source` itself is the store's error as it came (it may quote
     /// a URL whole).
     #[cfg(feature = "object_store")]
     #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
-    #[error("object store error on {url}: {}", redact(&source.to_string()))]
+    #[error("object store error on {url}: {}", store_error_message(source))]
     Remote {
         /// The object (or prefix) involved.
         url: String,

@@ -12,6 +12,7 @@ pub use crate::error::{Error, Result};
 pub use crate::redact::redact;
 #[cfg(feature = "object_store")]
 pub use crate::remote::{
+    credentials::{credentials_help, store_error_message},
     options::{FormatOptions, RemoteOptions, WriteMode},
     plan::{Request, assemble, coalesce},
     retry::conflict_backoff,

@@ -23,7 +23,7 @@ use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyList, PyString, PyT
 use crate::common::{detached, guarded};
 
 pyo3::create_exception!(
-    b2nd,
+    scifmt.b2nd,
     B2ndError,
     PyValueError,
     "A b2nd frame could not be read or written (malformed or unsupported frame, bad \

@@ -19,7 +19,7 @@ use pyo3::types::{PyBytes, PyDict};
 use crate::common::{detached, guarded};
 
 pyo3::create_exception!(
-    blosc,
+    scifmt.blosc,
     BloscError,
     PyValueError,
     "A Blosc chunk could not be compressed or decompressed (bad parameters, a corrupt or \

@@ -17,7 +17,7 @@ use pyo3::types::PyDict;
 use crate::common::detached;
 
 pyo3::create_exception!(
-    dwe,
+    scifmt.dwe,
     DweError,
     PyValueError,
     "A .dwe file could not be read or written (malformed file, bad arguments, a limit \

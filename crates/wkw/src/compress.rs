@@ -170,21 +170,21 @@ pub(crate) fn convert_file(
             lz4::compress(&block, out_header.block_type())
         })?;
         for b in blocks {
-            write_all_at(tmp.file(), &b, pos).map_err(|e| Error::io(tmp.path(), e))?;
+            write_all_at(tmp.file(), &b, pos).map_err(|e| Error::io(tmp.target(), e))?;
             pos += b.len() as u64;
             ends.push(pos);
         }
         k0 = k1;
     }
     if out_header.block_type().is_compressed() {
-        write_compressed_head(tmp.file(), tmp.path(), &out_header, &ends)?;
+        write_compressed_head(tmp.file(), tmp.target(), &out_header, &ends)?;
     } else {
         write_all_at(tmp.file(), &out_header.to_bytes(), 0)
-            .map_err(|e| Error::io(tmp.path(), e))?;
+            .map_err(|e| Error::io(tmp.target(), e))?;
     }
     tmp.file()
         .set_len(pos)
-        .map_err(|e| Error::io(tmp.path(), e))?;
+        .map_err(|e| Error::io(tmp.target(), e))?;
     Ok(tmp.persist(target.options().durability)?)
 }
 

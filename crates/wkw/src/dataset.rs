@@ -69,7 +69,7 @@ impl Dataset {
         // Written under a temporary name and moved into place without replacing an existing
         // file: a process killed here leaves no empty or partial header.wkw.
         let tmp = Staged::create(&path)?;
-        write_all_at(tmp.file(), &header.to_bytes(), 0).map_err(|e| Error::io(tmp.path(), e))?;
+        write_all_at(tmp.file(), &header.to_bytes(), 0).map_err(|e| Error::io(tmp.target(), e))?;
         if !tmp.persist_new(options.durability)? {
             return Err(Error::AlreadyExists { path });
         }

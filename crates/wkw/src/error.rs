@@ -205,7 +205,10 @@ pub enum Error {
     /// strings or fragments of URLs); `source` itself is the store's error as it came (it may quote such a URL whole).
     #[cfg(feature = "object_store")]
     #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
-    #[error("object store error on {url}: {}", scifmt_io::redact(&source.to_string()))]
+    #[error(
+        "object store error on {url}: {}",
+        scifmt_io::store_error_message(source)
+    )]
     Remote {
         /// The object (or dataset prefix) involved.
         url: String,

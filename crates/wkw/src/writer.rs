@@ -286,7 +286,7 @@ impl FileJob<'_> {
                 let tmp = Staging::create(self.path)?;
                 write_all_at(tmp.file(), &header.to_bytes(), 0)
                     .and_then(|()| tmp.file().set_len(full))
-                    .map_err(|e| Error::io(tmp.path(), e))?;
+                    .map_err(|e| Error::io(tmp.target(), e))?;
                 tmp.persist(durability)?;
                 let f = OpenOptions::new()
                     .read(true)
@@ -390,10 +390,10 @@ impl FileJob<'_> {
             k0 = k1;
         }
         let (pos, ends) = (out.pos, out.ends);
-        write_compressed_head(tmp.file(), tmp.path(), &header, &ends)?;
+        write_compressed_head(tmp.file(), tmp.target(), &header, &ends)?;
         tmp.file()
             .set_len(pos)
-            .map_err(|e| Error::io(tmp.path(), e))?;
+            .map_err(|e| Error::io(tmp.target(), e))?;
         tmp.persist(self.ds.options.durability)?;
         remove_reference_leftover(self.path);
         if let Some((old, _)) = existing {

@@ -41,8 +41,8 @@ pub(crate) struct BoxArgs {
     /// Box size X,Y,Z.
     #[arg(long, value_parser = parse_xyz, allow_hyphen_values = true)]
     shape: [u32; 3],
-    /// Layout of the raw file.
-    #[arg(long, value_enum, default_value = "f")]
+    /// Layout of the raw file (case-insensitive).
+    #[arg(long, value_enum, ignore_case = true, default_value = "f")]
     order: OrderArg,
 }
 

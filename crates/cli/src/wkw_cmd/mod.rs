@@ -80,7 +80,8 @@ pub(crate) struct DatasetArgs {
 pub(crate) struct CreateArgs {
     /// Dataset root to create (a directory or URL).
     dataset: PathBuf,
-    /// Voxel type, by wkw's names: u8, u16, u32, u64, i8, i16, i32, i64, f32, f64.
+    /// Voxel type, by wkw's names (u8, u16, u32, u64, i8, i16, i32, i64, f32, f64) or numpy's
+    /// (uint8, …, int64, float32, float64), case-insensitive.
     #[arg(long, value_name = "TYPE", value_parser = parse_voxel)]
     voxel_type: VoxelType,
     /// Channels per voxel.
@@ -93,7 +94,7 @@ pub(crate) struct CreateArgs {
     #[arg(long, default_value_t = 32)]
     file_len: u32,
     /// Block storage.
-    #[arg(long, value_enum, default_value = "raw")]
+    #[arg(long, value_enum, ignore_case = true, default_value = "raw")]
     block_type: BlockArg,
 }
 
@@ -105,7 +106,7 @@ pub(crate) struct CompressArgs {
     /// New dataset, a directory or URL (must not exist as a dataset).
     dst: PathBuf,
     /// Block type of DST (`raw` decompresses).
-    #[arg(long, value_enum, default_value = "lz4")]
+    #[arg(long, value_enum, ignore_case = true, default_value = "lz4")]
     block_type: BlockArg,
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N")]
@@ -120,14 +121,28 @@ fn voxel_name(v: VoxelType) -> String {
     }
 }
 
-/// Parses `--voxel-type` by wkw's names for [`VoxelType::ALL`].
+/// Parses `--voxel-type` by wkw's names for [`VoxelType::ALL`] or numpy's dtype names
+/// (`uint16`, `float32`), case-insensitive.
 fn parse_voxel(s: &str) -> Result<VoxelType, String> {
+    let lower = s.to_ascii_lowercase();
+    let short = if let Some(bits) = lower.strip_prefix("uint") {
+        format!("u{bits}")
+    } else if let Some(bits) = lower.strip_prefix("int") {
+        format!("i{bits}")
+    } else if let Some(bits) = lower.strip_prefix("float") {
+        format!("f{bits}")
+    } else {
+        lower
+    };
     VoxelType::ALL
         .into_iter()
-        .find(|&v| voxel_name(v) == s)
+        .find(|&v| voxel_name(v) == short)
         .ok_or_else(|| {
             let names: Vec<String> = VoxelType::ALL.into_iter().map(voxel_name).collect();
-            format!("unknown voxel type `{s}` ({})", names.join("|"))
+            format!(
+                "unknown voxel type `{s}` ({}, or numpy's uint8, …, float64)",
+                names.join("|")
+            )
         })
 }
 
@@ -247,6 +262,15 @@ pub(crate) fn open(dataset: &Path) -> CliResult<AnyDataset> {
         .at(url.name())?;
         return Ok(AnyDataset::Remote(ds));
     }
+    if dataset.is_file() {
+        return Err(Fail::input(
+            dataset,
+            format!(
+                "a file, not a WKW dataset (give the dataset's directory, the one holding {}; `scifmt info FILE` describes one .wkw file)",
+                wkw::HEADER_FILE_NAME
+            ),
+        ));
+    }
     Dataset::open(dataset).map(AnyDataset::Local).at(dataset)
 }
 
@@ -323,7 +347,7 @@ fn create(a: &CreateArgs) -> CliResult {
         a.file_len,
         block_type(a.block_type),
     )
-    .map_err(|e| Fail::usage(describe(&e)))?;
+    .map_err(|e| Fail::input(&a.dataset, describe(&e)))?;
     if let Some(url) = RemoteUrl::parse(&a.dataset)? {
         remote::block_on(RemoteDataset::create_url(
             url.as_str(),
@@ -375,8 +399,16 @@ fn compress(a: &CompressArgs) -> CliResult {
         )
     })?;
     bar.finish_and_clear();
-    result.at(&a.src)?;
-    Ok(())
+    result.map(drop).map_err(|e| src_or_dst(a, &e))
+}
+
+/// A `wkw compress` error, named by the dataset it is about: DST when the message names a
+/// path inside DST (a destination that cannot be written), SRC otherwise.
+fn src_or_dst(a: &CompressArgs, e: &(dyn std::error::Error + 'static)) -> Fail {
+    let msg = describe(e);
+    let dst = crate::names::display_name(&a.dst);
+    let about_dst = msg.contains(&format!(" on {dst}")) || msg.starts_with(&dst);
+    Fail::input(if about_dst { &a.dst } else { &a.src }, msg)
 }
 
 /// `wkw compress` with a URL as source or destination, through wkw's remote API (a local side
@@ -402,8 +434,7 @@ fn compress_remote(a: &CompressArgs) -> CliResult {
         ))
     })?;
     bar.finish_and_clear();
-    result?.at(&a.src)?;
-    Ok(())
+    result?.map(drop).map_err(|e| src_or_dst(a, &e))
 }
 
 /// `wkw verify DATASET [--json]`: exit 1 if a file has a problem.
@@ -435,6 +466,8 @@ fn verify(a: &DatasetArgs) -> CliResult {
         for p in &problems {
             let path = p.get("path").and_then(Value::as_str).unwrap_or("?");
             let why = p.get("problem").and_then(Value::as_str).unwrap_or("?");
+            // The problem may start with the file's name already: name it once.
+            let why = why.strip_prefix(&format!("{path}: ")).unwrap_or(why);
             text.push_str(&format!("{path}: {why}\n"));
         }
         let mut summary = Map::new();

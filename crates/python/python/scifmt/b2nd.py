@@ -48,6 +48,18 @@ B2ndError = _core.B2ndError
 MAX_DIM: int = _core.MAX_DIM
 
 
+class _Closed:
+    """Stands in for the native file of a closed object: every use raises ``exc``."""
+
+    def __init__(self, path: str, exc: type, what: str):
+        self._path, self._exc, self._what = path, exc, what
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "path":
+            return self._path
+        raise self._exc(f"{self._path}: the {self._what} is closed")
+
+
 def _dtype_from_str(s: str) -> np.dtype:
     """The numpy dtype of a b2nd dtype string (``dtype.str`` or a structured ``descr`` repr)."""
     try:
@@ -234,6 +246,23 @@ class B2ndArray:
             pass
         return {"codec": codec, "clevel": clevel, "typesize": typesize}
 
+    # --- lifetime ---------------------------------------------------------------------------
+    def close(self) -> None:
+        """Closes the file (later reads raise :class:`B2ndError`); closing twice is a no-op.
+        ``with b2nd.open(path) as a:`` closes it at the end of the block."""
+        if not isinstance(self._f, _Closed):
+            self._f = _Closed(self._f.path, B2ndError, "array")
+
+    @property
+    def closed(self) -> bool:
+        return isinstance(self._f, _Closed)
+
+    def __enter__(self) -> "B2ndArray":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
     def __reduce__(self):
         """Pickles as "open this path again" (for multiprocessing and Dask workers)."""
         if self._reopen is None:
@@ -246,6 +275,8 @@ class B2ndArray:
         return self._shape[0]
 
     def __repr__(self) -> str:
+        if self.closed:
+            return f"B2ndArray({self.path!r}, closed)"
         return (f"B2ndArray({self.path!r}, shape={self.shape}, dtype={self.dtype}, "
                 f"chunks={self.chunks}, blocks={self.blocks})")
 
@@ -459,3 +490,8 @@ def to_cframe(array: Any, chunks: Optional[Sequence[int]] = None,
     """Like :func:`save`, returning the frame as ``bytes`` (python-blosc2 reads it with
     ``blosc2.ndarray_from_cframe``)."""
     return _build(array, chunks, blocks, **kwargs).to_bytes()
+
+
+def __dir__() -> list:
+    """The public API only (the modules this one imports stay out of ``dir()``)."""
+    return sorted(__all__)

@@ -443,3 +443,8 @@ def codecs() -> list:
     """The codecs this build has, as :class:`Codec` members."""
     return [Codec(i) for _, i in _core.codecs()]
 
+
+
+def __dir__() -> list:
+    """The public API only (the modules this one imports stay out of ``dir()``)."""
+    return sorted(__all__)

@@ -40,6 +40,18 @@ __all__ = ["DweError", "DweFile", "open", "write"]
 DweError = _core.DweError
 
 
+class _Closed:
+    """Stands in for the native file of a closed object: every use raises ``exc``."""
+
+    def __init__(self, path: str, exc: type, what: str):
+        self._path, self._exc, self._what = path, exc, what
+
+    def __getattr__(self, name: str) -> Any:
+        if name == "path":
+            return self._path
+        raise self._exc(f"{self._path}: the {self._what} is closed")
+
+
 def _words(words: Any, what: str) -> List[int]:
     a = np.asarray(words)
     if a.ndim == 0:
@@ -69,6 +81,22 @@ class DweFile:
     def __reduce__(self):
         """Pickles as "open this path again" (for multiprocessing and Dask workers)."""
         return (DweFile, self._args)
+
+    def close(self) -> None:
+        """Releases the file's contents (later reads raise :class:`DweError`); closing twice
+        is a no-op. ``with dwe.open(path) as f:`` closes it at the end of the block."""
+        if not isinstance(self._f, _Closed):
+            self._f = _Closed(self._f.path, DweError, "file")
+
+    @property
+    def closed(self) -> bool:
+        return isinstance(self._f, _Closed)
+
+    def __enter__(self) -> "DweFile":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     @property
     def path(self) -> str:
@@ -186,6 +214,8 @@ class DweFile:
         self._f.verify()
 
     def __repr__(self) -> str:
+        if self.closed:
+            return f"DweFile({self.path!r}, closed)"
         return (f"DweFile({self.path!r}, layout={self.layout!r}, T={self._t}, V={self._v}, "
                 f"K={self._k}, scale_factor={self.scale_factor!r})")
 
@@ -215,3 +245,8 @@ def write(path: "os.PathLike[str] | str", values: Any, scale_factor: float,
     flat = np.ascontiguousarray(a).reshape(-1)
     _core.write(os.fspath(path), flat, tuple(int(s) for s in a.shape), float(scale_factor),
                 chunk_size, jump_interval, bool(fsync))
+
+
+def __dir__() -> list:
+    """The public API only (the modules this one imports stay out of ``dir()``)."""
+    return sorted(__all__)

@@ -7,3 +7,8 @@ Dask arrays.
 from .wkw import Dataset, File, Header, WKWException, verify
 
 __all__ = ["Header", "Dataset", "File", "WKWException", "verify"]
+
+
+def __dir__() -> list:
+    """The public API only (the modules this one imports stay out of ``dir()``)."""
+    return sorted(__all__)

@@ -241,3 +241,8 @@ def to_wkw(
     chunks = file_aligned_chunks(target.header, target.offset, shape, files_per_chunk)
     data = data.rechunk(chunks)
     return da.store(data, target, lock=False, compute=compute)
+
+
+def __dir__() -> list:
+    """The public API only (the modules this one imports stay out of ``dir()``)."""
+    return sorted(__all__)

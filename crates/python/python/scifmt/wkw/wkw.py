@@ -33,6 +33,8 @@ _core = _scifmt.wkw
 #: Raised for every error a dataset operation reports (the message names the file).
 WKWException = _core.WKWException
 
+__all__ = ["Header", "Dataset", "File", "WKWException", "verify"]
+
 _U32_MAX = 2**32 - 1
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")
@@ -55,6 +57,13 @@ def _pairs(storage_options):
             raise WKWException(f"storage_options: {k!r} must map a str to a str")
         pairs.append((k, str(v).lower() if isinstance(v, bool) else str(v)))
     return pairs
+
+
+_BLOCK_TYPE_NAMES = {
+    1: "Header.BLOCK_TYPE_RAW",
+    2: "Header.BLOCK_TYPE_LZ4",
+    3: "Header.BLOCK_TYPE_LZ4HC",
+}
 
 
 class Header:
@@ -103,6 +112,7 @@ class Header:
             f"block_type must be one of {self.VALID_BLOCK_TYPES}, but is {block_type}",
         )
         self.block_type = block_type
+        voxel_type = _voxel_type(voxel_type)
         _check(
             voxel_type in self.VALID_VOXEL_TYPES,
             f"voxel_type must be one of {self.VALID_VOXEL_TYPES}, but is {voxel_type}",
@@ -116,7 +126,7 @@ class Header:
             f"Header(voxel_type={np.dtype(self.voxel_type).name}, "
             f"num_channels={self.num_channels}, version={self.version}, "
             f"block_len={self.block_len}, file_len={self.file_len}, "
-            f"block_type={self.block_type})"
+            f"block_type={_BLOCK_TYPE_NAMES.get(self.block_type, self.block_type)})"
         )
 
     def _voxel_code(self):
@@ -168,6 +178,30 @@ def _xyz(values, what, root):
             )
         out.append(v)
     return out
+
+
+_WKW_VOXEL_NAMES = {"u": "uint", "i": "int", "f": "float"}
+
+
+def _voxel_type(voxel_type):
+    """A numpy scalar type from a type (``np.uint16``), a dtype, or a name: numpy's
+    (``"uint16"``, ``"<u2"``) or wkw's (``"u16"``), case-insensitive. Anything else is returned
+    as given (``Header`` then rejects it with the reference's message)."""
+    if isinstance(voxel_type, str):
+        name = voxel_type.lower()
+        names = [name]
+        if name[:1] in _WKW_VOXEL_NAMES and name[1:].isdigit():
+            # wkw's names first, as the CLI reads them: "u8" is uint8 (numpy's "u8" is uint64).
+            names.insert(0, _WKW_VOXEL_NAMES[name[0]] + name[1:])
+        for n in names:
+            try:
+                return np.dtype(n).type
+            except TypeError:
+                pass
+        return voxel_type
+    if isinstance(voxel_type, np.dtype):
+        return voxel_type.type
+    return voxel_type
 
 
 def _voxel_code(voxel_type):
@@ -406,3 +440,8 @@ def verify(root, threads=None, storage_options=None):
 def _local_only(storage_options, root):
     if storage_options is not None:
         raise WKWException(f"{root}: storage_options apply to URLs only")
+
+
+def __dir__() -> list:
+    """The public API only (the modules this one imports stay out of ``dir()``)."""
+    return sorted(__all__)
