@@ -54,16 +54,16 @@ pub(crate) struct ConvertArgs {
     /// Target directory (refused if it exists, unless --overwrite or --resume).
     dst: PathBuf,
     /// The format to write.
-    #[arg(long, value_enum)]
+    #[arg(long, value_enum, ignore_case = true)]
     to: To,
     /// Compressor of the Zarr inner chunks (with --to zarr3).
-    #[arg(long, value_enum, default_value_t = Codec::Auto)]
+    #[arg(long, value_enum, ignore_case = true, default_value_t = Codec::Auto)]
     codec: Codec,
     /// zstd level (with --codec zstd or auto).
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-131072..=22))]
     zstd_level: i32,
     /// Block type of the WKW files (with --to wkw).
-    #[arg(long, value_enum, default_value_t = Block::Lz4)]
+    #[arg(long, value_enum, ignore_case = true, default_value_t = Block::Lz4)]
     block_type: Block,
     /// Worker threads (0: every core).
     #[arg(long, visible_alias = "threads", default_value_t = 0)]

@@ -58,7 +58,7 @@ fn convert_a_dataset_to_zarr3_and_back_verified() {
         &s(&src),
         &s(&zarr),
         "--to",
-        "zarr3",
+        "ZARR3", // enumerated values are case-insensitive, as everywhere in the CLI
         "--resume",
         "--json",
     ]);
