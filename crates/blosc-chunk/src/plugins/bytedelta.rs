@@ -7,7 +7,7 @@ use super::geometry;
 use crate::error::Result;
 
 /// The number of streams: the meta, or `typesize` when it is 0.
-fn streams(meta: u8, typesize: usize) -> Result<usize> {
+pub(crate) fn streams(meta: u8, typesize: usize) -> Result<usize> {
     let n = if meta == 0 {
         typesize
     } else {
@@ -64,6 +64,37 @@ pub(crate) fn decode(meta: u8, typesize: usize, src: &[u8], dst: &mut [u8]) -> R
     Ok(())
 }
 
+/// The backward filter and then the unshuffle of a block of whole elements, in one pass:
+/// `planes` are the `ts = planes.len()` filtered byte streams (each `n` bytes, as SHUFFLE left
+/// them and BYTEDELTA with `ts` streams filtered them), `dst` (`n * ts` bytes, which need not
+/// be initialized) gets element `i`'s byte `j` = the running sum of plane `j` up to byte `i`.
+/// Returns `true` after writing every byte of `dst`; `false` (nothing written) if the lengths
+/// do not fit or there is no kernel for `ts` (2, 4, 8, 16).
+#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+pub(crate) fn decode_unshuffle(
+    planes: &[&[u8]],
+    dst: &mut [core::mem::MaybeUninit<u8>],
+    n: usize,
+) -> bool {
+    let ts = planes.len();
+    if !matches!(ts, 2 | 4 | 8 | 16) || dst.len() != n * ts || planes.iter().any(|p| p.len() != n) {
+        return false;
+    }
+    // The kernels write elements `..done` and leave each plane's running sum in `acc`; the
+    // loop below does elements `done..n`.
+    let mut acc = [0u8; 16];
+    let done = crate::simd::unshuffle_planes_summed(planes, dst, n, &mut acc);
+    for ((j, plane), mut a) in planes.iter().enumerate().zip(acc) {
+        for (i, &b) in plane.iter().enumerate().skip(done) {
+            a = a.wrapping_add(b);
+            if let Some(o) = dst.get_mut(i * ts + j) {
+                o.write(a);
+            }
+        }
+    }
+    true
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -110,5 +141,47 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The fused backward filter + unshuffle gives the bytes of the backward filter followed
+    /// by the unshuffle, for every kernel type size, element counts around the vector widths,
+    /// and planes at any offset.
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[test]
+    fn decode_unshuffle_is_decode_then_unshuffle() {
+        let mut x = 0x2545_f491u32;
+        let src: Vec<u8> = (0..16 * 400)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x.to_le_bytes()[2]
+            })
+            .collect();
+        for ts in [2usize, 4, 8, 16] {
+            for n in (0..=70).chain([127, 128, 129, 200, 383]) {
+                for off in [0usize, 3] {
+                    let filtered = &src[off..off + n * ts];
+                    let mut summed = vec![0; n * ts];
+                    super::decode(0, ts, filtered, &mut summed).unwrap();
+                    let mut want = vec![0; n * ts];
+                    crate::shuffle::unshuffle(ts, &summed, &mut want);
+                    let planes: Vec<&[u8]> = filtered.chunks_exact(n.max(1)).take(ts).collect();
+                    let planes = if n == 0 { vec![&[][..]; ts] } else { planes };
+                    let mut got = vec![core::mem::MaybeUninit::new(0xAA); n * ts];
+                    assert!(super::decode_unshuffle(&planes, &mut got, n));
+                    // SAFETY: every element was initialized above.
+                    #[allow(unsafe_code, reason = "reading back initialized bytes")]
+                    let got: Vec<u8> = got.iter().map(|b| unsafe { b.assume_init() }).collect();
+                    assert_eq!(got, want, "ts {ts} n {n} off {off}");
+                }
+            }
+        }
+        let mut d = vec![core::mem::MaybeUninit::new(0); 12];
+        assert!(!super::decode_unshuffle(
+            &[&[0; 4], &[0; 4], &[0; 4]],
+            &mut d,
+            4
+        ));
     }
 }
