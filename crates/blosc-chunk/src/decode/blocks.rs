@@ -503,17 +503,11 @@ fn unshuffle_split_block<'o>(
                 base.get(at..at + n).unwrap_or_default()
             });
             let planes = &planes[..ts];
-            // SAFETY: `decode_unshuffle` and `unshuffle_planes` return `true` only after
-            // writing every byte of their output, and store only initialized bytes.
+            // SAFETY: `unshuffle_planes` returns `true` only after writing every byte of its
+            // output, and stores only initialized bytes.
             #[allow(unsafe_code, reason = "see SAFETY")]
             unsafe {
-                out.written_by(|d| {
-                    if summed {
-                        bytedelta::decode_unshuffle(planes, d, n)
-                    } else {
-                        shuffle::unshuffle_planes(planes, d, n)
-                    }
-                })
+                out.written_by(|d| shuffle::unshuffle_planes(planes, d, n, summed))
             }
         });
     scratch.tmp1 = tmp1;

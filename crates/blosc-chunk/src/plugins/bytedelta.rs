@@ -64,37 +64,6 @@ pub(crate) fn decode(meta: u8, typesize: usize, src: &[u8], dst: &mut [u8]) -> R
     Ok(())
 }
 
-/// The backward filter and then the unshuffle of a block of whole elements, in one pass:
-/// `planes` are the `ts = planes.len()` filtered byte streams (each `n` bytes, as SHUFFLE left
-/// them and BYTEDELTA with `ts` streams filtered them), `dst` (`n * ts` bytes, which need not
-/// be initialized) gets element `i`'s byte `j` = the running sum of plane `j` up to byte `i`.
-/// Returns `true` after writing every byte of `dst`; `false` (nothing written) if the lengths
-/// do not fit or there is no kernel for `ts` (2, 4, 8, 16).
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-pub(crate) fn decode_unshuffle(
-    planes: &[&[u8]],
-    dst: &mut [core::mem::MaybeUninit<u8>],
-    n: usize,
-) -> bool {
-    let ts = planes.len();
-    if !matches!(ts, 2 | 4 | 8 | 16) || dst.len() != n * ts || planes.iter().any(|p| p.len() != n) {
-        return false;
-    }
-    // The kernels write elements `..done` and leave each plane's running sum in `acc`; the
-    // loop below does elements `done..n`.
-    let mut acc = [0u8; 16];
-    let done = crate::simd::unshuffle_planes_summed(planes, dst, n, &mut acc);
-    for ((j, plane), mut a) in planes.iter().enumerate().zip(acc) {
-        for (i, &b) in plane.iter().enumerate().skip(done) {
-            a = a.wrapping_add(b);
-            if let Some(o) = dst.get_mut(i * ts + j) {
-                o.write(a);
-            }
-        }
-    }
-    true
-}
-
 #[cfg(test)]
 mod tests {
     #[test]
@@ -143,12 +112,12 @@ mod tests {
         }
     }
 
-    /// The fused backward filter + unshuffle gives the bytes of the backward filter followed
-    /// by the unshuffle, for every kernel type size, element counts around the vector widths,
+    /// The unshuffle of the planes' running sums (`shuffle::unshuffle_planes` with
+    /// `running_sum`) gives the bytes of the backward filter followed by the unshuffle, for every kernel type size, element counts around the vector widths,
     /// and planes at any offset.
     #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
     #[test]
-    fn decode_unshuffle_is_decode_then_unshuffle() {
+    fn summed_unshuffle_is_decode_then_unshuffle() {
         let mut x = 0x2545_f491u32;
         let src: Vec<u8> = (0..16 * 400)
             .map(|_| {
@@ -169,7 +138,7 @@ mod tests {
                     let planes: Vec<&[u8]> = filtered.chunks_exact(n.max(1)).take(ts).collect();
                     let planes = if n == 0 { vec![&[][..]; ts] } else { planes };
                     let mut got = vec![core::mem::MaybeUninit::new(0xAA); n * ts];
-                    assert!(super::decode_unshuffle(&planes, &mut got, n));
+                    assert!(crate::shuffle::unshuffle_planes(&planes, &mut got, n, true));
                     // SAFETY: every element was initialized above.
                     #[allow(unsafe_code, reason = "reading back initialized bytes")]
                     let got: Vec<u8> = got.iter().map(|b| unsafe { b.assume_init() }).collect();
@@ -178,10 +147,7 @@ mod tests {
             }
         }
         let mut d = vec![core::mem::MaybeUninit::new(0); 12];
-        assert!(!super::decode_unshuffle(
-            &[&[0; 4], &[0; 4], &[0; 4]],
-            &mut d,
-            4
-        ));
+        let three: [&[u8]; 3] = [&[0; 4], &[0; 4], &[0; 4]];
+        assert!(!crate::shuffle::unshuffle_planes(&three, &mut d, 4, true));
     }
 }

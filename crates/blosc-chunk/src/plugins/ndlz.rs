@@ -446,20 +446,14 @@ fn cell4(
             }
         }
     }
-    // Literal: the tables learn this cell (C also writes 0 at stale hashes of unset slots).
-    t.cell[hc] = pos32(anchor + 1);
-    if upd_triple[0] != 0 {
-        for h in 0..2 {
-            t.triple[hash_triple[h]] = upd_triple[h];
-        }
-    }
-    if upd_pair[0] != 0 {
-        for h in 0..3 {
-            t.pair[hash_pair[h]] = upd_pair[h];
-        }
-    }
-    out.push(TOKEN_LITERAL);
-    out.extend_from_slice(c);
+    literal(
+        c,
+        out,
+        t,
+        hc,
+        (&upd_triple, hash_triple),
+        (&upd_pair, hash_pair),
+    );
 }
 
 /// One full 8x8 cell.
@@ -504,15 +498,37 @@ fn cell8(
             }
         }
     }
-    t.cell[hc] = pos32(anchor + 1);
-    if upd_triple[0] != 0 {
-        for h in 0..6 {
-            t.triple[hash_triple[h]] = upd_triple[h];
+    literal(
+        c,
+        out,
+        t,
+        hc,
+        (&upd_triple, hash_triple),
+        (&upd_pair, hash_pair),
+    );
+}
+
+/// A cell that matched nothing (4x4 or 8x8), written as a literal at the end of `out`. The
+/// tables learn the cell (`hc` is its hash) and, when its first run of three (two) rows was
+/// new, its runs: position `upd[k]` at hash `hashes[k]` for every run `k`, where an unset
+/// `upd[k]` writes 0 at the hash that slot kept from an earlier cell, as C-Blosc2 does.
+fn literal(
+    c: &[u8],
+    out: &mut Vec<u8>,
+    t: &mut Tables,
+    hc: usize,
+    (upd_triple, hash_triple): (&[u32], &[usize]),
+    (upd_pair, hash_pair): (&[u32], &[usize]),
+) {
+    t.cell[hc] = u32::try_from(out.len() + 1).unwrap_or(0);
+    if upd_triple.first().is_some_and(|&u| u != 0) {
+        for (&u, &h) in upd_triple.iter().zip(hash_triple) {
+            t.triple[h] = u;
         }
     }
-    if upd_pair[0] != 0 {
-        for h in 0..7 {
-            t.pair[hash_pair[h]] = upd_pair[h];
+    if upd_pair.first().is_some_and(|&u| u != 0) {
+        for (&u, &h) in upd_pair.iter().zip(hash_pair) {
+            t.pair[h] = u;
         }
     }
     out.push(TOKEN_LITERAL);
