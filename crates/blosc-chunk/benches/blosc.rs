@@ -3,8 +3,9 @@
 //! no zlib) and, when `SCIFMT_BLOSC2_LIB` names a `libblosc2.so` (`cargo xtask blosc-peer`
 //! fetches C-Blosc2 3.3.5), that library; both through the context API. Data: 4 MiB of int32
 //! ramp + noise, float32 sine + noise, uint16 sine + noise; BloscLZ, LZ4, LZ4HC, zstd and zlib
-//! with shuffle and LZ4 with bitshuffle, clevel 5; 1 and 2 threads. All decoders read the
-//! same chunk (made by blosc-chunk). A peer that cannot handle a row is left out of it.
+//! with shuffle, LZ4 with bitshuffle, and LZ4 and zstd with shuffle + BYTEDELTA (only the loaded
+//! library has that plugin), clevel 5; 1 and 2 threads. All decoders read the same chunk (made
+//! by blosc-chunk). A peer that cannot handle a row is left out of it.
 //!
 //! Run: `cargo bench -p blosc-chunk --bench blosc -- --warm-up-time 1 --measurement-time 3`
 //! (the interleaved `examples/interleaved_vs_c.rs` is the steadier comparison).

@@ -70,24 +70,34 @@ pub(crate) fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8]) {
 
 /// [`unshuffle`] of a block of whole elements whose `ts = planes.len()` planes (each `n`
 /// bytes) lie in separate buffers, into `dst` (`n * ts` bytes, which need not be initialized).
-/// Returns `true` after writing every byte of `dst`; `false` (nothing written) if the lengths
-/// do not fit or there is no kernel for `ts` (2, 4, 8, 16 on x86-64).
+/// With `running_sum`, each plane's running byte sum (wrapping) is unshuffled instead of the
+/// plane: BYTEDELTA's backward filter with one stream per plane, in the same pass. Returns
+/// `true` after writing every byte of `dst`; `false` (nothing written) if the lengths do not
+/// fit or there is no kernel for `ts` (2, 4, 8, 16 on x86-64).
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 pub(crate) fn unshuffle_planes(
     planes: &[&[u8]],
     dst: &mut [core::mem::MaybeUninit<u8>],
     n: usize,
+    running_sum: bool,
 ) -> bool {
     let ts = planes.len();
     if !matches!(ts, 2 | 4 | 8 | 16) || dst.len() != n * ts || planes.iter().any(|p| p.len() != n) {
         return false;
     }
-    // The kernels write elements `..done`; the loop below elements `done..n` of every plane.
-    let done = crate::simd::unshuffle_planes(planes, dst, n);
-    for (j, plane) in planes.iter().enumerate() {
+    // The kernels write elements `..done` (leaving each plane's running sum in `acc`); the
+    // loop below elements `done..n` of every plane.
+    let mut acc = [0u8; 16];
+    let done = if running_sum {
+        crate::simd::unshuffle_planes_summed(planes, dst, n, &mut acc)
+    } else {
+        crate::simd::unshuffle_planes(planes, dst, n)
+    };
+    for ((j, plane), mut a) in planes.iter().enumerate().zip(acc) {
         for (i, &b) in plane.iter().enumerate().skip(done) {
+            a = if running_sum { a.wrapping_add(b) } else { b };
             if let Some(o) = dst.get_mut(i * ts + j) {
-                o.write(b);
+                o.write(a);
             }
         }
     }

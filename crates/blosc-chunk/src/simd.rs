@@ -32,8 +32,10 @@ use core::mem::MaybeUninit;
 use core::ops::Range;
 
 use core::arch::x86_64::{
-    __m128i, _mm_and_si128, _mm_loadu_si128, _mm_set1_epi64x, _mm_setzero_si128, _mm_slli_epi64,
-    _mm_srli_epi64, _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpacklo_epi8, _mm_xor_si128,
+    __m128i, _mm_add_epi8, _mm_and_si128, _mm_cvtsi128_si32, _mm_loadu_si128, _mm_set1_epi8,
+    _mm_set1_epi64x, _mm_setzero_si128, _mm_shuffle_epi32, _mm_shufflehi_epi16, _mm_slli_epi64,
+    _mm_slli_si128, _mm_srli_epi64, _mm_storeu_si128, _mm_unpackhi_epi8, _mm_unpacklo_epi8,
+    _mm_xor_si128,
 };
 
 #[inline]
@@ -150,22 +152,29 @@ fn head_tiles<const W: usize>(dst: &[u8]) -> usize {
 }
 
 /// Inverse of [`shuffle_tiles`]: `log2(TS)` steps. Plane `b` is `planes[b]` (each at least `n`
-/// bytes; checked by the caller).
+/// bytes; checked by the caller). With `SUM`, each plane is replaced by its running byte sum
+/// first, starting from `acc[b]` (which is updated): BYTEDELTA's backward filter in the same
+/// pass.
 #[target_feature(enable = "sse2")]
-fn unshuffle_tiles<const TS: usize>(
+fn unshuffle_tiles<const TS: usize, const SUM: bool>(
     planes: &[&[u8]],
     dst: &mut [MaybeUninit<u8>],
     n: usize,
     from: usize,
+    acc: &mut [u8; 16],
 ) -> usize {
     let tiles = n / 16;
     let steps = TS.trailing_zeros();
     let planes: [&[[u8; 16]]; TS] = core::array::from_fn(|b| vectors(planes[b], 0, tiles));
+    let mut carry: [__m128i; TS] = core::array::from_fn(|b| _mm_set1_epi8(acc[b].cast_signed()));
     let output = vectors_mut(dst, 0, tiles * TS);
     for (t, tile) in output.chunks_exact_mut(TS).enumerate().skip(from) {
         let mut v = [_mm_setzero_si128(); TS];
-        for (x, plane) in v.iter_mut().zip(planes) {
+        for ((x, plane), c) in v.iter_mut().zip(planes).zip(carry.iter_mut()) {
             *x = load(&plane[t]);
+            if SUM {
+                *x = running_sum(*x, c);
+            }
         }
         for _ in 0..steps {
             v = zip_step(&v);
@@ -174,7 +183,44 @@ fn unshuffle_tiles<const TS: usize>(
             store_uninit(bytes, *x);
         }
     }
+    if SUM {
+        for (a, c) in acc.iter_mut().zip(carry) {
+            *a = low_byte(c);
+        }
+    }
     tiles * 16
+}
+
+/// The running byte sum (wrapping) of the 16 lanes of `x` plus the carry `c` (the sum before
+/// them, in every lane), and the carry after them into `c`. The in-vector prefix sum takes four
+/// shift-and-add steps (by 1, 2, 4 and 8 lanes). The vector's sum (its lane 15) goes into every
+/// lane with bytes 8..15 doubled, 16-bit lane 7 into lanes 4..7 and 32-bit lane 3 into all,
+/// and is added to the carry off the result's path, so the loop-carried chain is one add.
+#[inline]
+#[target_feature(enable = "sse2")]
+fn running_sum(x: __m128i, c: &mut __m128i) -> __m128i {
+    let mut x = x;
+    x = _mm_add_epi8(x, _mm_slli_si128::<1>(x));
+    x = _mm_add_epi8(x, _mm_slli_si128::<2>(x));
+    x = _mm_add_epi8(x, _mm_slli_si128::<4>(x));
+    x = _mm_add_epi8(x, _mm_slli_si128::<8>(x));
+    let out = _mm_add_epi8(x, *c);
+    let hi = _mm_unpackhi_epi8(x, x);
+    *c = _mm_add_epi8(
+        *c,
+        _mm_shuffle_epi32::<0xFF>(_mm_shufflehi_epi16::<0xFF>(hi)),
+    );
+    out
+}
+
+/// Lane 0 of a carry vector.
+#[inline]
+#[target_feature(enable = "sse2")]
+fn low_byte(c: __m128i) -> u8 {
+    // Truncation intended: the low byte of lane 0 is the running sum.
+    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+    let b = _mm_cvtsi128_si32(c) as u8;
+    b
 }
 
 /// Bit-transposes whole tiles of 128 bytes of one byte plane: `src` holds `8 * groups`
@@ -274,24 +320,45 @@ pub(crate) fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usiz
 /// [`unshuffle`] with the `ts = planes.len()` planes given separately (each at least `n`
 /// bytes, else nothing is done).
 pub(crate) fn unshuffle_planes(planes: &[&[u8]], dst: &mut [MaybeUninit<u8>], n: usize) -> usize {
+    unshuffle_planes_with::<false>(planes, dst, n, &mut [0; 16])
+}
+
+/// [`unshuffle_planes`] of the running byte sums of the planes (BYTEDELTA's backward filter
+/// on each plane, then the unshuffle, in one pass): plane `b`'s sum starts from `acc[b]`, which
+/// is updated to the sum after the elements done.
+pub(crate) fn unshuffle_planes_summed(
+    planes: &[&[u8]],
+    dst: &mut [MaybeUninit<u8>],
+    n: usize,
+    acc: &mut [u8; 16],
+) -> usize {
+    unshuffle_planes_with::<true>(planes, dst, n, acc)
+}
+
+fn unshuffle_planes_with<const SUM: bool>(
+    planes: &[&[u8]],
+    dst: &mut [MaybeUninit<u8>],
+    n: usize,
+    acc: &mut [u8; 16],
+) -> usize {
     let ts = planes.len();
     if dst.len() < n * ts || planes.iter().any(|p| p.len() < n) {
         return 0;
     }
     let from = match level() {
         // SAFETY: as in `shuffle`.
-        Level::Avx512 => unsafe { avx512::unshuffle_planes(planes, dst, n) / 16 },
+        Level::Avx512 => unsafe { avx512::unshuffle_planes::<SUM>(planes, dst, n, acc) / 16 },
         // SAFETY: as in `shuffle`.
-        Level::Avx2 => unsafe { avx2::unshuffle_planes(planes, dst, n) / 16 },
+        Level::Avx2 => unsafe { avx2::unshuffle_planes::<SUM>(planes, dst, n, acc) / 16 },
         Level::Sse2 => 0,
     };
     // SAFETY: as in `shuffle`.
     unsafe {
         match ts {
-            2 => unshuffle_tiles::<2>(planes, dst, n, from),
-            4 => unshuffle_tiles::<4>(planes, dst, n, from),
-            8 => unshuffle_tiles::<8>(planes, dst, n, from),
-            16 => unshuffle_tiles::<16>(planes, dst, n, from),
+            2 => unshuffle_tiles::<2, SUM>(planes, dst, n, from, acc),
+            4 => unshuffle_tiles::<4, SUM>(planes, dst, n, from, acc),
+            8 => unshuffle_tiles::<8, SUM>(planes, dst, n, from, acc),
+            16 => unshuffle_tiles::<16, SUM>(planes, dst, n, from, acc),
             _ => 0,
         }
     }
@@ -318,31 +385,11 @@ pub(crate) fn prefix_sum_bytes(src: &[u8], dst: &mut [u8], acc: u8) -> (usize, u
 
 #[target_feature(enable = "sse2")]
 fn prefix_sum_tiles(src: &[[u8; 16]], dst: &mut [[u8; 16]], acc: u8) -> u8 {
-    use core::arch::x86_64::{
-        _mm_add_epi8, _mm_cvtsi128_si32, _mm_set1_epi8, _mm_shuffle_epi32, _mm_shufflehi_epi16,
-        _mm_slli_si128,
-    };
     let mut carry = _mm_set1_epi8(acc.cast_signed());
     for (s, d) in src.iter().zip(dst.iter_mut()) {
-        let mut x = load(s);
-        x = _mm_add_epi8(x, _mm_slli_si128::<1>(x));
-        x = _mm_add_epi8(x, _mm_slli_si128::<2>(x));
-        x = _mm_add_epi8(x, _mm_slli_si128::<4>(x));
-        x = _mm_add_epi8(x, _mm_slli_si128::<8>(x));
-        store(d, _mm_add_epi8(x, carry));
-        // The vector's sum (its lane 15) into every lane: bytes 8..15 doubled, 16-bit lane 7
-        // into lanes 4..7, 32-bit lane 3 into all. Added to the carry off the store's path,
-        // so the loop-carried chain is one add.
-        let hi = _mm_unpackhi_epi8(x, x);
-        carry = _mm_add_epi8(
-            carry,
-            _mm_shuffle_epi32::<0xFF>(_mm_shufflehi_epi16::<0xFF>(hi)),
-        );
+        store(d, running_sum(load(s), &mut carry));
     }
-    // Truncation intended: the low byte of lane 0 is the running sum.
-    #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-    let out = _mm_cvtsi128_si32(carry) as u8;
-    out
+    low_byte(carry)
 }
 
 /// Bit-transposes the first `16 * floor(groups / 16)` groups of one byte plane (`src`:
@@ -429,45 +476,59 @@ fn capped<R>(cap: Level, f: impl FnOnce() -> R) -> R {
 /// return the number of elements (groups) done; the SSE2 kernels finish the odd tile.
 mod avx2 {
     use core::arch::x86_64::{
-        __m256i, _mm256_and_si256, _mm256_loadu_si256, _mm256_loadu2_m128i, _mm256_set1_epi64x,
-        _mm256_setzero_si256, _mm256_slli_epi64, _mm256_srli_epi64, _mm256_storeu_si256,
-        _mm256_storeu2_m128i, _mm256_unpackhi_epi8, _mm256_unpacklo_epi8, _mm256_xor_si256,
+        __m256i, _mm256_add_epi8, _mm256_and_si256, _mm256_cvtsi256_si32, _mm256_loadu_si256,
+        _mm256_loadu2_m128i, _mm256_permute2x128_si256, _mm256_set1_epi8, _mm256_set1_epi64x,
+        _mm256_setzero_si256, _mm256_shuffle_epi8, _mm256_slli_epi64, _mm256_slli_si256,
+        _mm256_srli_epi64, _mm256_storeu_si256, _mm256_storeu2_m128i, _mm256_unpackhi_epi8,
+        _mm256_unpacklo_epi8, _mm256_xor_si256,
     };
 
     use super::{split_planes, vectors, vectors_mut};
     use core::mem::MaybeUninit;
 
-    /// [`super::prefix_sum_bytes`] on 32-byte vectors: the prefix sum within each 128-bit
-    /// half, then the low half's sum added to the high half, then the carry.
+    /// [`super::prefix_sum_bytes`] on 32-byte vectors.
     #[target_feature(enable = "avx2")]
     pub(super) fn prefix_sum_tiles(src: &[[u8; 32]], dst: &mut [[u8; 32]], acc: u8) -> u8 {
-        use core::arch::x86_64::{
-            _mm256_add_epi8, _mm256_cvtsi256_si32, _mm256_permute2x128_si256, _mm256_set1_epi8,
-            _mm256_shuffle_epi8, _mm256_slli_si256,
-        };
-        let last = _mm256_set1_epi8(15);
         let mut carry = _mm256_set1_epi8(acc.cast_signed());
         for (s, d) in src.iter().zip(dst.iter_mut()) {
             // SAFETY: `s` is 32 readable bytes; `loadu` has no alignment requirement.
-            let mut x = unsafe { _mm256_loadu_si256(s.as_ptr().cast()) };
-            x = _mm256_add_epi8(x, _mm256_slli_si256::<1>(x));
-            x = _mm256_add_epi8(x, _mm256_slli_si256::<2>(x));
-            x = _mm256_add_epi8(x, _mm256_slli_si256::<4>(x));
-            x = _mm256_add_epi8(x, _mm256_slli_si256::<8>(x));
-            // Each half's sum in all its lanes; the low half's moved to the high half (the
-            // low half zeroed: imm bit 3).
-            let sums = _mm256_shuffle_epi8(x, last);
-            x = _mm256_add_epi8(x, _mm256_permute2x128_si256::<0x08>(sums, sums));
+            let x = unsafe { _mm256_loadu_si256(s.as_ptr().cast()) };
             // SAFETY: `d` is 32 writable bytes; `storeu` has no alignment requirement.
-            unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast(), _mm256_add_epi8(x, carry)) };
-            // The vector's sum (byte 31) into every lane.
-            let t = _mm256_shuffle_epi8(x, last);
-            carry = _mm256_add_epi8(carry, _mm256_permute2x128_si256::<0x11>(t, t));
+            unsafe { _mm256_storeu_si256(d.as_mut_ptr().cast(), running_sum(x, &mut carry)) };
         }
+        low_byte(carry)
+    }
+
+    /// [`super::running_sum`] on 32 lanes: the prefix sum within each 128-bit half, then the
+    /// low half's sum added to the high half, then the carry.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn running_sum(x: __m256i, c: &mut __m256i) -> __m256i {
+        let last = _mm256_set1_epi8(15);
+        let mut x = x;
+        x = _mm256_add_epi8(x, _mm256_slli_si256::<1>(x));
+        x = _mm256_add_epi8(x, _mm256_slli_si256::<2>(x));
+        x = _mm256_add_epi8(x, _mm256_slli_si256::<4>(x));
+        x = _mm256_add_epi8(x, _mm256_slli_si256::<8>(x));
+        // Each half's sum in all its lanes; the low half's moved to the high half (the low
+        // half zeroed: imm bit 3).
+        let sums = _mm256_shuffle_epi8(x, last);
+        x = _mm256_add_epi8(x, _mm256_permute2x128_si256::<0x08>(sums, sums));
+        let out = _mm256_add_epi8(x, *c);
+        // The vector's sum (byte 31) into every lane.
+        let t = _mm256_shuffle_epi8(x, last);
+        *c = _mm256_add_epi8(*c, _mm256_permute2x128_si256::<0x11>(t, t));
+        out
+    }
+
+    /// Lane 0 of a carry vector.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn low_byte(c: __m256i) -> u8 {
         // Truncation intended: the low byte of lane 0 is the running sum.
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
-        let out = _mm256_cvtsi256_si32(carry) as u8;
-        out
+        let b = _mm256_cvtsi256_si32(c) as u8;
+        b
     }
 
     /// Vector `lo` of one tile and vector `hi` of the next, as one 256-bit vector.
@@ -567,20 +628,26 @@ mod avx2 {
 
     /// [`super::unshuffle_tiles`] on pairs of tiles.
     #[target_feature(enable = "avx2")]
-    fn unshuffle_pairs<const TS: usize>(
+    fn unshuffle_pairs<const TS: usize, const SUM: bool>(
         planes: &[&[u8]],
         dst: &mut [MaybeUninit<u8>],
         n: usize,
+        acc: &mut [u8; 16],
     ) -> usize {
         let pairs = n / 32;
         let steps = TS.trailing_zeros();
         let planes: [&[[[u8; 16]; 2]]; TS] =
             core::array::from_fn(|b| vectors(planes[b], 0, 2 * pairs).as_chunks::<2>().0);
+        let mut carry: [__m256i; TS] =
+            core::array::from_fn(|b| _mm256_set1_epi8(acc[b].cast_signed()));
         let output = vectors_mut(dst, 0, 2 * pairs * TS);
         for (t, two) in output.chunks_exact_mut(2 * TS).enumerate() {
             let mut v = [_mm256_setzero_si256(); TS];
-            for (x, plane) in v.iter_mut().zip(planes) {
+            for ((x, plane), c) in v.iter_mut().zip(planes).zip(carry.iter_mut()) {
                 *x = load(&plane[t]);
+                if SUM {
+                    *x = running_sum(*x, c);
+                }
             }
             for _ in 0..steps {
                 v = zip_step(&v);
@@ -588,6 +655,11 @@ mod avx2 {
             let (a, b) = two.split_at_mut(TS);
             for (x, (lo, hi)) in v.iter().zip(a.iter_mut().zip(b)) {
                 store2_uninit(lo, hi, *x);
+            }
+        }
+        if SUM {
+            for (a, c) in acc.iter_mut().zip(carry) {
+                *a = low_byte(c);
             }
         }
         32 * pairs
@@ -652,18 +724,20 @@ mod avx2 {
         }
     }
 
-    /// AVX2 [`super::unshuffle_planes`] of whole tile pairs (lengths checked by the caller).
+    /// AVX2 [`super::unshuffle_planes_with`] of whole tile pairs (lengths checked by the
+    /// caller).
     #[target_feature(enable = "avx2")]
-    pub(super) fn unshuffle_planes(
+    pub(super) fn unshuffle_planes<const SUM: bool>(
         planes: &[&[u8]],
         dst: &mut [MaybeUninit<u8>],
         n: usize,
+        acc: &mut [u8; 16],
     ) -> usize {
         match planes.len() {
-            2 => unshuffle_pairs::<2>(planes, dst, n),
-            4 => unshuffle_pairs::<4>(planes, dst, n),
-            8 => unshuffle_pairs::<8>(planes, dst, n),
-            16 => unshuffle_pairs::<16>(planes, dst, n),
+            2 => unshuffle_pairs::<2, SUM>(planes, dst, n, acc),
+            4 => unshuffle_pairs::<4, SUM>(planes, dst, n, acc),
+            8 => unshuffle_pairs::<8, SUM>(planes, dst, n, acc),
+            16 => unshuffle_pairs::<16, SUM>(planes, dst, n, acc),
             _ => 0,
         }
     }
@@ -698,7 +772,9 @@ mod avx2 {
 /// number of elements done; the SSE2 kernels finish the last (up to three) 16-element tiles.
 mod avx512 {
     use core::arch::x86_64::{
-        __m512i, _mm512_loadu_si512, _mm512_permutex2var_epi8, _mm512_setzero_si512,
+        __m512i, _mm_cvtsi128_si32, _mm512_add_epi8, _mm512_alignr_epi64, _mm512_castsi512_si128,
+        _mm512_loadu_si512, _mm512_permutex2var_epi8, _mm512_permutexvar_epi64, _mm512_set1_epi8,
+        _mm512_set1_epi64, _mm512_setzero_si512, _mm512_shuffle_epi8, _mm512_slli_epi64,
         _mm512_storeu_si512,
     };
 
@@ -730,7 +806,20 @@ mod avx512 {
         idx
     }
 
+    /// `_mm512_shuffle_epi8` indices (within each 128-bit lane) that put byte 7 of each
+    /// 64-bit lane into all of its bytes.
+    const fn qword_last_index() -> [u8; 64] {
+        let mut idx = [0u8; 64];
+        let mut i = 0;
+        while i < 64 {
+            idx[i] = if i % 16 < 8 { 7 } else { 15 };
+            i += 1;
+        }
+        idx
+    }
+
     static ZIP: [[u8; 64]; 2] = [zip_index(0), zip_index(1)];
+    static QWORD_LAST: [u8; 64] = qword_last_index();
     static UNZIP: [[u8; 64]; 2] = [unzip_index(0), unzip_index(1)];
 
     #[inline]
@@ -812,20 +901,27 @@ mod avx512 {
 
     /// [`super::unshuffle_tiles`] on tiles of 64 elements.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    fn unshuffle_tiles<const TS: usize>(
+    fn unshuffle_tiles<const TS: usize, const SUM: bool>(
         planes: &[&[u8]],
         dst: &mut [MaybeUninit<u8>],
         n: usize,
+        acc: &mut [u8; 16],
     ) -> usize {
         let tiles = n / 64;
         let steps = TS.trailing_zeros();
         let idx = [load(&ZIP[0]), load(&ZIP[1])];
+        let last = load(&QWORD_LAST);
         let planes: [&[[u8; 64]]; TS] = core::array::from_fn(|b| vectors(planes[b], 0, tiles));
+        let mut carry: [__m512i; TS] =
+            core::array::from_fn(|b| _mm512_set1_epi8(acc[b].cast_signed()));
         let output = vectors_mut(dst, 0, tiles * TS);
         for (t, tile) in output.chunks_exact_mut(TS).enumerate() {
             let mut v = [_mm512_setzero_si512(); TS];
-            for (x, plane) in v.iter_mut().zip(planes) {
+            for ((x, plane), c) in v.iter_mut().zip(planes).zip(carry.iter_mut()) {
                 *x = load(&plane[t]);
+                if SUM {
+                    *x = running_sum(*x, c, last);
+                }
             }
             for _ in 0..steps {
                 v = zip_step(&v, &idx);
@@ -834,7 +930,39 @@ mod avx512 {
                 store_uninit(bytes, *x);
             }
         }
+        if SUM {
+            for (a, c) in acc.iter_mut().zip(carry) {
+                // Truncation intended: the low byte of lane 0 is the running sum.
+                #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+                let b = _mm_cvtsi128_si32(_mm512_castsi512_si128(c)) as u8;
+                *a = b;
+            }
+        }
         tiles * 64
+    }
+
+    /// [`super::running_sum`] on 64 lanes, mostly with shifts of whole 64-bit lanes (which do
+    /// not compete with the byte permutes of the unshuffle for the shuffle unit): the prefix
+    /// sum within each 64-bit lane (shift-and-add by 1, 2 and 4 bytes), each lane's sum (its
+    /// byte 7, `last` holds [`QWORD_LAST`]) in all its bytes, the inclusive prefix sum of those
+    /// over the eight 64-bit lanes (shifts by 1, 2 and 4 lanes), and lane `k - 1`'s of that
+    /// added to lane `k`; then the carry, and the vector's sum (lane 7's) added to it.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
+    fn running_sum(x: __m512i, c: &mut __m512i, last: __m512i) -> __m512i {
+        let zero = _mm512_setzero_si512();
+        let mut x = x;
+        x = _mm512_add_epi8(x, _mm512_slli_epi64::<8>(x));
+        x = _mm512_add_epi8(x, _mm512_slli_epi64::<16>(x));
+        x = _mm512_add_epi8(x, _mm512_slli_epi64::<32>(x));
+        let t = _mm512_shuffle_epi8(x, last);
+        // `alignr::<8 - k>(s, 0)` moves the 64-bit lanes of `s` up by `k`, zeros below.
+        let mut s = _mm512_add_epi8(t, _mm512_alignr_epi64::<7>(t, zero));
+        s = _mm512_add_epi8(s, _mm512_alignr_epi64::<6>(s, zero));
+        s = _mm512_add_epi8(s, _mm512_alignr_epi64::<4>(s, zero));
+        let out = _mm512_add_epi8(_mm512_add_epi8(x, _mm512_alignr_epi64::<7>(s, zero)), *c);
+        *c = _mm512_add_epi8(*c, _mm512_permutexvar_epi64(_mm512_set1_epi64(7), s));
+        out
     }
 
     /// AVX-512 [`super::shuffle`] of whole 64-element tiles from 16-element tile `from` on
@@ -850,19 +978,20 @@ mod avx512 {
         }
     }
 
-    /// AVX-512 [`super::unshuffle_planes`] of whole 64-element tiles (lengths checked by the
-    /// caller).
+    /// AVX-512 [`super::unshuffle_planes_with`] of whole 64-element tiles (lengths checked by
+    /// the caller).
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
-    pub(super) fn unshuffle_planes(
+    pub(super) fn unshuffle_planes<const SUM: bool>(
         planes: &[&[u8]],
         dst: &mut [MaybeUninit<u8>],
         n: usize,
+        acc: &mut [u8; 16],
     ) -> usize {
         match planes.len() {
-            2 => unshuffle_tiles::<2>(planes, dst, n),
-            4 => unshuffle_tiles::<4>(planes, dst, n),
-            8 => unshuffle_tiles::<8>(planes, dst, n),
-            16 => unshuffle_tiles::<16>(planes, dst, n),
+            2 => unshuffle_tiles::<2, SUM>(planes, dst, n, acc),
+            4 => unshuffle_tiles::<4, SUM>(planes, dst, n, acc),
+            8 => unshuffle_tiles::<8, SUM>(planes, dst, n, acc),
+            16 => unshuffle_tiles::<16, SUM>(planes, dst, n, acc),
             _ => 0,
         }
     }
@@ -909,6 +1038,55 @@ mod tests {
                             assert_eq!(got[i], a, "{l:?} len {len} off {off} acc {acc} byte {i}");
                         }
                         assert_eq!(out, a, "{l:?} len {len} off {off} acc {acc}");
+                    }
+                }
+            }
+        }
+    }
+
+    /// The fused running sum + unshuffle on every path equals the running sum of each plane
+    /// (from its carry-in) unshuffled, for every type size, element counts around the 16-,
+    /// 32- and 64-element tiles, carries-in and plane offsets; the carries out are the sums
+    /// after the elements done.
+    #[test]
+    fn unshuffle_planes_summed_on_every_path() {
+        let mut x = 0x9e37_79b9u32;
+        let src: Vec<u8> = (0..16 * 300)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x.to_le_bytes()[1]
+            })
+            .collect();
+        for l in LEVELS.into_iter().filter(|&l| runs(l)) {
+            for ts in [2usize, 4, 8, 16] {
+                for n in (0..=140).chain([191, 192, 193, 255, 256, 257]) {
+                    for off in [0usize, 1, 7] {
+                        let planes: Vec<&[u8]> =
+                            (0..ts).map(|b| &src[off + b * (n + 3)..][..n]).collect();
+                        let acc0: [u8; 16] = core::array::from_fn(|b| (b * 37 + off) as u8);
+                        let mut acc = acc0;
+                        let mut got = vec![0u8; n * ts];
+                        let done = capped(l, || {
+                            // SAFETY: same layout as `[u8]`; the kernels store initialized
+                            // bytes only.
+                            let d = unsafe {
+                                &mut *(core::ptr::from_mut::<[u8]>(&mut got)
+                                    as *mut [MaybeUninit<u8>])
+                            };
+                            unshuffle_planes_summed(&planes, d, n, &mut acc)
+                        });
+                        assert_eq!(done, n / 16 * 16, "{l:?} ts {ts} n {n}");
+                        for (b, plane) in planes.iter().enumerate() {
+                            let mut a = acc0[b];
+                            for (i, &v) in plane[..done].iter().enumerate() {
+                                a = a.wrapping_add(v);
+                                let g = got[i * ts + b];
+                                assert_eq!(g, a, "{l:?} ts {ts} n {n} off {off} plane {b} i {i}");
+                            }
+                            assert_eq!(acc[b], a, "{l:?} ts {ts} n {n} off {off} carry {b}");
+                        }
                     }
                 }
             }

@@ -8,24 +8,14 @@
     clippy::cast_possible_truncation,
     reason = "test helpers: a failed unwrap is a failed test; sizes fit in usize"
 )]
-use std::path::PathBuf;
-
 use blosc_chunk::{BlockShape, CParams, Codec, DParams, Error, Filter, SplitMode};
-use serde_json::Value;
+use testkit::{PluginFixture, plugin_fixtures};
 
-fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/blosc/plugins")
-}
-
-fn entries() -> Vec<Value> {
-    let text = std::fs::read_to_string(dir().join("manifest.json")).unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    v["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| Codec::from_id(e["codec"].as_u64().unwrap() as u8).is_enabled())
-        .cloned()
+/// The fixtures whose codec this build has.
+fn entries() -> Vec<PluginFixture> {
+    plugin_fixtures()
+        .into_iter()
+        .filter(|e| Codec::from_id(e.codec).is_enabled())
         .collect()
 }
 
@@ -40,72 +30,42 @@ fn expected_arrays() -> usize {
     }
 }
 
-fn file(e: &Value, suffix: &str) -> Option<Vec<u8>> {
-    let name = e["files"][suffix].as_str()?;
-    Some(std::fs::read(dir().join(name)).unwrap())
+fn blockshape(e: &PluginFixture) -> BlockShape {
+    BlockShape::new(&e.blocks).unwrap()
 }
 
-fn u64s(v: &Value) -> Vec<u64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect()
-}
-
-fn blockshape(e: &Value) -> BlockShape {
-    BlockShape::new(&u64s(&e["blocks"])).unwrap()
-}
-
-fn cparams(e: &Value) -> CParams {
-    let mut filters = [Filter::NoFilter; 6];
-    let mut filters_meta = [0u8; 6];
-    for (i, f) in e["filters"].as_array().unwrap().iter().enumerate() {
-        filters[i] = Filter::from_id(f.as_u64().unwrap() as u8);
-    }
-    for (i, m) in e["filters_meta"].as_array().unwrap().iter().enumerate() {
-        filters_meta[i] = m.as_u64().unwrap() as u8;
-    }
+fn cparams(e: &PluginFixture) -> CParams {
     let mut cp = CParams::default();
-    cp.codec = Codec::from_id(e["codec"].as_u64().unwrap() as u8);
-    cp.codec_meta = e["codec_meta"].as_u64().unwrap() as u8;
-    cp.clevel = e["clevel"].as_u64().unwrap() as u8;
-    cp.typesize = e["itemsize"].as_u64().unwrap() as usize;
-    cp.filters = filters;
-    cp.filters_meta = filters_meta;
-    cp.splitmode = match e["splitmode"].as_u64().unwrap() {
+    cp.codec = Codec::from_id(e.codec);
+    cp.codec_meta = e.codec_meta;
+    cp.clevel = e.clevel;
+    cp.typesize = e.itemsize;
+    cp.filters = e.filters.map(Filter::from_id);
+    cp.filters_meta = e.filters_meta;
+    cp.splitmode = match e.splitmode {
         1 => SplitMode::Always,
         2 => SplitMode::Never,
         3 => SplitMode::Auto,
         _ => SplitMode::ForwardCompat,
     };
-    cp.blocksize = (u64s(&e["blocks"]).iter().product::<u64>() as usize) * cp.typesize;
+    cp.blocksize = (e.blocks.iter().product::<u64>() as usize) * cp.typesize;
     cp.blockshape = Some(blockshape(e));
     cp
-}
-
-fn uses_cells(e: &Value) -> bool {
-    matches!(e["codec"].as_u64(), Some(33..=35))
-        || e["filters"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|f| matches!(f.as_u64(), Some(32 | 33)))
 }
 
 #[test]
 fn every_plugin_chunk_decodes_like_python_blosc2() {
     let mut n = 0;
     for e in entries() {
-        let name = e["name"].as_str().unwrap();
-        let chunk = file(&e, "c0.cdata").unwrap();
-        let want = file(&e, "c0.dec").or_else(|| file(&e, "c0.raw")).unwrap();
+        let name = &e.name;
+        let chunk = e.file("c0.cdata").unwrap();
+        let want = e.file("c0.dec").or_else(|| e.file("c0.raw")).unwrap();
         let p = DParams::default().with_blockshape(blockshape(&e));
         let got =
             blosc_chunk::decompress_ctx(&chunk, &p).unwrap_or_else(|err| panic!("{name}: {err}"));
         assert!(got == want, "{name}: decoded bytes differ");
         // Item access decodes the same bytes.
-        let ts = e["itemsize"].as_u64().unwrap() as usize;
+        let ts = e.itemsize;
         let nitems = want.len() / ts;
         let mid = blosc_chunk::getitem_ctx(&chunk, nitems / 3, nitems / 2, &p).unwrap();
         assert!(
@@ -115,7 +75,7 @@ fn every_plugin_chunk_decodes_like_python_blosc2() {
         // Without the block shape, cell filters and ZFP say what they miss.
         let bare = blosc_chunk::decompress(&chunk);
         let memcpyed = chunk[2] & 0x02 != 0;
-        if uses_cells(&e) && !memcpyed {
+        if e.needs_blockshape() && !memcpyed {
             assert!(
                 matches!(bare, Err(Error::MissingBlockShape { .. })),
                 "{name}: {bare:?}"
@@ -132,9 +92,9 @@ fn every_plugin_chunk_decodes_like_python_blosc2() {
 fn every_plugin_chunk_encodes_byte_identical() {
     let mut n = 0;
     for e in entries() {
-        let name = e["name"].as_str().unwrap();
-        let chunk = file(&e, "c0.cdata").unwrap();
-        let raw = file(&e, "c0.raw").unwrap();
+        let name = &e.name;
+        let chunk = e.file("c0.cdata").unwrap();
+        let raw = e.file("c0.raw").unwrap();
         let cp = cparams(&e);
         let ours = blosc_chunk::compress(&raw, &cp).unwrap_or_else(|err| panic!("{name}: {err}"));
         assert!(
@@ -148,4 +108,57 @@ fn every_plugin_chunk_encodes_byte_identical() {
         n += 1;
     }
     assert_eq!(n, expected_arrays());
+}
+
+/// SHUFFLE + BYTEDELTA chunks decode to the data on every layout the one-pass decoder takes
+/// (type sizes 2, 4, 8 and 16, one stream per byte plane or one stream per block, incompressible
+/// planes stored raw) and on those it leaves to the general pipeline (other type sizes, a
+/// BYTEDELTA meta other than the type size, a last block that is not whole elements), into
+/// fresh and into caller-initialized memory, whole and by items.
+#[test]
+fn shuffle_bytedelta_round_trips_on_every_layout() {
+    let mut x = 0x1357_9bdfu32;
+    let data: Vec<u8> = (0..70_000u32)
+        .map(|i| {
+            x ^= x << 13;
+            x ^= x >> 17;
+            x ^= x << 5;
+            // Smooth high bytes, noisy low bytes (the noisy planes are stored raw).
+            if i % 4 < 2 {
+                x.to_le_bytes()[0]
+            } else {
+                (i / 97) as u8
+            }
+        })
+        .collect();
+    for ts in [2usize, 3, 4, 8, 16] {
+        for meta in [0u8, ts as u8, 2] {
+            for split in [SplitMode::Always, SplitMode::Never] {
+                for len in [0usize, 1, 15, 16 * ts, 1000, 4096 * ts + 5, 70_000] {
+                    let src = &data[..len];
+                    let mut cp = CParams::default();
+                    cp.typesize = ts;
+                    cp.codec = Codec::BloscLz;
+                    cp.splitmode = split;
+                    cp.blocksize = 16 * 1024 / ts * ts;
+                    cp.filters = [Filter::NoFilter; 6];
+                    cp.filters[0] = Filter::Shuffle;
+                    cp.filters[1] = Filter::ByteDelta;
+                    cp.filters_meta[1] = meta;
+                    let chunk = blosc_chunk::compress(src, &cp).unwrap();
+                    let what = format!("ts {ts} meta {meta} {split:?} len {len}");
+                    assert!(blosc_chunk::decompress(&chunk).unwrap() == src, "{what}");
+                    let mut out = vec![0xA5; len];
+                    assert_eq!(blosc_chunk::decompress_into(&chunk, &mut out).unwrap(), len);
+                    assert!(out == src, "{what}: into");
+                    if len >= 2 * ts {
+                        let items = len / ts;
+                        let mid = blosc_chunk::getitem(&chunk, items / 3, items / 2).unwrap();
+                        let want = &src[items / 3 * ts..(items / 3 + items / 2) * ts];
+                        assert!(mid == want, "{what}: getitem");
+                    }
+                }
+            }
+        }
+    }
 }

@@ -11,37 +11,16 @@
     reason = "a failed unwrap is a failed test; test sizes are small and positive"
 )]
 
-use std::path::PathBuf;
-
 use blosc_chunk::{BlockShape, CParams, ChunkHeader, Codec, DParams, Filter, Limits};
 use proptest::prelude::*;
-use serde_json::Value;
 
-fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/blosc/plugins")
-}
-
-/// (chunk 0, its block shape) of every plugin fixture.
+/// (name, chunk 0, its block shape) of every plugin fixture.
 fn chunks() -> Vec<(String, Vec<u8>, BlockShape)> {
-    let text = std::fs::read_to_string(dir().join("manifest.json")).unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    v["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
+    testkit::plugin_fixtures()
+        .into_iter()
         .map(|e| {
-            let blocks: Vec<u64> = e["blocks"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|x| x.as_u64().unwrap())
-                .collect();
-            let name = e["files"]["c0.cdata"].as_str().unwrap();
-            (
-                name.to_string(),
-                std::fs::read(dir().join(name)).unwrap(),
-                BlockShape::new(&blocks).unwrap(),
-            )
+            let chunk = e.file("c0.cdata").unwrap();
+            (e.name, chunk, BlockShape::new(&e.blocks).unwrap())
         })
         .collect()
 }

@@ -8,25 +8,15 @@
     clippy::cast_possible_truncation,
     reason = "test helpers: a failed unwrap is a failed test; sizes fit in usize"
 )]
-use std::path::PathBuf;
-
 use blosc2_frame::blosc_chunk::{CParams, Codec, Filter, SplitMode};
 use blosc2_frame::{B2ndArray, Frame, b2nd_frame};
-use serde_json::Value;
+use testkit::{PluginFixture, plugin_fixtures};
 
-fn dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/blosc/plugins")
-}
-
-fn entries() -> Vec<Value> {
-    let text = std::fs::read_to_string(dir().join("manifest.json")).unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    v["entries"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| Codec::from_id(e["codec"].as_u64().unwrap() as u8).is_enabled())
-        .cloned()
+/// The fixtures whose codec this build has.
+fn entries() -> Vec<PluginFixture> {
+    plugin_fixtures()
+        .into_iter()
+        .filter(|e| Codec::from_id(e.codec).is_enabled())
         .collect()
 }
 
@@ -35,31 +25,16 @@ fn expected_arrays() -> usize {
     if Codec::ZfpAcc.is_enabled() { 34 } else { 25 }
 }
 
-fn file(e: &Value, suffix: &str) -> Option<Vec<u8>> {
-    let name = e["files"][suffix].as_str()?;
-    Some(std::fs::read(dir().join(name)).unwrap())
-}
-
-fn u64s(v: &Value) -> Vec<u64> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|x| x.as_u64().unwrap())
-        .collect()
-}
-
-fn cparams(e: &Value) -> CParams {
+/// The array's compression parameters; `b2nd_frame` takes the typesize and the block shape
+/// from its arguments and the b2nd metadata.
+fn cparams(e: &PluginFixture) -> CParams {
     let mut cp = CParams::default();
-    for (i, f) in e["filters"].as_array().unwrap().iter().enumerate() {
-        cp.filters[i] = Filter::from_id(f.as_u64().unwrap() as u8);
-    }
-    for (i, m) in e["filters_meta"].as_array().unwrap().iter().enumerate() {
-        cp.filters_meta[i] = m.as_u64().unwrap() as u8;
-    }
-    cp.codec = Codec::from_id(e["codec"].as_u64().unwrap() as u8);
-    cp.codec_meta = e["codec_meta"].as_u64().unwrap() as u8;
-    cp.clevel = e["clevel"].as_u64().unwrap() as u8;
-    cp.splitmode = match e["splitmode"].as_u64().unwrap() {
+    cp.filters = e.filters.map(Filter::from_id);
+    cp.filters_meta = e.filters_meta;
+    cp.codec = Codec::from_id(e.codec);
+    cp.codec_meta = e.codec_meta;
+    cp.clevel = e.clevel;
+    cp.splitmode = match e.splitmode {
         1 => SplitMode::Always,
         2 => SplitMode::Never,
         3 => SplitMode::Auto,
@@ -73,18 +48,18 @@ fn every_plugin_array_reads_like_python_blosc2() {
     let mut arrays = 0;
     let mut chunks = 0;
     for e in entries() {
-        let name = e["name"].as_str().unwrap();
-        let frame = file(&e, "b2nd").unwrap();
-        let want = file(&e, "out.bin").or_else(|| file(&e, "in.bin")).unwrap();
+        let name = &e.name;
+        let frame = e.file("b2nd").unwrap();
+        let want = e.file("out.bin").or_else(|| e.file("in.bin")).unwrap();
         let a = B2ndArray::from_slice(&frame).unwrap();
         let got = a.read_all().unwrap_or_else(|err| panic!("{name}: {err}"));
         assert!(got == want, "{name}: array differs");
         // A region in the middle (partial chunks and blocks) through the item-access path.
-        let shape = u64s(&e["shape"]);
+        let shape = &e.shape;
         let start: Vec<u64> = shape.iter().map(|&n| n / 3).collect();
         let stop: Vec<u64> = shape.iter().map(|&n| n - n / 4).collect();
         let region = a.read_region(&start, &stop).unwrap();
-        let ts = e["itemsize"].as_u64().unwrap() as usize;
+        let ts = e.itemsize;
         let mut expect = Vec::new();
         let mut idx = start.clone();
         'outer: loop {
@@ -115,11 +90,11 @@ fn every_plugin_array_reads_like_python_blosc2() {
 fn b2nd_frame_writes_every_plugin_chunk_byte_identical() {
     let mut chunks = 0;
     for e in entries() {
-        let name = e["name"].as_str().unwrap();
-        let frame = file(&e, "b2nd").unwrap();
-        let input = file(&e, "in.bin").unwrap();
+        let name = &e.name;
+        let frame = e.file("b2nd").unwrap();
+        let input = e.file("in.bin").unwrap();
         let theirs = B2ndArray::from_slice(&frame).unwrap();
-        let ts = e["itemsize"].as_u64().unwrap() as usize;
+        let ts = e.itemsize;
         let w = b2nd_frame(&input, theirs.meta(), ts, &cparams(&e))
             .unwrap_or_else(|err| panic!("{name}: {err}"));
         let bytes = w.to_bytes().unwrap();
@@ -140,9 +115,9 @@ fn b2nd_frame_writes_every_plugin_chunk_byte_identical() {
 fn a_cell_filter_chunk_without_its_frame_names_the_missing_block_shape() {
     let e = entries()
         .into_iter()
-        .find(|e| e["name"] == "ndcell_f8_meta2_3d")
+        .find(|e| e.name == "ndcell_f8_meta2_3d")
         .unwrap();
-    let frame = file(&e, "b2nd").unwrap();
+    let frame = e.file("b2nd").unwrap();
     let f = Frame::from_slice(&frame).unwrap();
     let chunk = f.chunk(0).unwrap();
     let err = blosc2_frame::blosc_chunk::decompress(&chunk).unwrap_err();

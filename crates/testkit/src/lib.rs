@@ -8,11 +8,14 @@
 //!   killed at a random point after its first completed step);
 //! * [`Lcg`]: a small deterministic pseudo-random sequence for schedules and kill delays;
 //! * [`ZARR_STORES`]: the Zarr fixtures read through the `offset` / `pad` codecs;
-//! * [`assert_ordinary_mode`]: a written file has the permissions of any new file.
+//! * [`assert_ordinary_mode`]: a written file has the permissions of any new file;
+//! * [`plugin_fixtures`]: the C-Blosc2 plugin fixtures' manifest entries and files.
 
 mod alloc;
+mod plugin_fixtures;
 
 pub use alloc::{CountingAlloc, lock_serial, peak_during};
+pub use plugin_fixtures::{PluginFixture, plugin_fixtures};
 
 use std::path::PathBuf;
 

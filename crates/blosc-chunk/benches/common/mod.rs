@@ -104,56 +104,87 @@ pub(crate) fn workloads() -> Vec<Workload> {
     ]
 }
 
-/// One codec + filter configuration, always at clevel 5 with the filter in slot 5.
+/// One codec + filter configuration, always at clevel 5 with the filters in the last slots
+/// (one filter: slot 5; two: slots 4 and 5, applied in that order).
 pub(crate) struct Config {
     pub(crate) name: &'static str,
     pub(crate) codec: Codec,
-    pub(crate) filter: Filter,
+    /// The filters in the order they are applied, each with its `filters_meta` byte.
+    pub(crate) filters: &'static [(Filter, u8)],
 }
 
 pub(crate) const CLEVEL: u8 = 5;
 
-/// Every codec once with byte shuffle, and LZ4 with bitshuffle.
-pub(crate) const CONFIGS: [Config; 6] = [
+/// Every codec once with byte shuffle, LZ4 with bitshuffle, and LZ4 and zstd with shuffle +
+/// BYTEDELTA (python-blosc2's pipeline for floats; see [`filter_slots`] for the metas).
+/// The C-Blosc2 that `blosc2-src` builds has no plugins, so only a loaded library runs the
+/// BYTEDELTA rows.
+pub(crate) const CONFIGS: [Config; 8] = [
     Config {
         name: "blosclz+shuffle",
         codec: Codec::BloscLz,
-        filter: Filter::Shuffle,
+        filters: &[(Filter::Shuffle, 0)],
     },
     Config {
         name: "lz4+shuffle",
         codec: Codec::Lz4,
-        filter: Filter::Shuffle,
+        filters: &[(Filter::Shuffle, 0)],
     },
     Config {
         name: "lz4hc+shuffle",
         codec: Codec::Lz4Hc,
-        filter: Filter::Shuffle,
+        filters: &[(Filter::Shuffle, 0)],
     },
     Config {
         name: "zstd+shuffle",
         codec: Codec::Zstd,
-        filter: Filter::Shuffle,
+        filters: &[(Filter::Shuffle, 0)],
     },
     Config {
         name: "zlib+shuffle",
         codec: Codec::Zlib,
-        filter: Filter::Shuffle,
+        filters: &[(Filter::Shuffle, 0)],
     },
     Config {
         name: "lz4+bitshuffle",
         codec: Codec::Lz4,
-        filter: Filter::BitShuffle,
+        filters: &[(Filter::BitShuffle, 0)],
+    },
+    Config {
+        name: "lz4+shuffle+bytedelta",
+        codec: Codec::Lz4,
+        filters: &[(Filter::Shuffle, 0), (Filter::ByteDelta, 0)],
+    },
+    Config {
+        name: "zstd+shuffle+bytedelta",
+        codec: Codec::Zstd,
+        filters: &[(Filter::Shuffle, 0), (Filter::ByteDelta, 0)],
     },
 ];
+
+/// The six filter slots of `c` and their metas. BYTEDELTA's meta is the number of byte streams
+/// (python-blosc2 passes the typesize): C-Blosc2 3.3.5 refuses 0.
+pub(crate) fn filter_slots(c: &Config, typesize: usize) -> ([Filter; 6], [u8; 6]) {
+    let mut filters = [Filter::NoFilter; 6];
+    let mut metas = [0u8; 6];
+    let first = 6 - c.filters.len();
+    for (k, &(f, m)) in c.filters.iter().enumerate() {
+        filters[first + k] = f;
+        metas[first + k] = if f == Filter::ByteDelta && m == 0 {
+            u8::try_from(typesize).unwrap()
+        } else {
+            m
+        };
+    }
+    (filters, metas)
+}
 
 pub(crate) fn ours_params(c: &Config, typesize: usize, nthreads: usize) -> CParams {
     let mut p = CParams::default();
     p.codec = c.codec;
     p.clevel = CLEVEL;
     p.typesize = typesize;
-    p.filters = [Filter::NoFilter; 6];
-    p.filters[5] = c.filter;
+    (p.filters, p.filters_meta) = filter_slots(c, typesize);
     p.nthreads = nthreads;
     p
 }
@@ -282,8 +313,8 @@ impl CPeer {
     /// A compression context for `c` at clevel 5 with `nthreads` threads; `None` when the
     /// library refuses the parameters.
     pub(crate) fn cctx(&self, c: &Config, typesize: usize, nthreads: usize) -> Option<Ctx<'_>> {
-        let mut filters = [0u8; 6];
-        filters[5] = c.filter.id();
+        let (slots, filters_meta) = filter_slots(c, typesize);
+        let filters = slots.map(Filter::id);
         let p = blosc2_cparams {
             compcode: c.codec.id(),
             compcode_meta: 0,
@@ -295,7 +326,7 @@ impl CPeer {
             splitmode: blosc2_src::BLOSC_FORWARD_COMPAT_SPLIT,
             schunk: null_mut(),
             filters,
-            filters_meta: [0; 6],
+            filters_meta,
             prefilter: None,
             preparams: null_mut(),
             tuner_params: null_mut(),

@@ -454,12 +454,14 @@ fn decode_block_init(
     result
 }
 
-/// The common case of a split, byte-shuffled block (pipeline exactly one shuffle of the type
-/// size 2, 4, 8 or 16, one stream per byte plane): unshuffles straight from the planes, taking
-/// the planes stored raw from the chunk instead of copying them into the scratch block first
-/// (C-Blosc2 copies them). The unshuffle writes every byte of `out`, which therefore needs
-/// no zero-filling first. Returns `Err(out)`, having done nothing, if the block is not of that
-/// kind.
+/// The common cases of a byte-shuffled block, unshuffled straight from its byte planes into
+/// `out`: the pipeline is one shuffle of the type size 2, 4, 8 or 16, or BYTEDELTA with one
+/// stream per byte and then that shuffle (python-blosc2's pipeline for floats; the running
+/// sums are taken on the way, in the same pass); the block is stored as one stream per byte
+/// plane or as a single stream. Planes stored raw are read from the chunk instead of being
+/// copied into the scratch block first (C-Blosc2 copies them). The unshuffle writes every byte
+/// of `out`, which therefore needs no zero-filling first. Returns `Err(out)`, having done
+/// nothing, if the block is not of that kind.
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 fn unshuffle_split_block<'o>(
     b: &Blocks<'_>,
@@ -469,12 +471,19 @@ fn unshuffle_split_block<'o>(
 ) -> Result<core::result::Result<&'o mut [u8], Output<'o>>> {
     let bsize = out.len();
     let ts = b.h.typesize();
-    let [(Filter::Shuffle, meta)] = b.pipeline.as_slice() else {
-        return Ok(Err(out));
+    let group = |meta: u8| if meta == 0 { ts } else { usize::from(meta) };
+    let summed = match b.pipeline.as_slice() {
+        [(Filter::Shuffle, m)] if group(*m) == ts => false,
+        [(Filter::ByteDelta, d), (Filter::Shuffle, m)]
+            if group(*m) == ts && bytedelta::streams(*d, ts).is_ok_and(|s| s == ts) =>
+        {
+            true
+        }
+        _ => return Ok(Err(out)),
     };
+    let nstreams = b.h.nstreams(bsize);
     if !matches!(ts, 2 | 4 | 8 | 16)
-        || !(*meta == 0 || usize::from(*meta) == ts)
-        || b.h.nstreams(bsize) != ts
+        || !(nstreams == ts || nstreams == 1)
         || !bsize.is_multiple_of(ts)
     {
         return Ok(Err(out));
@@ -485,18 +494,22 @@ fn unshuffle_split_block<'o>(
         tmp1.resize(bsize, 0);
     }
     let mut raw: [Option<&[u8]>; 16] = [None; 16];
-    let result = decode_streams(b, j, &mut tmp1[..bsize], scratch, &mut raw[..ts]).map(|()| {
-        let planes: [&[u8]; 16] = core::array::from_fn(|s| match raw[s] {
-            Some(p) => p,
-            None => tmp1.get(s * n..(s + 1) * n).unwrap_or_default(),
+    let result =
+        decode_streams(b, j, &mut tmp1[..bsize], scratch, &mut raw[..nstreams]).map(|()| {
+            let planes: [&[u8]; 16] = core::array::from_fn(|s| {
+                let (stream, at) = if nstreams == ts { (s, 0) } else { (0, s * n) };
+                let base = raw.get(stream).copied().flatten();
+                let base = base.unwrap_or_else(|| tmp1.get(stream * n..bsize).unwrap_or_default());
+                base.get(at..at + n).unwrap_or_default()
+            });
+            let planes = &planes[..ts];
+            // SAFETY: `unshuffle_planes` returns `true` only after writing every byte of its
+            // output, and stores only initialized bytes.
+            #[allow(unsafe_code, reason = "see SAFETY")]
+            unsafe {
+                out.written_by(|d| shuffle::unshuffle_planes(planes, d, n, summed))
+            }
         });
-        // SAFETY: `unshuffle_planes` returns `true` only after writing every byte of its
-        // output, and stores only initialized bytes.
-        #[allow(unsafe_code, reason = "see SAFETY")]
-        unsafe {
-            out.written_by(|d| shuffle::unshuffle_planes(&planes[..ts], d, n))
-        }
-    });
     scratch.tmp1 = tmp1;
     match result? {
         Some(done) => Ok(Ok(done)),

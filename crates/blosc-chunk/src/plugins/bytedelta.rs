@@ -7,7 +7,7 @@ use super::geometry;
 use crate::error::Result;
 
 /// The number of streams: the meta, or `typesize` when it is 0.
-fn streams(meta: u8, typesize: usize) -> Result<usize> {
+pub(crate) fn streams(meta: u8, typesize: usize) -> Result<usize> {
     let n = if meta == 0 {
         typesize
     } else {
@@ -110,5 +110,44 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The unshuffle of the planes' running sums (`shuffle::unshuffle_planes` with
+    /// `running_sum`) gives the bytes of the backward filter followed by the unshuffle, for every kernel type size, element counts around the vector widths,
+    /// and planes at any offset.
+    #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
+    #[test]
+    fn summed_unshuffle_is_decode_then_unshuffle() {
+        let mut x = 0x2545_f491u32;
+        let src: Vec<u8> = (0..16 * 400)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                x.to_le_bytes()[2]
+            })
+            .collect();
+        for ts in [2usize, 4, 8, 16] {
+            for n in (0..=70).chain([127, 128, 129, 200, 383]) {
+                for off in [0usize, 3] {
+                    let filtered = &src[off..off + n * ts];
+                    let mut summed = vec![0; n * ts];
+                    super::decode(0, ts, filtered, &mut summed).unwrap();
+                    let mut want = vec![0; n * ts];
+                    crate::shuffle::unshuffle(ts, &summed, &mut want);
+                    let planes: Vec<&[u8]> = filtered.chunks_exact(n.max(1)).take(ts).collect();
+                    let planes = if n == 0 { vec![&[][..]; ts] } else { planes };
+                    let mut got = vec![core::mem::MaybeUninit::new(0xAA); n * ts];
+                    assert!(crate::shuffle::unshuffle_planes(&planes, &mut got, n, true));
+                    // SAFETY: every element was initialized above.
+                    #[allow(unsafe_code, reason = "reading back initialized bytes")]
+                    let got: Vec<u8> = got.iter().map(|b| unsafe { b.assume_init() }).collect();
+                    assert_eq!(got, want, "ts {ts} n {n} off {off}");
+                }
+            }
+        }
+        let mut d = vec![core::mem::MaybeUninit::new(0); 12];
+        let three: [&[u8]; 3] = [&[0; 4], &[0; 4], &[0; 4]];
+        assert!(!crate::shuffle::unshuffle_planes(&three, &mut d, 4, true));
     }
 }

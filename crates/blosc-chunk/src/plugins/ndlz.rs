@@ -296,11 +296,7 @@ pub(crate) fn compress(
                     cbuf[i * cell..(i + 1) * cell].copy_from_slice(&src[o..o + cell]);
                 }
                 let c = &cbuf[..csize];
-                if cell == 4 {
-                    cell4(c, &mut out, &mut t, &mut hash_triple, &mut hash_pair);
-                } else {
-                    cell8(c, &mut out, &mut t, &mut hash_triple, &mut hash_pair);
-                }
+                encode_cell(c, &mut out, &mut t, &mut hash_triple, &mut hash_pair);
             }
             if out.len() > src.len() {
                 return Ok(0);
@@ -347,8 +343,9 @@ fn row4(c: &[u8], r: usize) -> &[u8] {
     &c[r * 4..r * 4 + 4]
 }
 
-/// One full 4x4 cell.
-fn cell4(
+/// One full cell (4x4 or 8x8): a run of one byte, a repeat of an earlier cell, a match of
+/// some of its rows, or a literal.
+fn encode_cell(
     c: &[u8],
     out: &mut Vec<u8>,
     t: &mut Tables,
@@ -359,9 +356,38 @@ fn cell4(
     if whole_cell(c, out, t, hc) {
         return;
     }
+    let mut upd_triple = [0u32; 6];
+    let mut upd_pair = [0u32; 7];
+    // Runs of three and of two rows: 2 and 3 in a 4x4 cell, 6 and 7 in an 8x8 one.
+    let (triples, pairs) = if c.len() == 16 { (2, 3) } else { (6, 7) };
+    let (ut, up) = (&mut upd_triple[..triples], &mut upd_pair[..pairs]);
+    let matched = if c.len() == 16 {
+        match_rows4(c, out, t, (ut, hash_triple), (up, hash_pair))
+    } else {
+        match_rows8(c, out, t, (ut, hash_triple), (up, hash_pair))
+    };
+    if !matched {
+        literal(
+            c,
+            out,
+            t,
+            hc,
+            (&upd_triple[..triples], hash_triple),
+            (&upd_pair[..pairs], hash_pair),
+        );
+    }
+}
+
+/// The row matches of a 4x4 cell: writes the first one found and returns `true`, else notes
+/// in `upd_*` / `hash_*` the positions and hashes of its runs of rows for [`literal`].
+fn match_rows4(
+    c: &[u8],
+    out: &mut Vec<u8>,
+    t: &Tables,
+    (upd_triple, hash_triple): (&mut [u32], &mut [usize; 6]),
+    (upd_pair, hash_pair): (&mut [u32], &mut [usize; 7]),
+) -> bool {
     let anchor = out.len();
-    let mut upd_triple = [0u32; 2];
-    let mut upd_pair = [0u32; 3];
     let pos32 = |x: usize| u32::try_from(x).unwrap_or(0);
     // Two row pairs: rows 0 and j, then the two others.
     for j in 1..4 {
@@ -383,7 +409,7 @@ fn cell4(
             out.push(0x20 | ((j as u8) << 3));
             out.extend_from_slice(&offset16(anchor, at1));
             out.extend_from_slice(&offset16(anchor, at2));
-            return;
+            return true;
         }
     }
     // Three rows.
@@ -412,7 +438,7 @@ fn cell4(
                     let l = (0..4).find(|l| ![i, j, k].contains(l)).unwrap_or(0);
                     let row = row4(c, l).to_vec();
                     out.extend_from_slice(&row);
-                    return;
+                    return true;
                 }
             }
         }
@@ -442,41 +468,22 @@ fn cell4(
                     let row = row4(c, k).to_vec();
                     out.extend_from_slice(&row);
                 }
-                return;
+                return true;
             }
         }
     }
-    // Literal: the tables learn this cell (C also writes 0 at stale hashes of unset slots).
-    t.cell[hc] = pos32(anchor + 1);
-    if upd_triple[0] != 0 {
-        for h in 0..2 {
-            t.triple[hash_triple[h]] = upd_triple[h];
-        }
-    }
-    if upd_pair[0] != 0 {
-        for h in 0..3 {
-            t.pair[hash_pair[h]] = upd_pair[h];
-        }
-    }
-    out.push(TOKEN_LITERAL);
-    out.extend_from_slice(c);
+    false
 }
 
-/// One full 8x8 cell.
-fn cell8(
+/// [`match_rows4`] of an 8x8 cell.
+fn match_rows8(
     c: &[u8],
     out: &mut Vec<u8>,
-    t: &mut Tables,
-    hash_triple: &mut [usize; 6],
-    hash_pair: &mut [usize; 7],
-) {
-    let hc = hash(c);
-    if whole_cell(c, out, t, hc) {
-        return;
-    }
+    t: &Tables,
+    (upd_triple, hash_triple): (&mut [u32], &mut [usize; 6]),
+    (upd_pair, hash_pair): (&mut [u32], &mut [usize; 7]),
+) -> bool {
     let anchor = out.len();
-    let mut upd_triple = [0u32; 6];
-    let mut upd_pair = [0u32; 7];
     let pos32 = |x: usize| u32::try_from(x).unwrap_or(0);
     for (n, base, count) in [(3usize, 0xA8u8, 6usize), (2, 0x88, 7)] {
         for i in 0..count {
@@ -500,19 +507,34 @@ fn cell8(
                 for l in (0..8).filter(|l| *l < i || *l >= i + n) {
                     out.extend_from_slice(&c[l * 8..l * 8 + 8]);
                 }
-                return;
+                return true;
             }
         }
     }
-    t.cell[hc] = pos32(anchor + 1);
-    if upd_triple[0] != 0 {
-        for h in 0..6 {
-            t.triple[hash_triple[h]] = upd_triple[h];
+    false
+}
+
+/// A cell that matched nothing (4x4 or 8x8), written as a literal at the end of `out`. The
+/// tables learn the cell (`hc` is its hash) and, when its first run of three (two) rows was
+/// new, its runs: position `upd[k]` at hash `hashes[k]` for every run `k`, where an unset
+/// `upd[k]` writes 0 at the hash that slot kept from an earlier cell, as C-Blosc2 does.
+fn literal(
+    c: &[u8],
+    out: &mut Vec<u8>,
+    t: &mut Tables,
+    hc: usize,
+    (upd_triple, hash_triple): (&[u32], &[usize]),
+    (upd_pair, hash_pair): (&[u32], &[usize]),
+) {
+    t.cell[hc] = u32::try_from(out.len() + 1).unwrap_or(0);
+    if upd_triple.first().is_some_and(|&u| u != 0) {
+        for (&u, &h) in upd_triple.iter().zip(hash_triple) {
+            t.triple[h] = u;
         }
     }
-    if upd_pair[0] != 0 {
-        for h in 0..7 {
-            t.pair[hash_pair[h]] = upd_pair[h];
+    if upd_pair.first().is_some_and(|&u| u != 0) {
+        for (&u, &h) in upd_pair.iter().zip(hash_pair) {
+            t.pair[h] = u;
         }
     }
     out.push(TOKEN_LITERAL);
