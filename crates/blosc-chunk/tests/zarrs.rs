@@ -6,7 +6,12 @@
 //! zarrs is built here without its own `blosc` feature, so every `blosc` chunk goes through
 //! this crate's compile-time plugin.
 
-#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::panic,
+    clippy::unwrap_in_result
+)]
 
 use std::borrow::Cow;
 use std::path::Path;

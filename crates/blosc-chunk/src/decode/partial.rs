@@ -260,9 +260,9 @@ impl ChunkMap {
         let hl = self.header.header_len();
         let mut out: Vec<Range<usize>> = match &self.layout {
             Layout::HeaderOnly => Vec::new(),
-            Layout::Whole => vec![self.prefix_len..self.cbytes()],
+            Layout::Whole => core::iter::once(self.prefix_len..self.cbytes()).collect(),
             Layout::Memcpy if decoded.is_empty() => Vec::new(),
-            Layout::Memcpy => vec![hl + decoded.start..hl + decoded.end],
+            Layout::Memcpy => core::iter::once(hl + decoded.start..hl + decoded.end).collect(),
             Layout::Blocks { ranges, delta } => {
                 let blocks = self.blocks_covering(decoded);
                 let mut v: Vec<Range<usize>> = ranges[blocks.clone()].to_vec();

@@ -75,7 +75,8 @@ impl BytesPartialDecoderTraits for BloscPartialDecoder {
     ) -> Result<Option<Vec<ArrayBytesRaw<'_>>>, CodecError> {
         let limits = &self.params.limits;
         // Round 1: the 16-byte header.
-        let Some(probe) = self.fetch(&[0..ChunkMap::PROBE_LEN], options)? else {
+        let Some(probe) = self.fetch(core::slice::from_ref(&(0..ChunkMap::PROBE_LEN)), options)?
+        else {
             return Ok(None);
         };
         let probe = probe.concat();
@@ -83,7 +84,8 @@ impl BytesPartialDecoderTraits for BloscPartialDecoder {
         // Round 2: the rest of the header and the block starts.
         let mut prefix = probe;
         if plen > prefix.len() {
-            let Some(rest) = self.fetch(&[prefix.len()..plen], options)? else {
+            let Some(rest) = self.fetch(core::slice::from_ref(&(prefix.len()..plen)), options)?
+            else {
                 return Ok(None);
             };
             prefix.extend_from_slice(&rest.concat());
