@@ -119,6 +119,8 @@ fn webknossos_codecs(inner: &Value, endian: bool) -> Value {
 }
 
 const SHAPE: [u64; 4] = [1, 64, 64, 64];
+/// Smaller arrays for the unsharded cases (the region read stays inside).
+const SMALL: [u64; 4] = [1, 40, 40, 56];
 
 #[test]
 fn webknossos_zarr3_sharded_zstd_and_blosc() {
@@ -165,23 +167,23 @@ fn v3_and_v2_blosc_arrays() {
         let dir = t.path().join(format!("v3_{cname}"));
         let all = write(
             &dir,
-            v3(SHAPE, [1, 32, 64, 40], "uint16", &codecs),
-            SHAPE,
+            v3(SMALL, [1, 32, 24, 40], "uint16", &codecs),
+            SMALL,
             true,
         );
-        check(&dir, &all, SHAPE, 2);
+        check(&dir, &all, SMALL, 2);
     }
     for (cname, shuffle) in [("lz4", 1), ("zstd", -1), ("zlib", 2), ("lz4hc", 0)] {
         let dir = t.path().join(format!("v2_{cname}"));
         let meta = json!({
-            "zarr_format": 2, "shape": SHAPE, "chunks": [1, 32, 64, 40], "dtype": "<u2",
+            "zarr_format": 2, "shape": SMALL, "chunks": [1, 32, 24, 40], "dtype": "<u2",
             "compressor": {"id": "blosc", "cname": cname, "clevel": 5, "shuffle": shuffle,
                            "blocksize": 0},
             "fill_value": 0, "order": "C", "filters": null, "dimension_separator": "/"
         });
-        let all = write(&dir, meta, SHAPE, true);
+        let all = write(&dir, meta, SMALL, true);
         assert!(dir.join(".zarray").is_file());
-        check(&dir, &all, SHAPE, 2);
+        check(&dir, &all, SMALL, 2);
     }
 }
 
