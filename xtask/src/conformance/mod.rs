@@ -13,6 +13,7 @@ mod dwe;
 mod morton;
 mod offset;
 mod wkw;
+mod zarr_live;
 
 use std::path::PathBuf;
 
