@@ -70,7 +70,7 @@ fn raw(k: usize, n: usize, size: usize) -> Vec<u8> {
             seed ^= seed << 13;
             seed ^= seed >> 7;
             seed ^= seed << 17;
-            let v = (i as u64 / 3 + seed % 5) as u16;
+            let v = u16::try_from((i as u64 / 3 + seed % 5) % 65_536).unwrap_or(0);
             v.to_le_bytes().into_iter().take(size)
         })
         .collect()
@@ -268,7 +268,8 @@ fn inner_chunks(shard: &[u8]) -> Result<Vec<Vec<u8>>, String> {
             out.push(Vec::new());
             continue;
         }
-        let (off, len) = (off as usize, len as usize);
+        let off = usize::try_from(off).map_err(|_| "inner chunk offset")?;
+        let len = usize::try_from(len).map_err(|_| "inner chunk length")?;
         out.push(
             shard
                 .get(off..off.saturating_add(len))
