@@ -27,15 +27,17 @@ mod simd;
 mod special;
 mod truncprec;
 mod tune;
+#[cfg(feature = "zarrs")]
+mod zarrs_plugin;
 #[cfg(feature = "zlib")]
 mod zlib;
 
 pub use crate::{
     codec::Codec,
     decode::{
-        DParams, decompress, decompress_ctx, decompress_into, decompress_into_ctx,
-        decompress_into_uninit_ctx, decompress_with, getitem, getitem_ctx, getitem_into,
-        getitem_into_ctx,
+        ChunkMap, DParams, PartialChunk, decompress, decompress_ctx, decompress_into,
+        decompress_into_ctx, decompress_into_uninit_ctx, decompress_with, getitem, getitem_ctx,
+        getitem_into, getitem_into_ctx,
     },
     encode::{CParams, Format, compress},
     error::{Error, Result},
@@ -48,4 +50,9 @@ pub use crate::{
     limits::Limits,
     plugins::BlockShape,
     special::{nans_chunk, repeatval_chunk, special_chunk_with, uninit_chunk, zeros_chunk},
+};
+
+#[cfg(feature = "zarrs")]
+pub use crate::zarrs_plugin::{
+    BloscConfig, BloscShuffle, Registration, ZarrsBloscCodec, ZarrsOptions, register,
 };

@@ -1,4 +1,5 @@
-//! `scifmt zarr read`: a Zarr v3 array through zarrs, with our `offset` / `pad` codecs.
+//! `scifmt zarr read`: a Zarr v2 or v3 array through zarrs, with our `blosc` (blosc-chunk) and
+//! `offset` / `pad` codecs; sharded arrays too (`sharding_indexed`, `crc32c`).
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use crate::remote::{self, RemoteUrl};
 /// `scifmt zarr`.
 #[derive(Debug, Subcommand)]
 pub(crate) enum Cmd {
-    /// Write C-order little-endian bytes of a Zarr v3 array (or a region of it).
+    /// Write C-order little-endian bytes of a Zarr v2 or v3 array (or a region of it).
     #[command(
         after_help = "Examples:\n  scifmt zarr read store.zarr out.raw --region 0:64,10:20\n  scifmt zarr read store.zarr - --region 0:1,: | od -An -tu2\n  scifmt zarr read s3://bucket/store.zarr out.raw --region 0:64,10:20"
     )]
@@ -39,7 +40,7 @@ impl Cmd {
 /// `zarr read`.
 #[derive(Debug, Args)]
 pub(crate) struct ReadArgs {
-    /// Array directory (holding zarr.json), or its URL.
+    /// Array directory (holding zarr.json or .zarray), or its URL.
     store: PathBuf,
     /// Output file (`-`: stdout).
     output: PathBuf,
@@ -80,6 +81,9 @@ fn read(a: &ReadArgs) -> CliResult {
     // Runtime registration takes precedence over (and does not depend on) link-time
     // `inventory` registration; kept for the whole command.
     let _registration = offset_codec::register(offset_codec::ZarrsOptions::default());
+    // Our `blosc` codec (Blosc1 and Blosc2 chunks, partial decoding of regions); zarrs is built
+    // without its C-Blosc one.
+    let _blosc = blosc_chunk::register(blosc_chunk::ZarrsOptions::default());
     let storage: Arc<dyn ReadableStorageTraits> = match RemoteUrl::parse(store)? {
         Some(url) => object_storage(&url)?,
         None => Arc::new(FilesystemStore::new(store).at(store)?),

@@ -33,6 +33,7 @@ pub(crate) fn rows(ctx: &Ctx) -> Vec<Row> {
     if ctx.live {
         rows.push(crate::conformance::blosc_chunk_live::live(ctx));
         rows.push(crate::conformance::blosc1_live::live(ctx));
+        rows.push(crate::conformance::zarr_live::live(ctx));
     }
     rows
 }

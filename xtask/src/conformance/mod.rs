@@ -14,6 +14,7 @@ mod morton;
 mod offset;
 mod wkw;
 mod wkw_zarr;
+mod zarr_live;
 
 use std::path::PathBuf;
 

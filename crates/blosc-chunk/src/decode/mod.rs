@@ -5,7 +5,11 @@ mod blocks;
 mod output;
 #[cfg(feature = "parallel")]
 mod parallel;
+mod partial;
 mod vl;
+
+pub(crate) use self::partial::merge_ranges;
+pub use self::partial::{ChunkMap, PartialChunk};
 
 use self::blocks::{Blocks, Kind, classify, decode_block, fill_special};
 use self::output::Output;

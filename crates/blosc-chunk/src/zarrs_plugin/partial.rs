@@ -1,0 +1,138 @@
+//! The partial decoder: a byte-range request reads the header, the block starts and the
+//! blocks that hold the range (merged into as few ranges as touch, or lie closer than the
+//! coalescing gap) from its input, in three rounds, and decodes only those blocks.
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use zarrs::array::codec::api::{
+    ArrayBytesRaw, BytesPartialDecoderTraits, CodecError, CodecOptions,
+};
+use zarrs::storage::StorageError;
+use zarrs::storage::byte_range::{ByteRange, ByteRangeIterator};
+
+use crate::decode::{ChunkMap, DParams, PartialChunk, merge_ranges};
+use crate::error::Error;
+
+/// Partial decoder of the `blosc` codec over any zarrs byte source.
+pub(super) struct BloscPartialDecoder {
+    input: Arc<dyn BytesPartialDecoderTraits>,
+    params: DParams,
+    gap: usize,
+}
+
+impl BloscPartialDecoder {
+    pub(super) fn new(
+        input: Arc<dyn BytesPartialDecoderTraits>,
+        params: DParams,
+        gap: usize,
+    ) -> Self {
+        Self { input, params, gap }
+    }
+
+    /// Reads `ranges` from the input; `None` if the chunk does not exist.
+    fn fetch(
+        &self,
+        ranges: &[core::ops::Range<usize>],
+        options: &CodecOptions,
+    ) -> Result<Option<Vec<ArrayBytesRaw<'_>>>, CodecError> {
+        let requests: Vec<ByteRange> = ranges
+            .iter()
+            .map(|r| ByteRange::FromStart(r.start as u64, Some(r.len() as u64)))
+            .collect();
+        let Some(got) = self
+            .input
+            .partial_decode_many(Box::new(requests.into_iter()), options)?
+        else {
+            return Ok(None);
+        };
+        if got.len() != ranges.len() || got.iter().zip(ranges).any(|(b, r)| b.len() != r.len()) {
+            return Err(CodecError::Other(
+                "blosc: the input returned byte ranges of the wrong number or length".into(),
+            ));
+        }
+        Ok(Some(got))
+    }
+}
+
+fn codec_error(e: &Error) -> CodecError {
+    CodecError::Other(format!("blosc: {e}"))
+}
+
+impl BytesPartialDecoderTraits for BloscPartialDecoder {
+    fn exists(&self) -> Result<bool, StorageError> {
+        self.input.exists()
+    }
+
+    fn size_held(&self) -> usize {
+        self.input.size_held()
+    }
+
+    fn partial_decode_many(
+        &self,
+        decoded_regions: ByteRangeIterator<'_>,
+        options: &CodecOptions,
+    ) -> Result<Option<Vec<ArrayBytesRaw<'_>>>, CodecError> {
+        let limits = &self.params.limits;
+        // Round 1: the 16-byte header.
+        let Some(probe) = self.fetch(core::slice::from_ref(&(0..ChunkMap::PROBE_LEN)), options)?
+        else {
+            return Ok(None);
+        };
+        let probe = probe.concat();
+        let plen = ChunkMap::prefix_len(&probe, limits).map_err(|e| codec_error(&e))?;
+        // Round 2: the rest of the header and the block starts.
+        let mut prefix = probe;
+        if plen > prefix.len() {
+            let Some(rest) = self.fetch(core::slice::from_ref(&(prefix.len()..plen)), options)?
+            else {
+                return Ok(None);
+            };
+            prefix.extend_from_slice(&rest.concat());
+        }
+        let map = ChunkMap::parse(&prefix, limits).map_err(|e| codec_error(&e))?;
+        let nbytes = map.nbytes();
+        let n = nbytes as u64;
+        let mut decoded = Vec::new();
+        for r in decoded_regions {
+            let (start, end) = (r.start(n), r.end(n));
+            let ok = start <= end && end <= n;
+            if !ok {
+                return Err(CodecError::Other(format!(
+                    "blosc: byte range {start}..{end} outside the decoded chunk of {nbytes} bytes"
+                )));
+            }
+            // Both are at most `nbytes`, a usize.
+            decoded.push(usize::try_from(start).unwrap_or(0)..usize::try_from(end).unwrap_or(0));
+        }
+        // Round 3: the blocks (or raw bytes) the regions need.
+        let mut wanted = Vec::new();
+        for r in &decoded {
+            wanted.extend(map.stored_ranges(r.clone()).map_err(|e| codec_error(&e))?);
+        }
+        let wanted = merge_ranges(&mut wanted, self.gap);
+        let mut chunk = PartialChunk::new(map, &prefix).map_err(|e| codec_error(&e))?;
+        if !wanted.is_empty() {
+            let Some(parts) = self.fetch(&wanted, options)? else {
+                return Ok(None);
+            };
+            for (r, bytes) in wanted.iter().zip(parts) {
+                chunk.insert(r.start, &bytes).map_err(|e| codec_error(&e))?;
+            }
+        }
+        decoded
+            .into_iter()
+            .map(|r| {
+                chunk
+                    .decode_range(r, &self.params)
+                    .map(Cow::Owned)
+                    .map_err(|e| codec_error(&e))
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some)
+    }
+
+    fn supports_partial_decode(&self) -> bool {
+        true
+    }
+}

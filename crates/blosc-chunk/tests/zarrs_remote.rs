@@ -1,0 +1,105 @@
+//! The zarrs `blosc` codec over S3 (the in-process test server, zarrs' sync API over
+//! `zarrs_object_store`): a small region of a large chunk fetches the header, the block
+//! starts and a few blocks — a small part of the chunk — and gives the bytes the whole-array
+//! read gives.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::sync::Arc;
+
+use s3_testserver::TestServer;
+use serde_json::json;
+use zarrs::array::{Array, ArrayMetadata, ArraySubset};
+use zarrs::filesystem::FilesystemStore;
+use zarrs::storage::ReadableStorageTraits;
+use zarrs::storage::storage_adapter::async_to_sync::{
+    AsyncToSyncBlockOn, AsyncToSyncStorageAdapter,
+};
+use zarrs_object_store::AsyncObjectStore;
+
+struct BlockOn(tokio::runtime::Handle);
+
+impl AsyncToSyncBlockOn for BlockOn {
+    fn block_on<F: core::future::Future>(&self, future: F) -> F::Output {
+        self.0.block_on(future)
+    }
+}
+
+const N: u64 = 128;
+
+fn voxel(i: u64, j: u64, k: u64) -> u8 {
+    let noise = (i.wrapping_mul(2_654_435_761) ^ j.wrapping_mul(40_503) ^ k.wrapping_mul(97)) % 7;
+    u8::try_from((i + 2 * j + 3 * k + noise) % 256).unwrap()
+}
+
+#[test]
+fn a_small_region_fetches_a_small_part_of_the_chunk() {
+    let _registration = blosc_chunk::register(blosc_chunk::ZarrsOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let meta: ArrayMetadata = serde_json::from_value(json!({
+        "zarr_format": 3, "node_type": "array", "shape": [N, N, N], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [N, N, N]}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0, "attributes": {},
+        "codecs": [{"name": "bytes"},
+                   {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 5,
+                    "shuffle": "bitshuffle", "typesize": 1, "blocksize": 4096}}]
+    }))
+    .unwrap();
+    let local = Array::new_with_metadata(
+        Arc::new(FilesystemStore::new(tmp.path()).unwrap()),
+        "/",
+        meta,
+    )
+    .unwrap();
+    local.store_metadata().unwrap();
+    let all: Vec<u8> = (0..N)
+        .flat_map(|i| (0..N).flat_map(move |j| (0..N).map(move |k| voxel(i, j, k))))
+        .collect();
+    local
+        .store_array_subset(&local.subset_all(), all.clone())
+        .unwrap();
+    let chunk_len = std::fs::metadata(tmp.path().join("c/0/0/0")).unwrap().len();
+
+    let server = TestServer::start().unwrap();
+    assert!(server.upload_dir(tmp.path(), "arr").unwrap() > 0);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let rooted = object_store::prefix::PrefixStore::new(server.store(), "arr");
+    let storage: Arc<dyn ReadableStorageTraits> = Arc::new(AsyncToSyncStorageAdapter::new(
+        Arc::new(AsyncObjectStore::new(rooted)),
+        BlockOn(runtime.handle().clone()),
+    ));
+    let array = Array::open(storage, "/").unwrap();
+
+    // A 4 x 16 x 16 region: 4 of the 128 planes, a quarter-block of rows in each.
+    server.reset_stats();
+    let r = [60..64, 64..80, 32..48];
+    let got: Vec<u8> = array
+        .retrieve_array_subset(&ArraySubset::new_with_ranges(&r))
+        .unwrap();
+    let want: Vec<u8> = r[0]
+        .clone()
+        .flat_map(|i| {
+            let (jr, kr) = (r[1].clone(), r[2].clone());
+            jr.flat_map(move |j| kr.clone().map(move |k| voxel(i, j, k)))
+        })
+        .collect();
+    assert_eq!(got, want);
+    let stats = server.stats();
+    let fetched: u64 = server
+        .log()
+        .iter()
+        .filter(|rec| rec.is_object_get() && rec.key.ends_with("c/0/0/0"))
+        .map(|rec| rec.bytes_sent)
+        .sum();
+    assert!(
+        fetched * 16 < chunk_len,
+        "fetched {fetched} of the {chunk_len}-byte chunk ({stats:?})"
+    );
+
+    // The whole array reads the whole chunk, and gives the same bytes.
+    server.reset_stats();
+    let back: Vec<u8> = array.retrieve_array_subset(&array.subset_all()).unwrap();
+    assert_eq!(back, all);
+    assert!(server.stats().bytes_sent >= chunk_len);
+}
