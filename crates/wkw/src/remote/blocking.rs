@@ -6,12 +6,12 @@ use object_store::ObjectStore;
 use object_store::path::Path;
 
 use super::{RemoteDataset, RemoteOptions};
-use crate::array::{Array, ArrayView, ArrayViewMut, Order};
-use crate::compress::{Progress, VerifyReport};
+use crate::dataset::array::{Array, ArrayView, ArrayViewMut, Order};
+use crate::dataset::compress::{Progress, VerifyReport};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
-use crate::header::{BlockType, Header};
+use crate::format::header::{BlockType, Header};
 
 /// A [`RemoteDataset`] with blocking methods: every call runs on the process-wide runtime of
 /// [`scifmt_io::runtime`] (two I/O threads, started on first use, shared by every blocking
