@@ -185,7 +185,7 @@ fn prepare(out: &Path) -> Res<()> {
     }
     let meta =
         B2ndMeta::new(&B2ND_SHAPE, &B2ND_CHUNKS, &B2ND_BLOCKS, "<u4").map_err(err("b2nd meta"))?;
-    let mut cp = CParams::with_filter(Codec::Lz4, 5, 4, Filter::Shuffle);
+    let mut cp = CParams::new(Codec::Lz4, 5, 4, Filter::Shuffle);
     cp.nthreads = 2;
     let w = b2nd_frame(&bytes, &meta, 4, &cp).map_err(err("b2nd frame"))?;
     drop(bytes);

@@ -10,8 +10,11 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
 use super::*;
+use crate::array::{B2ndArray, b2nd_frame_from_slice};
 use crate::blosc_chunk::CParams;
-use crate::{B2ndArray, Error, Frame, FrameParams, FrameWriter, b2nd_frame_from_slice};
+use crate::error::Error;
+use crate::reader::Frame;
+use crate::writer::{FrameParams, FrameWriter};
 
 fn testdata() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/blosc")

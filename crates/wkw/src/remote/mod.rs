@@ -1140,7 +1140,7 @@ impl Scratch {
         let ds = Dataset::create_with(
             dir.path().join("ds"),
             *header,
-            options.durability(Durability::None),
+            options.with_durability(Durability::None),
         )?;
         Ok(Self { ds, _dir: dir })
     }
