@@ -93,8 +93,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "--example",
         "frame_remote_bench",
     ]))?;
-    let server_bin = target.join("release").join("s3-testserver");
-    let examples = target.join("release").join("examples");
+    // Cargo's output directory (`CARGO_TARGET_DIR` when set); data and venv stay in `target/`.
+    let release = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| target.clone(), std::path::PathBuf::from)
+        .join("release");
+    let server_bin = release.join("s3-testserver");
+    let examples = release.join("examples");
     let bench_bins = [
         examples.join("wkw_remote_bench"),
         examples.join("frame_remote_bench"),
