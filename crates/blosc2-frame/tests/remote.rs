@@ -5,7 +5,8 @@
 // Test helpers unwrap and panic like the tests themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -17,11 +18,8 @@ use blosc2_frame::{
     B2ndArray, BlockingRemoteB2nd, BlockingRemoteFrame, ChunkLocation, Durability, Error, Frame,
     FrameParams, FrameWriter, RemoteOptions, WriteMode, b2nd_frame_from_slice,
 };
+use common::{assert_same, testdata};
 use s3_testserver::{TestServer, critical_path};
-
-fn testdata() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/blosc")
-}
 
 /// Every contiguous frame fixture (the manifest's `frame` and `b2nd` entries but the sparse
 /// directory).
@@ -65,51 +63,6 @@ fn server_with_fixtures() -> TestServer {
 
 fn open(server: &TestServer, key: &str, o: RemoteOptions) -> BlockingRemoteFrame {
     BlockingRemoteFrame::open(server.store(), Path::from(key), o).unwrap()
-}
-
-/// Remote and local reads agree on metadata, every chunk, every chunk at once, the whole
-/// frame and item slices.
-fn assert_same(local: &Frame<'_>, remote: &BlockingRemoteFrame, what: &str) {
-    assert_eq!(local.header(), remote.header(), "{what}");
-    assert_eq!(local.index(), remote.index(), "{what}");
-    assert_eq!(local.metalayers(), remote.metalayers(), "{what}");
-    assert_eq!(local.vlmetalayers(), remote.vlmetalayers(), "{what}");
-    let all: Vec<usize> = (0..local.nchunks()).collect();
-    let many = remote.decompress_chunks(&all).unwrap();
-    for i in all {
-        assert_eq!(
-            local.decompress_chunk(i).unwrap(),
-            remote.decompress_chunk(i).unwrap(),
-            "{what} chunk {i}"
-        );
-        assert_eq!(
-            many[i],
-            local.decompress_chunk(i).unwrap(),
-            "{what} chunk {i}"
-        );
-        assert_eq!(
-            &local.chunk(i).unwrap()[..],
-            &remote.chunk(i).unwrap()[..],
-            "{what} chunk {i}"
-        );
-    }
-    assert_eq!(
-        local.decompress_all().unwrap(),
-        remote.decompress_all().unwrap(),
-        "{what}"
-    );
-    let n = local.header().nbytes / u64::from(local.header().typesize);
-    for (a, b) in [
-        (0, n),
-        (n / 3, n / 2),
-        (1.min(n), n.saturating_sub(1).max(1.min(n))),
-    ] {
-        assert_eq!(
-            local.get_slice(a, b).unwrap(),
-            remote.get_slice(a, b).unwrap(),
-            "{what} slice {a}..{b}"
-        );
-    }
 }
 
 #[test]

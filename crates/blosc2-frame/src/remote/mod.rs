@@ -41,8 +41,6 @@ mod b2nd;
 mod blocking;
 mod fetch;
 mod frame;
-#[cfg(test)]
-mod tests;
 mod write;
 
 pub use b2nd::RemoteB2nd;

@@ -50,3 +50,50 @@ pub(crate) fn contiguous_frames() -> Vec<(String, Vec<u8>)> {
         })
         .collect()
 }
+
+/// Remote and local reads agree on metadata, every chunk, every chunk at once (asked in
+/// reverse order), the whole frame and item slices (including an empty one at the end).
+pub(crate) fn assert_same(
+    local: &blosc2_frame::Frame<'_>,
+    remote: &blosc2_frame::BlockingRemoteFrame,
+    what: &str,
+) {
+    assert_eq!(local.header(), remote.header(), "{what}");
+    assert_eq!(local.index(), remote.index(), "{what}");
+    assert_eq!(local.metalayers(), remote.metalayers(), "{what}");
+    assert_eq!(local.vlmetalayers(), remote.vlmetalayers(), "{what}");
+    let reversed: Vec<usize> = (0..local.nchunks()).rev().collect();
+    let many = remote.decompress_chunks(&reversed).unwrap();
+    for (k, &i) in reversed.iter().enumerate() {
+        let want = local.decompress_chunk(i).unwrap();
+        assert_eq!(
+            want,
+            remote.decompress_chunk(i).unwrap(),
+            "{what} chunk {i}"
+        );
+        assert_eq!(many[k], want, "{what} chunk {i} of many");
+        assert_eq!(
+            &local.chunk(i).unwrap()[..],
+            &remote.chunk(i).unwrap()[..],
+            "{what} chunk {i}"
+        );
+    }
+    assert_eq!(
+        local.decompress_all().unwrap(),
+        remote.decompress_all().unwrap(),
+        "{what}"
+    );
+    let n = local.header().nbytes / u64::from(local.header().typesize);
+    for (a, b) in [
+        (0, n),
+        (n / 3, n / 2),
+        (1.min(n), n.saturating_sub(1).max(1.min(n))),
+        (n, n),
+    ] {
+        assert_eq!(
+            local.get_slice(a, b).unwrap(),
+            remote.get_slice(a, b).unwrap(),
+            "{what} slice {a}..{b}"
+        );
+    }
+}

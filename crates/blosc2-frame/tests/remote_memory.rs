@@ -1,24 +1,20 @@
-//! Remote reads against object_store's in-memory and local-file stores (the real-server
-//! tests live in tests/remote.rs).
+//! Remote reads against object_store's in-memory and local-file stores (the S3 tests are in
+//! `remote.rs`; both compare with local reads through `common::assert_same`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 
-use object_store::memory::InMemory;
-use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-
-use super::*;
-use crate::array::{B2ndArray, b2nd_frame_from_slice};
-use crate::blosc_chunk::CParams;
-use crate::error::Error;
-use crate::reader::Frame;
-use crate::writer::{FrameParams, FrameWriter};
-
-fn testdata() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/blosc")
-}
+use blosc2_frame::blosc_chunk::CParams;
+use blosc2_frame::object_store::memory::InMemory;
+use blosc2_frame::object_store::path::Path;
+use blosc2_frame::object_store::{self, ObjectStore, ObjectStoreExt, PutPayload};
+use blosc2_frame::{
+    B2ndArray, BlockingRemoteB2nd, BlockingRemoteFrame, Error, Frame, FrameParams, FrameWriter,
+    Limits, RemoteB2nd, RemoteFrame, RemoteOptions, WriteMode, b2nd_frame_from_slice,
+};
+use common::{assert_same, testdata};
 
 const CONTIGUOUS: &[&str] = &[
     "frames/b2nd_f4_20x30.b2nd",
@@ -52,52 +48,6 @@ fn upload_sparse(store: &Arc<InMemory>, dir: &str) {
             store,
             &format!("{dir}/{name}"),
             std::fs::read(e.path()).unwrap(),
-        );
-    }
-}
-
-fn assert_same(local: &Frame<'_>, remote: &BlockingRemoteFrame, what: &str) {
-    assert_eq!(local.header(), remote.header(), "{what}");
-    assert_eq!(local.index(), remote.index(), "{what}");
-    assert_eq!(local.metalayers(), remote.metalayers(), "{what}");
-    assert_eq!(local.vlmetalayers(), remote.vlmetalayers(), "{what}");
-    for i in 0..local.nchunks() {
-        assert_eq!(
-            local.decompress_chunk(i).unwrap(),
-            remote.decompress_chunk(i).unwrap(),
-            "{what} chunk {i}"
-        );
-        assert_eq!(
-            &local.chunk(i).unwrap()[..],
-            &remote.chunk(i).unwrap()[..],
-            "{what} {i}"
-        );
-    }
-    let all: Vec<usize> = (0..local.nchunks()).rev().collect();
-    let many = remote.decompress_chunks(&all).unwrap();
-    for (k, &i) in all.iter().enumerate() {
-        assert_eq!(
-            many[k],
-            local.decompress_chunk(i).unwrap(),
-            "{what} chunk {i}"
-        );
-    }
-    assert_eq!(
-        local.decompress_all().unwrap(),
-        remote.decompress_all().unwrap(),
-        "{what}"
-    );
-    let n = local.header().nbytes / u64::from(local.header().typesize);
-    for (a, b) in [
-        (0, n),
-        (n / 3, n / 2),
-        (1, n.saturating_sub(1).max(1)),
-        (n, n),
-    ] {
-        assert_eq!(
-            local.get_slice(a, b).unwrap(),
-            remote.get_slice(a, b).unwrap(),
-            "{what} slice {a}..{b}"
         );
     }
 }
@@ -364,10 +314,7 @@ fn missing_and_hostile_objects_are_errors() {
     let bytes =
         std::fs::read(testdata().join("frames/zstd_delta_shuffle_many_chunks.b2frame")).unwrap();
     put(&store, "many", bytes.clone());
-    let limits = crate::Limits {
-        max_nchunks: 2,
-        ..crate::Limits::default()
-    };
+    let limits = Limits::default().with_max_nchunks(2);
     let e = BlockingRemoteFrame::open(
         store.clone(),
         Path::from("many"),
@@ -375,10 +322,7 @@ fn missing_and_hostile_objects_are_errors() {
     );
     assert!(matches!(e, Err(Error::LimitExceeded { .. })), "{e:?}");
     // Metadata larger than the output limit is refused before it is fetched.
-    let limits = crate::Limits {
-        max_output_bytes: 100,
-        ..crate::Limits::default()
-    };
+    let limits = Limits::default().with_max_output_bytes(100);
     let e = BlockingRemoteFrame::open(
         store.clone(),
         Path::from("many"),
