@@ -99,30 +99,29 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         .join("release");
     let server_bin = release.join("s3-testserver");
     let examples = release.join("examples");
-    let bench_bins = [
-        examples.join("wkw_remote_bench"),
-        examples.join("frame_remote_bench"),
-    ];
-
     let python = venv(&target.join("remote-bench-venv"))?;
     let script = work.join("remote_bench_tensorstore.py");
     std::fs::write(&script, TENSORSTORE_PEER).map_err(|e| format!("{}: {e}", script.display()))?;
+    // The peers, in the order they run: our two examples, then tensorstore.
+    let peer = |program: &Path, script: Option<&Path>| {
+        let mut cmd = Command::new(program);
+        cmd.args(script);
+        cmd
+    };
+    let peers = [
+        (examples.join("wkw_remote_bench"), None),
+        (examples.join("frame_remote_bench"), None),
+        (python, Some(script)),
+    ];
 
-    for bench_bin in &bench_bins {
+    for (program, script) in &peers {
         exec(
-            Command::new(bench_bin)
+            peer(program, script.as_deref())
                 .arg("prepare")
-                .arg("--out")
+                .arg(if script.is_some() { "--data" } else { "--out" })
                 .arg(&work),
         )?;
     }
-    exec(
-        Command::new(&python)
-            .arg(&script)
-            .arg("prepare")
-            .arg("--data")
-            .arg(&work),
-    )?;
 
     let server = Server::start(&server_bin, &work, latency_ms)?;
     let rounds = reps.min(2);
@@ -132,9 +131,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut lines = Vec::new();
     for round in 0..rounds {
         eprintln!("remote-bench: round {} of {rounds}", round + 1);
-        for bench_bin in &bench_bins {
+        for (program, script) in &peers {
             lines.extend(capture(
-                Command::new(bench_bin)
+                peer(program, script.as_deref())
                     .arg("run")
                     .arg("--data")
                     .arg(&work)
@@ -142,15 +141,6 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                     .envs(server.env.iter().cloned()),
             )?);
         }
-        lines.extend(capture(
-            Command::new(&python)
-                .arg(&script)
-                .arg("run")
-                .arg("--data")
-                .arg(&work)
-                .args(["--reps", &per_round])
-                .envs(server.env.iter().cloned()),
-        )?);
     }
     drop(server);
 

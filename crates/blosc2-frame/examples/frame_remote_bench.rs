@@ -149,12 +149,11 @@ async fn download(
             out.flush().await.map_err(err("flush"))?;
             drop(out);
             let file = file.clone();
-            tokio::task::spawn_blocking(move || {
+            bench::blocking(move || {
                 let a = B2ndArray::open(&file).map_err(err("local open"))?;
                 a.read_region(&start, &stop).map_err(err("local read"))
             })
             .await
-            .map_err(err("join"))?
         },
     )
     .await?;
@@ -162,11 +161,7 @@ async fn download(
     Ok(s)
 }
 
-fn run(dir: &Path, reps: usize, only: &str) -> Res<()> {
-    bench::block_on(run_async(dir.to_path_buf(), reps, only))
-}
-
-async fn run_async(dir: PathBuf, reps: usize, only: &str) -> Res<()> {
+async fn run(dir: PathBuf, reps: usize, only: String) -> Res<()> {
     let store = bench::store_from_env()?;
     let frame_path = dir.join("data").join("frame").join("array.b2nd");
 
@@ -210,7 +205,7 @@ async fn run_async(dir: PathBuf, reps: usize, only: &str) -> Res<()> {
         } else {
             ["download", "scifmt"]
         };
-        for peer in peers.into_iter().filter(|p| selected(only, name, p)) {
+        for peer in peers.into_iter().filter(|p| selected(&only, name, p)) {
             let s = if peer == "scifmt" {
                 measure(
                     || async {

@@ -7,7 +7,7 @@
 //! A separate namespace because only those two examples use it; the server itself does not.
 
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Instant;
@@ -31,7 +31,10 @@ pub const DOWNLOAD_CONCURRENCY: usize = 8;
 ///
 /// `run` needs the server's environment (`AWS_*`, `S3_TESTSERVER_*`). Errors are printed and
 /// make the exit status a failure.
-pub fn main(prepare: fn(&Path) -> Res<()>, run: fn(&Path, usize, &str) -> Res<()>) -> ExitCode {
+pub fn main<F: Future<Output = Res<()>>>(
+    prepare: fn(&Path) -> Res<()>,
+    run: fn(PathBuf, usize, String) -> F,
+) -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let result = match args.first().map(String::as_str) {
         Some("prepare") => flag(&args, "--out").and_then(|d| prepare(Path::new(&d))),
@@ -40,7 +43,7 @@ pub fn main(prepare: fn(&Path) -> Res<()>, run: fn(&Path, usize, &str) -> Res<()
                 .ok()
                 .map_or(Ok(3), |r| r.parse().map_err(|e| format!("--reps: {e}")))?;
             let only = flag(&args, "--only").unwrap_or_default();
-            run(Path::new(&d), reps, &only)
+            block_on(run(PathBuf::from(d), reps, only))
         }),
         _ => Err(
             "usage: (wkw|frame)_remote_bench prepare --out DIR | run --data DIR [--reps N] [--only SCENARIO:PEER]"
@@ -77,15 +80,20 @@ pub fn selected(only: &str, scenario: &str, peer: &str) -> bool {
 }
 
 /// Runs `f` to completion on a new multi-threaded tokio runtime.
-///
-/// # Errors
-/// If the runtime cannot be built, or `f`'s error.
-pub fn block_on<F: Future<Output = Res<()>>>(f: F) -> Res<()> {
+fn block_on<F: Future<Output = Res<()>>>(f: F) -> Res<()> {
     tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(err("runtime"))?
         .block_on(f)
+}
+
+/// Runs `f` (a local read) on tokio's blocking threads.
+///
+/// # Errors
+/// `f`'s error, or a panic in `f`.
+pub async fn blocking<T: Send + 'static>(f: impl FnOnce() -> Res<T> + Send + 'static) -> Res<T> {
+    tokio::task::spawn_blocking(f).await.map_err(err("join"))?
 }
 
 /// Whether the data in `out` was prepared as `version` (a stamp file `PREPARED.<name>`).

@@ -185,13 +185,12 @@ async fn download(
             .try_collect::<Vec<()>>()
             .await?;
             let root2 = root.clone();
-            tokio::task::spawn_blocking(move || {
+            bench::blocking(move || {
                 let ds = Dataset::open(&root2).map_err(err("local open"))?;
                 ds.read(offset, shape, Order::Fortran)
                     .map_err(err("local read"))
             })
             .await
-            .map_err(err("join"))?
         },
     )
     .await?;
@@ -199,11 +198,7 @@ async fn download(
     Ok(s)
 }
 
-fn run(dir: &Path, reps: usize, only: &str) -> Res<()> {
-    bench::block_on(run_async(dir.to_path_buf(), reps, only))
-}
-
-async fn run_async(dir: PathBuf, reps: usize, only: &str) -> Res<()> {
+async fn run(dir: PathBuf, reps: usize, only: String) -> Res<()> {
     let store = bench::store_from_env()?;
     let local = Dataset::open(dir.join("data").join("wkw")).map_err(err("local wkw"))?;
 
@@ -226,7 +221,7 @@ async fn run_async(dir: PathBuf, reps: usize, only: &str) -> Res<()> {
             let (want, needed, hash) = &expected[i];
             let mut peers = ["scifmt", "scifmt-c16", "download"];
             peers.rotate_left(rep % 3);
-            for peer in peers.into_iter().filter(|p| selected(only, name, p)) {
+            for peer in peers.into_iter().filter(|p| selected(&only, name, p)) {
                 let s = if peer.starts_with("scifmt") {
                     let options = if peer == "scifmt" {
                         wkw::RemoteOptions::default()
