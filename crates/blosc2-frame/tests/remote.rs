@@ -18,36 +18,8 @@ use blosc2_frame::{
     B2ndArray, BlockingRemoteB2nd, BlockingRemoteFrame, ChunkLocation, Durability, Error, Frame,
     FrameParams, FrameWriter, RemoteOptions, WriteMode, b2nd_frame_from_slice,
 };
-use common::{assert_same, testdata};
+use common::{CONTIGUOUS, SPARSE, assert_same, testdata};
 use s3_testserver::{TestServer, critical_path};
-
-/// Every contiguous frame fixture (the manifest's `frame` and `b2nd` entries but the sparse
-/// directory).
-const CONTIGUOUS: &[&str] = &[
-    "frames/b2nd_be_f8_11x10.b2nd",
-    "frames/b2nd_be_i4_9x13.b2nd",
-    "frames/b2nd_f4_20x30.b2nd",
-    "frames/b2nd_i1_5x6x7.b2nd",
-    "frames/b2nd_i2_40x9.b2nd",
-    "frames/b2nd_i4_12x11.b2nd",
-    "frames/b2nd_i8_25x7.b2nd",
-    "frames/b2nd_u1_33x17.b2nd",
-    "frames/b2nd_u2_7x9x11.b2nd",
-    "frames/b2nd_u4_500.b2nd",
-    "frames/b2nd_u8_5x4x3x3.b2nd",
-    "frames/b2nd_zeros_f8_50x40.b2nd",
-    "frames/fill_special_nan.b2frame",
-    "frames/fill_special_uninit.b2frame",
-    "frames/fill_special_value.b2frame",
-    "frames/fill_special_zero.b2frame",
-    "frames/lz4_shuffle_meta_vlmeta.b2frame",
-    "frames/lz4_shuffle_meta_vlmeta.cframe.b2frame",
-    "frames/zstd_delta_shuffle_many_chunks.b2frame",
-    "legacy/varchunks-lz4-3.0.0.b2frame",
-    "legacy/vlblocks-lz4-fixed-3.0.0.b2frame",
-];
-
-const SPARSE: &str = "frames/sparse_lz4.b2frame";
 
 /// A server with the fixtures uploaded under `fx/`.
 fn server_with_fixtures() -> TestServer {

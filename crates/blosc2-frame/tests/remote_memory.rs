@@ -14,22 +14,7 @@ use blosc2_frame::{
     B2ndArray, BlockingRemoteB2nd, BlockingRemoteFrame, Error, Frame, FrameParams, FrameWriter,
     Limits, RemoteB2nd, RemoteFrame, RemoteOptions, WriteMode, b2nd_frame_from_slice,
 };
-use common::{assert_same, testdata};
-
-const CONTIGUOUS: &[&str] = &[
-    "frames/b2nd_f4_20x30.b2nd",
-    "frames/b2nd_u2_7x9x11.b2nd",
-    "frames/b2nd_zeros_f8_50x40.b2nd",
-    "frames/fill_special_nan.b2frame",
-    "frames/fill_special_uninit.b2frame",
-    "frames/fill_special_value.b2frame",
-    "frames/fill_special_zero.b2frame",
-    "frames/lz4_shuffle_meta_vlmeta.b2frame",
-    "frames/lz4_shuffle_meta_vlmeta.cframe.b2frame",
-    "frames/zstd_delta_shuffle_many_chunks.b2frame",
-    "legacy/varchunks-lz4-3.0.0.b2frame",
-    "legacy/vlblocks-lz4-fixed-3.0.0.b2frame",
-];
+use common::{CONTIGUOUS, SPARSE, assert_same, testdata};
 
 fn put(store: &Arc<InMemory>, key: &str, bytes: Vec<u8>) {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -41,7 +26,7 @@ fn put(store: &Arc<InMemory>, key: &str, bytes: Vec<u8>) {
 }
 
 fn upload_sparse(store: &Arc<InMemory>, dir: &str) {
-    for e in std::fs::read_dir(testdata().join("frames/sparse_lz4.b2frame")).unwrap() {
+    for e in std::fs::read_dir(testdata().join(SPARSE)).unwrap() {
         let e = e.unwrap();
         let name = e.file_name().into_string().unwrap();
         put(
@@ -75,7 +60,7 @@ fn every_fixture_reads_identically_from_memory() {
 fn sparse_frame_reads_identically_by_prefix_and_index_key() {
     let store = Arc::new(InMemory::new());
     upload_sparse(&store, "sp/sparse_lz4.b2frame");
-    let local = Frame::open(testdata().join("frames/sparse_lz4.b2frame")).unwrap();
+    let local = Frame::open(testdata().join(SPARSE)).unwrap();
     for o in [
         RemoteOptions::default(),
         RemoteOptions::default()
