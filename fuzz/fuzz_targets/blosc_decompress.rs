@@ -9,7 +9,7 @@ use libfuzzer_sys::fuzz_target;
 const MAX: usize = 64 << 20;
 
 fuzz_target!(|data: &[u8]| {
-    let limits = Limits::with_max_nbytes(MAX);
+    let limits = Limits::default().with_max_nbytes(MAX);
     let _ = LazyChunk::parse(data);
     let Ok(out) = decompress_with(data, &limits) else {
         return;

@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let mut p = DParams::default().with_blockshape(shape);
-    p.limits = Limits::with_max_nbytes(MAX);
+    p.limits = Limits::default().with_max_nbytes(MAX);
     let Ok(out) = decompress_ctx(chunk, &p) else {
         return;
     };

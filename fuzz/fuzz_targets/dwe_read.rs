@@ -18,12 +18,12 @@ fuzz_target!(|data: &[u8]| {
     for layout in [Layout::Block, Layout::Stream] {
         let _ = Prefix::parse(data, layout);
     }
-    let base = OpenOptions::new().limits(limits());
+    let base = OpenOptions::new().with_limits(limits());
     for (i, opts) in [
         base,
-        base.layout(Layout::Block),
-        base.layout(Layout::Stream),
-        base.check_integrity(true),
+        base.with_layout(Layout::Block),
+        base.with_layout(Layout::Stream),
+        base.with_check_integrity(true),
     ]
     .into_iter()
     .enumerate()

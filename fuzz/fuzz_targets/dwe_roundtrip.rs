@@ -50,7 +50,7 @@ fuzz_target!(|inp: Input| {
         return;
     };
     let f = OpenOptions::new()
-        .check_integrity(true)
+        .with_check_integrity(true)
         .open(&bytes)
         .expect("a file we wrote must open");
     assert_eq!(

@@ -16,7 +16,7 @@ fn options(check: HeaderCheck) -> Options {
     l.max_block_bytes = 4 << 20;
     l.max_blocks_per_file = 1 << 15;
     l.max_read_bytes = MAX_READ;
-    Options::default().limits(l).header_check(check)
+    Options::default().with_limits(l).with_header_check(check)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -17,9 +17,9 @@ fn options(policy: MissingOrCorrupt) -> Options {
     l.max_blocks_per_file = 1 << 15;
     l.max_read_bytes = MAX_READ;
     Options::default()
-        .limits(l)
-        .header_check(HeaderCheck::Lenient)
-        .missing_or_corrupt(policy)
+        .with_limits(l)
+        .with_header_check(HeaderCheck::Lenient)
+        .with_missing_or_corrupt(policy)
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -5,6 +5,9 @@
 //!   pinned once; the one exception is a crate's dev-dependency on itself (`path = "."`, to
 //!   switch on features for its own tests).
 //! * Every `allow(unsafe_code)` / `expect(unsafe_code)` states its `reason`.
+//! * In the library sources (`crates/*/src`): a public `with_*` function is a setter (takes
+//!   `self`), never a constructor; every `pub enum Error` is `#[non_exhaustive]`; modules import
+//!   the crate's `Error` / `Result` from `crate::error`, not through the root re-exports.
 //! * No file refers to documents outside the repository (the shared notes, specs and test
 //!   data beside a checkout): facts are spelled out or linked to public specifications.
 
@@ -143,6 +146,9 @@ fn check_text(root: &Path, rel: &Path, problems: &mut Vec<String>) {
     let Ok(text) = std::fs::read_to_string(root.join(rel)) else {
         return;
     };
+    if is_library_source(rel) {
+        check_rust_source(rel, &text, problems);
+    }
     for (n, line) in text.lines().enumerate() {
         if line.contains("allow(unsafe_code") || line.contains("expect(unsafe_code") {
             // The reason may follow on the attribute's next lines.
@@ -165,5 +171,138 @@ fn check_text(root: &Path, rel: &Path, problems: &mut Vec<String>) {
                 n + 1
             ));
         }
+    }
+}
+
+/// A Rust file of a library or binary crate's `src/` (not tests, benches, examples, xtask).
+fn is_library_source(rel: &Path) -> bool {
+    let parts: Vec<&str> = rel.iter().filter_map(|p| p.to_str()).collect();
+    parts.len() >= 4
+        && parts[0] == "crates"
+        && parts[2] == "src"
+        && rel.extension().is_some_and(|e| e == "rs")
+}
+
+/// The Rust house rules of `CONTRIBUTING.md` that a line scan can check.
+fn check_rust_source(rel: &Path, text: &str, problems: &mut Vec<String>) {
+    let lines: Vec<&str> = text.lines().collect();
+    let is_root = rel
+        .file_name()
+        .is_some_and(|n| n == "lib.rs" || n == "main.rs")
+        && rel.iter().count() == 4;
+    for (n, line) in lines.iter().enumerate() {
+        let t = line.trim_start();
+        let at = || format!("{}:{}", rel.display(), n + 1);
+        // `with_*` is a setter: it takes `self`.
+        for sig in ["pub fn with_", "pub const fn with_"] {
+            if let Some(rest) = t.strip_prefix(sig) {
+                let hidden = lines[n.saturating_sub(3)..n]
+                    .iter()
+                    .any(|l| l.contains("doc(hidden)"));
+                let params = rest.split_once('(').map_or("", |(_, p)| p).trim_start();
+                let params = if params.is_empty() {
+                    lines.get(n + 1).map_or("", |l| l.trim_start())
+                } else {
+                    params
+                };
+                let takes_self = ["self", "mut self", "&self", "&mut self"]
+                    .iter()
+                    .any(|p| params.starts_with(p));
+                if !takes_self && !hidden {
+                    problems.push(format!(
+                        "{}: `{}` is named like a setter but takes no `self`: name a \
+                         constructor `new` (or `from_*`), and make `with_*` a setter",
+                        at(),
+                        t.trim_end_matches('{').trim()
+                    ));
+                }
+            }
+        }
+        if t.starts_with("pub enum Error") {
+            let marked = lines[n.saturating_sub(4)..n]
+                .iter()
+                .any(|l| l.contains("non_exhaustive"));
+            if !marked {
+                problems.push(format!(
+                    "{}: `pub enum Error` without `#[non_exhaustive]`",
+                    at()
+                ));
+            }
+        }
+        if !is_root && t.starts_with("use crate::") {
+            let stmt: String = lines[n..]
+                .iter()
+                .take(12)
+                .copied()
+                .collect::<Vec<_>>()
+                .join(" ");
+            let stmt = stmt.split_once("use crate::").map_or("", |(_, r)| r);
+            let stmt = stmt.split(';').next().unwrap_or("");
+            if top_level_items(stmt)
+                .iter()
+                .any(|i| i == "Error" || i == "Result")
+            {
+                problems.push(format!(
+                    "{}: imports `Error`/`Result` through the crate root: use \
+                     `crate::error::{{Error, Result}}`",
+                    at()
+                ));
+            }
+        }
+    }
+}
+
+/// The names a `use` tree imports at its top level: `{Error, io::Read, Result}` gives
+/// `Error`, `io::Read`, `Result`; `Error` gives `Error`.
+fn top_level_items(tree: &str) -> Vec<String> {
+    let tree = tree.trim();
+    let Some(inner) = tree.strip_prefix('{').and_then(|t| t.strip_suffix('}')) else {
+        return vec![tree.to_owned()];
+    };
+    let mut items = Vec::new();
+    let mut depth = 0usize;
+    let mut cur = String::new();
+    for ch in inner.chars() {
+        match ch {
+            '{' => depth += 1,
+            '}' => depth = depth.saturating_sub(1),
+            ',' if depth == 0 => {
+                items.push(cur.trim().to_owned());
+                cur.clear();
+                continue;
+            }
+            _ => {}
+        }
+        cur.push(ch);
+    }
+    if !cur.trim().is_empty() {
+        items.push(cur.trim().to_owned());
+    }
+    items
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rust_rules_flag_each_violation_once() {
+        let src = "use crate::{Error, io::Read};\n\
+                   pub enum Error {}\n\
+                   pub fn with_max(n: usize) -> Self {}\n\
+                   pub const fn with_min(mut self, n: usize) -> Self {}\n\
+                   #[non_exhaustive]\n\
+                   pub enum Error {}\n\
+                   use crate::error::{Error, Result};\n";
+        let mut problems = Vec::new();
+        check_rust_source(Path::new("crates/x/src/a.rs"), src, &mut problems);
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        assert!(problems[0].contains("a.rs:1:"), "{problems:#?}");
+        assert!(problems[1].contains("a.rs:2:"), "{problems:#?}");
+        assert!(problems[2].contains("a.rs:3:"), "{problems:#?}");
+        assert_eq!(
+            top_level_items("{a::{b, c}, Result}"),
+            ["a::{b, c}", "Result"]
+        );
     }
 }

@@ -1,18 +1,19 @@
 //! `cargo xtask remote-bench [--reps N] [--latency-ms MS]`: remote reads against
 //! their peers on one S3 server with injected latency, as one Markdown table.
 //!
-//! 1. Builds (release) the `s3-testserver` binary and the `remote_bench` example of
-//!    `crates/s3-testserver`.
+//! 1. Builds (release) the `s3-testserver` binary and the benchmark examples next to the code
+//!    they measure: `wkw_remote_bench` of `crates/wkw` and `frame_remote_bench` of
+//!    `crates/blosc2-frame` (their harness is `s3_testserver::bench`).
 //! 2. Creates or reuses the virtualenv `target/remote-bench-venv` with [`REQUIREMENTS`]
 //!    (tensorstore from PyPI).
-//! 3. Prepares the data once in `target/remote-bench/` (`remote_bench prepare`: a 512³ LZ4 wkw
-//!    dataset with block_len 32 / file_len 4 and a 1 GiB b2nd frame; then the same wkw voxels as
-//!    a sharded Zarr v3 array written by tensorstore: shards = wkw files, inner chunks = wkw
-//!    blocks, blosc-lz4).
+//! 3. Prepares the data once in `target/remote-bench/` (`wkw_remote_bench prepare`: a 512³ LZ4
+//!    wkw dataset with block_len 32 / file_len 4; `frame_remote_bench prepare`: a 1 GiB b2nd
+//!    frame; then the same wkw voxels as a sharded Zarr v3 array written by tensorstore:
+//!    shards = wkw files, inner chunks = wkw blocks, blosc-lz4).
 //! 4. Starts `s3-testserver --latency-ms MS --dir target/remote-bench/data` (every request waits
 //!    MS before it is handled; the upload is not delayed).
-//! 5. Runs `remote_bench run` (scifmt's remote readers and the download-then-read-locally peer)
-//!    and the tensorstore peer in alternating rounds, each repeating every scenario, with the
+//! 5. Runs both examples' `run` (scifmt's remote readers and the download-then-read-locally
+//!    peers) and the tensorstore peer in alternating rounds, each repeating every scenario, with the
 //!    server's request log reset and read around every open and every read.
 //! 6. Checks every peer's result against the expected voxels (SHA-256 of the same bytes) and
 //!    prints medians: requests, round trips on the critical path, bytes sent by the server
@@ -83,29 +84,44 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "scifmt-s3-testserver",
         "--bin",
         "s3-testserver",
+        "-p",
+        "wkw",
         "--example",
-        "remote_bench",
+        "wkw_remote_bench",
+        "-p",
+        "blosc2-frame",
+        "--example",
+        "frame_remote_bench",
     ]))?;
-    let server_bin = target.join("release").join("s3-testserver");
-    let bench_bin = target.join("release").join("examples").join("remote_bench");
-
+    // Cargo's output directory (`CARGO_TARGET_DIR` when set); data and venv stay in `target/`.
+    let release = std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| target.clone(), std::path::PathBuf::from)
+        .join("release");
+    let server_bin = release.join("s3-testserver");
+    let examples = release.join("examples");
     let python = venv(&target.join("remote-bench-venv"))?;
     let script = work.join("remote_bench_tensorstore.py");
     std::fs::write(&script, TENSORSTORE_PEER).map_err(|e| format!("{}: {e}", script.display()))?;
+    // The peers, in the order they run: our two examples, then tensorstore.
+    let peer = |program: &Path, script: Option<&Path>| {
+        let mut cmd = Command::new(program);
+        cmd.args(script);
+        cmd
+    };
+    let peers = [
+        (examples.join("wkw_remote_bench"), None),
+        (examples.join("frame_remote_bench"), None),
+        (python, Some(script)),
+    ];
 
-    exec(
-        Command::new(&bench_bin)
-            .arg("prepare")
-            .arg("--out")
-            .arg(&work),
-    )?;
-    exec(
-        Command::new(&python)
-            .arg(&script)
-            .arg("prepare")
-            .arg("--data")
-            .arg(&work),
-    )?;
+    for (program, script) in &peers {
+        exec(
+            peer(program, script.as_deref())
+                .arg("prepare")
+                .arg(if script.is_some() { "--data" } else { "--out" })
+                .arg(&work),
+        )?;
+    }
 
     let server = Server::start(&server_bin, &work, latency_ms)?;
     let rounds = reps.min(2);
@@ -115,23 +131,16 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut lines = Vec::new();
     for round in 0..rounds {
         eprintln!("remote-bench: round {} of {rounds}", round + 1);
-        lines.extend(capture(
-            Command::new(&bench_bin)
-                .arg("run")
-                .arg("--data")
-                .arg(&work)
-                .args(["--reps", &per_round])
-                .envs(server.env.iter().cloned()),
-        )?);
-        lines.extend(capture(
-            Command::new(&python)
-                .arg(&script)
-                .arg("run")
-                .arg("--data")
-                .arg(&work)
-                .args(["--reps", &per_round])
-                .envs(server.env.iter().cloned()),
-        )?);
+        for (program, script) in &peers {
+            lines.extend(capture(
+                peer(program, script.as_deref())
+                    .arg("run")
+                    .arg("--data")
+                    .arg(&work)
+                    .args(["--reps", &per_round])
+                    .envs(server.env.iter().cloned()),
+            )?);
+        }
     }
     drop(server);
 

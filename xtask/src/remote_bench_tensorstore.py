@@ -9,7 +9,7 @@ prepare --data DIR : DIR/volume.u8 (512^3 uint8, x fastest) -> DIR/data/zarr, a 
 run --data DIR --reps N : reads the benchmark boxes from the S3 test server (environment:
                      AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_REGION,
                      S3_TESTSERVER_BUCKET, S3_TESTSERVER_CONTROL) with a fresh tensorstore
-                     Context (no cache) per repetition; prints RESULT lines like remote_bench.
+                     Context (no cache) per repetition; prints RESULT lines like the Rust benchmark examples.
 """
 
 import hashlib
@@ -25,7 +25,7 @@ import tensorstore as ts
 SIDE = 512
 SHARD = 128
 INNER = 32
-# (name, offset (x, y, z), shape (x, y, z)): the same boxes as examples/remote_bench.rs.
+# (name, offset (x, y, z), shape (x, y, z)): the same boxes as crates/wkw/examples/wkw_remote_bench.rs.
 BOXES = [
     ("wkw-256-aligned", (128, 128, 128), (256, 256, 256)),
     ("wkw-256-unaligned", (100, 60, 200), (256, 256, 256)),
@@ -74,7 +74,7 @@ def metadata():
 
 def prepare(data_dir):
     stamp = os.path.join(data_dir, "ZARR_PREPARED")
-    with open(os.path.join(data_dir, "PREPARED")) as f:
+    with open(os.path.join(data_dir, "PREPARED.wkw")) as f:
         want = f.read() + " / " + STAMP
     zarr_dir = os.path.join(data_dir, "data", "zarr")
     if os.path.exists(stamp) and open(stamp).read() == want and os.path.isdir(zarr_dir):

@@ -32,7 +32,7 @@ fn bench(crit: &mut Criterion) {
             let chunk = blosc_chunk::compress(data, &ours_params(c, w.typesize, 1)).unwrap();
             for nthreads in [1usize, 2] {
                 let mut out = vec![0u8; N];
-                let dparams = DParams::with_threads(nthreads);
+                let dparams = DParams::default().with_threads(nthreads);
                 let mut g =
                     crit.benchmark_group(format!("decode/{}/{}/t{nthreads}", w.name, c.name));
                 g.throughput(Throughput::Bytes(N as u64));

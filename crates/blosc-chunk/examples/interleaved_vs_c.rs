@@ -182,7 +182,7 @@ fn decode_sides<'a>(
     data: &'a [u8],
     nthreads: usize,
 ) -> (Vec<Side<'a>>, Vec<bool>, String) {
-    let dparams = DParams::with_threads(nthreads);
+    let dparams = DParams::default().with_threads(nthreads);
     let mut out = vec![0u8; N];
     assert_eq!(
         blosc_chunk::decompress_into_ctx(chunk, &mut out, &dparams).unwrap(),

@@ -32,9 +32,11 @@ impl Limits {
         }
     }
 
-    /// Limits with the given maximum uncompressed size.
+    /// These limits with the maximum uncompressed size set to `max_nbytes`
+    /// (`Limits::default().with_max_nbytes(64 << 20)`).
     #[must_use]
-    pub fn with_max_nbytes(max_nbytes: usize) -> Self {
-        Self { max_nbytes }
+    pub const fn with_max_nbytes(mut self, max_nbytes: usize) -> Self {
+        self.max_nbytes = max_nbytes;
+        self
     }
 }

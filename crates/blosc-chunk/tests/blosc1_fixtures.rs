@@ -231,7 +231,7 @@ fn blosc1_writer_matches_c_blosc_1_21() {
 /// decode to `Ok` of the right length or to `Err`, never a panic.
 #[test]
 fn corrupted_c_blosc_1_chunks_never_panic() {
-    let limits = blosc_chunk::Limits::with_max_nbytes(8 << 20);
+    let limits = blosc_chunk::Limits::default().with_max_nbytes(8 << 20);
     let m = manifest();
     let mut n = 0;
     for e in m["entries"].as_array().unwrap().iter().step_by(23) {

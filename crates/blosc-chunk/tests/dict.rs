@@ -24,7 +24,7 @@ fn text(n: usize) -> Vec<u8> {
 }
 
 fn params(codec: Codec, typesize: usize, filter: Filter, split: SplitMode) -> CParams {
-    let mut cp = CParams::with_filter(codec, 5, typesize, filter);
+    let mut cp = CParams::new(codec, 5, typesize, filter);
     cp.splitmode = split;
     cp.blocksize = 32 * 1024;
     cp.use_dict = true;

@@ -29,7 +29,7 @@ fn encoding_with_a_disabled_codec_is_a_typed_error_and_enabled_ones_round_trip()
         Codec::Zlib,
     ] {
         for use_dict in [false, true] {
-            let mut cp = CParams::with_filter(codec, 5, 4, Filter::Shuffle);
+            let mut cp = CParams::new(codec, 5, 4, Filter::Shuffle);
             cp.use_dict = use_dict && codec != Codec::BloscLz && codec != Codec::Zlib;
             let r = blosc_chunk::compress(&data, &cp);
             if codec.is_enabled() {
@@ -52,7 +52,7 @@ fn disabled_codec_is_refused_even_for_inputs_stored_raw() {
         if codec.is_enabled() {
             continue;
         }
-        let mut cp = CParams::with_filter(codec, 0, 1, Filter::NoFilter);
+        let mut cp = CParams::new(codec, 0, 1, Filter::NoFilter);
         assert!(matches!(
             blosc_chunk::compress(&[1, 2, 3], &cp),
             Err(Error::CodecDisabled { .. })

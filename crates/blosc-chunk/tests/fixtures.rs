@@ -106,7 +106,8 @@ fn every_chunk_decodes_to_the_manifest_sha() {
         );
         assert_eq!(&buf[..covered], &out[..covered], "{path} into");
         let par =
-            blosc_chunk::decompress_ctx(&chunk, &blosc_chunk::DParams::with_threads(2)).unwrap();
+            blosc_chunk::decompress_ctx(&chunk, &blosc_chunk::DParams::default().with_threads(2))
+                .unwrap();
         assert_eq!(&par[..covered], &out[..covered], "{path} 2 threads");
         // And into memory never written before, on one and on two threads.
         for threads in [1, 2] {
@@ -114,7 +115,7 @@ fn every_chunk_decodes_to_the_manifest_sha() {
             let got = blosc_chunk::decompress_into_uninit_ctx(
                 &chunk,
                 fresh.spare_capacity_mut(),
-                &blosc_chunk::DParams::with_threads(threads),
+                &blosc_chunk::DParams::default().with_threads(threads),
             )
             .unwrap();
             assert_eq!(got.len(), out.len(), "{path} uninit");

@@ -60,7 +60,8 @@ fn special_chunk_beyond_max_nbytes_is_refused_before_allocating() {
     // A valid 32-byte "all zeros" chunk of 2 GiB: legitimate data, but above the caller's cap.
     let chunk = zeros_chunk(usize::try_from(HUGE).unwrap(), 1).unwrap();
     assert_eq!(chunk.len(), 32);
-    let (peak, r) = peak_during(|| decompress_with(&chunk, &Limits::with_max_nbytes(1 << 20)));
+    let (peak, r) =
+        peak_during(|| decompress_with(&chunk, &Limits::default().with_max_nbytes(1 << 20)));
     let err = r.unwrap_err();
     assert!(
         err.to_string().contains("limit") || err.to_string().contains("exceed"),
@@ -71,7 +72,8 @@ fn special_chunk_beyond_max_nbytes_is_refused_before_allocating() {
     // process-wide, so the test harness freeing a few bytes on another thread can pull the
     // measured peak slightly below 64 KiB: the lower bound only shows the counter is live.
     let small = zeros_chunk(1 << 16, 1).unwrap();
-    let (peak, r) = peak_during(|| decompress_with(&small, &Limits::with_max_nbytes(1 << 20)));
+    let (peak, r) =
+        peak_during(|| decompress_with(&small, &Limits::default().with_max_nbytes(1 << 20)));
     assert_eq!(r.unwrap(), vec![0u8; 1 << 16]);
     assert!(
         (1 << 15..SMALL).contains(&peak),
@@ -93,7 +95,7 @@ fn default_limit_is_the_format_maximum() {
 /// Default decoding parameters with `max_nbytes` as the limit.
 fn limited(max_nbytes: usize) -> DParams {
     let mut p = DParams::default();
-    p.limits = Limits::with_max_nbytes(max_nbytes);
+    p.limits = Limits::default().with_max_nbytes(max_nbytes);
     p
 }
 
@@ -123,7 +125,7 @@ fn vl_chunk(nbytes: i32, blocks: &[(i32, &[u8])]) -> Vec<u8> {
 /// One BloscLZ stream holding `data`, cut out of a single-block, unsplit, unfiltered chunk made
 /// by this crate's encoder.
 fn blosclz_stream(data: &[u8]) -> Vec<u8> {
-    let mut cp = CParams::with_filter(Codec::BloscLz, 5, 1, Filter::NoFilter);
+    let mut cp = CParams::new(Codec::BloscLz, 5, 1, Filter::NoFilter);
     cp.splitmode = SplitMode::Never;
     let chunk = blosc_chunk::compress(data, &cp).unwrap();
     let h = blosc_chunk::ChunkHeader::parse(&chunk).unwrap();

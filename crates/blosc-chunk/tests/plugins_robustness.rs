@@ -29,7 +29,7 @@ const LIMIT: usize = 4 << 20;
 
 fn decode_all_ways(chunk: &[u8], shape: Option<BlockShape>) {
     let mut p = DParams::default();
-    p.limits = Limits::with_max_nbytes(LIMIT);
+    p.limits = Limits::default().with_max_nbytes(LIMIT);
     p.blockshape = shape;
     let r = blosc_chunk::decompress_ctx(chunk, &p);
     if let (Ok(v), Ok(h)) = (&r, ChunkHeader::parse(chunk)) {
@@ -188,7 +188,7 @@ proptest! {
             x ^= x << 13; x ^= x >> 7; x ^= x << 17;
             if i % 5 == 0 { (x % 4) as u8 } else { (i / 7) as u8 }
         }).collect();
-        let mut cp = CParams::with_filter(Codec::Lz4, 5, ts, filter);
+        let mut cp = CParams::new(Codec::Lz4, 5, ts, filter);
         cp.filters_meta[0] = meta;
         cp.blocksize = items * ts;
         cp.blockshape = Some(shape);

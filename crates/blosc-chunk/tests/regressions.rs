@@ -11,7 +11,7 @@ use blosc_chunk::{ChunkHeader, LazyChunk, Limits, decompress_into, decompress_wi
 fn replay(data: &[u8]) -> bool {
     const MAX: usize = 64 << 20;
     let _ = LazyChunk::parse(data);
-    let out = match decompress_with(data, &Limits::with_max_nbytes(MAX)) {
+    let out = match decompress_with(data, &Limits::default().with_max_nbytes(MAX)) {
         Ok(out) => out,
         Err(e) => {
             assert!(!e.to_string().is_empty());

@@ -40,7 +40,7 @@ fn all_entry_points(chunk: &[u8]) {
 }
 
 fn entry_points_with_limit(chunk: &[u8], limit: usize) {
-    let limits = Limits::with_max_nbytes(limit);
+    let limits = Limits::default().with_max_nbytes(limit);
     let _ = ChunkHeader::parse(chunk);
     let r = blosc_chunk::decompress_with(chunk, &limits);
     let _ = blosc_chunk::LazyChunk::parse(chunk);
@@ -61,7 +61,7 @@ fn entry_points_with_limit(chunk: &[u8], limit: usize) {
             let u = blosc_chunk::decompress_into_uninit_ctx(
                 chunk,
                 fresh.spare_capacity_mut(),
-                &DParams::with_threads(2),
+                &DParams::default().with_threads(2),
             );
             if let (Ok(v), Ok(u)) = (&r, u) {
                 assert_eq!(&v[..], &u[..]);
@@ -71,7 +71,7 @@ fn entry_points_with_limit(chunk: &[u8], limit: usize) {
             let _ = blosc_chunk::getitem(chunk, 0, 1);
         }
     }
-    let mut params = DParams::with_threads(2);
+    let mut params = DParams::default().with_threads(2);
     params.limits = limits;
     let _ = blosc_chunk::decompress_ctx(chunk, &params);
 }
@@ -84,7 +84,7 @@ fn truncated_at_every_length() {
         let mut len = 0;
         while len < chunk.len() {
             let cut = &chunk[..len];
-            let r = blosc_chunk::decompress_with(cut, &Limits::with_max_nbytes(LIMIT));
+            let r = blosc_chunk::decompress_with(cut, &Limits::default().with_max_nbytes(LIMIT));
             assert!(
                 r.is_err() || ChunkHeader::parse(cut).is_ok(),
                 "{name} cut at {len}"
@@ -107,7 +107,7 @@ fn single_bit_flips() {
         let nbytes = ChunkHeader::parse(&chunk).unwrap().nbytes();
         // The 4 MB legacy chunks: header validation and the limit path only.
         let limit = if nbytes > 300_000 { 300_000 } else { LIMIT };
-        let limits = Limits::with_max_nbytes(limit);
+        let limits = Limits::default().with_max_nbytes(limit);
         let stride = if chunk.len() > 20_000 { 1009 } else { 97 };
         let mut flips: Vec<(usize, u8)> = Vec::new();
         for pos in 0..chunk.len().min(32) {

@@ -91,7 +91,7 @@ proptest! {
         prop_assert_eq!(h.nbytes(), data.len());
         prop_assert_eq!(h.cbytes(), chunk.len());
         prop_assert_eq!(&blosc_chunk::decompress(&chunk).unwrap(), &data);
-        let par = blosc_chunk::decompress_ctx(&chunk, &DParams::with_threads(2)).unwrap();
+        let par = blosc_chunk::decompress_ctx(&chunk, &DParams::default().with_threads(2)).unwrap();
         prop_assert_eq!(&par, &data);
         // Multi-threaded encoding writes the same bytes.
         cp.nthreads = 2;
@@ -183,7 +183,8 @@ fn split_shuffle_with_raw_planes() {
                 "{codec:?} ts {ts}"
             );
             let mut out = vec![0u8; data.len()];
-            blosc_chunk::decompress_into_ctx(&chunk, &mut out, &DParams::with_threads(2)).unwrap();
+            blosc_chunk::decompress_into_ctx(&chunk, &mut out, &DParams::default().with_threads(2))
+                .unwrap();
             assert_eq!(out, data, "{codec:?} ts {ts}, 2 threads");
             let got = blosc_chunk::getitem(&chunk, 1000, 3000).unwrap();
             assert_eq!(got, data[1000 * ts..4000 * ts], "{codec:?} ts {ts} getitem");

@@ -75,7 +75,7 @@ fn shuffled_chunks_ignore_buffer_alignment() {
                     p.nthreads = 1;
                     for nthreads in [1, 2] {
                         let out = at_offset(&mut out_backing, len, off);
-                        let dp = DParams::with_threads(nthreads);
+                        let dp = DParams::default().with_threads(nthreads);
                         assert_eq!(
                             blosc_chunk::decompress_into_ctx(&chunk, out, &dp).unwrap(),
                             len

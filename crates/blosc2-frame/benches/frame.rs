@@ -94,7 +94,7 @@ fn decode_all(c: &mut Criterion) {
     let py = python();
     for (label, codec) in [("lz4_shuffle", Codec::Lz4), ("zstd_shuffle", Codec::Zstd)] {
         let path = bench_path(&format!("decode_64MiB_{label}.b2frame"), |p| {
-            let mut cp = CParams::with_filter(codec, 5, 4, Filter::Shuffle);
+            let mut cp = CParams::new(codec, 5, 4, Filter::Shuffle);
             cp.nthreads = 1;
             let mut w = FrameWriter::new(FrameParams::new(cp, 1 << 20)).unwrap();
             for k in 0..64 {
@@ -136,7 +136,7 @@ fn read_one_chunk(c: &mut Criterion) {
     const CHUNK: usize = 4 << 20;
     // 256 x 4 MiB incompressible chunks stored raw (clevel 0): a 1 GiB file.
     let path = bench_path("one_chunk_1GiB.b2frame", |p| {
-        let mut cp = CParams::with_filter(Codec::Lz4, 0, 8, Filter::NoFilter);
+        let mut cp = CParams::new(Codec::Lz4, 0, 8, Filter::NoFilter);
         cp.nthreads = 1;
         // Streamed to disk: the 1 GiB frame never sits in memory.
         let mut w =

@@ -9,10 +9,11 @@ use blosc_chunk::CParams;
 use crate::b2nd::{B2ndMeta, copy_box, for_each_cell, linear, pack_chunk, product};
 use crate::bytes::to_usize;
 use crate::element::{Element, check_dtype, to_le_bytes, to_native};
+use crate::error::{Error, Result};
+use crate::limits::Limits;
 use crate::offsets::ChunkLocation;
 use crate::reader::Frame;
 use crate::writer::{FrameParams, FrameWriter};
-use crate::{Error, Limits, Result};
 
 /// Name of the metalayer that makes a frame a b2nd array.
 pub const B2ND_METALAYER: &str = "b2nd";

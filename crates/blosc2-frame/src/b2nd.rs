@@ -13,7 +13,7 @@
 //! blocks (`extchunkshape`), and edge chunks are padded to the full chunk.
 
 use crate::bytes::Bytes;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Most dimensions a b2nd array may have (`B2ND_MAX_DIM`).
 pub const B2ND_MAX_DIM: usize = 16;

@@ -2,7 +2,7 @@
 //!
 //! `base` is the position of `buf[0]` inside the frame, so errors report frame offsets.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A read-only view with the frame position of its first byte.
 #[derive(Debug, Clone, Copy)]

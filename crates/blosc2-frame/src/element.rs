@@ -6,7 +6,7 @@
 //! the item size in bytes. Other kinds (bool, complex, strings, structured dtypes) have no
 //! [`Element`] type; their bytes remain available through the byte-level reads.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 mod sealed {
     pub trait Sealed {}

@@ -131,6 +131,13 @@ pub enum Error {
     /// The caller passed an argument that cannot be honoured (not an input problem).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// A broken invariant of this crate: a bug of ours, never the input's fault; please report
+    /// it at the crate's repository.
+    #[error("internal error (a bug in the blosc2-frame crate, please report it): {what}")]
+    Internal {
+        /// Which invariant broke.
+        what: String,
+    },
     /// A chunk (data, index or vlmetalayer) failed to parse or decode.
     #[error("{site}: {source}")]
     Chunk {
@@ -195,12 +202,6 @@ impl From<scifmt_io::Error> for Error {
             scifmt_io::Error::Conflict { url } => Self::Conflict { url },
             #[cfg(feature = "object_store")]
             scifmt_io::Error::Changed { url } => Self::Changed { url },
-            #[cfg(feature = "object_store")]
-            scifmt_io::Error::InsideRuntime { .. } => Self::InvalidArgument(
-                "blocking remote API called from inside a tokio runtime; use the async API \
-                 (RemoteFrame / RemoteB2nd) there"
-                    .into(),
-            ),
             // I/O errors keep their kind; the message names the path.
             e => Self::Io(e.into_io()),
         }

@@ -7,7 +7,7 @@
 use blosc_chunk::{Codec, Filter, SplitMode};
 
 use crate::bytes::Bytes;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Length of the fixed part of the header (`FRAME_HEADER_MINLEN`); metalayers follow it.
 pub const HEADER_FIXED_LEN: usize = 87;

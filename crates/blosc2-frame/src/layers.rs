@@ -9,7 +9,7 @@
 //! Trailer: offsets are relative to the trailer start and `idx_size` counts from the `cd` byte.
 
 use crate::bytes::Bytes;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// C-Blosc2's `BLOSC2_MAX_METALAYERS`.
 pub const MAX_METALAYERS: usize = 16;

@@ -52,6 +52,27 @@ impl Limits {
         }
     }
 
+    /// These limits with [`Limits::max_chunk_nbytes`] set to `max_chunk_nbytes`.
+    #[must_use]
+    pub const fn with_max_chunk_nbytes(mut self, max_chunk_nbytes: usize) -> Self {
+        self.max_chunk_nbytes = max_chunk_nbytes;
+        self
+    }
+
+    /// These limits with [`Limits::max_nchunks`] set to `max_nchunks`.
+    #[must_use]
+    pub const fn with_max_nchunks(mut self, max_nchunks: usize) -> Self {
+        self.max_nchunks = max_nchunks;
+        self
+    }
+
+    /// These limits with [`Limits::max_output_bytes`] set to `max_output_bytes`.
+    #[must_use]
+    pub const fn with_max_output_bytes(mut self, max_output_bytes: usize) -> Self {
+        self.max_output_bytes = max_output_bytes;
+        self
+    }
+
     /// Checks `requested` bytes of output against [`Limits::max_output_bytes`].
     pub(crate) fn check_output(&self, requested: u64) -> crate::Result<usize> {
         let limit = self.max_output_bytes;

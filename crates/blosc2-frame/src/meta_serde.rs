@@ -6,10 +6,10 @@
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::error::{Error, Result};
 use crate::reader::Frame;
 use crate::stream::FrameFileWriter;
 use crate::writer::FrameWriter;
-use crate::{Error, Result};
 
 /// Most nesting levels accepted when decoding a (possibly hostile) layer.
 const MAX_DEPTH: usize = 256;

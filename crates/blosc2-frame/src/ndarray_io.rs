@@ -7,8 +7,8 @@ use ndarray::{ArrayBase, ArrayD, Data, Dimension, IxDyn};
 use crate::array::{B2ndArray, b2nd_frame};
 use crate::b2nd::B2ndMeta;
 use crate::element::{Element, to_le_bytes};
+use crate::error::{Error, Result};
 use crate::writer::FrameWriter;
-use crate::{Error, Result};
 
 impl B2ndArray<'_> {
     /// The hyper-slab `start..stop` as an `ndarray` array of shape `stop - start` in standard

@@ -1,7 +1,7 @@
 //! Index ("offsets") entries: regular positions (from the end of the header, or sparse chunk
 //! file numbers) and special-value runs (bit 63 set, top byte `0x80 | kind`).
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Bit 63 marks a special offset; byte 7 is `0x80 | special`.
 const SPECIAL_BIT: u64 = 1 << 63;

@@ -9,11 +9,13 @@ use std::path::{Path, PathBuf};
 use blosc_chunk::ChunkHeader;
 
 use crate::bytes::{add, to_usize};
+use crate::error::{Error, Result};
 use crate::header::{FrameHeader, FrameType, HEADER_FIXED_LEN};
 use crate::layers::{self, Section};
+use crate::limits::Limits;
 use crate::offsets::{ChunkLocation, decode_index};
+use crate::source::ReadAt;
 use crate::trailer::{self, TAIL_LEN, TRAILER_MIN_LEN};
-use crate::{Error, Limits, ReadAt, Result};
 
 /// Name of the frame file inside a sparse-frame directory.
 pub const SPARSE_FRAME_FILE: &str = "chunks.b2frame";
@@ -368,7 +370,7 @@ impl<'a> Frame<'a> {
     }
 
     fn chunk_limits(&self) -> blosc_chunk::Limits {
-        blosc_chunk::Limits::with_max_nbytes(self.limits.max_chunk_nbytes)
+        blosc_chunk::Limits::default().with_max_nbytes(self.limits.max_chunk_nbytes)
     }
 
     /// Position of the index chunk relative to the frame start.

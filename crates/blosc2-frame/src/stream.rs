@@ -5,12 +5,12 @@ use std::fs;
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 
+use crate::error::{Error, Result};
 use crate::header::FrameType;
 use crate::offsets::ChunkLocation;
 use crate::reader::SPARSE_FRAME_FILE;
 use crate::writer::write_atomically;
 use crate::writer::{Entry, FrameParams, FrameWriter, chunk_file_name, existing_chunk_numbers};
-use crate::{Error, Result};
 use scifmt_io::{Durability, Staged};
 
 /// Where the chunks go.

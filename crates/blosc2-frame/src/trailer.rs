@@ -6,8 +6,8 @@
 //! ```
 
 use crate::bytes::Bytes;
+use crate::error::{Error, Result};
 use crate::layers::{self, Section};
-use crate::{Error, Result};
 
 /// Length of the fixed tail: `ce` + u32 trailer_len + `d8 00` + 16 fingerprint bytes.
 pub(crate) const TAIL_LEN: usize = 23;

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use blosc_chunk::{CParams, ChunkHeader, Codec, Filter, SpecialValue, SplitMode};
 
+use crate::error::{Error, Result};
 use crate::header::{
     FRAME_FORMAT_VERSION_FIXED, FRAME_FORMAT_VERSION_VARIABLE, FrameHeader, FrameType,
     HEADER_FIXED_LEN,
@@ -23,7 +24,7 @@ use crate::header::{
 use crate::layers::{self, MAX_METALAYERS, MAX_VLMETALAYERS, Section};
 use crate::offsets::{ChunkLocation, encode_index};
 use crate::reader::{Frame, Layer, SPARSE_FRAME_FILE};
-use crate::{Error, Result, trailer};
+use crate::trailer;
 use scifmt_io::Durability;
 
 /// Settings of a new frame.

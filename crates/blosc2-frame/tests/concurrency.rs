@@ -59,7 +59,7 @@ fn check(frame: &Frame<'_>) {
 
 #[test]
 fn parallel_readers_see_serial_results() {
-    let mut cp = CParams::with_filter(Codec::Lz4, 5, 4, Filter::Shuffle);
+    let mut cp = CParams::new(Codec::Lz4, 5, 4, Filter::Shuffle);
     cp.typesize = 4;
     let mut w = FrameWriter::new(FrameParams::new(cp, 16_384)).unwrap();
     let mut rng = Lcg(42);

@@ -5,7 +5,8 @@
 // Test helpers unwrap and panic like the tests themselves.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -17,39 +18,8 @@ use blosc2_frame::{
     B2ndArray, BlockingRemoteB2nd, BlockingRemoteFrame, ChunkLocation, Durability, Error, Frame,
     FrameParams, FrameWriter, RemoteOptions, WriteMode, b2nd_frame_from_slice,
 };
+use common::{CONTIGUOUS, SPARSE, assert_same, testdata};
 use s3_testserver::{TestServer, critical_path};
-
-fn testdata() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/blosc")
-}
-
-/// Every contiguous frame fixture (the manifest's `frame` and `b2nd` entries but the sparse
-/// directory).
-const CONTIGUOUS: &[&str] = &[
-    "frames/b2nd_be_f8_11x10.b2nd",
-    "frames/b2nd_be_i4_9x13.b2nd",
-    "frames/b2nd_f4_20x30.b2nd",
-    "frames/b2nd_i1_5x6x7.b2nd",
-    "frames/b2nd_i2_40x9.b2nd",
-    "frames/b2nd_i4_12x11.b2nd",
-    "frames/b2nd_i8_25x7.b2nd",
-    "frames/b2nd_u1_33x17.b2nd",
-    "frames/b2nd_u2_7x9x11.b2nd",
-    "frames/b2nd_u4_500.b2nd",
-    "frames/b2nd_u8_5x4x3x3.b2nd",
-    "frames/b2nd_zeros_f8_50x40.b2nd",
-    "frames/fill_special_nan.b2frame",
-    "frames/fill_special_uninit.b2frame",
-    "frames/fill_special_value.b2frame",
-    "frames/fill_special_zero.b2frame",
-    "frames/lz4_shuffle_meta_vlmeta.b2frame",
-    "frames/lz4_shuffle_meta_vlmeta.cframe.b2frame",
-    "frames/zstd_delta_shuffle_many_chunks.b2frame",
-    "legacy/varchunks-lz4-3.0.0.b2frame",
-    "legacy/vlblocks-lz4-fixed-3.0.0.b2frame",
-];
-
-const SPARSE: &str = "frames/sparse_lz4.b2frame";
 
 /// A server with the fixtures uploaded under `fx/`.
 fn server_with_fixtures() -> TestServer {
@@ -65,51 +35,6 @@ fn server_with_fixtures() -> TestServer {
 
 fn open(server: &TestServer, key: &str, o: RemoteOptions) -> BlockingRemoteFrame {
     BlockingRemoteFrame::open(server.store(), Path::from(key), o).unwrap()
-}
-
-/// Remote and local reads agree on metadata, every chunk, every chunk at once, the whole
-/// frame and item slices.
-fn assert_same(local: &Frame<'_>, remote: &BlockingRemoteFrame, what: &str) {
-    assert_eq!(local.header(), remote.header(), "{what}");
-    assert_eq!(local.index(), remote.index(), "{what}");
-    assert_eq!(local.metalayers(), remote.metalayers(), "{what}");
-    assert_eq!(local.vlmetalayers(), remote.vlmetalayers(), "{what}");
-    let all: Vec<usize> = (0..local.nchunks()).collect();
-    let many = remote.decompress_chunks(&all).unwrap();
-    for i in all {
-        assert_eq!(
-            local.decompress_chunk(i).unwrap(),
-            remote.decompress_chunk(i).unwrap(),
-            "{what} chunk {i}"
-        );
-        assert_eq!(
-            many[i],
-            local.decompress_chunk(i).unwrap(),
-            "{what} chunk {i}"
-        );
-        assert_eq!(
-            &local.chunk(i).unwrap()[..],
-            &remote.chunk(i).unwrap()[..],
-            "{what} chunk {i}"
-        );
-    }
-    assert_eq!(
-        local.decompress_all().unwrap(),
-        remote.decompress_all().unwrap(),
-        "{what}"
-    );
-    let n = local.header().nbytes / u64::from(local.header().typesize);
-    for (a, b) in [
-        (0, n),
-        (n / 3, n / 2),
-        (1.min(n), n.saturating_sub(1).max(1.min(n))),
-    ] {
-        assert_eq!(
-            local.get_slice(a, b).unwrap(),
-            remote.get_slice(a, b).unwrap(),
-            "{what} slice {a}..{b}"
-        );
-    }
 }
 
 #[test]

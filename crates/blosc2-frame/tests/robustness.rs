@@ -235,7 +235,7 @@ impl ReadAt for Counting<'_> {
 fn reading_one_chunk_costs_chunk_plus_index_not_the_file() {
     // 256 chunks of 256 KiB of incompressible data: a 64 MiB frame.
     let chunk = 256 << 10;
-    let mut cp = CParams::with_filter(Codec::Lz4, 5, 8, Filter::Shuffle);
+    let mut cp = CParams::new(Codec::Lz4, 5, 8, Filter::Shuffle);
     cp.nthreads = 1;
     let mut w = FrameWriter::new(FrameParams::new(cp, chunk)).unwrap();
     let mut x = 0x9e37_79b9_7f4a_7c15u64;
@@ -320,7 +320,7 @@ fn b2nd_region_reads_only_the_chunks_it_touches() {
 fn b2nd_meta_cannot_claim_huge_chunks() {
     use blosc2_frame::blosc_chunk::{CParams, Codec, Filter};
     // A variable-size frame whose b2nd metalayer claims 2^31-1 x 2^31-1 blocks.
-    let mut cp = CParams::with_filter(Codec::Lz4, 5, 1, Filter::NoFilter);
+    let mut cp = CParams::new(Codec::Lz4, 5, 1, Filter::NoFilter);
     cp.nthreads = 1;
     let mut w = FrameWriter::new(FrameParams::new(cp, 0)).unwrap();
     let big = i32::MAX as u64;

@@ -1,6 +1,6 @@
 //! Bounds-checked little-endian reads from untrusted bytes.
 
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Reads the u32 at byte offset `offset`.
 pub(crate) fn u32_at(data: &[u8], offset: usize, what: &'static str) -> Result<u32> {

@@ -3,8 +3,8 @@
 //! save bits; see [`crate::file_format`]). Needed only to write files byte-identical to the
 //! reference.
 
+use crate::error::{Error, Result};
 use crate::model::{EntropyModel, TOTAL};
-use crate::{Error, Result};
 
 struct Entry {
     symbol: i16,

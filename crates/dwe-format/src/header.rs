@@ -1,7 +1,7 @@
 //! The 40-byte header shared by both layouts.
 
 use crate::bytes::u32_at;
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The magic bytes `\0dwe` at offset 0.
 pub const MAGIC: [u8; 4] = [0x00, 0x64, 0x77, 0x65];

@@ -2,10 +2,10 @@
 //! parsed both ways and must pass exactly one (see [`crate::file_format`]).
 
 use crate::bytes::{add, mul, u32_at, us};
+use crate::error::{Error, Result};
 use crate::header::Header;
 use crate::limits::Limits;
 use crate::model::{EntropyModel, TABLE_BYTES};
-use crate::{Error, Result};
 
 /// Which container layout a file uses. Both share magic and version 1.0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -7,6 +7,7 @@
 /// for gigabytes; [`Limits::unlimited`] removes all bounds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize))]
+#[non_exhaustive]
 pub struct Limits {
     /// Largest input accepted, in bytes (default 4 GiB).
     pub max_file_bytes: u64,
@@ -39,6 +40,34 @@ impl Limits {
             max_timestep_values: u64::MAX,
             max_total_values: u64::MAX,
         }
+    }
+
+    /// These limits with [`Limits::max_file_bytes`] set to `max_file_bytes`.
+    #[must_use]
+    pub const fn with_max_file_bytes(mut self, max_file_bytes: u64) -> Self {
+        self.max_file_bytes = max_file_bytes;
+        self
+    }
+
+    /// These limits with [`Limits::max_table_bytes`] set to `max_table_bytes`.
+    #[must_use]
+    pub const fn with_max_table_bytes(mut self, max_table_bytes: u64) -> Self {
+        self.max_table_bytes = max_table_bytes;
+        self
+    }
+
+    /// These limits with [`Limits::max_timestep_values`] set to `max_timestep_values`.
+    #[must_use]
+    pub const fn with_max_timestep_values(mut self, max_timestep_values: u64) -> Self {
+        self.max_timestep_values = max_timestep_values;
+        self
+    }
+
+    /// These limits with [`Limits::max_total_values`] set to `max_total_values`.
+    #[must_use]
+    pub const fn with_max_total_values(mut self, max_total_values: u64) -> Self {
+        self.max_total_values = max_total_values;
+        self
     }
 
     /// Checks `requested` against `limit`.

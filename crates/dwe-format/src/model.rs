@@ -3,7 +3,7 @@
 //! see [`crate::file_format`]) and the 4096-entry decoder lookup table.
 
 use crate::bytes::{truncated, u16_at};
-use crate::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Frequencies of a model sum to `1 << PRECISION`.
 pub const PRECISION: u32 = 12;

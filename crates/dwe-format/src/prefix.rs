@@ -2,10 +2,10 @@
 //! the bulk (chunks, jump table, compressed words) has arrived.
 
 use crate::bytes::{u32_at, us};
+use crate::error::{Error, Result};
 use crate::header::Header;
 use crate::layout::Layout;
 use crate::model::EntropyModel;
-use crate::{Error, Result};
 
 /// What [`Prefix::parse`] found.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,7 +1,7 @@
 //! From float embeddings to the quantised i16 tensor the format stores.
 
+use crate::error::{Error, Result};
 use crate::writer::{Dims, WriteLayout, encode};
-use crate::{Error, Result};
 
 /// Quantises `values` with `scale_factor`: each value becomes `round(v / scale_factor)` (f32
 /// division, then rounding half away from zero, as `f32::round`), which must lie in

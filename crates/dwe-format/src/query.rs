@@ -1,8 +1,8 @@
 //! Queries with the upstream reader's semantics, bit for bit: i32 dot products with wrapping
 //! adds, scaled as `f32(s²) · f32(dot)`.
 
-use crate::Result;
 use crate::bytes::us;
+use crate::error::Result;
 use crate::limits::Limits;
 use crate::reader::DweFile;
 

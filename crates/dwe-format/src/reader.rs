@@ -4,12 +4,12 @@ use std::path::Path;
 
 use crate::ans::{Decoder, LOWER, Underrun};
 use crate::bytes::{u32_at, us};
+use crate::error::{Error, Result};
 use crate::header::Header;
 use crate::layout::{self, BlockIndex, Index, Layout, StreamIndex};
 use crate::limits::Limits;
 use crate::model::{DecodeTable, EntropyModel, Slot, TOTAL};
 use crate::tree::{self, interior_preorder, path_to};
-use crate::{Error, Result};
 
 /// How to open a file: layout choice, limits, integrity checking.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -28,14 +28,14 @@ impl OpenOptions {
 
     /// Read the file as this layout instead of detecting it.
     #[must_use]
-    pub fn layout(mut self, layout: Layout) -> Self {
+    pub fn with_layout(mut self, layout: Layout) -> Self {
         self.layout = Some(layout);
         self
     }
 
     /// Use these limits.
     #[must_use]
-    pub fn limits(mut self, limits: Limits) -> Self {
+    pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
@@ -44,7 +44,7 @@ impl OpenOptions {
     /// that the decoder ends in state 0x10000 / passes every jump-table row exactly. Off by
     /// default, like the reference reader; [`DweFile::verify`] checks everything at once.
     #[must_use]
-    pub fn check_integrity(mut self, on: bool) -> Self {
+    pub fn with_check_integrity(mut self, on: bool) -> Self {
         self.check_integrity = on;
         self
     }

@@ -4,11 +4,11 @@ use std::path::Path;
 
 use crate::ans::{Encoder, low16};
 use crate::bytes::us;
+use crate::error::{Error, Result};
 use crate::freq::optimal_model;
 use crate::header::Header;
 use crate::model::{EncodeTable, EntropyModel};
 use crate::tree::{self, interior_preorder};
-use crate::{Error, Result};
 use scifmt_io::Durability;
 
 /// Shape of a tensor `[T][V][K]` (time steps, words, components).

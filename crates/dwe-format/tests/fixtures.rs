@@ -31,8 +31,8 @@ fn explicit_layout_choice_and_wrong_choice() {
     for f in fixtures() {
         let s = std::fs::read(&f.stream).unwrap();
         let b = std::fs::read(&f.block).unwrap();
-        let stream = OpenOptions::new().layout(Layout::Stream);
-        let block = OpenOptions::new().layout(Layout::Block);
+        let stream = OpenOptions::new().with_layout(Layout::Stream);
+        let block = OpenOptions::new().with_layout(Layout::Block);
         assert_eq!(
             stream.open(&s[..]).unwrap().decode_all().unwrap(),
             f.values()
@@ -65,7 +65,7 @@ fn every_file_decodes_to_its_inputs() {
             assert_eq!(file.decode_all().unwrap(), values, "{}", path.display());
             file.verify().unwrap();
             let checked = OpenOptions::new()
-                .check_integrity(true)
+                .with_check_integrity(true)
                 .read_file(path)
                 .unwrap();
             assert_eq!(checked.decode_all().unwrap(), values);

@@ -70,11 +70,8 @@ fn whole_file_decodes_respect_the_caps() {
     let _g = lock_serial();
     let data = fixture("stream", "random_6_100_16_j20.dwe");
     // T·V·K = 9600 values: above a 1000-value cap for whole-file decodes.
-    let l = Limits {
-        max_total_values: 1000,
-        ..Limits::default()
-    };
-    let f = OpenOptions::new().limits(l).open(&data).unwrap();
+    let l = Limits::default().with_max_total_values(1000);
+    let f = OpenOptions::new().with_limits(l).open(&data).unwrap();
     let (peak, r) = peak_during(|| f.decode_all());
     assert!(r.is_err());
     assert!(
@@ -84,11 +81,8 @@ fn whole_file_decodes_respect_the_caps() {
     // One time step (V·K = 1600) is within the caps.
     assert_eq!(f.timestep(2).unwrap().len(), 1600);
     // V·K = 1600 above a 1000-value per-step cap: refused at open.
-    let l = Limits {
-        max_timestep_values: 1000,
-        ..Limits::default()
-    };
-    let (peak, r) = peak_during(|| OpenOptions::new().limits(l).open(&data).map(|_| ()));
+    let l = Limits::default().with_max_timestep_values(1000);
+    let (peak, r) = peak_during(|| OpenOptions::new().with_limits(l).open(&data).map(|_| ()));
     assert!(r.is_err());
     assert!(peak < 64 << 10, "refusing the open allocated {peak} bytes");
 }

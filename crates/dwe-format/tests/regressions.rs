@@ -13,21 +13,19 @@
 use dwe_format::{Layout, Limits, OpenOptions, Prefix};
 
 fn read(data: &[u8]) {
-    let limits = Limits {
-        max_table_bytes: 16 << 20,
-        max_timestep_values: 1 << 22,
-        max_total_values: 1 << 24,
-        ..Limits::default()
-    };
+    let limits = Limits::default()
+        .with_max_table_bytes(16 << 20)
+        .with_max_timestep_values(1 << 22)
+        .with_max_total_values(1 << 24);
     for layout in [Layout::Block, Layout::Stream] {
         let _ = Prefix::parse(data, layout);
     }
-    let base = OpenOptions::new().limits(limits);
+    let base = OpenOptions::new().with_limits(limits);
     for opts in [
         base,
-        base.layout(Layout::Block),
-        base.layout(Layout::Stream),
-        base.check_integrity(true),
+        base.with_layout(Layout::Block),
+        base.with_layout(Layout::Stream),
+        base.with_check_integrity(true),
     ] {
         let f = match opts.open(data) {
             Ok(f) => f,

@@ -10,24 +10,22 @@ use common::fixtures;
 use dwe_format::{DweFile, Error, Layout, Limits, OpenOptions, Prefix, PrefixStatus};
 
 fn limits() -> Limits {
-    Limits {
-        max_timestep_values: 1 << 16,
-        max_total_values: 1 << 18,
-        ..Limits::default()
-    }
+    Limits::default()
+        .with_max_timestep_values(1 << 16)
+        .with_max_total_values(1 << 18)
 }
 
 /// Opens `bytes` every way and exercises the decoding entry points on the first successful
 /// opening (only whole-file decoding and `verify` when `light`); returns how many of the four
 /// openings succeeded.
 fn exercise(bytes: &[u8], light: bool) -> usize {
-    let base = OpenOptions::new().limits(limits());
+    let base = OpenOptions::new().with_limits(limits());
     let mut ok = 0;
     for opts in [
         base,
-        base.layout(Layout::Stream),
-        base.layout(Layout::Block),
-        base.check_integrity(true),
+        base.with_layout(Layout::Stream),
+        base.with_layout(Layout::Block),
+        base.with_check_integrity(true),
     ] {
         let Ok(f) = opts.open(bytes) else { continue };
         ok += 1;
@@ -130,7 +128,7 @@ fn hostile_headers_are_bounded() {
     b[24..28].copy_from_slice(&u32::MAX.to_le_bytes());
     b[28..32].copy_from_slice(&u32::MAX.to_le_bytes());
     let err = OpenOptions::new()
-        .layout(Layout::Stream)
+        .with_layout(Layout::Stream)
         .open(&b[..])
         .unwrap_err();
     assert!(matches!(err, Error::LimitExceeded { .. }), "{err}");
@@ -138,7 +136,7 @@ fn hostile_headers_are_bounded() {
     let mut b = std::fs::read(common::testdata().join("stream/small_2_4_4_j2.dwe")).unwrap();
     b[20..24].copy_from_slice(&100_000u32.to_le_bytes());
     let err = OpenOptions::new()
-        .layout(Layout::Stream)
+        .with_layout(Layout::Stream)
         .open(&b[..])
         .unwrap_err();
     assert!(matches!(err, Error::LimitExceeded { .. }), "{err}");
@@ -147,7 +145,7 @@ fn hostile_headers_are_bounded() {
 #[test]
 fn upstream_panics_are_errors() {
     let base = std::fs::read(common::testdata().join("stream/small_2_4_4_j2.dwe")).unwrap();
-    let stream = OpenOptions::new().layout(Layout::Stream);
+    let stream = OpenOptions::new().with_layout(Layout::Stream);
     // num_symbols = 0 (upstream underflows n - 1).
     let mut b = base.clone();
     b[40..42].copy_from_slice(&0u16.to_le_bytes());
@@ -202,7 +200,7 @@ fn upstream_panics_are_errors() {
 #[test]
 fn block_addresses_are_checked() {
     let base = std::fs::read(common::testdata().join("block/small_2_4_4_c4.dwe")).unwrap();
-    let block = OpenOptions::new().layout(Layout::Block);
+    let block = OpenOptions::new().with_layout(Layout::Block);
     // timestep_addrs[1] = file_size.
     let mut b = base.clone();
     b[44..48].copy_from_slice(&31u32.to_le_bytes());
@@ -226,7 +224,7 @@ fn block_addresses_are_checked() {
     // Integrity: a chunk that decodes but does not end in 0x10000.
     let mut b = base.clone();
     b[27 * 4 + 2] ^= 0x01; // low byte of state_lo of chunk t=0
-    let f = block.check_integrity(true).open(&b[..]).unwrap();
+    let f = block.with_check_integrity(true).open(&b[..]).unwrap();
     assert!(matches!(f.residuals(0), Err(Error::Integrity { .. })));
     assert!(matches!(f.verify(), Err(Error::Integrity { .. })));
 }
@@ -241,7 +239,7 @@ fn stream_integrity_checks() {
     let f = DweFile::from_bytes(&b[..]).unwrap();
     assert!(matches!(f.verify(), Err(Error::Integrity { .. })));
     let checked = OpenOptions::new()
-        .check_integrity(true)
+        .with_check_integrity(true)
         .open(&b[..])
         .unwrap();
     assert!(matches!(checked.residuals(0), Err(Error::Integrity { .. })));

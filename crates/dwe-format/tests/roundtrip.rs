@@ -105,8 +105,8 @@ proptest! {
 
     #[test]
     fn random_bytes_never_panic(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
-        let opts = OpenOptions::new().limits(Limits { max_timestep_values: 1 << 14, max_total_values: 1 << 16, ..Limits::default() });
-        for o in [opts, opts.layout(Layout::Stream), opts.layout(Layout::Block)] {
+        let opts = OpenOptions::new().with_limits(Limits::default().with_max_timestep_values(1 << 14).with_max_total_values(1 << 16));
+        for o in [opts, opts.with_layout(Layout::Stream), opts.with_layout(Layout::Block)] {
             if let Ok(f) = o.open(&bytes[..]) {
                 let _ = f.decode_all();
                 let _ = f.verify();
@@ -125,7 +125,7 @@ proptest! {
             bytes.extend_from_slice(&w.to_le_bytes());
         }
         bytes.extend_from_slice(&body[..body.len() / 4 * 4]);
-        for o in [OpenOptions::new().layout(Layout::Stream), OpenOptions::new().layout(Layout::Block), OpenOptions::new()] {
+        for o in [OpenOptions::new().with_layout(Layout::Stream), OpenOptions::new().with_layout(Layout::Block), OpenOptions::new()] {
             if let Ok(f) = o.open(&bytes[..]) {
                 let _ = f.decode_all();
                 let _ = f.verify();
@@ -304,12 +304,9 @@ fn memory_mapped_reading_matches() {
 #[test]
 fn read_file_respects_the_size_limit() {
     let path = common::testdata().join("stream/wide_5_64_32_j10.dwe");
-    let small = Limits {
-        max_file_bytes: 1000,
-        ..Limits::default()
-    };
+    let small = Limits::default().with_max_file_bytes(1000);
     let err = OpenOptions::new()
-        .limits(small)
+        .with_limits(small)
         .read_file(path)
         .unwrap_err();
     assert!(matches!(err, Error::LimitExceeded { .. }));

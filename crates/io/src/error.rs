@@ -55,15 +55,6 @@ pub enum Error {
         /// The object.
         url: String,
     },
-    /// A blocking call was made on a thread that runs a tokio runtime, where blocking would
-    /// stall it: use the async API there. `what` names the call.
-    #[cfg(feature = "object_store")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
-    #[error("{what} called from inside a tokio runtime (use the async API there)")]
-    InsideRuntime {
-        /// The blocking call.
-        what: &'static str,
-    },
 }
 
 impl Error {

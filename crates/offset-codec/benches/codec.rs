@@ -18,7 +18,7 @@ const SIZES: [usize; 3] = [4 << 10, 128 << 10, 4 << 20];
 
 fn bench(c: &mut Criterion) {
     let prefix = [0xa5u8; 110];
-    let codec = OffsetCodec::new(OffsetConfiguration::with_prefix(&prefix)).unwrap();
+    let codec = OffsetCodec::new(OffsetConfiguration::from_prefix(&prefix)).unwrap();
     let mut g = c.benchmark_group("decode");
     for size in SIZES {
         let chunk = codec.encode(&vec![7u8; size]).unwrap();

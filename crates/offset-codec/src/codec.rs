@@ -102,7 +102,7 @@ fn n5_mismatch(expected: Option<&[u8]>, skipped: &[u8]) -> Option<Error> {
 ///
 /// ```
 /// use offset_codec::{OffsetCodec, OffsetConfiguration};
-/// let codec = OffsetCodec::new(OffsetConfiguration::with_prefix(b"HDR"))?;
+/// let codec = OffsetCodec::new(OffsetConfiguration::from_prefix(b"HDR"))?;
 /// let stored = codec.encode(b"payload")?;
 /// assert_eq!(stored, b"HDRpayload");
 /// assert_eq!(codec.decode(&stored)?, b"payload");

@@ -107,7 +107,7 @@ impl OffsetConfiguration {
 
     /// A literal prefix (`offset` = its length), stored as canonical base64.
     #[must_use]
-    pub fn with_prefix(prefix: &[u8]) -> Self {
+    pub fn from_prefix(prefix: &[u8]) -> Self {
         Self {
             offset: len_u64(prefix.len()),
             prefix: Some(Base64Bytes {
@@ -115,6 +115,14 @@ impl OffsetConfiguration {
                 bytes: prefix.to_vec(),
             }),
         }
+    }
+
+    /// The former name of [`Self::from_prefix`], kept only until every caller in this repository
+    /// is renamed.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_prefix(prefix: &[u8]) -> Self {
+        Self::from_prefix(prefix)
     }
 
     /// Parses the `configuration` object with default [`Limits`].
@@ -185,7 +193,7 @@ impl PadConfiguration {
 
     /// Literal padding bytes at `location` (`nbytes` = their length), canonical base64.
     #[must_use]
-    pub fn with_padding(location: Location, padding: &[u8]) -> Self {
+    pub fn from_padding(location: Location, padding: &[u8]) -> Self {
         Self {
             location,
             nbytes: len_u64(padding.len()),
@@ -194,6 +202,14 @@ impl PadConfiguration {
                 bytes: padding.to_vec(),
             }),
         }
+    }
+
+    /// The former name of [`Self::from_padding`], kept only until every caller in this repository
+    /// is renamed.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_padding(location: Location, padding: &[u8]) -> Self {
+        Self::from_padding(location, padding)
     }
 
     /// Parses the `configuration` object with default [`Limits`].

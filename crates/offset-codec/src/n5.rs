@@ -234,7 +234,7 @@ impl N5ZarrJson {
     /// # Errors
     /// As [`n5_default_header`].
     pub fn offset_configuration(&self) -> Result<OffsetConfiguration> {
-        Ok(OffsetConfiguration::with_prefix(&n5_default_header(
+        Ok(OffsetConfiguration::from_prefix(&n5_default_header(
             &self.block_size,
         )?))
     }

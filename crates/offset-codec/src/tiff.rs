@@ -221,7 +221,7 @@ pub fn tiff_offset_configuration(
             what: "tiff strip size",
         })?;
     let prefix = tiff_prefix(width, height, sample, TiffCompression::None, count)?;
-    Ok(OffsetConfiguration::with_prefix(&prefix))
+    Ok(OffsetConfiguration::from_prefix(&prefix))
 }
 
 /// A dynamic prefix for Deflate-compressed chunks: the header of [`tiff_prefix`] with

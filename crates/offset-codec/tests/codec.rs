@@ -20,7 +20,7 @@ fn read(rel: &str) -> Vec<u8> {
 
 #[test]
 fn decode_borrows_the_input() {
-    let codec = OffsetCodec::new(OffsetConfiguration::with_prefix(b"MY_CUSTOM_HEADER")).unwrap();
+    let codec = OffsetCodec::new(OffsetConfiguration::from_prefix(b"MY_CUSTOM_HEADER")).unwrap();
     let chunk = read("zarr/gzip_custom_header.zarr/c/0/0");
     let payload = codec.decode(&chunk).unwrap();
     // O(1): the payload is a view 16 bytes into the input, nothing was copied.
@@ -57,7 +57,7 @@ fn fixture_chunks_decode_and_re_encode_byte_exactly() {
     let cases: [(&str, OffsetCodec, usize); 4] = [
         (
             "zarr/gzip_custom_header.zarr/c",
-            OffsetCodec::new(OffsetConfiguration::with_prefix(b"MY_CUSTOM_HEADER")).unwrap(),
+            OffsetCodec::new(OffsetConfiguration::from_prefix(b"MY_CUSTOM_HEADER")).unwrap(),
             16,
         ),
         (
@@ -67,7 +67,7 @@ fn fixture_chunks_decode_and_re_encode_byte_exactly() {
         ),
         (
             "zarr/pad_start_gzip.zarr/c",
-            OffsetCodec::new(PadConfiguration::with_padding(
+            OffsetCodec::new(PadConfiguration::from_padding(
                 Location::Start,
                 b"MY_CUSTOM_HEADER",
             ))
@@ -114,8 +114,8 @@ fn short_chunks_are_errors() {
 
 #[test]
 fn encode_prepends_or_appends() {
-    let start = OffsetCodec::new(PadConfiguration::with_padding(Location::Start, b"<>")).unwrap();
-    let end = OffsetCodec::new(PadConfiguration::with_padding(Location::End, b"<>")).unwrap();
+    let start = OffsetCodec::new(PadConfiguration::from_padding(Location::Start, b"<>")).unwrap();
+    let end = OffsetCodec::new(PadConfiguration::from_padding(Location::End, b"<>")).unwrap();
     assert_eq!(start.encode(b"abc").unwrap(), b"<>abc");
     assert_eq!(end.encode(b"abc").unwrap(), b"abc<>");
     assert_eq!(
@@ -137,7 +137,7 @@ fn encode_prepends_or_appends() {
 
 #[test]
 fn strict_mode_checks_skipped_bytes() {
-    let lax = OffsetCodec::new(OffsetConfiguration::with_prefix(b"HDR")).unwrap();
+    let lax = OffsetCodec::new(OffsetConfiguration::from_prefix(b"HDR")).unwrap();
     let strict = lax.clone().with_strict(true);
     assert!(!lax.is_strict());
     assert_eq!(
@@ -162,7 +162,7 @@ fn strict_mode_checks_skipped_bytes() {
         Err(Error::PrefixMismatch { offset: 1, .. })
     ));
     // an N5 default header as literal: a different N5 header is named as a truncated block
-    let n5 = OffsetCodec::new(OffsetConfiguration::with_prefix(
+    let n5 = OffsetCodec::new(OffsetConfiguration::from_prefix(
         &offset_codec::n5_default_header(&[64, 64]).unwrap(),
     ))
     .unwrap()
@@ -184,7 +184,7 @@ fn strict_mode_checks_skipped_bytes() {
         })
     ));
     // trailer offsets are reported in chunk coordinates
-    let end = OffsetCodec::new(PadConfiguration::with_padding(Location::End, b"!!"))
+    let end = OffsetCodec::new(PadConfiguration::from_padding(Location::End, b"!!"))
         .unwrap()
         .with_strict(true);
     assert!(matches!(
@@ -346,7 +346,7 @@ fn range_mapping_matches_the_model_exhaustively() {
 #[test]
 fn suffix_longer_than_payload_never_returns_header_bytes() {
     // the weakness of a plain `Suffix` pass-through: 10 bytes of a 5-byte payload
-    let codec = OffsetCodec::new(OffsetConfiguration::with_prefix(b"HDR")).unwrap();
+    let codec = OffsetCodec::new(OffsetConfiguration::from_prefix(b"HDR")).unwrap();
     let stored = codec.encode(b"hello").unwrap();
     let plan = codec.plan_range(ByteRange::Suffix(10)).unwrap();
     assert_eq!(plan.request(), ByteRange::Suffix(13));
@@ -429,7 +429,7 @@ fn truncated_and_bit_flipped_chunks_never_panic() {
     );
     let codecs = [
         OffsetCodec::offset_zeros(12).unwrap().with_strict(true),
-        OffsetCodec::new(OffsetConfiguration::with_prefix(b"MY_CUSTOM_HEADER"))
+        OffsetCodec::new(OffsetConfiguration::from_prefix(b"MY_CUSTOM_HEADER"))
             .unwrap()
             .with_strict(true),
         OffsetCodec::pad_zeros(Location::End, 4)
@@ -491,7 +491,7 @@ proptest::proptest! {
         start in proptest::bool::ANY,
     ) {
         let loc = if start { Location::Start } else { Location::End };
-        let codec = OffsetCodec::new(PadConfiguration::with_padding(loc, &prefix)).unwrap().with_strict(true);
+        let codec = OffsetCodec::new(PadConfiguration::from_padding(loc, &prefix)).unwrap().with_strict(true);
         let stored = codec.encode(&payload).unwrap();
         proptest::prop_assert_eq!(stored.len(), payload.len() + prefix.len());
         proptest::prop_assert_eq!(codec.decode(&stored).unwrap(), &payload[..]);

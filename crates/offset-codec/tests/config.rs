@@ -87,15 +87,15 @@ fn proposal_prefixes_decode_to_the_verified_bytes() {
 
 #[test]
 fn built_configurations_use_canonical_base64() {
-    let c = OffsetConfiguration::with_prefix(b"MY_CUSTOM_HEADER");
+    let c = OffsetConfiguration::from_prefix(b"MY_CUSTOM_HEADER");
     assert_eq!(c.prefix_base64(), Some("TVlfQ1VTVE9NX0hFQURFUg=="));
     assert_eq!(c.offset(), 16);
-    let p = PadConfiguration::with_padding(Location::Start, b"MY_CUSTOM_HEADER");
+    let p = PadConfiguration::from_padding(Location::Start, b"MY_CUSTOM_HEADER");
     assert_eq!(
         serde_json::to_value(&p).unwrap(),
         json!({"location": "start", "nbytes": 16, "padding": "TVlfQ1VTVE9NX0hFQURFUg=="})
     );
-    let empty = OffsetConfiguration::with_prefix(b"");
+    let empty = OffsetConfiguration::from_prefix(b"");
     assert_eq!(
         serde_json::to_value(&empty).unwrap(),
         json!({"offset": 0, "prefix": ""})
@@ -381,7 +381,7 @@ proptest::proptest! {
 
     #[test]
     fn built_prefixes_round_trip(bytes in proptest::collection::vec(proptest::num::u8::ANY, 0..300)) {
-        let c = OffsetConfiguration::with_prefix(&bytes);
+        let c = OffsetConfiguration::from_prefix(&bytes);
         let back = OffsetConfiguration::from_json(&Value::Object(c.to_json())).unwrap();
         proptest::prop_assert_eq!(back.prefix_bytes().unwrap(), &bytes[..]);
         proptest::prop_assert_eq!(back, c);

@@ -36,11 +36,11 @@ where
 fn offset_configuration_serialises_as_the_zarr_json_configuration() {
     round_trip(&OffsetConfiguration::new(12), &json!({"offset": 12}));
     round_trip(
-        &OffsetConfiguration::with_prefix(b"MY_CUSTOM_HEADER"),
+        &OffsetConfiguration::from_prefix(b"MY_CUSTOM_HEADER"),
         &json!({"offset": 16, "prefix": "TVlfQ1VTVE9NX0hFQURFUg=="}),
     );
     round_trip(
-        &OffsetConfiguration::with_prefix(b""),
+        &OffsetConfiguration::from_prefix(b""),
         &json!({"offset": 0, "prefix": ""}),
     );
 }
@@ -52,7 +52,7 @@ fn pad_configuration_serialises_as_the_zarr_json_configuration() {
         &json!({"location": "end", "nbytes": 4}),
     );
     round_trip(
-        &PadConfiguration::with_padding(Location::Start, &[0, 0, 0, 2, 0, 0, 0, 64, 0, 0, 0, 64]),
+        &PadConfiguration::from_padding(Location::Start, &[0, 0, 0, 2, 0, 0, 0, 64, 0, 0, 0, 64]),
         &json!({"location": "start", "nbytes": 12, "padding": "AAAAAgAAAEAAAABA"}),
     );
 }

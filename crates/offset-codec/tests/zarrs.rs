@@ -173,10 +173,10 @@ fn partial_decoder_maps_ranges_like_the_model() {
     let payload: Vec<u8> = (0..20).collect();
     let codecs: Vec<Arc<dyn BytesToBytesCodecTraits>> = vec![
         Arc::new(ZarrsOffsetCodec::new(
-            OffsetCodec::new(OffsetConfiguration::with_prefix(b"HEADER")).unwrap(),
+            OffsetCodec::new(OffsetConfiguration::from_prefix(b"HEADER")).unwrap(),
         )),
         Arc::new(ZarrsPadCodec::new(
-            OffsetCodec::new(PadConfiguration::with_padding(Location::End, b"TRAIL")).unwrap(),
+            OffsetCodec::new(PadConfiguration::from_padding(Location::End, b"TRAIL")).unwrap(),
         )),
     ];
     let opts = CodecOptions::default();

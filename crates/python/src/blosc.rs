@@ -336,8 +336,8 @@ fn dparams(nthreads: i64, max_nbytes: i64) -> PyResult<DParams> {
         .ok_or_else(|| err(format!("nthreads {nthreads} is not in 0..=4096")))?;
     let max = usize::try_from(max_nbytes)
         .map_err(|_| err(format!("max_nbytes {max_nbytes} is negative")))?;
-    let mut p = DParams::with_threads(nthreads);
-    p.limits = Limits::with_max_nbytes(max.min(blosc_chunk::MAX_BUFFERSIZE));
+    let mut p = DParams::default().with_threads(nthreads);
+    p.limits = Limits::default().with_max_nbytes(max.min(blosc_chunk::MAX_BUFFERSIZE));
     Ok(p)
 }
 

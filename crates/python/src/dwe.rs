@@ -87,12 +87,12 @@ impl File {
             limits.max_file_bytes = m;
         }
         let mut opts = OpenOptions::new()
-            .limits(limits)
-            .check_integrity(check_integrity);
+            .with_limits(limits)
+            .with_check_integrity(check_integrity);
         opts = match layout {
             None => opts,
-            Some("block") => opts.layout(Layout::Block),
-            Some("stream") => opts.layout(Layout::Stream),
+            Some("block") => opts.with_layout(Layout::Block),
+            Some("stream") => opts.with_layout(Layout::Stream),
             Some(other) => {
                 return Err(DweError::new_err(format!(
                     "layout {other:?} is not \"block\" or \"stream\""

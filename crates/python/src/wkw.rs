@@ -228,8 +228,8 @@ pub(crate) fn threads_mode(choice: ThreadChoice) -> PyResult<Threads> {
 /// file decoded with its own block type) and errors for corrupt files.
 pub(crate) fn options(threads: Threads, corrupt_as_zeros: bool, strict_headers: bool) -> Options {
     Options::default()
-        .threads(threads)
-        .header_check(if strict_headers {
+        .with_threads(threads)
+        .with_header_check(if strict_headers {
             HeaderCheck::Strict
         } else {
             HeaderCheck::Lenient
@@ -274,7 +274,7 @@ impl Open {
         } else {
             Some(Dataset::open_with(
                 ds.root(),
-                opts.threads(Threads::Caller),
+                opts.with_threads(Threads::Caller),
             )?)
         };
         Ok(Self { ds, inline })

@@ -41,6 +41,7 @@
 //!
 //! Stop the server by dropping the [`TestServer`].
 
+pub mod bench;
 mod faults;
 mod guard;
 mod http_layer;

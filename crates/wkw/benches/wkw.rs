@@ -41,7 +41,7 @@ fn make(root: &Path, bt: BlockType, data: &Array) -> PathBuf {
 
 /// The same dataset with [`Threads::Caller`]: the work stays on the benchmark's thread.
 fn on_caller(ds: &Dataset) -> Dataset {
-    Dataset::open_with(ds.root(), Options::default().threads(Threads::Caller)).unwrap()
+    Dataset::open_with(ds.root(), Options::default().with_threads(Threads::Caller)).unwrap()
 }
 
 fn peer_read(ds: &wkwrap::Dataset, off: [u32; 3], shape: [u32; 3]) -> Vec<u8> {
@@ -184,7 +184,7 @@ fn compress(c: &mut Criterion) {
         g.bench_function(BenchmarkId::from_parameter(name), |b| {
             b.iter(|| {
                 let _ = std::fs::remove_dir_all(&dst);
-                let options = Options::default().threads(threads);
+                let options = Options::default().with_threads(threads);
                 wkw::compress(&src, &dst, BlockType::Lz4Hc, options, &|_| {}).unwrap();
             })
         });

@@ -275,10 +275,6 @@ impl From<scifmt_io::Error> for Error {
             scifmt_io::Error::Conflict { url } => Self::Conflict { url },
             #[cfg(feature = "object_store")]
             scifmt_io::Error::Changed { url } => Self::Changed { url },
-            #[cfg(feature = "object_store")]
-            scifmt_io::Error::InsideRuntime { .. } => Self::Unsupported(
-                "BlockingRemoteDataset called inside a tokio runtime (use RemoteDataset there)",
-            ),
             e => Self::internal(format!("unexpected I/O layer error: {e}")),
         }
     }

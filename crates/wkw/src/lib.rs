@@ -1,49 +1,29 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod arena;
-mod array;
-mod blocks;
-mod cache;
-mod closer;
-mod column;
-mod compress;
-mod copy;
 mod dataset;
 mod error;
-mod file;
-mod fsio;
-mod geometry;
-mod header;
+mod format;
+mod io;
+mod kernels;
 mod limits;
-mod lock;
-mod lz4;
-#[cfg(feature = "ndarray")]
-mod nd;
 mod options;
-mod par;
-mod reader;
 #[cfg(feature = "object_store")]
 mod remote;
-mod storage;
-mod tree;
-mod uninit;
-mod voxel;
-mod writer;
 
 pub use crate::{
-    array::{Array, ArrayView, ArrayViewMut, Order},
-    blocks::{BlockReader, BlockWriter, decode_block, encode_block},
-    compress::{FileReport, Progress, VerifyReport, compress, verify},
-    dataset::{Dataset, HEADER_FILE_NAME},
+    dataset::array::{Array, ArrayView, ArrayViewMut, Order},
+    dataset::compress::{FileReport, Progress, VerifyReport, compress, verify},
+    dataset::root::{Dataset, HEADER_FILE_NAME},
     error::{Error, FormatError, Result},
-    file::{FileInfo, inspect_file},
-    header::{BlockType, Header, MAGIC, VERSION, VoxelType},
+    format::blocks::{BlockReader, BlockWriter, decode_block, encode_block},
+    format::file::{FileInfo, inspect_file},
+    format::header::{BlockType, Header, MAGIC, VERSION, VoxelType},
+    format::voxel::Voxel,
+    io::lock::LOCK_DIR_NAME,
+    io::storage::{Stamp, Storage, StorageFile},
     limits::Limits,
-    lock::LOCK_DIR_NAME,
     options::{Durability, HeaderCheck, MissingOrCorrupt, Options, Threads},
-    storage::{Stamp, Storage, StorageFile},
-    voxel::Voxel,
 };
 
 #[cfg(feature = "object_store")]

@@ -48,4 +48,25 @@ impl Limits {
             max_read_bytes: u64::MAX,
         }
     }
+
+    /// These limits with [`Limits::max_block_bytes`] set to `max_block_bytes`.
+    #[must_use]
+    pub const fn with_max_block_bytes(mut self, max_block_bytes: u64) -> Self {
+        self.max_block_bytes = max_block_bytes;
+        self
+    }
+
+    /// These limits with [`Limits::max_blocks_per_file`] set to `max_blocks_per_file`.
+    #[must_use]
+    pub const fn with_max_blocks_per_file(mut self, max_blocks_per_file: u64) -> Self {
+        self.max_blocks_per_file = max_blocks_per_file;
+        self
+    }
+
+    /// These limits with [`Limits::max_read_bytes`] set to `max_read_bytes`.
+    #[must_use]
+    pub const fn with_max_read_bytes(mut self, max_read_bytes: u64) -> Self {
+        self.max_read_bytes = max_read_bytes;
+        self
+    }
 }

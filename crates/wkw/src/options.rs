@@ -106,38 +106,46 @@ impl Default for Options {
 impl Options {
     /// Sets [`Options::limits`].
     #[must_use]
-    pub fn limits(mut self, limits: Limits) -> Self {
+    pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
     }
     /// Sets [`Options::missing_or_corrupt`].
     #[must_use]
-    pub fn missing_or_corrupt(mut self, policy: MissingOrCorrupt) -> Self {
+    pub fn with_missing_or_corrupt(mut self, policy: MissingOrCorrupt) -> Self {
         self.missing_or_corrupt = policy;
         self
     }
     /// Sets [`Options::header_check`].
     #[must_use]
-    pub fn header_check(mut self, check: HeaderCheck) -> Self {
+    pub fn with_header_check(mut self, check: HeaderCheck) -> Self {
         self.header_check = check;
         self
     }
     /// Sets [`Options::durability`].
     #[must_use]
-    pub fn durability(mut self, durability: Durability) -> Self {
+    pub fn with_durability(mut self, durability: Durability) -> Self {
         self.durability = durability;
         self
     }
     /// Sets [`Options::cache_capacity`].
     #[must_use]
-    pub fn cache_capacity(mut self, entries: usize) -> Self {
+    pub fn with_cache_capacity(mut self, entries: usize) -> Self {
         self.cache_capacity = entries;
         self
     }
     /// Sets [`Options::threads`].
     #[must_use]
-    pub fn threads(mut self, threads: Threads) -> Self {
+    pub fn with_threads(mut self, threads: Threads) -> Self {
         self.threads = threads;
         self
+    }
+
+    /// The former name of [`Options::with_missing_or_corrupt`], kept only until every caller
+    /// in this repository is renamed.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn missing_or_corrupt(self, policy: MissingOrCorrupt) -> Self {
+        self.with_missing_or_corrupt(policy)
     }
 }

@@ -417,7 +417,7 @@ fn replaced_files_are_closed() {
         let ds = Dataset::create_with(
             dir.path(),
             Header::new(VoxelType::U16, 1, 8, 4, BlockType::Lz4).unwrap(),
-            wkw::Options::default().threads(threads),
+            wkw::Options::default().with_threads(threads),
         )
         .unwrap();
         let file = dir.path().join("z0").join("y0").join("x0.wkw");

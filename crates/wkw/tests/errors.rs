@@ -274,7 +274,7 @@ fn header_mismatch_is_an_error_lenient_decodes_with_the_file_header() {
     assert!(ds.write([8, 0, 8], &data.view()).is_err());
     let lenient = Dataset::open_with(
         dir.path(),
-        Options::default().header_check(HeaderCheck::Lenient),
+        Options::default().with_header_check(HeaderCheck::Lenient),
     )
     .unwrap();
     let reference = Dataset::open(testdata().join("u64_raw_b4_f2_multi")).unwrap();
@@ -351,7 +351,7 @@ fn dataset_level_errors() {
     ));
     let mut limits = wkw::Limits::default();
     limits.max_read_bytes = 100;
-    let ds = Dataset::open_with(dir.path(), Options::default().limits(limits)).unwrap();
+    let ds = Dataset::open_with(dir.path(), Options::default().with_limits(limits)).unwrap();
     assert!(matches!(
         ds.read([0; 3], [5, 5, 5], Order::C),
         Err(Error::LimitExceeded { .. })
@@ -362,7 +362,7 @@ fn dataset_level_errors() {
     assert!(
         Dataset::open_with(
             dir.path(),
-            Options::default().header_check(HeaderCheck::Lenient)
+            Options::default().with_header_check(HeaderCheck::Lenient)
         )
         .is_ok()
     );

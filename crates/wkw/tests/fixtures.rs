@@ -361,8 +361,8 @@ fn compress_f4_gives_f6_content() {
     // The same conversion on the calling thread, with fsync: the same bytes.
     let serial = dir.path().join("raw-serial");
     let options = wkw::Options::default()
-        .threads(wkw::Threads::Caller)
-        .durability(wkw::Durability::Fsync);
+        .with_threads(wkw::Threads::Caller)
+        .with_durability(wkw::Durability::Fsync);
     wkw::compress(&dst, &serial, BlockType::Raw, options, &|_| {}).unwrap();
     assert_files_equal(&serial, "u64_raw_b4_f2_multi");
     // Verify passes on every fixture.

@@ -118,7 +118,7 @@ fn huge_blocks_of_header_wkw_are_refused_at_open_and_create() {
     // A caller who raises the limit gets the dataset.
     let mut big = Limits::default();
     big.max_block_bytes = u64::MAX;
-    assert!(Dataset::open_with(dir.path(), opts.limits(big)).is_ok());
+    assert!(Dataset::open_with(dir.path(), opts.with_limits(big)).is_ok());
 }
 
 #[test]
@@ -134,7 +134,7 @@ fn huge_read_requests_are_refused_before_allocating() {
     // A caller-lowered cap applies too.
     let mut l = Limits::default();
     l.max_read_bytes = 1 << 16;
-    let ds = Dataset::open_with(dir.path(), Options::default().limits(l)).unwrap();
+    let ds = Dataset::open_with(dir.path(), Options::default().with_limits(l)).unwrap();
     let (peak, r) = peak_during(|| ds.read([0; 3], [64, 64, 64], Order::C));
     assert!(r.is_err(), "2 MiB read above a 64 KiB cap");
     assert!(peak < SMALL, "refusing it allocated {peak} bytes");

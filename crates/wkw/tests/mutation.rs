@@ -24,7 +24,7 @@ fn is_ok<T>(r: wkw::Result<T>) -> bool {
 fn opts(policy: MissingOrCorrupt) -> Options {
     Options::default()
         .missing_or_corrupt(policy)
-        .cache_capacity(0)
+        .with_cache_capacity(0)
 }
 
 /// Reads the whole cube of file `idx` under both policies and (if asked) runs verify; returns how many

@@ -28,8 +28,8 @@ fn options() -> Options {
     l.max_blocks_per_file = 1 << 15;
     l.max_read_bytes = MAX_READ;
     Options::default()
-        .limits(l)
-        .header_check(HeaderCheck::Lenient)
+        .with_limits(l)
+        .with_header_check(HeaderCheck::Lenient)
 }
 
 fn header(data: &[u8]) {
@@ -129,11 +129,11 @@ fn dataset(data: &[u8]) {
         }
     }
     for check in [HeaderCheck::Strict, HeaderCheck::Lenient] {
-        let Ok(ds) = Dataset::open_with(root, options().header_check(check)) else {
+        let Ok(ds) = Dataset::open_with(root, options().with_header_check(check)) else {
             continue;
         };
         let _ = ds.list_files();
-        let _ = wkw::verify(root, options().header_check(check), &|_| {});
+        let _ = wkw::verify(root, options().with_header_check(check), &|_| {});
         let _ = ds.read([0; 3], [ds.header().block_len().min(32); 3], Order::C);
     }
 }

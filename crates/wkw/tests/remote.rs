@@ -424,7 +424,7 @@ fn injected_faults_are_retried_or_clear_errors_never_wrong_data() {
             &server,
             "f",
             RemoteOptions::default()
-                .map_format(|f| f.with_dataset(wkw::Options::default().cache_capacity(0))),
+                .map_format(|f| f.with_dataset(wkw::Options::default().with_cache_capacity(0))),
         )
     };
 

@@ -72,7 +72,7 @@ proptest! {
             })),
             _ => wkw::Threads::Rayon,
         };
-        let opts = wkw::Options::default().threads(threads);
+        let opts = wkw::Options::default().with_threads(threads);
         let dir = tempfile::tempdir().unwrap();
         let ds = Dataset::create_with(dir.path().join("ds"), h, opts).unwrap();
         let vs = usize::from(h.voxel_size());
@@ -179,7 +179,7 @@ fn dataset_is_send_and_sync() {
 fn fsync_durability_writes_and_reads_back() {
     for bt in [BlockType::Raw, BlockType::Lz4Hc] {
         let dir = tempfile::tempdir().unwrap();
-        let opts = wkw::Options::default().durability(wkw::Durability::Fsync);
+        let opts = wkw::Options::default().with_durability(wkw::Durability::Fsync);
         let h = Header::new(VoxelType::U32, 2, 4, 2, bt).unwrap();
         let ds = Dataset::create_with(dir.path(), h, opts).unwrap();
         let bytes: Vec<u8> = (0..5 * 6 * 7 * 8u32).map(|i| (i % 251) as u8).collect();

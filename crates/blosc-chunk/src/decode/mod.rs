@@ -46,13 +46,12 @@ impl Default for DParams {
 }
 
 impl DParams {
-    /// Default limits with `nthreads` threads.
+    /// These parameters with `nthreads` threads
+    /// (`DParams::default().with_threads(2)`).
     #[must_use]
-    pub fn with_threads(nthreads: usize) -> Self {
-        Self {
-            nthreads,
-            ..Self::default()
-        }
+    pub fn with_threads(mut self, nthreads: usize) -> Self {
+        self.nthreads = nthreads;
+        self
     }
 
     /// These parameters with the b2nd block shape `blockshape` (for NDCELL/NDMEAN chunks).

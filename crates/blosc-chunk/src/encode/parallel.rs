@@ -255,7 +255,9 @@ pub(super) fn encode_blocks(
     reason = "test patterns wrap on purpose"
 )]
 mod tests {
-    use crate::{CParams, Codec, Filter, compress};
+    use crate::codec::Codec;
+    use crate::encode::{CParams, compress};
+    use crate::header::Filter;
 
     /// Compressible, incompressible, half-and-half (the budget is hit late) and run-heavy
     /// inputs.

@@ -117,7 +117,7 @@ impl CParams {
 
     /// Parameters with one filter in slot 0 (what python-blosc2's `filters=[f]` does).
     #[must_use]
-    pub fn with_filter(codec: Codec, clevel: u8, typesize: usize, filter: Filter) -> Self {
+    pub fn new(codec: Codec, clevel: u8, typesize: usize, filter: Filter) -> Self {
         let mut filters = [Filter::NoFilter; MAX_FILTERS];
         filters[0] = filter;
         Self {
@@ -128,5 +128,13 @@ impl CParams {
             splitmode: SplitMode::Auto,
             ..Self::default()
         }
+    }
+
+    /// The former name of [`CParams::new`], kept only until every caller in this repository
+    /// is renamed.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn with_filter(codec: Codec, clevel: u8, typesize: usize, filter: Filter) -> Self {
+        Self::new(codec, clevel, typesize, filter)
     }
 }

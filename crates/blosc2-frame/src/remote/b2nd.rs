@@ -9,10 +9,13 @@ use object_store::path::Path;
 use super::RemoteOptions;
 use super::fetch::par_each;
 use super::frame::{Remote, RemoteFrame};
+use crate::array::B2ndArray;
 use crate::array::RegionChunk;
+use crate::b2nd::B2ndMeta;
 use crate::element::{Element, check_dtype, to_native};
+use crate::error::{Error, Result};
 use crate::offsets::ChunkLocation;
-use crate::{B2ndArray, B2ndMeta, Error, Frame, Result};
+use crate::reader::Frame;
 
 /// A b2nd (N-dimensional) array on an object store, opened for asynchronous reading.
 ///

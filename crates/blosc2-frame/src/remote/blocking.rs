@@ -8,11 +8,15 @@ use object_store::path::Path;
 use tokio::runtime::Runtime;
 
 use super::{RemoteB2nd, RemoteFrame, RemoteOptions};
-#[cfg(doc)]
-use crate::Error;
+use crate::b2nd::B2ndMeta;
 use crate::element::Element;
+#[cfg(doc)]
+use crate::error::Error;
+use crate::error::Result;
+use crate::header::FrameHeader;
 use crate::offsets::ChunkLocation;
-use crate::{B2ndMeta, FrameHeader, FrameWriter, Layer, Result};
+use crate::reader::Layer;
+use crate::writer::FrameWriter;
 
 /// The process-wide runtime of [`scifmt_io::runtime`] (two I/O threads, started on first use,
 /// shared by every blocking frame, array and wkw dataset): one runtime, not one per object,

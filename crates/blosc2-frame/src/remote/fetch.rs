@@ -10,7 +10,8 @@ use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 
 use super::RemoteOptions;
-use crate::{Error, ReadAt, Result};
+use crate::error::{Error, Result};
+use crate::source::ReadAt;
 use scifmt_io::Access;
 
 /// A store plus the printable root of its URLs (no credentials).
@@ -366,7 +367,9 @@ pub(crate) fn par_each<T: Send>(items: Vec<T>, f: impl Fn(T) -> Result<()> + Syn
         let mut first = Ok(());
         for h in handles {
             let r = h.join().unwrap_or_else(|_| {
-                Err(Error::InvalidArgument("a decoding thread panicked".into()))
+                Err(Error::Internal {
+                    what: "a decoding thread panicked".into(),
+                })
             });
             if first.is_ok() {
                 first = r;

@@ -10,11 +10,13 @@ use object_store::{GetRange, ObjectMeta, ObjectStore};
 
 use super::RemoteOptions;
 use super::fetch::{Fetched, Location, Object, Prefetched, par_each, store_for_url};
+use crate::error::{Error, Result};
 use crate::header::{FrameHeader, FrameType, HEADER_FIXED_LEN};
+use crate::limits::Limits;
 use crate::offsets::ChunkLocation;
+use crate::reader::{Frame, Layer, SPARSE_FRAME_FILE};
 use crate::reader::{MIN_CHUNK_LEN, chunk_cbytes};
 use crate::trailer::TAIL_LEN;
-use crate::{Error, Frame, Layer, Limits, Result, SPARSE_FRAME_FILE};
 
 /// Bytes a stored chunk may exceed its uncompressed size by (C-Blosc2's
 /// `BLOSC2_MAX_OVERHEAD` is 32; the rest is slack for unusual writers). Bounds how much is
@@ -698,7 +700,7 @@ fn parent(path: &Path) -> Path {
 
 /// The fixed header from the prefetched bytes.
 fn peek_header(pre: &Prefetched) -> Result<FrameHeader> {
-    use crate::ReadAt;
+    use crate::source::ReadAt;
     if pre.size < HEADER_FIXED_LEN as u64 {
         return Err(Error::Truncated {
             what: "frame header",

@@ -41,15 +41,13 @@ mod b2nd;
 mod blocking;
 mod fetch;
 mod frame;
-#[cfg(test)]
-mod tests;
 mod write;
 
 pub use b2nd::RemoteB2nd;
 pub use blocking::{BlockingRemoteB2nd, BlockingRemoteFrame};
 pub use frame::RemoteFrame;
 
-use crate::Limits;
+use crate::limits::Limits;
 
 /// Options for remote reads and writes: the request knobs every scifmt format shares
 /// ([`scifmt_io::RemoteOptions`], set with its `with_*` methods) plus this crate's own in

@@ -9,7 +9,9 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload}
 
 use super::fetch::{Location, store_for_url};
 use super::{RemoteFrame, RemoteOptions};
-use crate::{Error, FrameWriter, Result, SPARSE_FRAME_FILE};
+use crate::error::{Error, Result};
+use crate::reader::SPARSE_FRAME_FILE;
+use crate::writer::FrameWriter;
 use scifmt_io::{Access, WriteMode};
 
 impl RemoteFrame {

@@ -16,7 +16,7 @@ use crate::error::{Error, Result};
 /// same `Arc<dyn ObjectStore>`) would never make progress.
 ///
 /// # Errors
-/// [`Error::InsideRuntime`] when called on a thread that runs a tokio runtime (blocking there
+/// [`Error::InvalidArgument`] when called on a thread that runs a tokio runtime (blocking there
 /// would stall it); [`Error::Io`] if the runtime cannot be started.
 pub fn runtime() -> Result<&'static Runtime> {
     static RT: OnceLock<Runtime> = OnceLock::new();
@@ -58,14 +58,16 @@ pub fn handle() -> Result<Handle> {
     Ok(runtime()?.handle().clone())
 }
 
-/// `Ok` unless the calling thread runs a tokio runtime; then [`Error::InsideRuntime`] naming
-/// `what`.
+/// `Ok` unless the calling thread runs a tokio runtime; then [`Error::InvalidArgument`] (a
+/// misuse by the caller) naming `what`.
 ///
 /// # Errors
-/// [`Error::InsideRuntime`] inside a runtime.
+/// [`Error::InvalidArgument`] inside a runtime.
 pub fn outside_runtime(what: &'static str) -> Result<()> {
     if Handle::try_current().is_ok() {
-        return Err(Error::InsideRuntime { what });
+        return Err(Error::InvalidArgument(format!(
+            "{what} called from inside a tokio runtime (use the async API there)"
+        )));
     }
     Ok(())
 }
@@ -81,12 +83,12 @@ mod tests {
         assert_eq!(block_on(async { 1 }).unwrap(), 1);
         // Inside the shared runtime itself, and inside another one.
         let nested = block_on(async { block_on(async { 2 }) }).unwrap();
-        assert!(matches!(nested, Err(Error::InsideRuntime { .. })));
+        assert!(matches!(nested, Err(Error::InvalidArgument(_))));
         let other = tokio::runtime::Builder::new_current_thread()
             .build()
             .unwrap();
         let r = other.block_on(async { block_on(async { 3 }) });
-        assert!(matches!(r, Err(Error::InsideRuntime { .. })));
+        assert!(matches!(r, Err(Error::InvalidArgument(_))));
         assert!(other.block_on(async { handle() }).is_err());
     }
 

@@ -6,12 +6,12 @@ use object_store::ObjectStore;
 use object_store::path::Path;
 
 use super::{RemoteDataset, RemoteOptions};
-use crate::array::{Array, ArrayView, ArrayViewMut, Order};
-use crate::compress::{Progress, VerifyReport};
+use crate::dataset::array::{Array, ArrayView, ArrayViewMut, Order};
+use crate::dataset::compress::{Progress, VerifyReport};
 #[cfg(doc)]
 use crate::error::Error;
 use crate::error::Result;
-use crate::header::{BlockType, Header};
+use crate::format::header::{BlockType, Header};
 
 /// A [`RemoteDataset`] with blocking methods: every call runs on the process-wide runtime of
 /// [`scifmt_io::runtime`] (two I/O threads, started on first use, shared by every blocking
@@ -19,7 +19,7 @@ use crate::header::{BlockType, Header};
 /// block decoding still runs in parallel on rayon.
 ///
 /// Its methods must not be called from inside a tokio runtime (an async context would block
-/// its worker): they return [`Error::Unsupported`] there; use [`RemoteDataset`] instead.
+/// its worker): they return [`Error::InvalidArgument`] there; use [`RemoteDataset`] instead.
 #[derive(Debug)]
 pub struct BlockingRemoteDataset {
     inner: RemoteDataset,
@@ -38,7 +38,7 @@ impl BlockingRemoteDataset {
     /// [`RemoteDataset::open`], blocking.
     ///
     /// # Errors
-    /// As [`RemoteDataset::open`]; [`Error::Unsupported`] inside a tokio runtime.
+    /// As [`RemoteDataset::open`]; [`Error::InvalidArgument`] inside a tokio runtime.
     pub fn open(store: Arc<dyn ObjectStore>, prefix: Path, options: RemoteOptions) -> Result<Self> {
         Self::build(async || RemoteDataset::open(store, prefix, options).await)
     }
@@ -46,7 +46,7 @@ impl BlockingRemoteDataset {
     /// [`RemoteDataset::open_url`], blocking.
     ///
     /// # Errors
-    /// As [`RemoteDataset::open_url`]; [`Error::Unsupported`] inside a tokio runtime.
+    /// As [`RemoteDataset::open_url`]; [`Error::InvalidArgument`] inside a tokio runtime.
     pub fn open_url(url: &str, options: RemoteOptions) -> Result<Self> {
         Self::build(async || RemoteDataset::open_url(url, options).await)
     }
@@ -54,7 +54,7 @@ impl BlockingRemoteDataset {
     /// [`RemoteDataset::open_url_with_config`], blocking.
     ///
     /// # Errors
-    /// As [`RemoteDataset::open_url`]; [`Error::Unsupported`] inside a tokio runtime.
+    /// As [`RemoteDataset::open_url`]; [`Error::InvalidArgument`] inside a tokio runtime.
     pub fn open_url_with_config(
         url: &str,
         config: &[(String, String)],
@@ -66,7 +66,7 @@ impl BlockingRemoteDataset {
     /// [`RemoteDataset::create`], blocking.
     ///
     /// # Errors
-    /// As [`RemoteDataset::create`]; [`Error::Unsupported`] inside a tokio runtime.
+    /// As [`RemoteDataset::create`]; [`Error::InvalidArgument`] inside a tokio runtime.
     pub fn create(
         store: Arc<dyn ObjectStore>,
         prefix: Path,
@@ -79,7 +79,7 @@ impl BlockingRemoteDataset {
     /// [`RemoteDataset::create_url`], blocking.
     ///
     /// # Errors
-    /// As [`RemoteDataset::create_url`]; [`Error::Unsupported`] inside a tokio runtime.
+    /// As [`RemoteDataset::create_url`]; [`Error::InvalidArgument`] inside a tokio runtime.
     pub fn create_url(url: &str, header: Header, options: RemoteOptions) -> Result<Self> {
         Self::build(async || RemoteDataset::create_url(url, header, options).await)
     }
@@ -87,7 +87,7 @@ impl BlockingRemoteDataset {
     /// [`RemoteDataset::create_url_with_config`], blocking.
     ///
     /// # Errors
-    /// As [`RemoteDataset::create_url`]; [`Error::Unsupported`] inside a tokio runtime.
+    /// As [`RemoteDataset::create_url`]; [`Error::InvalidArgument`] inside a tokio runtime.
     pub fn create_url_with_config(
         url: &str,
         config: &[(String, String)],

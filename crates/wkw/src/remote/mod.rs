@@ -20,19 +20,19 @@ use object_store::{
 
 pub use blocking::BlockingRemoteDataset;
 
-use crate::array::{Array, ArrayView, ArrayViewMut, Order};
-use crate::cache::MetaCache;
-use crate::compress::{FileReport, Progress, VerifyReport, convert_file, verify_file};
-use crate::dataset::{
+use crate::dataset::array::{Array, ArrayView, ArrayViewMut, Order};
+use crate::dataset::cache::MetaCache;
+use crate::dataset::compress::{FileReport, Progress, VerifyReport, convert_file, verify_file};
+use crate::dataset::root::{
     Dataset, HEADER_FILE_NAME, Resolved, check_block_limit, parse_dataset_header,
 };
 use crate::error::{Error, Result};
-use crate::file::{FileMeta, OpenFailure};
-use crate::geometry::{VBox, blocks_in, files_in};
-use crate::header::{BlockType, Header};
+use crate::format::file::{FileMeta, OpenFailure};
+use crate::format::geometry::{VBox, blocks_in, files_in};
+use crate::format::header::{BlockType, Header};
+use crate::format::tree::{file_key, parse_index};
+use crate::kernels::par::Workers;
 use crate::options::{Durability, MissingOrCorrupt, Options};
-use crate::par::Workers;
-use crate::tree::{file_key, parse_index};
 use plan::{Fetched, beyond, schedule};
 use scifmt_io::{WriteMode, child, conflict_backoff, is_condition_failure, join_url, store_url};
 
@@ -1121,7 +1121,7 @@ impl RemoteDataset {
 impl Fetched {
     /// Fills `buf` from offset 0 if those bytes were fetched.
     fn read_exact_at_prefix(&self, buf: &mut [u8]) -> bool {
-        crate::storage::StorageFile::read_exact_at(self, buf, 0).is_ok()
+        crate::io::storage::StorageFile::read_exact_at(self, buf, 0).is_ok()
     }
 }
 
@@ -1140,7 +1140,7 @@ impl Scratch {
         let ds = Dataset::create_with(
             dir.path().join("ds"),
             *header,
-            options.durability(Durability::None),
+            options.with_durability(Durability::None),
         )?;
         Ok(Self { ds, _dir: dir })
     }

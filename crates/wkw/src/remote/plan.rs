@@ -5,7 +5,7 @@ use std::io;
 use bytes::Bytes;
 
 use super::RemoteOptions;
-use crate::storage::{Stamp, StorageFile};
+use crate::io::storage::{Stamp, StorageFile};
 
 /// The requests for the block ranges of several files (`files[i]`: file i's ranges, as
 /// `(start, end)`), planned by [`scifmt_io::coalesce`] under `options` (one round of at most

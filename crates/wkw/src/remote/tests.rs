@@ -14,10 +14,11 @@ use object_store::ObjectStore;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 
-use crate::{
-    Array, BlockType, BlockingRemoteDataset, Dataset, Error, Header, Order, RemoteOptions,
-    VoxelType,
-};
+use crate::dataset::array::{Array, Order};
+use crate::dataset::root::Dataset;
+use crate::error::Error;
+use crate::format::header::{BlockType, Header, VoxelType};
+use crate::remote::{BlockingRemoteDataset, RemoteOptions};
 
 fn fixtures() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/wkw")
@@ -272,7 +273,7 @@ fn blocking_calls_inside_a_runtime_are_refused() {
             RemoteOptions::default(),
         )
     });
-    assert!(matches!(r, Err(Error::Unsupported(_))));
+    assert!(matches!(r, Err(Error::InvalidArgument(_))));
 }
 
 #[test]

@@ -6,8 +6,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::file::FileMeta;
-use crate::storage::Stamp;
+use crate::format::file::FileMeta;
+use crate::io::storage::Stamp;
 
 /// Parsed headers/jump tables of recently read files, validated against the file's stamp.
 #[derive(Debug)]

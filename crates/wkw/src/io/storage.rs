@@ -15,7 +15,7 @@ use std::io;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::fsio;
+use crate::io::fsio;
 
 /// Identity of one version of a file (length and modification time for local files): while it
 /// is unchanged, the file's parsed header and jump table are reused from the dataset's cache.

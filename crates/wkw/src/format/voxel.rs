@@ -7,7 +7,7 @@
 //! returning byte-swapped values; use the byte API and `T::from_le_bytes` there.
 
 use crate::error::{Error, Result};
-use crate::header::VoxelType;
+use crate::format::header::VoxelType;
 
 mod sealed {
     pub trait Sealed {}

@@ -3,7 +3,7 @@
 //! array side is copied in long z runs and the transposes run between the stage and a block.
 
 use crate::error::{Error, Result};
-use crate::geometry::VBox;
+use crate::format::geometry::VBox;
 
 /// A block: its Morton index in the file and its block coordinates in the file.
 pub(crate) type Block = (u64, [u32; 3]);

@@ -12,12 +12,12 @@
 
 use std::collections::HashMap;
 
-use crate::array::{Array, ArrayViewMut, Layout, Order};
-use crate::column::{Staged, block_box};
-use crate::copy::{copy_4d_direct, zero_4d};
-use crate::dataset::{Dataset, Resolved};
+use crate::dataset::array::{Array, ArrayViewMut, Layout, Order};
+use crate::dataset::root::{Dataset, Resolved};
 use crate::error::{Error, Result};
-use crate::geometry::{VBox, blocks_in, files_in, try_offset_of};
+use crate::format::geometry::{VBox, blocks_in, files_in, try_offset_of};
+use crate::kernels::column::{Staged, block_box};
+use crate::kernels::copy::{copy_4d_direct, zero_4d};
 
 /// A C-order work unit: the voxels of the box inside `region` (one block layer along x, one
 /// block row along y, a chunk of the box's z). Its destination is `segs`, in memory order
@@ -61,8 +61,9 @@ impl Dataset {
         let files = resolve(&bx)?;
         if order == Order::C || self.one_group(&bx) {
             // Every byte is written by exactly one unit: no zero-initialisation.
-            let data =
-                crate::uninit::build(len, |whole| self.fill_units(&bx, layout, &files, whole))?;
+            let data = crate::kernels::uninit::build(len, |whole| {
+                self.fill_units(&bx, layout, &files, whole)
+            })?;
             return Ok(Array::from_parts(layout, data));
         }
         let mut data = vec![0u8; len];
@@ -142,14 +143,14 @@ impl Dataset {
         let threads = self.options.threads;
         let done = if layout.order == Order::Fortran {
             let units = split_units(bx, layout, data, bs)?;
-            crate::par::try_map(threads, units, |unit| {
+            crate::kernels::par::try_map(threads, units, |unit| {
                 BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
                     self.fill_unit(unit, bx, files, buf, scratch, stage)
                 })
             })?
         } else {
             let units = split_columns(bx, layout, data, bs)?;
-            crate::par::try_map(threads, units, |unit| {
+            crate::kernels::par::try_map(threads, units, |unit| {
                 BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
                     self.fill_column(unit, files, buf, scratch, stage)
                 })
@@ -525,7 +526,7 @@ struct Unit<S> {
 }
 
 /// A destination segment of a Fortran-order read: part of a caller's buffer, or of a new
-/// array's not yet initialised buffer ([`crate::uninit::Seg`]).
+/// array's not yet initialised buffer ([`crate::kernels::uninit::Seg`]).
 trait SegOut: Sized + Send {
     /// Proof of a whole-segment write.
     type Done: Send;
@@ -553,8 +554,8 @@ impl SegOut for &mut [u8] {
     }
 }
 
-impl<'b> SegOut for crate::uninit::Seg<'b> {
-    type Done = crate::uninit::Filled<'b>;
+impl<'b> SegOut for crate::kernels::uninit::Seg<'b> {
+    type Done = crate::kernels::uninit::Filled<'b>;
     fn seg_len(&self) -> usize {
         self.len()
     }

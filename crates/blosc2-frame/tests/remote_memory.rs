@@ -1,36 +1,20 @@
-//! Remote reads against object_store's in-memory and local-file stores (the real-server
-//! tests live in tests/remote.rs).
+//! Remote reads against object_store's in-memory and local-file stores (the S3 tests are in
+//! `remote.rs`; both compare with local reads through `common::assert_same`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::path::PathBuf;
+mod common;
+
 use std::sync::Arc;
 
-use object_store::memory::InMemory;
-use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
-
-use super::*;
-use crate::blosc_chunk::CParams;
-use crate::{B2ndArray, Error, Frame, FrameParams, FrameWriter, b2nd_frame_from_slice};
-
-fn testdata() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/blosc")
-}
-
-const CONTIGUOUS: &[&str] = &[
-    "frames/b2nd_f4_20x30.b2nd",
-    "frames/b2nd_u2_7x9x11.b2nd",
-    "frames/b2nd_zeros_f8_50x40.b2nd",
-    "frames/fill_special_nan.b2frame",
-    "frames/fill_special_uninit.b2frame",
-    "frames/fill_special_value.b2frame",
-    "frames/fill_special_zero.b2frame",
-    "frames/lz4_shuffle_meta_vlmeta.b2frame",
-    "frames/lz4_shuffle_meta_vlmeta.cframe.b2frame",
-    "frames/zstd_delta_shuffle_many_chunks.b2frame",
-    "legacy/varchunks-lz4-3.0.0.b2frame",
-    "legacy/vlblocks-lz4-fixed-3.0.0.b2frame",
-];
+use blosc2_frame::blosc_chunk::CParams;
+use blosc2_frame::object_store::memory::InMemory;
+use blosc2_frame::object_store::path::Path;
+use blosc2_frame::object_store::{self, ObjectStore, ObjectStoreExt, PutPayload};
+use blosc2_frame::{
+    B2ndArray, BlockingRemoteB2nd, BlockingRemoteFrame, Error, Frame, FrameParams, FrameWriter,
+    Limits, RemoteB2nd, RemoteFrame, RemoteOptions, WriteMode, b2nd_frame_from_slice,
+};
+use common::{CONTIGUOUS, SPARSE, assert_same, testdata};
 
 fn put(store: &Arc<InMemory>, key: &str, bytes: Vec<u8>) {
     let rt = tokio::runtime::Builder::new_current_thread()
@@ -42,59 +26,13 @@ fn put(store: &Arc<InMemory>, key: &str, bytes: Vec<u8>) {
 }
 
 fn upload_sparse(store: &Arc<InMemory>, dir: &str) {
-    for e in std::fs::read_dir(testdata().join("frames/sparse_lz4.b2frame")).unwrap() {
+    for e in std::fs::read_dir(testdata().join(SPARSE)).unwrap() {
         let e = e.unwrap();
         let name = e.file_name().into_string().unwrap();
         put(
             store,
             &format!("{dir}/{name}"),
             std::fs::read(e.path()).unwrap(),
-        );
-    }
-}
-
-fn assert_same(local: &Frame<'_>, remote: &BlockingRemoteFrame, what: &str) {
-    assert_eq!(local.header(), remote.header(), "{what}");
-    assert_eq!(local.index(), remote.index(), "{what}");
-    assert_eq!(local.metalayers(), remote.metalayers(), "{what}");
-    assert_eq!(local.vlmetalayers(), remote.vlmetalayers(), "{what}");
-    for i in 0..local.nchunks() {
-        assert_eq!(
-            local.decompress_chunk(i).unwrap(),
-            remote.decompress_chunk(i).unwrap(),
-            "{what} chunk {i}"
-        );
-        assert_eq!(
-            &local.chunk(i).unwrap()[..],
-            &remote.chunk(i).unwrap()[..],
-            "{what} {i}"
-        );
-    }
-    let all: Vec<usize> = (0..local.nchunks()).rev().collect();
-    let many = remote.decompress_chunks(&all).unwrap();
-    for (k, &i) in all.iter().enumerate() {
-        assert_eq!(
-            many[k],
-            local.decompress_chunk(i).unwrap(),
-            "{what} chunk {i}"
-        );
-    }
-    assert_eq!(
-        local.decompress_all().unwrap(),
-        remote.decompress_all().unwrap(),
-        "{what}"
-    );
-    let n = local.header().nbytes / u64::from(local.header().typesize);
-    for (a, b) in [
-        (0, n),
-        (n / 3, n / 2),
-        (1, n.saturating_sub(1).max(1)),
-        (n, n),
-    ] {
-        assert_eq!(
-            local.get_slice(a, b).unwrap(),
-            remote.get_slice(a, b).unwrap(),
-            "{what} slice {a}..{b}"
         );
     }
 }
@@ -122,7 +60,7 @@ fn every_fixture_reads_identically_from_memory() {
 fn sparse_frame_reads_identically_by_prefix_and_index_key() {
     let store = Arc::new(InMemory::new());
     upload_sparse(&store, "sp/sparse_lz4.b2frame");
-    let local = Frame::open(testdata().join("frames/sparse_lz4.b2frame")).unwrap();
+    let local = Frame::open(testdata().join(SPARSE)).unwrap();
     for o in [
         RemoteOptions::default(),
         RemoteOptions::default()
@@ -361,10 +299,7 @@ fn missing_and_hostile_objects_are_errors() {
     let bytes =
         std::fs::read(testdata().join("frames/zstd_delta_shuffle_many_chunks.b2frame")).unwrap();
     put(&store, "many", bytes.clone());
-    let limits = crate::Limits {
-        max_nchunks: 2,
-        ..crate::Limits::default()
-    };
+    let limits = Limits::default().with_max_nchunks(2);
     let e = BlockingRemoteFrame::open(
         store.clone(),
         Path::from("many"),
@@ -372,10 +307,7 @@ fn missing_and_hostile_objects_are_errors() {
     );
     assert!(matches!(e, Err(Error::LimitExceeded { .. })), "{e:?}");
     // Metadata larger than the output limit is refused before it is fetched.
-    let limits = crate::Limits {
-        max_output_bytes: 100,
-        ..crate::Limits::default()
-    };
+    let limits = Limits::default().with_max_output_bytes(100);
     let e = BlockingRemoteFrame::open(
         store.clone(),
         Path::from("many"),

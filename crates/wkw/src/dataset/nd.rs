@@ -4,10 +4,10 @@
 
 use ndarray::{Array4, ArrayView3, ArrayView4, Axis, ShapeBuilder};
 
-use crate::array::{Array, ArrayView, ArrayViewMut, Order};
-use crate::dataset::Dataset;
+use crate::dataset::array::{Array, ArrayView, ArrayViewMut, Order};
+use crate::dataset::root::Dataset;
 use crate::error::{Error, Result};
-use crate::voxel::{self, Voxel};
+use crate::format::voxel::{self, Voxel};
 
 /// `(channels, x, y, z)` of an array of this spatial `shape`.
 fn dims(channels: u8, [x, y, z]: [u32; 3]) -> (usize, usize, usize, usize) {

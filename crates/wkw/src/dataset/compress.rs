@@ -4,14 +4,14 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use crate::dataset::Dataset;
+use crate::dataset::root::Dataset;
 use crate::error::{Error, Result};
-use crate::file::{FileMeta, OpenFailure, write_compressed_head};
-use crate::fsio::{read_exact_at, write_all_at};
-use crate::header::BlockType;
-use crate::lz4;
+use crate::format::file::{FileMeta, OpenFailure, write_compressed_head};
+use crate::format::header::BlockType;
+use crate::format::lz4;
+use crate::io::fsio::{read_exact_at, write_all_at};
+use crate::io::storage::FsFile;
 use crate::options::Options;
-use crate::storage::FsFile;
 use scifmt_io::Staged;
 
 /// Progress of a whole-dataset operation, passed to the callback after each file.
@@ -115,7 +115,7 @@ pub fn compress(
     let files = source.list_files()?;
     let total = files.len();
     let done = AtomicUsize::new(0);
-    crate::par::try_for_each(source.options().threads, files, |(idx, path)| {
+    crate::kernels::par::try_for_each(source.options().threads, files, |(idx, path)| {
         convert_file(&source, &target, idx, &path)?;
         let d = done.fetch_add(1, Ordering::Relaxed) + 1;
         progress(Progress {
@@ -163,12 +163,13 @@ pub(crate) fn convert_file(
     let mut k0 = 0;
     while k0 < n {
         let k1 = (k0 + per_chunk).min(n);
-        let blocks = crate::par::try_map(source.options().threads, (k0..k1).collect(), |k| {
-            let mut block = vec![0u8; block_len];
-            let mut scratch = Vec::new();
-            meta.read_block(&f, k, &mut scratch, &mut block, path)?;
-            lz4::compress(&block, out_header.block_type())
-        })?;
+        let blocks =
+            crate::kernels::par::try_map(source.options().threads, (k0..k1).collect(), |k| {
+                let mut block = vec![0u8; block_len];
+                let mut scratch = Vec::new();
+                meta.read_block(&f, k, &mut scratch, &mut block, path)?;
+                lz4::compress(&block, out_header.block_type())
+            })?;
         for b in blocks {
             write_all_at(tmp.file(), &b, pos).map_err(|e| Error::io(tmp.target(), e))?;
             pos += b.len() as u64;
@@ -204,7 +205,7 @@ pub fn verify(
     let files = ds.list_files()?;
     let total = files.len();
     let done = AtomicUsize::new(0);
-    let files = crate::par::try_map(ds.options().threads, files, |(index, path)| {
+    let files = crate::kernels::par::try_map(ds.options().threads, files, |(index, path)| {
         let problem = verify_file(&ds, &path).err();
         let d = done.fetch_add(1, Ordering::Relaxed) + 1;
         progress(Progress {

@@ -14,21 +14,21 @@ use std::ops::Range;
 use std::path::Path;
 use std::sync::Arc;
 
-use crate::arena::Arena;
-use crate::array::{ArrayView, Order};
-use crate::column::{Block, Staged, block_box, columns};
-use crate::copy::{copy_4d, copy_4d_direct};
-use crate::dataset::Dataset;
+use crate::dataset::array::{ArrayView, Order};
+use crate::dataset::root::Dataset;
 use crate::error::{Error, FormatError, Result};
-use crate::file::{FileMeta, OpenFailure, write_compressed_head};
-use crate::fsio::{read_exact_at, write_all_at};
-use crate::geometry::{VBox, blocks_in, files_in, try_offset_of};
-use crate::header::Header;
-use crate::lock::lock;
-use crate::lz4;
+use crate::format::file::{FileMeta, OpenFailure, write_compressed_head};
+use crate::format::geometry::{VBox, blocks_in, files_in, try_offset_of};
+use crate::format::header::Header;
+use crate::format::lz4;
+use crate::io::fsio::{read_exact_at, write_all_at};
+use crate::io::lock::lock;
+use crate::io::storage::FsFile;
+use crate::kernels::arena::Arena;
+use crate::kernels::column::{Block, Staged, block_box, columns};
+use crate::kernels::copy::{copy_4d, copy_4d_direct};
+use crate::kernels::par::Workers;
 use crate::options::{Durability, MissingOrCorrupt};
-use crate::par::Workers;
-use crate::storage::FsFile;
 use scifmt_io::Staged as Staging;
 
 /// Raw blocks held in memory at once while rebuilding a compressed file (upper bound in bytes).
@@ -63,7 +63,7 @@ impl Dataset {
             self.cache.invalidate(idx);
             return r;
         }
-        crate::par::try_for_each(self.options.threads, files, |idx| {
+        crate::kernels::par::try_for_each(self.options.threads, files, |idx| {
             let r = self.write_file(idx, &bx, data, Workers::Caller);
             self.cache.invalidate(idx);
             r
@@ -319,7 +319,7 @@ impl FileJob<'_> {
         if self.src.layout.order == Order::C {
             // Transposing: one task per column of blocks, its source staged once.
             let cols = columns(blocks);
-            return crate::par::try_for_each(self.workers, cols, |col| {
+            return crate::kernels::par::try_for_each(self.workers, cols, |col| {
                 COLUMN.with_borrow_mut(|(stage, block)| {
                     if block.len() != block_len {
                         *block = vec![0u8; block_len];
@@ -341,10 +341,15 @@ impl FileJob<'_> {
                 Ok(())
             });
         }
-        crate::par::try_for_each_with_buf(self.workers, blocks, block_len, |(k, bc), block| {
-            let bbox = self.block_box(bc);
-            self.update_raw_block(file, &meta, k, &bbox, block, |b| self.fill_block(b, &bbox))
-        })?;
+        crate::kernels::par::try_for_each_with_buf(
+            self.workers,
+            blocks,
+            block_len,
+            |(k, bc), block| {
+                let bbox = self.block_box(bc);
+                self.update_raw_block(file, &meta, k, &bbox, block, |b| self.fill_block(b, &bbox))
+            },
+        )?;
         if durability == Durability::Fsync {
             file.sync_data().map_err(|e| Error::io(self.path, e))?;
         }
@@ -397,7 +402,7 @@ impl FileJob<'_> {
         tmp.persist(self.ds.options.durability)?;
         remove_reference_leftover(self.path);
         if let Some((old, _)) = existing {
-            crate::closer::close(old.file, self.ds.options.threads);
+            crate::kernels::closer::close(old.file, self.ds.options.threads);
         }
         Ok(())
     }
@@ -417,7 +422,7 @@ impl FileJob<'_> {
                     })
                     .collect::<Result<Vec<_>>>()?,
             );
-            crate::par::try_map(self.workers, cols, |col| {
+            crate::kernels::par::try_map(self.workers, cols, |col| {
                 COLUMN.with_borrow_mut(|(stage, block)| {
                     let staged = self.stage_column(&col, stage)?;
                     let mut arena = Arena::take();
@@ -432,7 +437,7 @@ impl FileJob<'_> {
         } else {
             // Runs of consecutive blocks (neighbours in the file and in the source).
             let runs: Vec<Vec<u64>> = ks.chunks(8).map(<[u64]>::to_vec).collect();
-            crate::par::try_map(self.workers, runs, |run| {
+            crate::kernels::par::try_map(self.workers, runs, |run| {
                 COLUMN.with_borrow_mut(|(_, block)| {
                     let mut arena = Arena::take();
                     let mut at = Vec::with_capacity(run.len());

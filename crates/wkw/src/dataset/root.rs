@@ -4,15 +4,15 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::array::Layout;
-use crate::cache::MetaCache;
+use crate::dataset::array::Layout;
+use crate::dataset::cache::MetaCache;
 use crate::error::{Error, FormatError, Result};
-use crate::file::{FileMeta, OpenFailure};
-use crate::fsio::write_all_at;
-use crate::header::Header;
+use crate::format::file::{FileMeta, OpenFailure};
+use crate::format::header::Header;
+use crate::format::tree::{self, file_key};
+use crate::io::fsio::write_all_at;
+use crate::io::storage::{FsStorage, Storage, StorageFile};
 use crate::options::{HeaderCheck, MissingOrCorrupt, Options};
-use crate::storage::{FsStorage, Storage, StorageFile};
-use crate::tree::{self, file_key};
 use scifmt_io::Staged;
 
 /// Name of the dataset header file.
@@ -145,7 +145,7 @@ impl Dataset {
     #[cfg(feature = "object_store")]
     pub(crate) fn detached(root: PathBuf, header: Header, options: Options) -> Self {
         Self {
-            storage: Box::new(crate::storage::Detached),
+            storage: Box::new(crate::io::storage::Detached),
             cache: MetaCache::new(0),
             local: false,
             root,
@@ -195,7 +195,7 @@ impl Dataset {
     /// writers by holding the same lock. Lock files may be deleted whenever no writer runs.
     #[must_use]
     pub fn lock_path(&self, index: [u32; 3]) -> PathBuf {
-        crate::lock::lock_path(&self.root, index)
+        crate::io::lock::lock_path(&self.root, index)
     }
 
     /// Every data file `z*/y*/x*.wkw` of the dataset as (file index (x, y, z), path), sorted by

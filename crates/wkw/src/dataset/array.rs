@@ -10,8 +10,8 @@
 //! their [`ArrayView::as_slice`] reports that as [`Error::ArrayMismatch`].
 
 use crate::error::{Error, Result};
-use crate::header::VoxelType;
-use crate::voxel::{self, Voxel};
+use crate::format::header::VoxelType;
+use crate::format::voxel::{self, Voxel};
 
 /// Memory layout of a (C, X, Y, Z) array. With the `serde` feature: `"fortran"`, `"c"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -425,7 +425,7 @@ impl Array {
         let src = self.data.bytes();
         let mut data = Buf::zeroed(src.len(), layout.align());
         let [nx, ny, nz] = self.layout.shape.map(|v| v as usize);
-        crate::copy::copy_4d(
+        crate::kernels::copy::copy_4d(
             data.bytes_mut(),
             0,
             layout.strides(),

@@ -3,7 +3,7 @@
 use lz4::block::{CompressionMode, compress_bound, compress_to_buffer, decompress_to_buffer};
 
 use crate::error::{Error, Result};
-use crate::header::BlockType;
+use crate::format::header::BlockType;
 
 /// LZ4HC level used for blockType 3 (the reference's `LZ4_compress_HC(.., 9)`).
 pub(crate) const HC_LEVEL: i32 = 9;

@@ -4,11 +4,11 @@ use std::fs::File;
 use std::path::Path;
 
 use crate::error::{Error, FormatError, Result};
-use crate::fsio;
-use crate::header::Header;
+use crate::format::header::Header;
+use crate::format::lz4;
+use crate::io::fsio;
+use crate::io::storage::StorageFile;
 use crate::limits::Limits;
-use crate::lz4;
-use crate::storage::StorageFile;
 
 /// The parsed, validated metadata of a data file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -61,7 +61,7 @@ impl FileInfo {
 pub fn inspect_file(path: impl AsRef<std::path::Path>, limits: &Limits) -> Result<FileInfo> {
     let path = path.as_ref();
     let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
-    let file = crate::storage::FsFile::new(file).map_err(|e| Error::io(path, e))?;
+    let file = crate::io::storage::FsFile::new(file).map_err(|e| Error::io(path, e))?;
     let meta = FileMeta::parse(&file, limits, path).map_err(|f| match f {
         OpenFailure::Unreadable(e) => Error::format(path, e),
         OpenFailure::Hard(e) => e,

@@ -1,7 +1,7 @@
 //! The dataset's directory tree on the local file system: where data file `(x, y, z)` lives
 //! (`z{z}/y{y}/x{x}.wkw` below the root) and the listing of every data file.
 //!
-//! Only names of exactly that shape count as data: the lock directory ([`crate::lock`]),
+//! Only names of exactly that shape count as data: the lock directory ([`crate::io::lock`]),
 //! temporary files of interrupted writes (hidden names starting with `.`) and anything else a
 //! user puts into the dataset are never listed, read, verified or converted.
 
