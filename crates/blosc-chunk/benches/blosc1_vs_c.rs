@@ -126,7 +126,7 @@ fn bench(c: &mut Criterion) {
             g.finish();
             let mut g = c.benchmark_group(format!("blosc1/decompress/{label}"));
             g.throughput(Throughput::Bytes(data.len() as u64));
-            let dp = blosc_chunk::DParams::with_threads(threads);
+            let dp = blosc_chunk::DParams::default().with_threads(threads);
             let mut out = vec![0u8; data.len()];
             g.bench_function("ours", |b| {
                 b.iter(|| {

@@ -405,7 +405,7 @@ fn hostile_chunks_are_errors() {
     );
     let small = Arc::new(ZarrsBloscCodec::new(
         *codec.config(),
-        ZarrsOptions::default().with_limits(blosc_chunk::Limits::with_max_nbytes(1000)),
+        ZarrsOptions::default().with_limits(blosc_chunk::Limits::default().with_max_nbytes(1000)),
     ));
     let err = small
         .decode(Cow::Borrowed(&good), &rep, &options)

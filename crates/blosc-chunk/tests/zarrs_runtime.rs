@@ -33,8 +33,9 @@ fn runtime_registration_takes_precedence_until_unregistered() {
         .unwrap();
 
     // Limits below the chunk's 8 KiB: the run-time plugin's codec refuses it.
-    let registration =
-        blosc_chunk::register(ZarrsOptions::default().with_limits(Limits::with_max_nbytes(1024)));
+    let registration = blosc_chunk::register(
+        ZarrsOptions::default().with_limits(Limits::default().with_max_nbytes(1024)),
+    );
     let limited = Array::open(store.clone(), "/").unwrap();
     let err = limited
         .retrieve_array_subset::<Vec<u16>>(&limited.subset_all())

@@ -117,14 +117,6 @@ impl OffsetConfiguration {
         }
     }
 
-    /// The former name of [`Self::from_prefix`], kept only until every caller in this repository
-    /// is renamed.
-    #[doc(hidden)]
-    #[must_use]
-    pub fn with_prefix(prefix: &[u8]) -> Self {
-        Self::from_prefix(prefix)
-    }
-
     /// Parses the `configuration` object with default [`Limits`].
     ///
     /// # Errors
@@ -202,14 +194,6 @@ impl PadConfiguration {
                 bytes: padding.to_vec(),
             }),
         }
-    }
-
-    /// The former name of [`Self::from_padding`], kept only until every caller in this repository
-    /// is renamed.
-    #[doc(hidden)]
-    #[must_use]
-    pub fn with_padding(location: Location, padding: &[u8]) -> Self {
-        Self::from_padding(location, padding)
     }
 
     /// Parses the `configuration` object with default [`Limits`].

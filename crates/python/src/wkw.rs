@@ -234,7 +234,7 @@ pub(crate) fn options(threads: Threads, corrupt_as_zeros: bool, strict_headers: 
         } else {
             HeaderCheck::Lenient
         })
-        .missing_or_corrupt(if corrupt_as_zeros {
+        .with_missing_or_corrupt(if corrupt_as_zeros {
             MissingOrCorrupt::Zeros
         } else {
             MissingOrCorrupt::Error

@@ -140,12 +140,4 @@ impl Options {
         self.threads = threads;
         self
     }
-
-    /// The former name of [`Options::with_missing_or_corrupt`], kept only until every caller
-    /// in this repository is renamed.
-    #[doc(hidden)]
-    #[must_use]
-    pub fn missing_or_corrupt(self, policy: MissingOrCorrupt) -> Self {
-        self.with_missing_or_corrupt(policy)
-    }
 }

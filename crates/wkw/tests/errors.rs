@@ -19,7 +19,7 @@ const F3_FILE: &str = "z1/y0/x1.wkw";
 const F3_BOX: ([u32; 3], [u32; 3]) = ([32, 0, 32], [32, 32, 32]);
 
 fn zeros_opts() -> Options {
-    Options::default().missing_or_corrupt(MissingOrCorrupt::Zeros)
+    Options::default().with_missing_or_corrupt(MissingOrCorrupt::Zeros)
 }
 
 fn read_f3(root: &Path, opts: Options) -> wkw::Result<wkw::Array> {

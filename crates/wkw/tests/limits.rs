@@ -53,7 +53,7 @@ fn jump_table_of_2_pow_45_entries_is_refused_before_allocating() {
     );
     assert!(peak < SMALL, "refusing it allocated {peak} bytes");
     // Also under the reference-compatible policy that reads corrupt files as zeros.
-    let opts = Options::default().missing_or_corrupt(wkw::MissingOrCorrupt::Zeros);
+    let opts = Options::default().with_missing_or_corrupt(wkw::MissingOrCorrupt::Zeros);
     let (peak, _) = peak_during(|| {
         Dataset::open_with(dir.path(), opts).and_then(|ds| ds.read([0; 3], [1, 1, 1], Order::C))
     });
@@ -92,7 +92,7 @@ fn huge_blocks_of_header_wkw_are_refused_at_open_and_create() {
     // garbage, so it reads as zeros under the lenient policy.
     let hdr = header(0x0b, 2, 10, 8, 0);
     dataset(dir.path(), &hdr, b"not a wkw file");
-    let opts = Options::default().missing_or_corrupt(MissingOrCorrupt::Zeros);
+    let opts = Options::default().with_missing_or_corrupt(MissingOrCorrupt::Zeros);
     let (peak, r) = peak_during(|| {
         Dataset::open_with(dir.path(), opts)
             .and_then(|ds| ds.read([0; 3], [4, 4, 4], Order::Fortran))

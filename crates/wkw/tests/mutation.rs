@@ -23,7 +23,7 @@ fn is_ok<T>(r: wkw::Result<T>) -> bool {
 
 fn opts(policy: MissingOrCorrupt) -> Options {
     Options::default()
-        .missing_or_corrupt(policy)
+        .with_missing_or_corrupt(policy)
         .with_cache_capacity(0)
 }
 

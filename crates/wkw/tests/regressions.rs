@@ -47,7 +47,7 @@ fn header(data: &[u8]) {
 }
 
 fn read_file(root: &Path, policy: MissingOrCorrupt) {
-    let Ok(ds) = Dataset::open_with(root, options().missing_or_corrupt(policy)) else {
+    let Ok(ds) = Dataset::open_with(root, options().with_missing_or_corrupt(policy)) else {
         return;
     };
     let h = *ds.header();
@@ -58,7 +58,7 @@ fn read_file(root: &Path, policy: MissingOrCorrupt) {
         [h.block_len().min(64); 3]
     };
     let _ = ds.read([0; 3], shape, Order::Fortran);
-    let _ = wkw::verify(root, options().missing_or_corrupt(policy), &|_| {});
+    let _ = wkw::verify(root, options().with_missing_or_corrupt(policy), &|_| {});
 }
 
 fn file(data: &[u8]) {
@@ -73,8 +73,10 @@ fn file(data: &[u8]) {
     std::fs::write(root.join("z0/y0/x0.wkw"), data).unwrap();
     read_file(root, MissingOrCorrupt::Error);
     read_file(root, MissingOrCorrupt::Zeros);
-    let Ok(ds) = Dataset::open_with(root, options().missing_or_corrupt(MissingOrCorrupt::Zeros))
-    else {
+    let Ok(ds) = Dataset::open_with(
+        root,
+        options().with_missing_or_corrupt(MissingOrCorrupt::Zeros),
+    ) else {
         return;
     };
     let h = *ds.header();

@@ -772,7 +772,7 @@ fn empty_and_corrupt_objects_follow_the_local_policy() {
     std::fs::write(ds.file_path([2, 0, 0]), b"not a wkw file at all, no").unwrap();
     server.upload_dir(&root, "bad").unwrap();
     for policy in [wkw::MissingOrCorrupt::Error, wkw::MissingOrCorrupt::Zeros] {
-        let options = wkw::Options::default().missing_or_corrupt(policy);
+        let options = wkw::Options::default().with_missing_or_corrupt(policy);
         let local = Dataset::open_with(&root, options).unwrap();
         let remote = open(
             &server,

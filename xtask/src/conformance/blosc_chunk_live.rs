@@ -105,7 +105,7 @@ fn cases() -> Vec<Case> {
 }
 
 fn params(c: &Case) -> CParams {
-    let mut cp = CParams::with_filter(c.codec, c.clevel, c.typesize, c.filter);
+    let mut cp = CParams::new(c.codec, c.clevel, c.typesize, c.filter);
     cp.splitmode = match c.split {
         "always" => SplitMode::Always,
         "never" => SplitMode::Never,
@@ -551,7 +551,7 @@ fn plugin_cases() -> Vec<PluginCase> {
     reason = "the case blocks are a few thousand items"
 )]
 fn plugin_params(c: &PluginCase) -> Result<CParams, String> {
-    let mut cp = CParams::with_filter(c.codec, c.clevel, c.itemsize, Filter::NoFilter);
+    let mut cp = CParams::new(c.codec, c.clevel, c.itemsize, Filter::NoFilter);
     for (slot, &(f, m)) in c.filters.iter().enumerate() {
         cp.filters[slot] = f;
         cp.filters_meta[slot] = m;

@@ -124,7 +124,7 @@ fn tiff(ctx: &Ctx) -> Row {
             .and_then(OffsetConfiguration::prefix_bytes)
             == Some(&ours[..]),
     );
-    let payload = OffsetCodec::new(OffsetConfiguration::with_prefix(&ours))
+    let payload = OffsetCodec::new(OffsetConfiguration::from_prefix(&ours))
         .and_then(|c| c.with_strict(true).decode(&chunk).map(<[u8]>::to_vec));
     match payload {
         Ok(p) => {
@@ -203,7 +203,7 @@ fn headers_and_trailers(ctx: &Ctx) -> Row {
     let stores: [(&str, Result<OffsetCodec, Error>, &[u8]); 5] = [
         (
             "zarr/gzip_custom_header.zarr/c",
-            OffsetCodec::new(OffsetConfiguration::with_prefix(b"MY_CUSTOM_HEADER")),
+            OffsetCodec::new(OffsetConfiguration::from_prefix(b"MY_CUSTOM_HEADER")),
             GZIP,
         ),
         (
@@ -213,12 +213,12 @@ fn headers_and_trailers(ctx: &Ctx) -> Row {
         ),
         (
             "zarr/n5_via_offset_zstd.n5",
-            OffsetCodec::new(OffsetConfiguration::with_prefix(&n5)),
+            OffsetCodec::new(OffsetConfiguration::from_prefix(&n5)),
             ZSTD,
         ),
         (
             "zarr/pad_start_gzip.zarr/c",
-            OffsetCodec::new(PadConfiguration::with_padding(
+            OffsetCodec::new(PadConfiguration::from_padding(
                 Location::Start,
                 b"MY_CUSTOM_HEADER",
             )),

@@ -302,7 +302,7 @@ fn error_cases(ctx: &Ctx) -> Row {
             }
             let lenient = Dataset::open_with(
                 &root,
-                Options::default().missing_or_corrupt(MissingOrCorrupt::Zeros),
+                Options::default().with_missing_or_corrupt(MissingOrCorrupt::Zeros),
             )
             .map_err(|e| e.to_string())?;
             let r = lenient.read([32, 0, 32], [32; 3], Order::Fortran);

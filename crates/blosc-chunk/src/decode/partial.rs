@@ -400,7 +400,7 @@ mod tests {
                 let mut p = if format_blosc1 {
                     CParams::blosc1(Codec::BloscLz, 5, 4, filter)
                 } else {
-                    CParams::with_filter(Codec::BloscLz, 5, 4, filter)
+                    CParams::new(Codec::BloscLz, 5, 4, filter)
                 };
                 p.blocksize = 4096;
                 let chunk = compress(&data, &p).unwrap();
@@ -451,7 +451,7 @@ mod tests {
         bad[16..20].copy_from_slice(&(-5i32).to_le_bytes());
         assert!(ChunkMap::parse(&bad, &limits).is_err());
         assert!(matches!(
-            ChunkMap::prefix_len(&chunk, &Limits::with_max_nbytes(10)),
+            ChunkMap::prefix_len(&chunk, &Limits::default().with_max_nbytes(10)),
             Err(Error::LimitExceeded { .. })
         ));
         let map = ChunkMap::parse(&chunk, &limits).unwrap();

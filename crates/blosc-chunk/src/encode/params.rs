@@ -129,12 +129,4 @@ impl CParams {
             ..Self::default()
         }
     }
-
-    /// The former name of [`CParams::new`], kept only until every caller in this repository
-    /// is renamed.
-    #[doc(hidden)]
-    #[must_use]
-    pub fn with_filter(codec: Codec, clevel: u8, typesize: usize, filter: Filter) -> Self {
-        Self::new(codec, clevel, typesize, filter)
-    }
 }

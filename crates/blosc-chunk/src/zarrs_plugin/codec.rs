@@ -50,7 +50,7 @@ impl ZarrsBloscCodec {
     }
 
     fn dparams(&self) -> DParams {
-        let mut p = DParams::with_threads(self.options.nthreads);
+        let mut p = DParams::default().with_threads(self.options.nthreads);
         p.limits = self.options.limits;
         p
     }

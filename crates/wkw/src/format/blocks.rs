@@ -11,9 +11,9 @@ use scifmt_io::{Durability, Staged};
 use crate::error::{Error, FormatError, Result};
 use crate::format::file::{FileMeta, OpenFailure};
 use crate::format::header::{BlockType, Header};
-use crate::limits::Limits;
 use crate::format::lz4;
 use crate::io::storage::{FsFile, StorageFile};
+use crate::limits::Limits;
 
 /// One local data file opened for reading whole blocks (Morton index `0..blocks_per_file`).
 ///
