@@ -56,9 +56,12 @@ fn one_error(out: &Output, what: &str) -> String {
     err.trim_end().to_owned()
 }
 
+/// A credentials case: the URL, extra environment variables, the phrases the message must hold.
+type CredentialsCase<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a [&'a str]);
+
 #[test]
 fn missing_cloud_credentials_are_named_with_the_fix() {
-    let cases: [(&str, &[(&str, &str)], &[&str]); 3] = [
+    let cases: [CredentialsCase<'_>; 3] = [
         (
             "s3://my-bucket/volume",
             &[],
