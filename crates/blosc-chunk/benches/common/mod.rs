@@ -230,7 +230,10 @@ pub(crate) struct CPeer {
 }
 
 impl CPeer {
-    /// The statically linked C-Blosc2 of `blosc2-src`, initialised.
+    /// The statically linked C-Blosc2 of `blosc2-src`, initialised. It is built without its
+    /// bundled zstd (that copy's thread-pool symbols clash with `zstd-sys`, which zarrs links
+    /// multithreaded), so its zstd rows are `n/a`; the loaded library ([`LIB_ENV`], what
+    /// `cargo xtask blosc-peer` uses) has zstd.
     pub(crate) fn bundled() -> Self {
         // SAFETY: `blosc2_init` sets up the library's global state and may be called before
         // any other call; `blosc2_get_version_string` returns a pointer to a static C string.

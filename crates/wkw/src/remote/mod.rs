@@ -880,7 +880,7 @@ impl RemoteDataset {
             // The local copy is temporary: the rebuilt file goes to the store or nowhere.
             let result = result.map_err(|e| relabel(e, &local_path, &url));
             result?;
-            let bytes = tokio_free_read(&local_path)?;
+            let bytes = tokio_free_read(&local_path).map_err(|e| relabel(e, &local_path, &url))?;
             self.inner.cache.invalidate(idx);
             let mode = match (&version, inner.options.write_mode) {
                 (Some(v), WriteMode::Conditional) => PutMode::Update(v.clone()),
@@ -908,6 +908,14 @@ impl RemoteDataset {
     /// Downloads data file `idx` to `to` (removing `to` if there is no object), returning the
     /// version it had.
     async fn download(&self, idx: [u32; 3], to: &FsPath) -> Result<Option<UpdateVersion>> {
+        let url = self.file_url(idx);
+        // The local copy is scratch space: its errors name the object, never the temporary path.
+        self.download_to(idx, to)
+            .await
+            .map_err(|e| relabel(e, to, &url))
+    }
+
+    async fn download_to(&self, idx: [u32; 3], to: &FsPath) -> Result<Option<UpdateVersion>> {
         let location = self.file_location(idx);
         let url = self.file_url(idx);
         let res = match self.inner.store.get(&location).await {
@@ -928,7 +936,7 @@ impl RemoteDataset {
         };
         let size = res.meta.size;
         if let Some(dir) = to.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+            std::fs::create_dir_all(dir).map_err(|e| Error::io(to, e))?;
         }
         let mut file = std::fs::File::create(to).map_err(|e| Error::io(to, e))?;
         let mut stream = res.into_stream();
@@ -1045,7 +1053,8 @@ impl RemoteDataset {
                 });
                 let _ = std::fs::remove_file(&local);
                 r?;
-                let bytes = tokio_free_read(&converted)?;
+                let bytes = tokio_free_read(&converted)
+                    .map_err(|e| relabel(e, &converted, &target.file_url(idx)))?;
                 let _ = std::fs::remove_file(&converted);
                 target
                     .upload(&target.file_location(idx), bytes, PutMode::Overwrite)
@@ -1137,11 +1146,16 @@ impl Scratch {
             .prefix(".wkw-remote-")
             .tempdir()
             .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        // Errors name the system's temporary directory, never the scratch folder inside it.
         let ds = Dataset::create_with(
             dir.path().join("ds"),
             *header,
             options.with_durability(Durability::None),
-        )?;
+        )
+        .map_err(|e| match e {
+            Error::Io { source, .. } => Error::io(std::env::temp_dir(), source),
+            e => e,
+        })?;
         Ok(Self { ds, _dir: dir })
     }
 }
