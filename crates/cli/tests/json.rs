@@ -17,6 +17,7 @@ use common::{copy_dir, json, ok, run, testdata, tmp};
 /// Commands that print something on stdout, and so take `--json`.
 const PRINTING: &[&[&str]] = &[
     &["info"],
+    &["convert"], // writes a dataset and prints its summary (tests/convert.rs checks the JSON)
     &["frame", "chunks"],
     &["frame", "meta"],
     &["wkw", "info"],
