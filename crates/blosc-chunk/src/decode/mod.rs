@@ -8,6 +8,7 @@ mod parallel;
 mod partial;
 mod vl;
 
+#[cfg(feature = "zarrs")]
 pub(crate) use self::partial::merge_ranges;
 pub use self::partial::{ChunkMap, PartialChunk};
 
