@@ -9,9 +9,9 @@ mod common;
 
 use std::path::Path;
 
-use common::{TestResult, make_mag, tree};
+use common::{TestResult, lz4_mag_and_its_zarr3, tree};
 use testkit::{Lcg, run_and_kill};
-use wkw_zarr::{BlockType, ConvertOptions, Existing, Format, MARKER, convert};
+use wkw_zarr::{ConvertOptions, Existing, Format, MARKER, convert};
 
 const ENV: &str = "WKW_ZARR_KILL_CHILD";
 const ROUNDS: usize = 6;
@@ -43,16 +43,7 @@ fn kill_child() -> TestResult {
 #[test]
 fn a_killed_conversion_resumes_to_the_bytes_of_an_uninterrupted_one() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let wkw_src = dir.path().join("wkw");
-    make_mag(&wkw_src, BlockType::Lz4)?;
-    let zarr_src = dir.path().join("zarr-src");
-    convert(
-        &wkw_src,
-        &zarr_src,
-        Format::Zarr3,
-        &ConvertOptions::default(),
-        &|_| {},
-    )?;
+    let (wkw_src, zarr_src) = lz4_mag_and_its_zarr3(dir.path())?;
     let mut rng = Lcg(0x5eed);
     for (to, src) in [(Format::Zarr3, &wkw_src), (Format::Wkw, &zarr_src)] {
         let clean = dir.path().join(format!("clean-{}", to.name()));

@@ -4,7 +4,7 @@ mod common;
 
 use std::panic::AssertUnwindSafe;
 
-use common::{OFFSET, TestResult, make_mag, tree};
+use common::{OFFSET, TestResult, lz4_mag_and_its_zarr3, make_mag, tree};
 use wkw_zarr::{
     BlockType, ConvertOptions, Error, Existing, Format, MARKER, ZarrCodec, convert, verify,
 };
@@ -49,16 +49,7 @@ fn an_existing_target_is_refused_unless_overwritten_or_resumed() -> TestResult {
 fn an_interrupted_conversion_resumes_to_the_same_bytes() -> TestResult {
     for to in [Format::Zarr3, Format::Wkw] {
         let dir = tempfile::tempdir()?;
-        let wkw_src = dir.path().join("wkw");
-        make_mag(&wkw_src, BlockType::Lz4)?;
-        let zarr_src = dir.path().join("zarr-src");
-        convert(
-            &wkw_src,
-            &zarr_src,
-            Format::Zarr3,
-            &ConvertOptions::default(),
-            &|_| {},
-        )?;
+        let (wkw_src, zarr_src) = lz4_mag_and_its_zarr3(dir.path())?;
         let src = if to == Format::Zarr3 {
             &wkw_src
         } else {

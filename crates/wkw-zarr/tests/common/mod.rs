@@ -45,3 +45,21 @@ pub(crate) fn tree(root: &Path) -> std::io::Result<std::collections::BTreeMap<St
     }
     Ok(out)
 }
+
+/// The two conversion sources of the resume and kill tests, in `dir`: an LZ4 mag from
+/// [`make_mag`] at `dir/wkw` and its Zarr v3 conversion at `dir/zarr-src`.
+pub(crate) fn lz4_mag_and_its_zarr3(
+    dir: &Path,
+) -> Result<(std::path::PathBuf, std::path::PathBuf), Box<dyn std::error::Error>> {
+    let wkw_src = dir.join("wkw");
+    make_mag(&wkw_src, wkw::BlockType::Lz4)?;
+    let zarr_src = dir.join("zarr-src");
+    wkw_zarr::convert(
+        &wkw_src,
+        &zarr_src,
+        wkw_zarr::Format::Zarr3,
+        &wkw_zarr::ConvertOptions::default(),
+        &|_| {},
+    )?;
+    Ok((wkw_src, zarr_src))
+}
