@@ -33,7 +33,9 @@ pub(crate) fn manifest(
     let _ = writeln!(
         m,
         "[package]\nname = \"readme-examples\"\nversion = \"0.0.0\"\nedition = \"{edition}\"\n\
-         publish = false\nautoexamples = false\nautobins = false\n\n[workspace]\n\n[dependencies]"
+         publish = false\nautoexamples = false\nautobins = false\n\n[workspace]\n\n\
+         # no debuginfo: the examples only have to build and run, and it keeps CI's disk small\n\
+         [profile.dev]\ndebug = false\n\n[dependencies]"
     );
     for (name, d) in deps {
         let mut fields = Vec::new();
