@@ -222,10 +222,11 @@ where
             .map(|(s, c)| scope.spawn(move || f(s, c)))
             .collect();
         let tail = f(start, last);
-        // `f` returns errors instead of panicking; a join error would be a bug in `f`.
+        // `f` returns errors instead of panicking; should a worker panic anyway (a bug), its
+        // chunk is unwritten, so the panic goes on to the caller rather than an `Ok`.
         let mut results: Vec<Result<()>> = handles
             .into_iter()
-            .map(|h| h.join().unwrap_or(Ok(())))
+            .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
             .collect();
         results.push(tail);
         results.into_iter().collect()
@@ -290,4 +291,35 @@ pub fn decode_3d_u64_batch_parallel(
         let src = keys.get(start..start + dst.len()).unwrap_or(&[]);
         decode_3d_u64_batch(src, dst).map_err(|e| offset_index(e, start))
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panicking_worker_reaches_the_caller() {
+        let mut out = vec![0_u8; 4 * PARALLEL_MIN];
+        let caught = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            split_run(&mut out, 4, |start, chunk| {
+                assert!(start != 0, "worker bug");
+                chunk.fill(1);
+                Ok(())
+            })
+        }));
+        assert!(caught.is_err(), "the first chunk's panic was swallowed");
+    }
+
+    #[test]
+    fn every_chunk_is_written_once() {
+        let mut out = vec![0_usize; 3 * PARALLEL_MIN + 7];
+        split_run(&mut out, 3, |start, chunk| {
+            for (i, v) in chunk.iter_mut().enumerate() {
+                *v = start + i + 1;
+            }
+            Ok(())
+        })
+        .unwrap();
+        assert!(out.iter().enumerate().all(|(i, &v)| v == i + 1));
+    }
 }
