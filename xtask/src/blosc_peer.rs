@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{cargo, exec, project_root};
+use crate::util::{cargo, cargo_target_dir, exec, project_root};
 
 /// The PyPI requirement whose wheel carries the library.
 const WHEEL: &str = "blosc2==4.14.1";
@@ -68,9 +68,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "--example",
         EXAMPLE,
     ]))?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| project_root().join("target"), PathBuf::from);
-    let exe = target.join("release").join("examples").join(EXAMPLE);
+    let exe = cargo_target_dir()
+        .join("release")
+        .join("examples")
+        .join(EXAMPLE);
     let mut cmd = Command::new(&exe);
     cmd.arg(&filter)
         .args(reps)

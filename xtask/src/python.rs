@@ -66,7 +66,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "--bin",
         "s3-testserver",
     ]))?;
-    let server = root.join("target").join("debug").join("s3-testserver");
+    let server = crate::util::cargo_target_dir()
+        .join("debug")
+        .join("s3-testserver");
     let mut pytest = Command::new(&python);
     pytest
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])

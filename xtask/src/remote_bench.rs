@@ -94,9 +94,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "frame_remote_bench",
     ]))?;
     // Cargo's output directory (`CARGO_TARGET_DIR` when set); data and venv stay in `target/`.
-    let release = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| target.clone(), std::path::PathBuf::from)
-        .join("release");
+    let release = crate::util::cargo_target_dir().join("release");
     let server_bin = release.join("s3-testserver");
     let examples = release.join("examples");
     let python = venv(&target.join("remote-bench-venv"))?;

@@ -10,6 +10,13 @@ pub(crate) fn project_root() -> PathBuf {
         .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
 }
 
+/// Cargo's output directory: `CARGO_TARGET_DIR` when set (relative to the workspace root, where
+/// [`cargo`] runs), else `target/` in the workspace root.
+pub(crate) fn cargo_target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| project_root().join("target"), |d| project_root().join(d))
+}
+
 /// A `cargo` command running in the workspace root, using the cargo that runs us.
 pub(crate) fn cargo() -> Command {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());

@@ -170,9 +170,7 @@ fn python_step(python: &Path, script: &Path, step: &str, dir: &Path) -> Result<(
 /// Builds the `scifmt` binary and returns its path.
 fn build_cli() -> Result<PathBuf, String> {
     crate::util::exec(crate::util::cargo().args(["build", "-q", "-p", "scifmt-cli"]))?;
-    let target = std::env::var_os("CARGO_TARGET_DIR")
-        .map_or_else(|| crate::util::project_root().join("target"), PathBuf::from);
-    Ok(target.join("debug").join("scifmt"))
+    Ok(crate::util::cargo_target_dir().join("debug").join("scifmt"))
 }
 
 fn cli_read(scifmt: &Path, array: &Path, out: &Path) -> Result<(), String> {
