@@ -20,7 +20,7 @@ use crate::limits::Limits;
 /// Opening reads and validates the header and jump table exactly as a
 /// [`Dataset`](crate::Dataset) read does; each block read is one positional read.
 pub struct BlockReader {
-    file: FsFile,
+    file: Box<dyn StorageFile>,
     meta: FileMeta,
     path: PathBuf,
 }
@@ -44,7 +44,25 @@ impl BlockReader {
         let path = path.as_ref();
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let file = FsFile::new(file).map_err(|e| Error::io(path, e))?;
-        let meta = FileMeta::parse(&file, limits, path).map_err(|f| match f {
+        Self::open_storage(Box::new(file), path, limits)
+    }
+
+    /// Opens a data file held by other storage (`path` names it in errors): for a file on an
+    /// object store, a [`StorageFile`] holding only its first bytes (header and jump table)
+    /// is enough to learn every block's [`BlockReader::stored_range`], so that a converter
+    /// can fetch the blocks itself, coalesced; reading a block the storage does not hold is
+    /// an [`Error::Io`].
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the header or jump table cannot be read, [`Error::Format`] if they are
+    /// bad, [`Error::LimitExceeded`] beyond `limits`.
+    pub fn open_storage(
+        file: Box<dyn StorageFile>,
+        path: impl AsRef<Path>,
+        limits: &Limits,
+    ) -> Result<Self> {
+        let path = path.as_ref();
+        let meta = FileMeta::parse(file.as_ref(), limits, path).map_err(|f| match f {
             OpenFailure::Unreadable(e) => Error::format(path, e),
             OpenFailure::Hard(e) => e,
         })?;
@@ -148,7 +166,7 @@ impl BlockReader {
             )));
         }
         self.meta
-            .read_block(&self.file, k, scratch, out, &self.path)
+            .read_block(self.file.as_ref(), k, scratch, out, &self.path)
     }
 }
 
