@@ -7,8 +7,8 @@
 //! [`RemoteOptions::read_retries`] times if it fails or its body is cut short. Writes appear
 //! only complete: locally a staged temporary file renamed into place; on a store one `PUT` for
 //! objects below [`RemoteOptions::multipart_threshold`], a multipart upload (parts of
-//! [`RemoteOptions::part_size`], uploaded while the object is produced, at most two in
-//! flight per object) above it, which the store shows under its key only once completed, and
+//! [`RemoteOptions::part_size`], at least the 5 MiB S3 requires, uploaded while the object is
+//! produced, at most two in flight per object) above it, which the store shows under its key only once completed, and
 //! which is aborted if the writer fails or is dropped.
 
 use std::fmt;
@@ -27,6 +27,9 @@ use crate::shard::read_exact_at;
 
 /// Parts of one object's multipart upload in flight at once.
 const PARTS_IN_FLIGHT: usize = 2;
+
+/// The smallest part S3 accepts (all but the last part of an upload).
+const MIN_PART: u64 = 5 << 20;
 
 /// A local directory or file, or a prefix or object on an object store.
 #[derive(Clone)]
@@ -374,7 +377,7 @@ impl Location {
             Self::Store(s) => Ok(Sink::Store(Upload {
                 at: s.clone(),
                 threshold: usize::try_from(remote.multipart_threshold.max(1)).unwrap_or(1 << 26),
-                part: usize::try_from(remote.part_size.max(1)).unwrap_or(1 << 24),
+                part: usize::try_from(remote.part_size.max(MIN_PART)).unwrap_or(1 << 24),
                 buf: Vec::new(),
                 multipart: None,
             })),
