@@ -290,7 +290,10 @@ impl Location {
                 for (key, _) in self.list()? {
                     self.join(&key).remove_file()?;
                 }
-                self.remove_file()
+                if self.size()?.is_some() {
+                    self.remove_file()?;
+                }
+                Ok(())
             }
         }
     }
