@@ -411,6 +411,14 @@ impl Reader {
         &self.name
     }
 
+    /// The bytes `start..end` (within the length).
+    pub(crate) fn read_range(&self, start: u64, end: u64) -> Result<Vec<u8>> {
+        Ok(self
+            .read_ranges(std::slice::from_ref(&(start..end)))?
+            .pop()
+            .unwrap_or_default())
+    }
+
     /// The bytes of each of `ranges` (within the length): local positional reads, or on a
     /// store the coalesced requests, fetched concurrently.
     pub(crate) fn read_ranges(&self, ranges: &[Range<u64>]) -> Result<Vec<Vec<u8>>> {

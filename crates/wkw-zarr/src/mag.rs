@@ -167,7 +167,7 @@ impl WkwSource {
                 0
             };
         let head = len.min(16u64.saturating_add(table));
-        let bytes = data.read_ranges(&[0..head])?.pop().unwrap_or_default();
+        let bytes = data.read_range(0, head)?;
         let blocks = BlockReader::open_storage(
             Box::new(Prefix { len, bytes }),
             at.name(),

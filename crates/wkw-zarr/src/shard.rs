@@ -62,10 +62,7 @@ impl ShardReader {
         } else {
             0
         };
-        let raw = reader
-            .read_ranges(&[at..at + index_len])?
-            .pop()
-            .unwrap_or_default();
+        let raw = reader.read_range(at, at + index_len)?;
         let entries = usize::try_from(n * 16).unwrap_or(usize::MAX);
         if raw.len() < entries {
             return Err(Error::Internal(format!(

@@ -160,6 +160,9 @@ fn dataset_pairs(wkw_root: &Path, zarr_root: &Path) -> Result<Vec<(PathBuf, Path
     Ok(w.into_values().zip(z.into_values()).collect())
 }
 
+/// A WKW file and a shard (with its length) of one position, each possibly absent.
+type Sides = (Option<PathBuf>, Option<(Location, u64)>);
+
 fn verify_mag(
     wkw_dir: &Path,
     zarr_dir: &Path,
@@ -183,7 +186,7 @@ fn verify_mag(
             zarr_dir.display()
         )));
     }
-    let mut files: BTreeMap<[u64; 3], (Option<PathBuf>, Option<(Location, u64)>)> = BTreeMap::new();
+    let mut files: BTreeMap<[u64; 3], Sides> = BTreeMap::new();
     for (idx, path) in ds.list_files()? {
         files.entry(idx.map(u64::from)).or_default().0 = Some(path);
     }
