@@ -16,7 +16,7 @@ use std::fs::{self, File};
 use std::io::{BufWriter, Write};
 use std::ops::Range;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use scifmt_io::object_store::path::Path as ObjectPath;
 use scifmt_io::object_store::{self, ObjectStore, ObjectStoreExt, WriteMultipart};
@@ -213,8 +213,8 @@ impl Location {
     }
 
     /// Every file (object) below this directory (prefix), recursively: `/`-separated key
-    /// relative to it and length, sorted by key.
-    pub(crate) fn list(&self) -> Result<Vec<(String, u64)>> {
+    /// relative to it, length and (on a store) ETag, sorted by key.
+    pub(crate) fn list(&self) -> Result<Vec<Listed>> {
         let mut out = Vec::new();
         match self {
             Self::Local(root) => {
@@ -236,7 +236,7 @@ impl Location {
                                 .components()
                                 .map(|c| c.as_os_str().to_string_lossy().into_owned())
                                 .collect();
-                            out.push((key.join("/"), meta.len()));
+                            out.push((key.join("/"), meta.len(), None));
                         }
                     }
                 }
@@ -250,7 +250,7 @@ impl Location {
                 for m in metas {
                     if let Some(rel) = m.location.prefix_match(&s.path) {
                         let key: Vec<String> = rel.map(|p| p.as_ref().to_owned()).collect();
-                        out.push((key.join("/"), m.size));
+                        out.push((key.join("/"), m.size, m.e_tag));
                     }
                 }
             }
@@ -287,7 +287,7 @@ impl Location {
                 }
             }
             Self::Store(_) => {
-                for (key, _) in self.list()? {
+                for (key, _, _) in self.list()? {
                     self.join(&key).remove_file()?;
                 }
                 if self.size()?.is_some() {
@@ -341,14 +341,25 @@ impl Location {
         }
     }
 
-    /// Opens the file or object for ranged reads; `None` if there is none. `size`, if known
-    /// (from a listing), saves a request.
-    pub(crate) fn open(&self, size: Option<u64>, remote: &RemoteOptions) -> Result<Option<Reader>> {
-        let len = match size {
-            Some(n) => n,
-            None => match self.size()? {
-                Some(n) => n,
+    /// Opens the file or object for ranged reads; `None` if there is none. `known`, the
+    /// length and ETag from a listing, saves a request. Reads of an object are pinned to the
+    /// version its ETag names (`If-Match`): a replaced object is [`scifmt_io::Error::Changed`],
+    /// never a mix of two versions.
+    pub(crate) fn open(
+        &self,
+        known: Option<(u64, Option<String>)>,
+        remote: &RemoteOptions,
+    ) -> Result<Option<Reader>> {
+        let (len, etag) = match (known, self) {
+            (Some(k), _) => k,
+            (None, Self::Local(_)) => match self.size()? {
+                Some(n) => (n, None),
                 None => return Ok(None),
+            },
+            (None, Self::Store(s)) => match scifmt_io::block_on(s.store.head(&s.path))? {
+                Ok(m) => (m.size, m.e_tag),
+                Err(object_store::Error::NotFound { .. }) => return Ok(None),
+                Err(e) => return Err(Self::remote_error(s, e, Access::Read)),
             },
         };
         let source = match self {
@@ -357,7 +368,7 @@ impl Location {
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
                 Err(e) => return Err(Error::io(p, e)),
             },
-            Self::Store(s) => Source::Store(s.clone(), remote.clone()),
+            Self::Store(s) => Source::Store(s.clone(), remote.clone(), Arc::new(pinned(etag))),
         };
         Ok(Some(Reader {
             source,
@@ -397,8 +408,21 @@ pub(crate) struct Reader {
 
 enum Source {
     Local(File),
-    Store(StoreLocation, RemoteOptions),
+    /// The object, the request options and the ETag reads are pinned to (from the listing
+    /// or `HEAD`, else from the first response).
+    Store(StoreLocation, RemoteOptions, Arc<OnceLock<String>>),
 }
+
+fn pinned(etag: Option<String>) -> OnceLock<String> {
+    let lock = OnceLock::new();
+    if let Some(e) = etag {
+        let _ = lock.set(e);
+    }
+    lock
+}
+
+/// A listed file or object: key relative to the listed prefix, length, ETag (stores only).
+pub(crate) type Listed = (String, u64, Option<String>);
 
 impl Reader {
     /// Its length in bytes.
@@ -437,7 +461,7 @@ impl Reader {
                     Ok(buf)
                 })
                 .collect(),
-            Source::Store(s, remote) => {
+            Source::Store(s, remote, etag) => {
                 let plan = remote.plan(&[ranges.to_vec()]).remove(0);
                 let handle = scifmt_io::handle()?;
                 let retries = remote.read_retries;
@@ -447,10 +471,25 @@ impl Reader {
                         let store = Arc::clone(&s.store);
                         let path = s.path.clone();
                         let range = q.range.clone();
+                        let etag = Arc::clone(etag);
                         handle.spawn(async move {
                             let mut attempt = 0;
                             loop {
-                                match store.get_range(&path, range.clone()).await {
+                                let options = object_store::GetOptions {
+                                    range: Some(object_store::GetRange::Bounded(range.clone())),
+                                    if_match: etag.get().cloned(),
+                                    ..Default::default()
+                                };
+                                let got = match store.get_opts(&path, options).await {
+                                    Ok(r) => {
+                                        if let Some(e) = &r.meta.e_tag {
+                                            let _ = etag.set(e.clone());
+                                        }
+                                        r.bytes().await
+                                    }
+                                    Err(e) => Err(e),
+                                };
+                                match got {
                                     Ok(b) if b.len() as u64 == range.end - range.start => {
                                         return Ok(b);
                                     }

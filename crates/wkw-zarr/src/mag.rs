@@ -92,9 +92,9 @@ pub(crate) fn read_wkw_header(src: &Location) -> Result<Header> {
 
 /// The data files of the WKW mag at `src` (`z{z}/y{y}/x{x}.wkw`): `(x, y, z)` file index, the
 /// file and its length, sorted.
-pub(crate) fn list_wkw_files(src: &Location) -> Result<Vec<([u32; 3], Location, u64)>> {
+pub(crate) fn list_wkw_files(src: &Location) -> Result<Vec<([u32; 3], Location, Known)>> {
     let mut out = Vec::new();
-    for (key, len) in src.list()? {
+    for (key, len, etag) in src.list()? {
         let parts: Vec<&str> = key.split('/').collect();
         let [z, y, x] = parts[..] else { continue };
         let num = |s: &str, p: &str, suffix: &str| -> Option<u32> {
@@ -105,12 +105,15 @@ pub(crate) fn list_wkw_files(src: &Location) -> Result<Vec<([u32; 3], Location, 
         };
         if let (Some(x), Some(y), Some(z)) = (num(x, "x", ".wkw"), num(y, "y", ""), num(z, "z", ""))
         {
-            out.push(([x, y, z], src.join(&key), len));
+            out.push(([x, y, z], src.join(&key), (len, etag)));
         }
     }
     out.sort_by_key(|(idx, _, _)| [idx[2], idx[1], idx[0]]);
     Ok(out)
 }
+
+/// A listed file's length and ETag.
+pub(crate) type Known = (u64, Option<String>);
 
 /// The key of WKW file `(x, y, z)` in its mag.
 fn wkw_file_key(idx: [u32; 3]) -> String {
@@ -153,10 +156,16 @@ impl wkw::StorageFile for Prefix {
 
 impl WkwSource {
     /// Opens the data file `at` (`len` bytes long) of a mag whose header is `header`.
-    fn open(at: &Location, len: u64, header: &Header, ctx: &Ctx<'_>) -> Result<Self> {
-        let data = at
-            .open(Some(len), &ctx.options.remote)?
-            .ok_or_else(|| Error::corrupt(at.name(), "listed, but gone"))?;
+    fn open(
+        at: &Location,
+        known: Option<Known>,
+        header: &Header,
+        ctx: &Ctx<'_>,
+    ) -> Result<Option<Self>> {
+        let Some(data) = at.open(known, &ctx.options.remote)? else {
+            return Ok(None);
+        };
+        let len = data.len();
         // Header and jump table in one read; the jump table's length is checked against the
         // limits when parsed.
         let n = header.blocks_per_file();
@@ -173,7 +182,7 @@ impl WkwSource {
             at.name(),
             &ctx.options.limits,
         )?;
-        Ok(Self { blocks, data })
+        Ok(Some(Self { blocks, data }))
     }
 
     /// The stored bytes of blocks `ks` (coalesced on a store).
@@ -210,10 +219,10 @@ pub(crate) fn wkw_to_zarr(
     let done = AtomicU64::new(0);
     // Small files (few blocks): files in parallel, each on one thread; else blocks in parallel.
     let across_files = header.blocks_per_file() < ctx.batch();
-    let one = |(idx, file, len): ([u32; 3], Location, u64)| -> Result<Summary> {
+    let one = |(idx, file, known): ([u32; 3], Location, Known)| -> Result<Summary> {
         let key = layout.shard_key(idx.map(u64::from));
         let target = dst.join(&key);
-        let s = file_to_shard(&file, len, &target, &header, &layout, ctx, !across_files)?;
+        let s = file_to_shard(&file, known, &target, &header, &layout, ctx, !across_files)?;
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
         (ctx.progress)(&Progress {
             done: n,
@@ -242,7 +251,7 @@ pub(crate) fn write_json(at: &Location, doc: &Value, ctx: &Ctx<'_>) -> Result<()
 /// Converts one WKW file into the shard `target` (skipped if a complete shard is there).
 fn file_to_shard(
     file: &Location,
-    len: u64,
+    known: Known,
     target: &Location,
     header: &Header,
     layout: &Layout,
@@ -261,7 +270,8 @@ fn file_to_shard(
             ..Summary::default()
         });
     }
-    let source = WkwSource::open(file, len, header, ctx)?;
+    let source = WkwSource::open(file, Some(known), header, ctx)?
+        .ok_or_else(|| Error::corrupt(file.name(), "listed, but gone"))?;
     let path = file.name();
     let fh = source.blocks.header();
     if fh.voxel_type() != header.voxel_type()
@@ -364,10 +374,10 @@ pub(crate) fn read_layout(src: &Location) -> Result<Layout> {
 pub(crate) fn list_shards(
     src: &Location,
     layout: &Layout,
-) -> Result<Vec<([u64; 3], Location, u64)>> {
+) -> Result<Vec<([u64; 3], Location, Known)>> {
     let grid = layout.shard_grid();
     let mut out = Vec::new();
-    for (key, len) in src.list()? {
+    for (key, len, etag) in src.list()? {
         let parts: Option<Vec<u64>> = if layout.separator == '/' {
             key.strip_prefix("c/")
                 .map(|rest| rest.split('/').map(|p| p.parse().ok()).collect())
@@ -383,7 +393,7 @@ pub(crate) fn list_shards(
             _ => continue,
         };
         if idx.iter().zip(grid).all(|(&i, g)| i < g) {
-            out.push((idx, src.join(&key), len));
+            out.push((idx, src.join(&key), (len, etag)));
         }
     }
     out.sort_by_key(|(idx, _, _)| *idx);
@@ -419,13 +429,13 @@ pub(crate) fn zarr_to_wkw(src: &Location, dst: &Location, ctx: &Ctx<'_>) -> Resu
     let total = shards.len() as u64;
     let done = AtomicU64::new(0);
     let across_files = header.blocks_per_file() < ctx.batch();
-    let one = |(idx, shard, len): ([u64; 3], Location, u64)| -> Result<Summary> {
+    let one = |(idx, shard, known): ([u64; 3], Location, Known)| -> Result<Summary> {
         let file_idx = idx.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
         let target = dst.join(&wkw_file_key(file_idx));
         let scratch = scratch.as_ref().map(tempfile::TempDir::path);
         let s = shard_to_file(
             &shard,
-            len,
+            known,
             &target,
             scratch,
             &header,
@@ -460,7 +470,7 @@ pub(crate) fn zarr_to_wkw(src: &Location, dst: &Location, ctx: &Ctx<'_>) -> Resu
 )]
 fn shard_to_file(
     shard: &Location,
-    len: u64,
+    known: Known,
     target: &Location,
     scratch: Option<&std::path::Path>,
     header: &Header,
@@ -468,9 +478,7 @@ fn shard_to_file(
     ctx: &Ctx<'_>,
     parallel: bool,
 ) -> Result<Summary> {
-    if let Some(size) = target.size()?
-        && WkwSource::open(target, size, header, ctx).is_ok()
-    {
+    if let Ok(Some(_)) = WkwSource::open(target, None, header, ctx) {
         return Ok(Summary {
             shards_skipped: 1,
             ..Summary::default()
@@ -483,7 +491,7 @@ fn shard_to_file(
     })?;
     let max_chunk = layout.codec.max_stored(block_bytes) as u64;
     let reader = shard
-        .open(Some(len), &ctx.options.remote)?
+        .open(Some(known), &ctx.options.remote)?
         .ok_or_else(|| Error::corrupt(shard.name(), "listed, but gone"))?;
     let shard = ShardReader::open(reader, layout, max_chunk)?;
     let mut summary = Summary {

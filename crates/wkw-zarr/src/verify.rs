@@ -11,7 +11,7 @@ use wkw::{BlockReader, Dataset};
 use crate::dataset::{PROPERTIES_JSON, Source, detect, layer_name, mags, read_json};
 use crate::error::{Error, Result};
 use crate::location::Location;
-use crate::mag::{all_zero, list_shards, read_layout};
+use crate::mag::{Known, all_zero, list_shards, read_layout};
 use crate::meta::Layout;
 use crate::options::{ConvertOptions, Format, Progress};
 use crate::shard::{ShardReader, index_position};
@@ -161,7 +161,7 @@ fn dataset_pairs(wkw_root: &Path, zarr_root: &Path) -> Result<Vec<(PathBuf, Path
 }
 
 /// A WKW file and a shard (with its length) of one position, each possibly absent.
-type Sides = (Option<PathBuf>, Option<(Location, u64)>);
+type Sides = (Option<PathBuf>, Option<(Location, Known)>);
 
 fn verify_mag(
     wkw_dir: &Path,
@@ -190,8 +190,8 @@ fn verify_mag(
     for (idx, path) in ds.list_files()? {
         files.entry(idx.map(u64::from)).or_default().0 = Some(path);
     }
-    for (idx, shard, len) in list_shards(&zarr, &layout)? {
-        files.entry(idx).or_default().1 = Some((shard, len));
+    for (idx, shard, known) in list_shards(&zarr, &layout)? {
+        files.entry(idx).or_default().1 = Some((shard, known));
     }
     let total = files.len() as u64;
     let mut report = VerifyReport {
@@ -206,7 +206,7 @@ fn verify_mag(
             .map(|p| BlockReader::open(p, &options.limits))
             .transpose()?;
         let shard = match zf {
-            Some((at, len)) => match at.open(Some(len), &options.remote)? {
+            Some((at, known)) => match at.open(Some(known), &options.remote)? {
                 Some(r) => Some(ShardReader::open(r, &layout, max_chunk)?),
                 None => None,
             },

@@ -393,3 +393,39 @@ fn a_killed_s3_conversion_resumes_to_the_bytes_of_an_uninterrupted_one() -> Test
     }
     Ok(())
 }
+
+#[test]
+fn a_source_file_replaced_while_it_is_read_is_an_error_naming_it() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (wkw_src, _) = lz4_mag_and_its_zarr3(dir.path())?;
+    let server = TestServer::start()?;
+    server.upload_dir(&wkw_src, "src/wkw")?;
+    // Another valid file of the mag replaces `z0/y0/x0.wkw` between the read of its header
+    // and jump table and the read of its blocks.
+    let other = std::fs::read(wkw_src.join("z0/y0/x1.wkw"))?;
+    server.faults().inject(
+        FaultRule::new(FaultKind::Replace(other.into()), 1)
+            .method("GET")
+            .key_contains("src/wkw/z0/y0/x0.wkw")
+            .after(1),
+    );
+    let err = convert(
+        at(&server, "src/wkw"),
+        at(&server, "dst"),
+        Format::Zarr3,
+        &options(),
+        &|_| {},
+    )
+    .err()
+    .ok_or("a replaced source converted without an error")?;
+    assert!(
+        matches!(&err, wkw_zarr::Error::Remote(e) if matches!(**e, scifmt_io::Error::Changed { .. })),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains(&server.url("src/wkw/z0/y0/x0.wkw")),
+        "{err}"
+    );
+    Ok(())
+}
