@@ -415,4 +415,61 @@ mod tests {
         }
         Ok(())
     }
+
+    /// The first `n` bytes of a file, as a converter fetches them from a store.
+    struct Prefix(Vec<u8>, u64);
+
+    impl StorageFile for Prefix {
+        fn len(&self) -> u64 {
+            self.1
+        }
+        fn stamp(&self) -> Option<crate::Stamp> {
+            None
+        }
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            let at = usize::try_from(offset).map_err(std::io::Error::other)?;
+            let src = self
+                .0
+                .get(at..)
+                .and_then(|s| s.get(..buf.len()))
+                .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+            buf.copy_from_slice(src);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn header_and_jump_table_alone_give_every_stored_range() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let file = dir.path().join("x0.wkw");
+        let header = Header::new(VoxelType::U8, 1, 4, 2, BlockType::Lz4)?;
+        let mut w = BlockWriter::create(&file, header)?;
+        let mut stored = Vec::new();
+        for k in 0..8u8 {
+            let raw: Vec<u8> = (0..64u8).map(|v| v.wrapping_mul(k)).collect();
+            encode_block(&raw, BlockType::Lz4, &mut stored)?;
+            w.push_stored(&stored)?;
+        }
+        w.finish(Durability::None)?;
+        let bytes = std::fs::read(&file).map_err(|e| Error::io(&file, e))?;
+        let whole = BlockReader::open(&file, &Limits::default())?;
+        let head = 16 + 8 * 8;
+        let prefix = Prefix(bytes[..head].to_vec(), bytes.len() as u64);
+        let r = BlockReader::open_storage(Box::new(prefix), "remote/x0.wkw", &Limits::default())?;
+        for k in 0..8 {
+            assert_eq!(r.stored_range(k)?, whole.stored_range(k)?);
+        }
+        // Blocks are not in the prefix: reading one is an I/O error naming the file.
+        match r.read_stored(0, &mut stored) {
+            Err(e @ Error::Io { .. }) => assert!(e.to_string().contains("remote/x0.wkw"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        // A truncated jump table is a format error, not a panic.
+        let short = Prefix(bytes[..40].to_vec(), 40);
+        assert!(matches!(
+            BlockReader::open_storage(Box::new(short), "short.wkw", &Limits::default()),
+            Err(Error::Format { .. })
+        ));
+        Ok(())
+    }
 }
