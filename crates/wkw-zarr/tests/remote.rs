@@ -429,3 +429,41 @@ fn a_source_file_replaced_while_it_is_read_is_an_error_naming_it() -> TestResult
     );
     Ok(())
 }
+
+#[test]
+fn a_corrupt_shard_on_the_store_is_an_error_naming_its_url() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let (_, zarr_src) = lz4_mag_and_its_zarr3(dir.path())?;
+    let server = TestServer::start()?;
+    server.upload_dir(&zarr_src, "src/zarr")?;
+    // The first shard's index (at its end) overwritten with 0xff bytes but the last.
+    let key = tree(&zarr_src)?
+        .into_keys()
+        .find(|k| k.starts_with("c/"))
+        .ok_or("no shard")?;
+    let mut bytes = std::fs::read(zarr_src.join(&key))?;
+    let n = bytes.len();
+    bytes[n - 40..n - 4].fill(0xff);
+    let path = ObjectPath::from(format!("src/zarr/{key}"));
+    scifmt_io::block_on(scifmt_io::object_store::ObjectStoreExt::put(
+        server.store().as_ref(),
+        &path,
+        bytes.into(),
+    ))??;
+    let err = convert(
+        at(&server, "src/zarr"),
+        dir.path().join("out"),
+        Format::Wkw,
+        &options(),
+        &|_| {},
+    )
+    .err()
+    .ok_or("a corrupt shard converted")?;
+    assert!(matches!(err, wkw_zarr::Error::Corrupt { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains(&server.url(&format!("src/zarr/{key}"))),
+        "{err}"
+    );
+    Ok(())
+}
