@@ -23,3 +23,7 @@ pub use crate::{
     target::MARKER,
     verify::{Difference, VerifyReport, verify},
 };
+
+/// The `object_store` crate [`Location::store`] takes a store of (the version `scifmt-io`
+/// builds on).
+pub use scifmt_io::object_store;
