@@ -467,3 +467,51 @@ fn a_corrupt_shard_on_the_store_is_an_error_naming_its_url() -> TestResult {
     );
     Ok(())
 }
+
+#[test]
+fn a_conversion_killed_during_multipart_uploads_resumes_to_the_same_bytes() -> TestResult {
+    // Two raw files of 128³ u32 voxels (8 MiB each): every shard is a two-part upload.
+    let dir = tempfile::tempdir()?;
+    let src = dir.path().join("wkw");
+    let header = wkw::Header::new(wkw::VoxelType::U32, 1, 32, 4, wkw::BlockType::Raw)?;
+    let ds = wkw::Dataset::create(&src, header)?;
+    let mut rng = Lcg(11);
+    let values: Vec<u32> = (0..256 * 128 * 128)
+        .map(|_| (rng.next_u64() >> 32) as u32 | 1)
+        .collect();
+    ds.write(
+        [0, 0, 0],
+        &wkw::Array::from_vec(1, [256, 128, 128], wkw::Order::Fortran, values)?.view(),
+    )?;
+    let clean = dir.path().join("clean");
+    convert(&src, &clean, Format::Zarr3, &options(), &|_| {})?;
+    let want = tree(&clean)?;
+    let server = TestServer::start()?;
+    server.upload_dir(&src, "src/big")?;
+    for round in 0..2 {
+        let dst = format!("killed-big/{round}");
+        let spec = format!(
+            "zarr3|{}|{}|{}",
+            server.url("src/big"),
+            server.url(&dst),
+            server.endpoint()
+        );
+        run_and_kill("s3_kill_child", ENV, &spec, &mut rng);
+        // Whatever the kill interrupted, every shard present is complete.
+        for (key, bytes) in objects(&server, &dst)? {
+            if key != MARKER {
+                assert_eq!(Some(&bytes), want.get(&key), "round {round}: {key}");
+            }
+        }
+        let resume = options().with_existing(Existing::Resume);
+        convert(
+            at(&server, "src/big"),
+            at(&server, &dst),
+            Format::Zarr3,
+            &resume,
+            &|_| {},
+        )?;
+        assert_eq!(objects(&server, &dst)?, want, "round {round}");
+    }
+    Ok(())
+}
