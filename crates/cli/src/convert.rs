@@ -6,12 +6,13 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
-use wkw_zarr::{ConvertOptions, Durability, Existing, Format, Progress, ZarrCodec};
+use wkw_zarr::{ConvertOptions, Durability, Existing, Format, Location, Progress, ZarrCodec};
 
 use crate::fail::{CliResult, Fail, describe};
 use crate::inout::need_path;
 use crate::print::{JsonFlag, emit, emit_json, fields_text};
 use crate::progress::progress;
+use crate::remote::RemoteUrl;
 
 /// The format `--to` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -49,9 +50,11 @@ pub(crate) enum Block {
 #[derive(Debug, Args)]
 pub(crate) struct ConvertArgs {
     /// Source: a webKNOSSOS dataset root (datasource-properties.json), a WKW mag directory
-    /// (header.wkw) or a Zarr v3 array directory (zarr.json).
+    /// (header.wkw) or a Zarr v3 array directory (zarr.json); a path or a URL (s3://, gs://,
+    /// az://, http(s)://, file://) of that directory.
     src: PathBuf,
-    /// Target directory (refused if it exists, unless --overwrite or --resume).
+    /// Target directory or URL prefix (refused if anything is there, unless --overwrite or
+    /// --resume).
     dst: PathBuf,
     /// The format to write.
     #[arg(long, value_enum, ignore_case = true)]
@@ -78,25 +81,36 @@ pub(crate) struct ConvertArgs {
     /// every shard or file already complete.
     #[arg(long)]
     resume: bool,
-    /// fsync every written file before it is renamed into place.
+    /// fsync every written local file before it is renamed into place.
     #[arg(long)]
     fsync: bool,
     #[command(flatten)]
     json: JsonFlag,
 }
 
+/// A local path, or a URL's store and prefix (configured from the `AWS_*`, `GOOGLE_*`,
+/// `AZURE_*` environment like every command; named without credentials).
+fn location(path: &std::path::Path) -> CliResult<Location> {
+    Ok(match RemoteUrl::parse(path)? {
+        Some(url) => {
+            let (store, prefix) = url.store()?;
+            Location::store(store, prefix, url.shown())
+        }
+        None => Location::Local(path.to_path_buf()),
+    })
+}
+
 /// Runs `scifmt convert`.
 pub(crate) fn run(a: &ConvertArgs) -> CliResult {
     need_path(&a.src, "SRC")?;
     need_path(&a.dst, "DST")?;
-    for p in [&a.src, &a.dst] {
-        if crate::names::is_url(p) {
-            return Err(Fail::usage(format!(
-                "{}: convert works on local paths only (object stores are not supported yet)",
-                crate::names::display_name(p)
-            )));
-        }
+    if a.verify && (crate::names::is_url(&a.src) || crate::names::is_url(&a.dst)) {
+        return Err(Fail::usage(
+            "--verify compares local paths only (convert to or from a URL without it)",
+        ));
     }
+    let src = location(&a.src)?;
+    let dst = location(&a.dst)?;
     let codec = match (a.codec, a.zstd_level) {
         (Codec::None, _) => ZarrCodec::None,
         (Codec::Zstd, level) => ZarrCodec::Zstd { level },
@@ -144,7 +158,7 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
         bar.set_message(format!("convert {}", name.unwrap_or_default()));
     };
     let start = Instant::now();
-    let result = wkw_zarr::convert(&a.src, &a.dst, to, &options, &on_progress);
+    let result = wkw_zarr::convert(src, dst, to, &options, &on_progress);
     bar.finish_and_clear();
     let summary = result.map_err(|e| Fail::usage(describe(&e)))?;
     let seconds = start.elapsed().as_secs_f64();

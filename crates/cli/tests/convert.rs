@@ -135,6 +135,7 @@ fn bad_input_is_an_error_naming_the_file() {
             &s(&dir.path().join("out3")),
             "--to",
             "wkw",
+            "--verify",
         ],
         2,
         "local paths only",

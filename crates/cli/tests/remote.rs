@@ -827,3 +827,94 @@ fn url_reads_fetch_only_what_they_need() {
         .count();
     assert_eq!(chunk_gets, 1, "{:?}", s.log());
 }
+
+#[test]
+fn convert_between_urls_and_paths_writes_the_local_bytes() {
+    let s = TestServer::start().expect("start the S3 test server");
+    let src = testdata("wkw-zarr/multi/wkw");
+    s.upload_dir(&src, "conv/multi").unwrap();
+    let dir = tmp();
+    let d = dir.path();
+    // The local conversions (`id.name` is the target's last segment, the same in both).
+    let local_zarr = d.join("local").join("multi_zarr3");
+    let local_wkw = d.join("local").join("multi_wkw");
+    let p = |p: &Path| p.to_str().unwrap().to_owned();
+    ok(
+        &s,
+        &os(&[
+            "convert",
+            &p(&src),
+            &p(&local_zarr),
+            "--to",
+            "zarr3",
+            "--json",
+        ]),
+    );
+    ok(
+        &s,
+        &os(&[
+            "convert",
+            &p(&local_zarr),
+            &p(&local_wkw),
+            "--to",
+            "wkw",
+            "--json",
+        ]),
+    );
+
+    // S3 → S3, then S3 → local.
+    let remote_src = s.url("conv/multi");
+    let remote_zarr = s.url("out/multi_zarr3");
+    ok(
+        &s,
+        &os(&[
+            "convert",
+            &remote_src,
+            &remote_zarr,
+            "--to",
+            "zarr3",
+            "--json",
+        ]),
+    );
+    assert_same_tree(&download(&s, "out/multi_zarr3", &d.join("dl")), &local_zarr);
+    let back = d.join("back").join("multi_wkw");
+    ok(
+        &s,
+        &os(&["convert", &remote_zarr, &p(&back), "--to", "wkw", "--json"]),
+    );
+    assert_same_tree(&back, &local_wkw);
+
+    // An existing target is refused (naming the URL, no credentials), then overwritten.
+    let secret = s.secret_key().to_owned();
+    fails_clean(
+        &s.env(),
+        &os(&["convert", &remote_src, &remote_zarr, "--to", "zarr3"]),
+        "target exists: s3://scifmt-test/out/multi_zarr3",
+        &[&secret],
+    );
+    ok(
+        &s,
+        &os(&[
+            "convert",
+            &p(&src),
+            &remote_zarr,
+            "--to",
+            "zarr3",
+            "--overwrite",
+            "--json",
+        ]),
+    );
+    assert_same_tree(
+        &download(&s, "out/multi_zarr3", &d.join("dl2")),
+        &local_zarr,
+    );
+
+    // A missing source names its URL.
+    let missing = s.url("conv/none");
+    fails_clean(
+        &s.env(),
+        &os(&["convert", &missing, &p(&d.join("x")), "--to", "wkw"]),
+        &missing,
+        &[&secret],
+    );
+}

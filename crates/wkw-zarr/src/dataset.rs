@@ -1,12 +1,12 @@
 //! Whole webKNOSSOS datasets (a root with `datasource-properties.json` and one directory per
 //! layer and mag), what a path holds, and the public conversion entry points.
 
-use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
+use crate::location::Location;
 use crate::mag::{self, Ctx};
 use crate::meta::ZARR_JSON;
 use crate::options::{ConvertOptions, Format, Progress, Summary, ZarrCodec};
@@ -27,17 +27,18 @@ pub enum Source {
     Zarr3Array,
 }
 
-/// Says what `path` holds.
+/// Says what `path` (a local path or a [`Location`] on an object store) holds.
 ///
 /// # Errors
-/// [`Error::Io`] / [`Error::Metadata`] if its metadata cannot be read;
+/// [`Error::Io`] / [`Error::Remote`] / [`Error::Metadata`] if its metadata cannot be read;
 /// [`Error::Unsupported`] if it is none of the kinds of [`Source`] (or a dataset mixing data
 /// formats).
-pub fn detect(path: &Path) -> Result<Source> {
+pub fn detect(path: impl Into<Location>) -> Result<Source> {
+    let path: Location = path.into();
     let props = path.join(PROPERTIES_JSON);
-    if props.is_file() {
-        let doc = read_json(&props)?;
-        let mut formats = layers(&doc, &props)?
+    if let Some(doc) = read_json_opt(&props)? {
+        let name = props.name();
+        let mut formats = layers(&doc, &name)?
             .iter()
             .map(|l| l.get("dataFormat").and_then(Value::as_str).unwrap_or(""))
             .collect::<Vec<_>>();
@@ -46,27 +47,26 @@ pub fn detect(path: &Path) -> Result<Source> {
             ["wkw"] => Ok(Source::Dataset(Format::Wkw)),
             ["zarr3"] => Ok(Source::Dataset(Format::Zarr3)),
             _ => Err(Error::unsupported(
-                &props,
+                &name,
                 format!("layers in data formats {formats:?} (need all wkw or all zarr3)"),
             )),
         };
     }
-    if path.join(wkw::HEADER_FILE_NAME).is_file() {
+    if path.join(wkw::HEADER_FILE_NAME).size()?.is_some() {
         return Ok(Source::WkwMag);
     }
     let zarr = path.join(ZARR_JSON);
-    if zarr.is_file() {
-        let doc = read_json(&zarr)?;
+    if let Some(doc) = read_json_opt(&zarr)? {
         if doc.get("node_type").and_then(Value::as_str) == Some("array") {
             return Ok(Source::Zarr3Array);
         }
         return Err(Error::unsupported(
-            &zarr,
+            zarr.name(),
             "a Zarr group without datasource-properties.json",
         ));
     }
     Err(Error::unsupported(
-        path,
+        path.name(),
         format!(
             "neither a webKNOSSOS dataset ({PROPERTIES_JSON}), a WKW mag (header.wkw) nor a Zarr array (zarr.json)"
         ),
@@ -77,17 +77,21 @@ pub fn detect(path: &Path) -> Result<Source> {
 /// a dataset into a dataset, a mag or array into an array or mag. `progress` is called after
 /// every shard.
 ///
+/// Each side is a local path or a [`Location`] on an object store (a prefix, e.g.
+/// `Location::parse("s3://bucket/ds", &[])`); local and remote sides mix.
+///
 /// # Errors
 /// [`Error::TargetExists`] if `dst` exists and `options` neither overwrites nor resumes it;
 /// [`Error::InvalidArgument`] if `src` is already in format `to`; the errors of reading the
-/// source (naming its file) and writing the target.
+/// source (naming its file or URL) and writing the target.
 pub fn convert(
-    src: &Path,
-    dst: &Path,
+    src: impl Into<Location>,
+    dst: impl Into<Location>,
     to: Format,
     options: &ConvertOptions,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Summary> {
+    let (src, dst) = (&src.into(), &dst.into());
     match (detect(src)?, to) {
         (Source::WkwMag, Format::Zarr3) => convert_mag_to_zarr3(src, dst, options, progress),
         (Source::Zarr3Array, Format::Wkw) => convert_mag_to_wkw(src, dst, options, progress),
@@ -96,8 +100,7 @@ pub fn convert(
             run(dst, to, options, |ctx| dataset(src, dst, to, ctx), progress)
         }
         (kind, to) => Err(Error::InvalidArgument(format!(
-            "{} is {kind:?}, already {}",
-            src.display(),
+            "{src} is {kind:?}, already {}",
             to.name()
         ))),
     }
@@ -109,11 +112,12 @@ pub fn convert(
 /// # Errors
 /// As [`convert`].
 pub fn convert_mag_to_zarr3(
-    src: &Path,
-    dst: &Path,
+    src: impl Into<Location>,
+    dst: impl Into<Location>,
     options: &ConvertOptions,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Summary> {
+    let (src, dst) = (&src.into(), &dst.into());
     run(
         dst,
         Format::Zarr3,
@@ -129,11 +133,12 @@ pub fn convert_mag_to_zarr3(
 /// # Errors
 /// As [`convert`]; [`Error::Unsupported`] for arrays whose inner chunks are not WKW blocks.
 pub fn convert_mag_to_wkw(
-    src: &Path,
-    dst: &Path,
+    src: impl Into<Location>,
+    dst: impl Into<Location>,
     options: &ConvertOptions,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Summary> {
+    let (src, dst) = (&src.into(), &dst.into());
     run(
         dst,
         Format::Wkw,
@@ -160,7 +165,7 @@ fn settings(to: Format, options: &ConvertOptions) -> Value {
 
 /// Prepares the target, runs `body` on a pool of the configured size, and removes the marker.
 fn run(
-    dst: &Path,
+    dst: &Location,
     to: Format,
     options: &ConvertOptions,
     body: impl FnOnce(&Ctx<'_>) -> Result<Summary>,
@@ -182,9 +187,19 @@ fn run(
     Ok(summary)
 }
 
-pub(crate) fn read_json(path: &Path) -> Result<Value> {
-    let bytes = fs::read(path).map_err(|e| Error::io(path, e))?;
-    serde_json::from_slice(&bytes).map_err(|e| Error::metadata(path, e.to_string()))
+/// The JSON document at `at`.
+pub(crate) fn read_json(at: &Location) -> Result<Value> {
+    read_json_opt(at)?.ok_or_else(|| Error::metadata(at.name(), "not found"))
+}
+
+/// The JSON document at `at`, if there is one.
+fn read_json_opt(at: &Location) -> Result<Option<Value>> {
+    let Some(bytes) = at.read_all()? else {
+        return Ok(None);
+    };
+    serde_json::from_slice(&bytes)
+        .map(Some)
+        .map_err(|e| Error::metadata(at.name(), e.to_string()))
 }
 
 fn layers<'a>(doc: &'a Value, path: &Path) -> Result<&'a Vec<Value>> {
@@ -198,7 +213,7 @@ fn layers<'a>(doc: &'a Value, path: &Path) -> Result<&'a Vec<Value>> {
 pub(crate) struct MagEntry {
     pub(crate) mag: [u64; 3],
     /// The mag's directory.
-    pub(crate) dir: PathBuf,
+    pub(crate) dir: Location,
 }
 
 /// A mag's directory name, as webknossos-libs writes it: `2` for isotropic mags, `2-2-1`
@@ -232,7 +247,7 @@ fn mag_vector(v: Option<&Value>, path: &Path) -> Result<[u64; 3]> {
 }
 
 /// The mags of `layer` with their directories below `root`.
-pub(crate) fn mags(root: &Path, layer: &Value, path: &Path) -> Result<Vec<MagEntry>> {
+pub(crate) fn mags(root: &Location, layer: &Value, path: &Path) -> Result<Vec<MagEntry>> {
     let name = layer_name(layer, path)?;
     let mut out = Vec::new();
     if let Some(list) = layer.get("mags").and_then(Value::as_array) {
@@ -243,7 +258,7 @@ pub(crate) fn mags(root: &Path, layer: &Value, path: &Path) -> Result<Vec<MagEnt
                     return Err(Error::unsupported(path, format!("mag path {p} (a URL)")));
                 }
                 Some(p) => root.join(p.strip_prefix("./").unwrap_or(p)),
-                None => root.join(name).join(mag_name(mag)),
+                None => root.join(name).join(&mag_name(mag)),
             };
             out.push(MagEntry { mag, dir });
         }
@@ -251,12 +266,13 @@ pub(crate) fn mags(root: &Path, layer: &Value, path: &Path) -> Result<Vec<MagEnt
         // The older WKW properties: `{"resolution": [x, y, z] | n, "cubeLength": n}`.
         for m in list {
             let mag = mag_vector(m.get("resolution"), path)?;
-            let named = root.join(name).join(mag_name(mag));
-            let dir = if named.exists() || mag[0] != mag[1] || mag[1] != mag[2] {
+            let named = root.join(name).join(&mag_name(mag));
+            let exists = named.join(wkw::HEADER_FILE_NAME).size()?.is_some();
+            let dir = if exists || mag[0] != mag[1] || mag[1] != mag[2] {
                 named
             } else {
                 root.join(name)
-                    .join(format!("{}-{}-{}", mag[0], mag[1], mag[2]))
+                    .join(&format!("{}-{}-{}", mag[0], mag[1], mag[2]))
             };
             out.push(MagEntry { mag, dir });
         }
@@ -353,9 +369,10 @@ fn layer_group(mags: &[[u64; 3]], voxel: [f64; 3], unit: &str) -> Value {
 }
 
 /// Converts a whole dataset; the properties are written last.
-fn dataset(src: &Path, dst: &Path, to: Format, ctx: &Ctx<'_>) -> Result<Summary> {
-    let props_path = src.join(PROPERTIES_JSON);
-    let mut doc = read_json(&props_path)?;
+fn dataset(src: &Location, dst: &Location, to: Format, ctx: &Ctx<'_>) -> Result<Summary> {
+    let props_at = src.join(PROPERTIES_JSON);
+    let props_path = props_at.name();
+    let mut doc = read_json(&props_at)?;
     let (voxel, unit) = voxel_size(&doc);
     let mut summary = Summary::default();
     let mut new_layers = Vec::new();
@@ -366,8 +383,8 @@ fn dataset(src: &Path, dst: &Path, to: Format, ctx: &Ctx<'_>) -> Result<Summary>
         let mut new_mags = Vec::new();
         for entry in &entries {
             let rel = format!("./{name}/{}", mag_name(entry.mag));
-            let out = dst.join(&name).join(mag_name(entry.mag));
-            fs::create_dir_all(&out).map_err(|e| Error::io(&out, e))?;
+            let out = dst.join(&name).join(&mag_name(entry.mag));
+            out.create_dir()?;
             let mut m = Map::new();
             m.insert("mag".into(), json!(entry.mag));
             m.insert("path".into(), json!(rel));
@@ -412,15 +429,13 @@ fn dataset(src: &Path, dst: &Path, to: Format, ctx: &Ctx<'_>) -> Result<Summary>
         obj.insert("dataLayers".into(), Value::Array(new_layers));
         if let (Some(id), Some(name)) = (
             obj.get_mut("id").and_then(Value::as_object_mut),
-            dst.file_name().and_then(|n| n.to_str()),
+            dst.file_name(),
         ) {
             id.insert("name".into(), json!(name));
         }
     }
     let text = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))?;
-    let path = dst.join(PROPERTIES_JSON);
-    scifmt_io::write_atomically(&path, ctx.options.durability, |w| {
-        std::io::Write::write_all(w, &text).map_err(|e| Error::io(&path, e))
-    })?;
+    dst.join(PROPERTIES_JSON)
+        .write_small(&text, ctx.options.durability)?;
     Ok(summary)
 }

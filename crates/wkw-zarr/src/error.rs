@@ -1,4 +1,4 @@
-//! The crate's error type: every variant names the file (or key) involved.
+//! The crate's error type: every variant names the file (or object URL) involved.
 
 use std::path::PathBuf;
 
@@ -65,6 +65,10 @@ pub enum Error {
         /// The limit.
         limit: u64,
     },
+    /// An object-store request failed (or lost a condition): the error names the object's URL,
+    /// never credentials.
+    #[error(transparent)]
+    Remote(Box<scifmt_io::Error>),
     /// A broken invariant of this crate (a bug, never the input's fault).
     #[error("internal error: {0}")]
     Internal(String),
@@ -105,7 +109,7 @@ impl From<scifmt_io::Error> for Error {
         match e {
             scifmt_io::Error::Io { path, source } => Self::Io { path, source },
             scifmt_io::Error::InvalidArgument(s) => Self::InvalidArgument(s),
-            other => Self::Internal(other.to_string()),
+            other => Self::Remote(Box::new(other)),
         }
     }
 }

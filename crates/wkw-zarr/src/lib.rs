@@ -3,6 +3,7 @@
 mod codec;
 mod dataset;
 mod error;
+mod location;
 mod mag;
 mod meta;
 mod options;
@@ -13,10 +14,16 @@ mod verify;
 pub use crate::{
     dataset::{PROPERTIES_JSON, Source, convert, convert_mag_to_wkw, convert_mag_to_zarr3, detect},
     error::{Error, Result},
+    location::{Location, StoreLocation},
     meta::ZARR_JSON,
     options::{
-        BlockType, ConvertOptions, Durability, Existing, Format, Progress, Summary, ZarrCodec,
+        BlockType, ConvertOptions, Durability, Existing, Format, Progress, RemoteOptions, Summary,
+        ZarrCodec,
     },
     target::MARKER,
     verify::{Difference, VerifyReport, verify},
 };
+
+/// The `object_store` crate [`Location::store`] takes a store of (the version `scifmt-io`
+/// builds on).
+pub use scifmt_io::object_store;

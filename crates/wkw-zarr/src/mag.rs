@@ -1,20 +1,25 @@
 //! One mag: a WKW dataset directory (`header.wkw`, `z*/y*/x*.wkw`) ↔ one sharded Zarr v3
 //! array. One WKW file is one shard and one block is one inner chunk, so a conversion moves
 //! blocks: per block *decode LZ4 (or take raw) → encode zstd (or take raw)*, never re-laying
-//! voxels. Blocks are read in batches, decoded and encoded in parallel, and written in order
-//! into a staged file that is renamed into place when complete: memory holds one batch
-//! (a few blocks per thread) and one shard index, whatever the shard size.
+//! voxels. Blocks are read in batches (one ranged read per block locally; on a store the
+//! file's header and jump table in one ranged `GET`, then each batch's blocks in coalesced
+//! requests), decoded and encoded in parallel, and written in order into a staged file or a
+//! multipart upload that appears under its key when complete: memory holds one batch (a few
+//! blocks per thread), one shard index and the upload's parts in flight, whatever the shard
+//! size.
+//!
+//! A WKW file's jump table comes before its blocks, so a WKW file for a store is written to a
+//! local temporary file first and uploaded (in parts) when complete.
 
-use std::fs;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 use serde_json::Value;
-use wkw::{BlockReader, BlockType, BlockWriter, Dataset, Header};
+use wkw::{BlockReader, BlockType, BlockWriter, Header};
 
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
+use crate::location::{Location, Reader};
 use crate::meta::{Layout, ZARR_JSON};
 use crate::options::{ConvertOptions, Progress, Summary, ZarrCodec};
 use crate::shard::{ShardReader, ShardWriter, index_position};
@@ -76,41 +81,153 @@ fn with_raw<R>(len: usize, f: impl FnOnce(&mut [u8]) -> R) -> R {
     })
 }
 
+/// The dataset header of the WKW mag at `src` (its `header.wkw`).
+pub(crate) fn read_wkw_header(src: &Location) -> Result<Header> {
+    let at = src.join(wkw::HEADER_FILE_NAME);
+    let bytes = at
+        .read_all()?
+        .ok_or_else(|| Error::unsupported(at.name(), "no header.wkw: not a WKW mag"))?;
+    Header::parse(&bytes).map_err(|e| Error::corrupt(at.name(), e.to_string()))
+}
+
+/// The data files of the WKW mag at `src` (`z{z}/y{y}/x{x}.wkw`): `(x, y, z)` file index, the
+/// file and its length, sorted.
+pub(crate) fn list_wkw_files(src: &Location) -> Result<Vec<([u32; 3], Location, Known)>> {
+    let mut out = Vec::new();
+    for (key, len, etag) in src.list()? {
+        let parts: Vec<&str> = key.split('/').collect();
+        let [z, y, x] = parts[..] else { continue };
+        let num = |s: &str, p: &str, suffix: &str| -> Option<u32> {
+            let digits = s.strip_prefix(p)?.strip_suffix(suffix)?;
+            (!digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()))
+                .then(|| digits.parse().ok())
+                .flatten()
+        };
+        if let (Some(x), Some(y), Some(z)) = (num(x, "x", ".wkw"), num(y, "y", ""), num(z, "z", ""))
+        {
+            out.push(([x, y, z], src.join(&key), (len, etag)));
+        }
+    }
+    out.sort_by_key(|(idx, _, _)| [idx[2], idx[1], idx[0]]);
+    Ok(out)
+}
+
+/// A listed file's length and ETag.
+pub(crate) type Known = (u64, Option<String>);
+
+/// The key of WKW file `(x, y, z)` in its mag.
+fn wkw_file_key(idx: [u32; 3]) -> String {
+    format!("z{}/y{}/x{}.wkw", idx[2], idx[1], idx[0])
+}
+
+/// A WKW data file being read: its header and jump table (one read), then blocks on demand.
+struct WkwSource {
+    blocks: BlockReader,
+    data: Reader,
+}
+
+/// The first bytes of a file (header and jump table), for [`BlockReader::open_storage`].
+struct Prefix {
+    len: u64,
+    bytes: Vec<u8>,
+}
+
+impl wkw::StorageFile for Prefix {
+    fn len(&self) -> u64 {
+        self.len
+    }
+    fn stamp(&self) -> Option<wkw::Stamp> {
+        None
+    }
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+        let src = usize::try_from(offset)
+            .ok()
+            .and_then(|at| self.bytes.get(at..)?.get(..buf.len()))
+            .ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::UnexpectedEof,
+                    format!("bytes at {offset} are past the header and jump table"),
+                )
+            })?;
+        buf.copy_from_slice(src);
+        Ok(())
+    }
+}
+
+impl WkwSource {
+    /// Opens the data file `at` (`len` bytes long) of a mag whose header is `header`.
+    fn open(
+        at: &Location,
+        known: Option<Known>,
+        header: &Header,
+        ctx: &Ctx<'_>,
+    ) -> Result<Option<Self>> {
+        let Some(data) = at.open(known, &ctx.options.remote)? else {
+            return Ok(None);
+        };
+        let len = data.len();
+        // Header and jump table in one read; the jump table's length is checked against the
+        // limits when parsed.
+        let n = header.blocks_per_file();
+        let table =
+            if header.block_type().is_compressed() && n <= ctx.options.limits.max_blocks_per_file {
+                n.saturating_mul(8)
+            } else {
+                0
+            };
+        let head = len.min(16u64.saturating_add(table));
+        let bytes = data.read_range(0, head)?;
+        let blocks = BlockReader::open_storage(
+            Box::new(Prefix { len, bytes }),
+            at.name(),
+            &ctx.options.limits,
+        )?;
+        Ok(Some(Self { blocks, data }))
+    }
+
+    /// The stored bytes of blocks `ks` (coalesced on a store).
+    fn read(&self, ks: &[u64]) -> Result<Vec<Vec<u8>>> {
+        let ranges = ks
+            .iter()
+            .map(|&k| self.blocks.stored_range(k).map(|(s, e)| s..e))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.data.read_ranges(&ranges)
+    }
+}
+
 /// Converts the WKW mag at `src` into the Zarr array `dst`; `extent` (the layer's bounding-box
 /// end in this mag) makes the array at least that large, and it always covers every file.
 pub(crate) fn wkw_to_zarr(
-    src: &Path,
-    dst: &Path,
+    src: &Location,
+    dst: &Location,
     extent: Option<[u64; 3]>,
     ctx: &Ctx<'_>,
 ) -> Result<Summary> {
-    let ds = Dataset::open(src)?;
-    let header = *ds.header();
-    let mut files = ds.list_files()?;
-    files.sort();
+    let header = read_wkw_header(src)?;
+    let files = list_wkw_files(src)?;
     let side = u64::from(header.file_len_vx());
     let mut end = extent.unwrap_or([0; 3]);
-    for (idx, _) in &files {
+    for (idx, _, _) in &files {
         for d in 0..3 {
             end[d] = end[d].max((u64::from(idx[d]) + 1) * side);
         }
     }
     let codec = chunk_codec(ctx.options.codec, header.block_type());
     let layout = Layout::for_wkw(&header, end, codec);
-    fs::create_dir_all(dst).map_err(|e| Error::io(dst, e))?;
+    dst.create_dir()?;
     let total = files.len() as u64;
     let done = AtomicU64::new(0);
     // Small files (few blocks): files in parallel, each on one thread; else blocks in parallel.
     let across_files = header.blocks_per_file() < ctx.batch();
-    let one = |(idx, path): ([u32; 3], PathBuf)| -> Result<Summary> {
+    let one = |(idx, file, known): ([u32; 3], Location, Known)| -> Result<Summary> {
         let key = layout.shard_key(idx.map(u64::from));
         let target = dst.join(&key);
-        let s = file_to_shard(&path, &target, &header, &layout, ctx, !across_files)?;
+        let s = file_to_shard(&file, known, &target, &header, &layout, ctx, !across_files)?;
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
         (ctx.progress)(&Progress {
             done: n,
             total,
-            array: dst.to_path_buf(),
+            array: dst.name(),
         });
         Ok(s)
     };
@@ -126,17 +243,16 @@ pub(crate) fn wkw_to_zarr(
 }
 
 /// Writes a JSON document atomically (compact, as tensorstore writes `zarr.json`).
-pub(crate) fn write_json(path: &Path, doc: &Value, ctx: &Ctx<'_>) -> Result<()> {
+pub(crate) fn write_json(at: &Location, doc: &Value, ctx: &Ctx<'_>) -> Result<()> {
     let text = serde_json::to_vec(doc).map_err(|e| Error::Internal(e.to_string()))?;
-    scifmt_io::write_atomically(path, ctx.options.durability, |w| {
-        std::io::Write::write_all(w, &text).map_err(|e| Error::io(path, e))
-    })
+    at.write_small(&text, ctx.options.durability)
 }
 
 /// Converts one WKW file into the shard `target` (skipped if a complete shard is there).
 fn file_to_shard(
-    path: &Path,
-    target: &Path,
+    file: &Location,
+    known: Known,
+    target: &Location,
     header: &Header,
     layout: &Layout,
     ctx: &Ctx<'_>,
@@ -146,21 +262,25 @@ fn file_to_shard(
         .codec
         .max_stored(usize::try_from(layout.block_bytes()).unwrap_or(usize::MAX))
         as u64;
-    if target.exists() && ShardReader::open(target, layout, max_chunk).is_ok() {
+    if let Some(r) = target.open(None, &ctx.options.remote)?
+        && ShardReader::open(r, layout, max_chunk).is_ok()
+    {
         return Ok(Summary {
             shards_skipped: 1,
             ..Summary::default()
         });
     }
-    let reader = BlockReader::open(path, &ctx.options.limits)?;
-    let fh = reader.header();
+    let source = WkwSource::open(file, Some(known), header, ctx)?
+        .ok_or_else(|| Error::corrupt(file.name(), "listed, but gone"))?;
+    let path = file.name();
+    let fh = source.blocks.header();
     if fh.voxel_type() != header.voxel_type()
         || fh.voxel_size() != header.voxel_size()
         || fh.block_len() != header.block_len()
         || fh.file_len() != header.file_len()
     {
         return Err(Error::corrupt(
-            path,
+            &path,
             format!("file header {fh:?} differs from the dataset's header.wkw {header:?}"),
         ));
     }
@@ -172,25 +292,22 @@ fn file_to_shard(
     })?;
     let mut summary = Summary::default();
     let mut writer: Option<ShardWriter> = None;
-    let n = reader.block_count();
+    let n = source.blocks.block_count();
     let batch = ctx.batch();
     let mut first = 0;
     while first < n {
         let last = n.min(first + batch);
-        let mut items = Vec::with_capacity(usize::try_from(last - first).unwrap_or(0));
-        for k in first..last {
-            let mut stored = Vec::new();
-            reader.read_stored(k, &mut stored)?;
-            summary.bytes_in += stored.len() as u64;
-            items.push((k, stored));
-        }
+        let ks: Vec<u64> = (first..last).collect();
+        let stored = source.read(&ks)?;
+        let items: Vec<(u64, Vec<u8>)> = ks.into_iter().zip(stored).collect();
+        summary.bytes_in += items.iter().map(|(_, s)| s.len() as u64).sum::<u64>();
         let encoded = run(
             ctx,
             parallel,
             items,
             |(k, stored)| -> Result<Option<(u64, Vec<u8>)>> {
                 let bad =
-                    |e: &dyn std::fmt::Display| Error::corrupt(path, format!("block {k}: {e}"));
+                    |e: &dyn std::fmt::Display| Error::corrupt(&path, format!("block {k}: {e}"));
                 if !block_type.is_compressed() && layout.codec == ChunkCodec::None {
                     return Ok((!all_zero(&stored)).then_some((k, stored)));
                 }
@@ -214,12 +331,7 @@ fn file_to_shard(
                 .map_err(|e| Error::Internal(format!("block {k}: {e}")))?;
             let w = match &mut writer {
                 Some(w) => w,
-                None => {
-                    if let Some(dir) = target.parent() {
-                        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
-                    }
-                    writer.insert(ShardWriter::create(target, layout)?)
-                }
+                None => writer.insert(ShardWriter::create(target, layout, &ctx.options.remote)?),
             };
             w.push(index_position(layout.file_len, b), &bytes)?;
             summary.blocks += 1;
@@ -246,105 +358,96 @@ pub(crate) fn all_zero(bytes: &[u8]) -> bool {
 }
 
 /// The Zarr array at `src` (its `zarr.json`).
-pub(crate) fn read_layout(src: &Path) -> Result<Layout> {
-    let path = src.join(ZARR_JSON);
-    let bytes = fs::read(&path).map_err(|e| Error::io(&path, e))?;
+pub(crate) fn read_layout(src: &Location) -> Result<Layout> {
+    let at = src.join(ZARR_JSON);
+    let path = at.name();
+    let bytes = at
+        .read_all()?
+        .ok_or_else(|| Error::metadata(&path, "not found"))?;
     let doc: Value =
         serde_json::from_slice(&bytes).map_err(|e| Error::metadata(&path, e.to_string()))?;
     Layout::parse(&doc, &path)
 }
 
-/// The shards present below the array `src`: `(x, y, z)` shard index and path, sorted.
-pub(crate) fn list_shards(src: &Path, layout: &Layout) -> Result<Vec<([u64; 3], PathBuf)>> {
+/// The shards present below the array `src`: `(x, y, z)` shard index, the shard and its
+/// length, sorted.
+pub(crate) fn list_shards(
+    src: &Location,
+    layout: &Layout,
+) -> Result<Vec<([u64; 3], Location, Known)>> {
     let grid = layout.shard_grid();
     let mut out = Vec::new();
-    let numbers = |dir: &Path| -> Result<Vec<(u64, PathBuf)>> {
-        let mut v = Vec::new();
-        let rd = match fs::read_dir(dir) {
-            Ok(rd) => rd,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(v),
-            Err(e) => return Err(Error::io(dir, e)),
-        };
-        for entry in rd {
-            let entry = entry.map_err(|e| Error::io(dir, e))?;
-            if let Some(n) = entry
-                .file_name()
-                .to_str()
-                .and_then(|s| s.parse::<u64>().ok())
-            {
-                v.push((n, entry.path()));
-            }
-        }
-        Ok(v)
-    };
-    if layout.separator == '/' {
-        let base = if layout.has_c {
-            src.join("c").join("0")
+    for (key, len, etag) in src.list()? {
+        let parts: Option<Vec<u64>> = if layout.separator == '/' {
+            key.strip_prefix("c/")
+                .map(|rest| rest.split('/').map(|p| p.parse().ok()).collect())
+                .unwrap_or(None)
         } else {
-            src.join("c")
+            key.strip_prefix("c.")
+                .filter(|rest| !rest.contains('/'))
+                .map(|rest| rest.split('.').map(|p| p.parse().ok()).collect())
+                .unwrap_or(None)
         };
-        for (x, px) in numbers(&base)? {
-            for (y, py) in numbers(&px)? {
-                for (z, pz) in numbers(&py)? {
-                    if x < grid[0] && y < grid[1] && z < grid[2] && pz.is_file() {
-                        out.push(([x, y, z], pz));
-                    }
-                }
-            }
-        }
-    } else {
-        for entry in fs::read_dir(src).map_err(|e| Error::io(src, e))? {
-            let entry = entry.map_err(|e| Error::io(src, e))?;
-            let name = entry.file_name();
-            let Some(rest) = name.to_str().and_then(|n| n.strip_prefix("c.")) else {
-                continue;
-            };
-            let parts: Option<Vec<u64>> = rest.split('.').map(|p| p.parse().ok()).collect();
-            let idx = match (parts.as_deref(), layout.has_c) {
-                (Some([0, x, y, z]), true) | (Some([x, y, z]), false) => [*x, *y, *z],
-                _ => continue,
-            };
-            if idx.iter().zip(grid).all(|(&i, g)| i < g) {
-                out.push((idx, entry.path()));
-            }
+        let idx = match (parts.as_deref(), layout.has_c) {
+            (Some([0, x, y, z]), true) | (Some([x, y, z]), false) => [*x, *y, *z],
+            _ => continue,
+        };
+        if idx.iter().zip(grid).all(|(&i, g)| i < g) {
+            out.push((idx, src.join(&key), (len, etag)));
         }
     }
-    out.sort();
+    out.sort_by_key(|(idx, _, _)| *idx);
     Ok(out)
 }
 
-/// Converts the Zarr array at `src` into the WKW mag `dst` (`header.wkw` and one file per
-/// shard present).
-pub(crate) fn zarr_to_wkw(src: &Path, dst: &Path, ctx: &Ctx<'_>) -> Result<Summary> {
+/// Converts the Zarr array at `src` into the WKW mag `dst` (one file per shard present, then
+/// `header.wkw`).
+pub(crate) fn zarr_to_wkw(src: &Location, dst: &Location, ctx: &Ctx<'_>) -> Result<Summary> {
     let layout = read_layout(src)?;
     layout.check_limits(&ctx.options.limits)?;
-    let header = layout.wkw_header(ctx.options.block_type, &src.join(ZARR_JSON))?;
-    let ds = if dst.join(wkw::HEADER_FILE_NAME).exists() {
-        let ds = Dataset::open(dst)?;
-        if *ds.header() != header {
-            return Err(Error::InvalidArgument(format!(
-                "{} holds {:?}, the conversion writes {header:?}",
-                dst.join(wkw::HEADER_FILE_NAME).display(),
-                ds.header()
-            )));
+    let header = layout.wkw_header(ctx.options.block_type, &src.join(ZARR_JSON).name())?;
+    let header_at = dst.join(wkw::HEADER_FILE_NAME);
+    let header_bytes = header.with_data_offset(0).to_bytes();
+    if let Some(existing) = header_at.read_all()?
+        && existing != header_bytes
+    {
+        return Err(Error::InvalidArgument(format!(
+            "{} holds {:?}, the conversion writes {header:?}",
+            header_at.name().display(),
+            Header::parse(&existing)
+                .map_err(|e| Error::corrupt(header_at.name(), e.to_string()))?
+        )));
+    }
+    dst.create_dir()?;
+    let scratch = match dst {
+        Location::Local(_) => None,
+        Location::Store(_) => {
+            Some(tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?)
         }
-        ds
-    } else {
-        Dataset::create(dst, header)?
     };
     let shards = list_shards(src, &layout)?;
     let total = shards.len() as u64;
     let done = AtomicU64::new(0);
     let across_files = header.blocks_per_file() < ctx.batch();
-    let one = |(idx, path): ([u64; 3], PathBuf)| -> Result<Summary> {
+    let one = |(idx, shard, known): ([u64; 3], Location, Known)| -> Result<Summary> {
         let file_idx = idx.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
-        let target = ds.file_path(file_idx);
-        let s = shard_to_file(&path, &target, &header, &layout, ctx, !across_files)?;
+        let target = dst.join(&wkw_file_key(file_idx));
+        let scratch = scratch.as_ref().map(tempfile::TempDir::path);
+        let s = shard_to_file(
+            &shard,
+            known,
+            &target,
+            scratch,
+            &header,
+            &layout,
+            ctx,
+            !across_files,
+        )?;
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
         (ctx.progress)(&Progress {
             done: n,
             total,
-            array: dst.to_path_buf(),
+            array: dst.name(),
         });
         Ok(s)
     };
@@ -355,19 +458,27 @@ pub(crate) fn zarr_to_wkw(src: &Path, dst: &Path, ctx: &Ctx<'_>) -> Result<Summa
     for s in run(ctx, across_files, shards, one) {
         summary.add(&s?);
     }
+    header_at.write_small(&header_bytes, ctx.options.durability)?;
     Ok(summary)
 }
 
-/// Converts one shard into the WKW file `target` (skipped if a complete file is there).
+/// Converts one shard into the WKW file `target` (skipped if a complete file is there). A
+/// file for a store is written into `scratch` first, then uploaded.
+#[allow(
+    clippy::too_many_arguments,
+    reason = "one call site; a struct would only rename them"
+)]
 fn shard_to_file(
-    path: &Path,
-    target: &Path,
+    shard: &Location,
+    known: Known,
+    target: &Location,
+    scratch: Option<&std::path::Path>,
     header: &Header,
     layout: &Layout,
     ctx: &Ctx<'_>,
     parallel: bool,
 ) -> Result<Summary> {
-    if target.exists() && BlockReader::open(target, &ctx.options.limits).is_ok() {
+    if let Ok(Some(_)) = WkwSource::open(target, None, header, ctx) {
         return Ok(Summary {
             shards_skipped: 1,
             ..Summary::default()
@@ -379,7 +490,10 @@ fn shard_to_file(
         limit: usize::MAX as u64,
     })?;
     let max_chunk = layout.codec.max_stored(block_bytes) as u64;
-    let shard = ShardReader::open(path, layout, max_chunk)?;
+    let reader = shard
+        .open(Some(known), &ctx.options.remote)?
+        .ok_or_else(|| Error::corrupt(shard.name(), "listed, but gone"))?;
+    let shard = ShardReader::open(reader, layout, max_chunk)?;
     let mut summary = Summary {
         bytes_in: shard.len(),
         ..Summary::default()
@@ -387,24 +501,35 @@ fn shard_to_file(
     let block_type = header.block_type();
     let mut zero = Vec::new();
     wkw::encode_block(&vec![0u8; block_bytes], block_type, &mut zero)?;
-    if let Some(dir) = target.parent() {
-        fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+    let local = match (target, scratch) {
+        (Location::Local(p), _) => p.clone(),
+        (Location::Store(_), Some(dir)) => dir.join(format!("{}.wkw", unique())),
+        (Location::Store(_), None) => {
+            return Err(Error::Internal(
+                "no scratch directory for a remote WKW file".into(),
+            ));
+        }
+    };
+    if let Some(dir) = local.parent() {
+        std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
-    let mut writer = BlockWriter::create(target, *header)?;
+    let mut writer = BlockWriter::create(&local, *header)?;
     let n = header.blocks_per_file();
     let batch = ctx.batch();
     let mut first = 0;
     let mut any = false;
     while first < n {
         let last = n.min(first + batch);
-        let mut items = Vec::with_capacity(usize::try_from(last - first).unwrap_or(0));
+        let mut ks = Vec::with_capacity(usize::try_from(last - first).unwrap_or(0));
+        let mut positions = Vec::with_capacity(ks.capacity());
         for k in first..last {
             let b = morton_code::decode_3d_u64(k)
                 .map_err(|e| Error::Internal(format!("block {k}: {e}")))?;
-            let mut stored = Vec::new();
-            let present = shard.read_chunk(index_position(layout.file_len, b), &mut stored)?;
-            items.push((k, present.then_some(stored)));
+            ks.push(k);
+            positions.push(index_position(layout.file_len, b));
         }
+        let items: Vec<(u64, Option<Vec<u8>>)> =
+            ks.into_iter().zip(shard.read_chunks(&positions)?).collect();
         let encoded = run(
             ctx,
             parallel,
@@ -455,10 +580,41 @@ fn shard_to_file(
         summary.shards_empty += 1;
         return Ok(summary);
     }
-    writer.finish(ctx.options.durability)?;
-    summary.bytes_out += fs::metadata(target)
-        .map_err(|e| Error::io(target, e))?
+    let durability = match target {
+        Location::Local(_) => ctx.options.durability,
+        Location::Store(_) => wkw::Durability::None,
+    };
+    writer.finish(durability)?;
+    summary.bytes_out += std::fs::metadata(&local)
+        .map_err(|e| Error::io(&local, e))?
         .len();
+    if let Location::Store(_) = target {
+        let uploaded = upload_file(&local, target, ctx);
+        std::fs::remove_file(&local).map_err(|e| Error::io(&local, e))?;
+        uploaded?;
+    }
     summary.shards_written += 1;
     Ok(summary)
+}
+
+/// A number no other call in this process returns (scratch file names).
+fn unique() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// Uploads the local file `local` to `target`, streaming it in parts.
+fn upload_file(local: &std::path::Path, target: &Location, ctx: &Ctx<'_>) -> Result<()> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(local).map_err(|e| Error::io(local, e))?;
+    let mut sink = target.create(&ctx.options.remote)?;
+    let mut buf = vec![0u8; 1 << 20];
+    loop {
+        let n = file.read(&mut buf).map_err(|e| Error::io(local, e))?;
+        if n == 0 {
+            break;
+        }
+        sink.write_all(&buf[..n])?;
+    }
+    sink.finish(ctx.options.durability)
 }

@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-pub use scifmt_io::Durability;
+pub use scifmt_io::{Durability, RemoteOptions};
 pub use wkw::BlockType;
 
 /// The compressor of the Zarr inner chunks a conversion to Zarr writes.
@@ -53,6 +53,10 @@ pub struct ConvertOptions {
     pub existing: Existing,
     /// Allocation caps for the WKW files read.
     pub limits: wkw::Limits,
+    /// Requests to object stores (sources and targets given as URLs): concurrency, range
+    /// coalescing, read retries, multipart threshold and part size (default: objects from
+    /// 8 MiB are multipart uploads in parts of 8 MiB).
+    pub remote: RemoteOptions,
 }
 
 impl Default for ConvertOptions {
@@ -64,6 +68,7 @@ impl Default for ConvertOptions {
             durability: Durability::None,
             existing: Existing::Refuse,
             limits: wkw::Limits::default(),
+            remote: RemoteOptions::default().with_multipart(8 << 20, 8 << 20),
         }
     }
 }
@@ -104,6 +109,13 @@ impl ConvertOptions {
         self
     }
 
+    /// Sets the options of object-store requests.
+    #[must_use]
+    pub fn with_remote(mut self, remote: RemoteOptions) -> Self {
+        self.remote = remote;
+        self
+    }
+
     /// Sets the allocation caps for WKW input.
     #[must_use]
     pub fn with_limits(mut self, limits: wkw::Limits) -> Self {
@@ -120,7 +132,7 @@ pub struct Progress {
     pub done: u64,
     /// Shards (files) of the current array.
     pub total: u64,
-    /// The array (mag directory) being converted.
+    /// The array (mag directory, or its URL) being converted.
     pub array: PathBuf,
 }
 

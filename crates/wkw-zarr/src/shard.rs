@@ -1,16 +1,16 @@
 //! Shards of `sharding_indexed`: the index (one `(offset, nbytes)` pair of little-endian u64
 //! per inner chunk in C order, `(2⁶⁴−1, 2⁶⁴−1)` for an absent chunk, then the `crc32c` of those
-//! bytes) and positional reads of the chunks. Writing streams chunks into a staged file and
-//! appends the index, so a shard appears under its key only complete.
+//! bytes) and ranged reads of the chunks (coalesced on a store). Writing streams chunks into a staged file
+//! or a multipart upload and appends the index, so a shard appears under its key only complete.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use scifmt_io::{Durability, Staged};
+use scifmt_io::{Durability, RemoteOptions};
 
 use crate::codec::crc32c;
 use crate::error::{Error, Result};
+use crate::location::{Location, Reader, Sink};
 use crate::meta::Layout;
 
 /// Index entry of an absent chunk.
@@ -24,55 +24,61 @@ pub(crate) fn index_position(file_len: u32, b: [u32; 3]) -> usize {
 }
 
 /// An existing shard opened for reading chunks.
-#[derive(Debug)]
 pub(crate) struct ShardReader {
-    file: File,
+    reader: Reader,
     /// `(offset, nbytes)` per chunk in C order; `None` for absent chunks.
     index: Vec<Option<(u64, u64)>>,
-    path: PathBuf,
-    len: u64,
 }
 
 impl ShardReader {
-    /// Opens the shard at `path` and reads and checks its index: length, checksum, and every
-    /// chunk inside the data part of the file and no longer than `max_chunk` bytes.
+    /// Reads and checks the index of the shard `reader` reads (one ranged read): length,
+    /// checksum, and every chunk inside the data part of the shard and no longer than
+    /// `max_chunk` bytes.
     ///
     /// # Errors
-    /// [`Error::Io`] if it cannot be read; [`Error::Corrupt`] for a bad index.
-    pub(crate) fn open(path: &Path, layout: &Layout, max_chunk: u64) -> Result<Self> {
-        let file = File::open(path).map_err(|e| Error::io(path, e))?;
-        let len = file.metadata().map_err(|e| Error::io(path, e))?.len();
+    /// [`Error::Io`] / [`Error::Remote`] if it cannot be read; [`Error::Corrupt`] for a bad
+    /// index.
+    pub(crate) fn open(reader: Reader, layout: &Layout, max_chunk: u64) -> Result<Self> {
+        let path = reader.name().to_path_buf();
+        let len = reader.len();
         let n = layout.chunks_per_shard();
         let index_len = layout.index_bytes();
         if len < index_len {
             return Err(Error::corrupt(
-                path,
+                &path,
                 format!("{len} bytes, shorter than its {index_len}-byte index"),
             ));
         }
-        // `index_len <= len`, a real file's length: the allocation is bounded by the input.
+        if usize::try_from(index_len).is_err() {
+            return Err(Error::LimitExceeded {
+                what: "shard index",
+                requested: index_len,
+                limit: usize::MAX as u64,
+            });
+        }
+        // `index_len <= len`, the shard's real length: the allocation is bounded by the input.
         let at = if layout.index_at_end {
             len - index_len
         } else {
             0
         };
-        let mut raw = vec![
-            0u8;
-            usize::try_from(index_len).map_err(|_| Error::LimitExceeded {
-                what: "shard index",
-                requested: index_len,
-                limit: usize::MAX as u64,
-            })?
-        ];
-        read_exact_at(&file, &mut raw, at).map_err(|e| Error::io(path, e))?;
+        let raw = reader.read_range(at, at + index_len)?;
         let entries = usize::try_from(n * 16).unwrap_or(usize::MAX);
+        if raw.len() < entries {
+            return Err(Error::Internal(format!(
+                "{}: index of {} bytes read as {}",
+                path.display(),
+                index_len,
+                raw.len()
+            )));
+        }
         if layout.index_crc {
             let (body, crc) = raw.split_at(entries);
             let stored = u32::from_le_bytes(crc.try_into().unwrap_or([0; 4]));
             let actual = crc32c(body);
             if stored != actual {
                 return Err(Error::corrupt(
-                    path,
+                    &path,
                     format!("index checksum {stored:#010x}, computed {actual:#010x}"),
                 ));
             }
@@ -93,7 +99,7 @@ impl ShardReader {
             let end = offset.checked_add(nbytes);
             if offset < lo || end.is_none_or(|end| end > hi) || nbytes > max_chunk {
                 return Err(Error::corrupt(
-                    path,
+                    &path,
                     format!(
                         "index entry {i}: chunk of {nbytes} bytes at {offset} outside the data \
                          [{lo}, {hi}) or longer than {max_chunk}"
@@ -102,62 +108,74 @@ impl ShardReader {
             }
             index.push(Some((offset, nbytes)));
         }
-        Ok(Self {
-            file,
-            index,
-            path: path.to_path_buf(),
-            len,
-        })
+        Ok(Self { reader, index })
     }
 
-    /// The shard's path.
+    /// The shard's name (path or URL).
     pub(crate) fn path(&self) -> &Path {
-        &self.path
+        self.reader.name()
     }
 
     /// The shard's length in bytes.
     pub(crate) fn len(&self) -> u64 {
-        self.len
+        self.reader.len()
+    }
+
+    /// The stored bytes of the chunks at index positions `positions` (`None` for absent
+    /// chunks), fetched together (coalesced on a store).
+    pub(crate) fn read_chunks(&self, positions: &[usize]) -> Result<Vec<Option<Vec<u8>>>> {
+        let entries: Vec<Option<(u64, u64)>> = positions
+            .iter()
+            .map(|&p| self.index.get(p).copied().flatten())
+            .collect();
+        // Checked against the shard's length and `max_chunk` when opening.
+        let ranges: Vec<std::ops::Range<u64>> = entries
+            .iter()
+            .flatten()
+            .map(|&(offset, nbytes)| offset..offset + nbytes)
+            .collect();
+        let mut got = self.reader.read_ranges(&ranges)?.into_iter();
+        Ok(entries.iter().map(|e| e.and_then(|_| got.next())).collect())
     }
 
     /// Reads the stored bytes of the chunk at index position `pos` into `out`; `false` (and
     /// `out` empty) if the chunk is absent.
     pub(crate) fn read_chunk(&self, pos: usize, out: &mut Vec<u8>) -> Result<bool> {
         out.clear();
-        let Some(Some((offset, nbytes))) = self.index.get(pos).copied() else {
-            return Ok(false);
-        };
-        // Bounded by `max_chunk` when opening.
-        out.resize(usize::try_from(nbytes).unwrap_or(0), 0);
-        read_exact_at(&self.file, out, offset).map_err(|e| Error::io(&self.path, e))?;
-        Ok(true)
+        match self.read_chunks(&[pos])?.pop().flatten() {
+            Some(v) => {
+                *out = v;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 }
 
-/// A shard being written: chunks streamed to a staged file beside the target, index kept in
+/// A shard being written: chunks streamed to a staged file or an upload, index kept in
 /// memory and appended by [`ShardWriter::finish`].
-#[derive(Debug)]
 pub(crate) struct ShardWriter {
-    out: BufWriter<Staged>,
+    out: Sink,
     index: Vec<(u64, u64)>,
     pos: u64,
-    target: PathBuf,
 }
 
 impl ShardWriter {
-    /// Starts a shard for `layout` at `target` (its directory must exist).
-    pub(crate) fn create(target: &Path, layout: &Layout) -> Result<Self> {
+    /// Starts a shard for `layout` at `target`.
+    pub(crate) fn create(
+        target: &Location,
+        layout: &Layout,
+        remote: &RemoteOptions,
+    ) -> Result<Self> {
         let n = usize::try_from(layout.chunks_per_shard()).map_err(|_| Error::LimitExceeded {
             what: "shard index entries",
             requested: layout.chunks_per_shard(),
             limit: usize::MAX as u64,
         })?;
-        let staged = Staged::create(target)?;
         Ok(Self {
-            out: BufWriter::with_capacity(1 << 20, staged),
+            out: target.create(remote)?,
             index: vec![(ABSENT, ABSENT); n],
             pos: 0,
-            target: target.to_path_buf(),
         })
     }
 
@@ -168,15 +186,13 @@ impl ShardWriter {
             .get_mut(pos)
             .ok_or_else(|| Error::Internal(format!("chunk position {pos} outside the shard")))?;
         *slot = (self.pos, stored.len() as u64);
-        self.out
-            .write_all(stored)
-            .map_err(|e| Error::io(&self.target, e))?;
+        self.out.write_all(stored)?;
         self.pos += stored.len() as u64;
         Ok(())
     }
 
-    /// Appends the index and its checksum and renames the shard into place; returns its
-    /// length in bytes.
+    /// Appends the index and its checksum and completes the shard (renamed into place, or
+    /// the upload completed); returns its length in bytes.
     pub(crate) fn finish(mut self, durability: Durability) -> Result<u64> {
         let mut raw = Vec::with_capacity(self.index.len() * 16 + 4);
         for (offset, nbytes) in &self.index {
@@ -185,10 +201,8 @@ impl ShardWriter {
         }
         let crc = crc32c(&raw);
         raw.extend_from_slice(&crc.to_le_bytes());
-        self.out
-            .write_all(&raw)
-            .map_err(|e| Error::io(&self.target, e))?;
-        scifmt_io::commit(self.out, durability)?;
+        self.out.write_all(&raw)?;
+        self.out.finish(durability)?;
         Ok(self.pos + raw.len() as u64)
     }
 }

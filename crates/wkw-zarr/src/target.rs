@@ -4,85 +4,59 @@
 //! A conversion writes the marker file [`MARKER`] into the target first (with the settings
 //! that decide its bytes) and removes it last, after the metadata. A target with the marker is
 //! an interrupted conversion: resuming it with the same settings keeps every shard and file
-//! present (each only ever appears complete, renamed into place from a staged temporary file)
-//! and deletes stray temporary files of the killed run.
-
-use std::fs;
-use std::path::Path;
+//! present (each only ever appears complete: renamed into place from a staged temporary file,
+//! or a completed upload) and deletes stray temporary files of the killed run.
 
 use serde_json::Value;
 
 use crate::error::{Error, Result};
+use crate::location::Location;
 use crate::options::{ConvertOptions, Existing};
 
 /// Name of the file marking an unfinished conversion in the target's root.
 pub const MARKER: &str = ".wkw-zarr-conversion.json";
 
 /// Prepares `dst` for a conversion with `settings` (recorded in the marker).
-pub(crate) fn prepare(dst: &Path, options: &ConvertOptions, settings: &Value) -> Result<()> {
-    let exists = match fs::symlink_metadata(dst) {
-        Ok(m) => {
-            !m.is_dir()
-                || fs::read_dir(dst)
-                    .map_err(|e| Error::io(dst, e))?
-                    .next()
-                    .is_some()
-        }
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
-        Err(e) => return Err(Error::io(dst, e)),
-    };
-    if exists {
+pub(crate) fn prepare(dst: &Location, options: &ConvertOptions, settings: &Value) -> Result<()> {
+    if dst.has_contents()? {
         match options.existing {
             Existing::Refuse => {
-                return Err(Error::TargetExists {
-                    path: dst.to_path_buf(),
-                });
+                return Err(Error::TargetExists { path: dst.name() });
             }
-            Existing::Overwrite => {
-                let meta = fs::symlink_metadata(dst).map_err(|e| Error::io(dst, e))?;
-                if meta.is_dir() {
-                    fs::remove_dir_all(dst).map_err(|e| Error::io(dst, e))?;
-                } else {
-                    fs::remove_file(dst).map_err(|e| Error::io(dst, e))?;
-                }
-            }
+            Existing::Overwrite => dst.remove_all()?,
             Existing::Resume => {
                 let marker = dst.join(MARKER);
-                match fs::read(&marker) {
-                    Ok(bytes) => {
-                        let recorded: Value = serde_json::from_slice(&bytes)
-                            .map_err(|e| Error::metadata(&marker, e.to_string()))?;
-                        if &recorded != settings {
-                            return Err(Error::InvalidArgument(format!(
-                                "{} was started with {recorded}, not {settings}: resume it with the same options",
-                                dst.display()
-                            )));
-                        }
+                if let Some(bytes) = marker.read_all()? {
+                    let recorded: Value = serde_json::from_slice(&bytes)
+                        .map_err(|e| Error::metadata(marker.name(), e.to_string()))?;
+                    if &recorded != settings {
+                        return Err(Error::InvalidArgument(format!(
+                            "{dst} was started with {recorded}, not {settings}: resume it with the same options"
+                        )));
                     }
-                    // A finished conversion (or a target made otherwise): every complete
-                    // shard is kept, the rest written.
-                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-                    Err(e) => return Err(Error::io(&marker, e)),
                 }
-                remove_temporaries(dst)?;
+                // No marker: a finished conversion (or a target made otherwise): every
+                // complete shard is kept, the rest written.
+                if let Location::Local(dir) = dst {
+                    remove_temporaries(dir)?;
+                }
             }
         }
     }
-    fs::create_dir_all(dst).map_err(|e| Error::io(dst, e))?;
+    dst.create_dir()?;
     let text = serde_json::to_vec_pretty(settings).map_err(|e| Error::Internal(e.to_string()))?;
-    scifmt_io::write_atomically(&dst.join(MARKER), options.durability, |w| {
-        std::io::Write::write_all(w, &text).map_err(|e| Error::io(dst.join(MARKER), e))
-    })
+    dst.join(MARKER).write_small(&text, options.durability)
 }
 
 /// Removes the marker: the conversion is complete.
-pub(crate) fn finish(dst: &Path) -> Result<()> {
-    let marker = dst.join(MARKER);
-    fs::remove_file(&marker).map_err(|e| Error::io(&marker, e))
+pub(crate) fn finish(dst: &Location) -> Result<()> {
+    dst.join(MARKER).remove_file()
 }
 
-/// Deletes the temporary files (`.{name}.{random}.tmp`) a killed run left below `dir`.
-fn remove_temporaries(dir: &Path) -> Result<()> {
+/// Deletes the temporary files (`.{name}.{random}.tmp`) a killed run left below `dir` (a
+/// store keeps no temporary objects: an unfinished upload never shows under a key).
+fn remove_temporaries(dir: &std::path::Path) -> Result<()> {
+    use std::fs;
     for entry in fs::read_dir(dir).map_err(|e| Error::io(dir, e))? {
         let entry = entry.map_err(|e| Error::io(dir, e))?;
         let path = entry.path();

@@ -10,7 +10,8 @@ use wkw::{BlockReader, Dataset};
 
 use crate::dataset::{PROPERTIES_JSON, Source, detect, layer_name, mags, read_json};
 use crate::error::{Error, Result};
-use crate::mag::{all_zero, list_shards, read_layout};
+use crate::location::Location;
+use crate::mag::{Known, all_zero, list_shards, read_layout};
 use crate::meta::Layout;
 use crate::options::{ConvertOptions, Format, Progress};
 use crate::shard::{ShardReader, index_position};
@@ -123,7 +124,10 @@ pub fn verify(
 fn dataset_pairs(wkw_root: &Path, zarr_root: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
     let wp = wkw_root.join(PROPERTIES_JSON);
     let zp = zarr_root.join(PROPERTIES_JSON);
-    let (wdoc, zdoc) = (read_json(&wp)?, read_json(&zp)?);
+    let (wdoc, zdoc) = (
+        read_json(&Location::Local(wp.clone()))?,
+        read_json(&Location::Local(zp.clone()))?,
+    );
     let list = |doc: &serde_json::Value,
                 root: &Path,
                 path: &Path|
@@ -136,8 +140,8 @@ fn dataset_pairs(wkw_root: &Path, zarr_root: &Path) -> Result<Vec<(PathBuf, Path
             .flatten()
         {
             let name = layer_name(layer, path)?.to_owned();
-            for m in mags(root, layer, path)? {
-                out.insert((name.clone(), m.mag), m.dir);
+            for m in mags(&Location::Local(root.to_path_buf()), layer, path)? {
+                out.insert((name.clone(), m.mag), m.dir.name());
             }
         }
         Ok(out)
@@ -156,6 +160,9 @@ fn dataset_pairs(wkw_root: &Path, zarr_root: &Path) -> Result<Vec<(PathBuf, Path
     Ok(w.into_values().zip(z.into_values()).collect())
 }
 
+/// A WKW file and a shard (with its length) of one position, each possibly absent.
+type Sides = (Option<PathBuf>, Option<(Location, Known)>);
+
 fn verify_mag(
     wkw_dir: &Path,
     zarr_dir: &Path,
@@ -165,7 +172,8 @@ fn verify_mag(
 ) -> Result<VerifyReport> {
     let ds = Dataset::open(wkw_dir)?;
     let header = *ds.header();
-    let layout = read_layout(zarr_dir)?;
+    let zarr = Location::Local(zarr_dir.to_path_buf());
+    let layout = read_layout(&zarr)?;
     layout.check_limits(&options.limits)?;
     if header.voxel_type() != layout.voxel_type
         || header.num_channels() != layout.channels
@@ -178,12 +186,12 @@ fn verify_mag(
             zarr_dir.display()
         )));
     }
-    let mut files: BTreeMap<[u64; 3], (Option<PathBuf>, Option<PathBuf>)> = BTreeMap::new();
+    let mut files: BTreeMap<[u64; 3], Sides> = BTreeMap::new();
     for (idx, path) in ds.list_files()? {
         files.entry(idx.map(u64::from)).or_default().0 = Some(path);
     }
-    for (idx, path) in list_shards(zarr_dir, &layout)? {
-        files.entry(idx).or_default().1 = Some(path);
+    for (idx, shard, known) in list_shards(&zarr, &layout)? {
+        files.entry(idx).or_default().1 = Some((shard, known));
     }
     let total = files.len() as u64;
     let mut report = VerifyReport {
@@ -197,9 +205,13 @@ fn verify_mag(
         let reader = wf
             .map(|p| BlockReader::open(p, &options.limits))
             .transpose()?;
-        let shard = zf
-            .map(|p| ShardReader::open(&p, &layout, max_chunk))
-            .transpose()?;
+        let shard = match zf {
+            Some((at, known)) => match at.open(Some(known), &options.remote)? {
+                Some(r) => Some(ShardReader::open(r, &layout, max_chunk)?),
+                None => None,
+            },
+            None => None,
+        };
         let n = layout.chunks_per_shard();
         let mut first = 0;
         while first < n {

@@ -158,7 +158,7 @@ fn a_corrupt_shard_index_is_an_error_naming_the_shard() -> TestResult {
     std::fs::write(&shard, &bytes)?;
     let err = convert(
         &zarr,
-        &dir.path().join("back"),
+        dir.path().join("back"),
         Format::Wkw,
         &ConvertOptions::default(),
         &|_| {},
@@ -208,7 +208,7 @@ fn unsupported_arrays_are_refused_naming_the_document() -> TestResult {
     std::fs::write(&meta, serde_json::to_vec(&doc)?)?;
     let err = convert(
         &zarr,
-        &dir.path().join("back"),
+        dir.path().join("back"),
         Format::Wkw,
         &ConvertOptions::default(),
         &|_| {},

@@ -20,7 +20,7 @@ use crate::limits::Limits;
 /// Opening reads and validates the header and jump table exactly as a
 /// [`Dataset`](crate::Dataset) read does; each block read is one positional read.
 pub struct BlockReader {
-    file: FsFile,
+    file: Box<dyn StorageFile>,
     meta: FileMeta,
     path: PathBuf,
 }
@@ -44,7 +44,25 @@ impl BlockReader {
         let path = path.as_ref();
         let file = std::fs::File::open(path).map_err(|e| Error::io(path, e))?;
         let file = FsFile::new(file).map_err(|e| Error::io(path, e))?;
-        let meta = FileMeta::parse(&file, limits, path).map_err(|f| match f {
+        Self::open_storage(Box::new(file), path, limits)
+    }
+
+    /// Opens a data file held by other storage (`path` names it in errors): for a file on an
+    /// object store, a [`StorageFile`] holding only its first bytes (header and jump table)
+    /// is enough to learn every block's [`BlockReader::stored_range`], so that a converter
+    /// can fetch the blocks itself, coalesced; reading a block the storage does not hold is
+    /// an [`Error::Io`].
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the header or jump table cannot be read, [`Error::Format`] if they are
+    /// bad, [`Error::LimitExceeded`] beyond `limits`.
+    pub fn open_storage(
+        file: Box<dyn StorageFile>,
+        path: impl AsRef<Path>,
+        limits: &Limits,
+    ) -> Result<Self> {
+        let path = path.as_ref();
+        let meta = FileMeta::parse(file.as_ref(), limits, path).map_err(|f| match f {
             OpenFailure::Unreadable(e) => Error::format(path, e),
             OpenFailure::Hard(e) => e,
         })?;
@@ -148,7 +166,7 @@ impl BlockReader {
             )));
         }
         self.meta
-            .read_block(&self.file, k, scratch, out, &self.path)
+            .read_block(self.file.as_ref(), k, scratch, out, &self.path)
     }
 }
 
@@ -395,6 +413,63 @@ mod tests {
             let empty = Array::zeros(VoxelType::U16, 2, [4, 4, 4], Order::Fortran)?;
             assert_eq!(ds.read([8, 4, 4], [4, 4, 4], Order::Fortran)?, empty);
         }
+        Ok(())
+    }
+
+    /// The first `n` bytes of a file, as a converter fetches them from a store.
+    struct Prefix(Vec<u8>, u64);
+
+    impl StorageFile for Prefix {
+        fn len(&self) -> u64 {
+            self.1
+        }
+        fn stamp(&self) -> Option<crate::Stamp> {
+            None
+        }
+        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+            let at = usize::try_from(offset).map_err(std::io::Error::other)?;
+            let src = self
+                .0
+                .get(at..)
+                .and_then(|s| s.get(..buf.len()))
+                .ok_or(std::io::ErrorKind::UnexpectedEof)?;
+            buf.copy_from_slice(src);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn header_and_jump_table_alone_give_every_stored_range() -> Result<()> {
+        let dir = tempfile::tempdir().map_err(|e| Error::io("tempdir", e))?;
+        let file = dir.path().join("x0.wkw");
+        let header = Header::new(VoxelType::U8, 1, 4, 2, BlockType::Lz4)?;
+        let mut w = BlockWriter::create(&file, header)?;
+        let mut stored = Vec::new();
+        for k in 0..8u8 {
+            let raw: Vec<u8> = (0..64u8).map(|v| v.wrapping_mul(k)).collect();
+            encode_block(&raw, BlockType::Lz4, &mut stored)?;
+            w.push_stored(&stored)?;
+        }
+        w.finish(Durability::None)?;
+        let bytes = std::fs::read(&file).map_err(|e| Error::io(&file, e))?;
+        let whole = BlockReader::open(&file, &Limits::default())?;
+        let head = 16 + 8 * 8;
+        let prefix = Prefix(bytes[..head].to_vec(), bytes.len() as u64);
+        let r = BlockReader::open_storage(Box::new(prefix), "remote/x0.wkw", &Limits::default())?;
+        for k in 0..8 {
+            assert_eq!(r.stored_range(k)?, whole.stored_range(k)?);
+        }
+        // Blocks are not in the prefix: reading one is an I/O error naming the file.
+        match r.read_stored(0, &mut stored) {
+            Err(e @ Error::Io { .. }) => assert!(e.to_string().contains("remote/x0.wkw"), "{e}"),
+            other => panic!("{other:?}"),
+        }
+        // A truncated jump table is a format error, not a panic.
+        let short = Prefix(bytes[..40].to_vec(), 40);
+        assert!(matches!(
+            BlockReader::open_storage(Box::new(short), "short.wkw", &Limits::default()),
+            Err(Error::Format { .. })
+        ));
         Ok(())
     }
 }
