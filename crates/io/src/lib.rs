@@ -19,5 +19,7 @@ pub use crate::remote::{
     runtime::{block_on, handle, outside_runtime, runtime},
     store::{Access, StoreUrl, child, is_condition_failure, join_url, store_for_url, store_url},
 };
+#[cfg(feature = "zarrs")]
+pub use crate::remote::zarrs_store::ZarrsStore;
 #[cfg(feature = "object_store")]
 pub use object_store;
