@@ -163,9 +163,16 @@ fn a_region_through_zarrs_store_fetches_at_most_an_eighth() {
     assert!(on_chunk.iter().all(|r| r.method == "GET"), "{on_chunk:?}");
     let from_zero = on_chunk
         .iter()
-        .filter(|r| r.range.as_deref().is_some_and(|h| h.starts_with("bytes=0-")))
+        .filter(|r| {
+            r.range
+                .as_deref()
+                .is_some_and(|h| h.starts_with("bytes=0-"))
+        })
         .count();
-    assert_eq!(from_zero, 1, "one read of the header and block starts: {on_chunk:?}");
+    assert_eq!(
+        from_zero, 1,
+        "one read of the header and block starts: {on_chunk:?}"
+    );
 
     // The whole chunk, read in one GET, cut to the region.
     server.reset_stats();
@@ -180,4 +187,58 @@ fn a_region_through_zarrs_store_fetches_at_most_an_eighth() {
         }
     }
     assert_eq!(part, cut);
+}
+
+/// A chunk whose prefix is shorter than the first read guesses (a 32-byte Blosc2 zeros chunk in
+/// place of the 128³ Blosc1 chunk): the guessed read fails (the range reaches past the end of
+/// the object) and the partial decoder reads the header alone, then decodes the region.
+#[test]
+fn a_chunk_shorter_than_the_guessed_prefix_still_decodes() {
+    let _registration = blosc_chunk::register(blosc_chunk::ZarrsOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let meta: ArrayMetadata = serde_json::from_value(json!({
+        "zarr_format": 3, "node_type": "array", "shape": [N, N, N], "data_type": "uint8",
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [N, N, N]}},
+        "chunk_key_encoding": {"name": "default"}, "fill_value": 7, "attributes": {},
+        "codecs": [{"name": "bytes"},
+                   {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
+                    "shuffle": "shuffle", "typesize": 1, "blocksize": 4096}}]
+    }))
+    .unwrap();
+    let local = Array::new_with_metadata(
+        Arc::new(FilesystemStore::new(tmp.path()).unwrap()),
+        "/",
+        meta,
+    )
+    .unwrap();
+    local.store_metadata().unwrap();
+    let n = usize::try_from(N).unwrap();
+    let zeros = blosc_chunk::zeros_chunk(n * n * n, 1).unwrap();
+    assert_eq!(zeros.len(), 32);
+    std::fs::create_dir_all(tmp.path().join("c/0/0")).unwrap();
+    std::fs::write(tmp.path().join("c/0/0/0"), &zeros).unwrap();
+
+    let server = TestServer::start().unwrap();
+    assert!(server.upload_dir(tmp.path(), "arr").unwrap() > 0);
+    let storage: Arc<dyn ReadableStorageTraits> = Arc::new(scifmt_io::ZarrsStore::new(
+        server.store(),
+        "arr".into(),
+        scifmt_io::RemoteOptions::default(),
+    ));
+    let array = Array::open(storage, "/").unwrap();
+    server.reset_stats();
+    let got: Vec<u8> = array
+        .retrieve_array_subset(&ArraySubset::new_with_ranges(&[3..5, 10..20, 100..128]))
+        .unwrap();
+    assert_eq!(got, vec![0u8; 2 * 10 * 28]);
+    // The guessed read, then the 16-byte header and the rest of the 32-byte extended header;
+    // nothing else (a special chunk has no blocks).
+    let gets: Vec<_> = server
+        .log()
+        .into_iter()
+        .filter(|r| r.key.ends_with("c/0/0/0"))
+        .map(|r| r.range.unwrap_or_default())
+        .collect();
+    assert_eq!(gets.len(), 3, "{gets:?}");
+    assert_eq!(gets[1..], ["bytes=0-15", "bytes=16-31"]);
 }

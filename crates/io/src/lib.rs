@@ -10,6 +10,8 @@ mod remote;
 pub use crate::durable::{Durability, Staged, commit, sync_dir, write_atomically};
 pub use crate::error::{Error, Result};
 pub use crate::redact::redact;
+#[cfg(feature = "zarrs")]
+pub use crate::remote::zarrs_store::ZarrsStore;
 #[cfg(feature = "object_store")]
 pub use crate::remote::{
     credentials::{credentials_help, store_error_message},
@@ -19,7 +21,5 @@ pub use crate::remote::{
     runtime::{block_on, handle, outside_runtime, runtime},
     store::{Access, StoreUrl, child, is_condition_failure, join_url, store_for_url, store_url},
 };
-#[cfg(feature = "zarrs")]
-pub use crate::remote::zarrs_store::ZarrsStore;
 #[cfg(feature = "object_store")]
 pub use object_store;

@@ -35,7 +35,10 @@ fn c_codec(row: &zarrs_blosc_bench::Row) -> Arc<dyn BytesToBytesCodecTraits> {
 
 fn main() {
     // `cargo bench` passes `--bench`; the rest are ours.
-    let args: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with("--")).collect();
+    let args: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with("--"))
+        .collect();
     let filter = args.first().cloned().unwrap_or_default();
     let reps: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(15);
     println!("| op/row/threads | cratio | ours MiB/s | C MiB/s | ours / C |");
@@ -103,6 +106,9 @@ fn main() {
     if !ratios.is_empty() {
         let geo = (ratios.iter().map(|r| r.ln()).sum::<f64>() / ratios.len() as f64).exp();
         let below = ratios.iter().filter(|&&r| r < 1.0).count();
-        println!("\n{} measurements, {below} below 1.0, geometric mean {geo:.2}", ratios.len());
+        println!(
+            "\n{} measurements, {below} below 1.0, geometric mean {geo:.2}",
+            ratios.len()
+        );
     }
 }

@@ -149,7 +149,10 @@ pub fn rows() -> Vec<Row> {
 /// The configuration error of blosc-chunk (none for the rows of [`rows`]).
 pub fn ours(row: &Row) -> Result<Arc<dyn BytesToBytesCodecTraits>, blosc_chunk::Error> {
     let config = BloscConfig::from_v3(&row.configuration())?;
-    Ok(Arc::new(ZarrsBloscCodec::new(config, ZarrsOptions::default())))
+    Ok(Arc::new(ZarrsBloscCodec::new(
+        config,
+        ZarrsOptions::default(),
+    )))
 }
 
 /// A new in-memory array of `row` with the `bytes` codec and `blosc` (`codec`).
@@ -179,9 +182,7 @@ pub fn array_in(
     } else if row.dtype == DType::U16 {
         builder = ArrayBuilder::new(SHAPE, CHUNK_SHAPE, row.dtype.name(), 0u16);
     }
-    builder
-        .bytes_to_bytes_codecs(vec![codec])
-        .build(store, "/")
+    builder.bytes_to_bytes_codecs(vec![codec]).build(store, "/")
 }
 
 /// Every stored object of `array`'s store by key (chunks only: metadata is never stored here).
@@ -221,7 +222,10 @@ pub fn write(array: &Array<MemoryStore>, data: &[u8], threads: usize) -> Result<
 pub fn read(array: &Array<MemoryStore>, threads: usize) -> Result<Vec<u8>, ArrayError> {
     let bytes: zarrs::array::ArrayBytes<'static> =
         array.retrieve_array_subset_opt(&array.subset_all(), &options(threads))?;
-    Ok(bytes.into_fixed().map(std::borrow::Cow::into_owned).unwrap_or_default())
+    Ok(bytes
+        .into_fixed()
+        .map(std::borrow::Cow::into_owned)
+        .unwrap_or_default())
 }
 
 /// Runs `a` and `b` alternately (`a` first in even repetitions, `b` first in odd ones) after

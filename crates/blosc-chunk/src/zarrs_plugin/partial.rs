@@ -64,12 +64,10 @@ impl BloscPartialDecoder {
             Some(Some(got)) => got.concat(),
             Some(None) => return Ok(None),
             // The guessed read failed (or was not made): the exact path reports the errors.
-            None => {
-                match self.fetch(core::slice::from_ref(&(0..ChunkMap::PROBE_LEN)), options)? {
-                    Some(got) => got.concat(),
-                    None => return Ok(None),
-                }
-            }
+            None => match self.fetch(core::slice::from_ref(&(0..ChunkMap::PROBE_LEN)), options)? {
+                Some(got) => got.concat(),
+                None => return Ok(None),
+            },
         };
         let plen = ChunkMap::prefix_len(&prefix, limits).map_err(|e| codec_error(&e))?;
         if plen > prefix.len() {

@@ -87,6 +87,15 @@ impl ZarrsStore {
                 Err(object_store::Error::NotFound { .. }) => return Ok(None),
                 Err(e) => return Err(self.error(path, &e)),
             };
+            // A store serves a range reaching past the end up to the end: not what was asked
+            // for, and asking again would not change it.
+            if result.range.end < range.end && result.range.end == result.meta.size {
+                return Err(StorageError::Other(format!(
+                    "{}: byte range {range:?} past the end of the object ({} bytes)",
+                    store_url(self.store.as_ref(), path),
+                    result.meta.size
+                )));
+            }
             let problem = match result.bytes().await {
                 Ok(body) if body.len() as u64 == want => return Ok(Some(body)),
                 Ok(body) => format!("{} bytes for range {range:?}", body.len()),
@@ -115,7 +124,9 @@ impl ZarrsStore {
         path: &Path,
         wanted: Vec<ByteRange>,
     ) -> Result<Option<Vec<Bytes>>, StorageError> {
-        let bounded = wanted.iter().all(|r| matches!(r, ByteRange::FromStart(_, Some(_))));
+        let bounded = wanted
+            .iter()
+            .all(|r| matches!(r, ByteRange::FromStart(_, Some(_))));
         let size = if bounded {
             0
         } else {
@@ -141,10 +152,11 @@ impl ZarrsStore {
             }
         }
         let requests = self.options.plan(core::slice::from_ref(&ranges)).remove(0);
-        let bodies = futures::stream::iter(requests.iter().map(|q| self.fetch(path, q.range.clone())))
-            .buffered(self.options.in_flight())
-            .try_collect::<Vec<Option<Bytes>>>()
-            .await?;
+        let bodies =
+            futures::stream::iter(requests.iter().map(|q| self.fetch(path, q.range.clone())))
+                .buffered(self.options.in_flight())
+                .try_collect::<Vec<Option<Bytes>>>()
+                .await?;
         let Some(bodies) = bodies.into_iter().collect::<Option<Vec<Bytes>>>() else {
             return Ok(None);
         };
