@@ -133,9 +133,18 @@ impl BytesPartialDecoderTraits for BloscPartialDecoder {
         let n = nbytes as u64;
         let mut decoded = Vec::new();
         for r in decoded_regions {
-            let (start, end) = (r.start(n), r.end(n));
-            let ok = start <= end && end <= n;
-            if !ok {
+            // Checked here: `ByteRange::start` underflows for a suffix longer than the chunk.
+            let (start, end) = match r {
+                ByteRange::FromStart(start, Some(len)) => (Some(start), start.checked_add(len)),
+                ByteRange::FromStart(start, None) => (Some(start), Some(n)),
+                ByteRange::Suffix(len) => (n.checked_sub(len), Some(n)),
+            };
+            let (Some(start), Some(end)) = (start, end) else {
+                return Err(CodecError::Other(format!(
+                    "blosc: byte range {r} outside the decoded chunk of {nbytes} bytes"
+                )));
+            };
+            if start > end || end > n {
                 return Err(CodecError::Other(format!(
                     "blosc: byte range {start}..{end} outside the decoded chunk of {nbytes} bytes"
                 )));

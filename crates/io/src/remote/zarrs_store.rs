@@ -137,12 +137,16 @@ impl ZarrsStore {
         };
         let mut ranges = Vec::with_capacity(wanted.len());
         for r in &wanted {
+            // Checked here: `ByteRange::start` underflows for a suffix longer than the object.
             let (start, end) = match *r {
-                ByteRange::FromStart(start, Some(len)) => (start, start.checked_add(len)),
-                _ => (r.start(size), Some(r.end(size))),
+                ByteRange::FromStart(start, Some(len)) => (Some(start), start.checked_add(len)),
+                ByteRange::FromStart(start, None) => (Some(start), Some(size)),
+                ByteRange::Suffix(len) => (size.checked_sub(len), Some(size)),
             };
-            match end {
-                Some(end) if start <= end && (bounded || end <= size) => ranges.push(start..end),
+            match (start, end) {
+                (Some(start), Some(end)) if start <= end && (bounded || end <= size) => {
+                    ranges.push(start..end);
+                }
                 _ => {
                     return Err(StorageError::Other(format!(
                         "{}: byte range {r} outside the object ({size} bytes)",
@@ -207,5 +211,68 @@ impl ReadableStorageTraits for ZarrsStore {
 
     fn supports_get_partial(&self) -> bool {
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use object_store::memory::InMemory;
+
+    use super::*;
+
+    fn store() -> (ZarrsStore, Vec<u8>) {
+        let data: Vec<u8> = (0..10_000u32).map(|i| (i * 7 % 251) as u8).collect();
+        let mem = Arc::new(InMemory::new());
+        block_on(mem.put(&Path::from("p/arr/c/0"), data.clone().into()))
+            .unwrap()
+            .unwrap();
+        let options = RemoteOptions::default().with_coalesce_gap(0);
+        (ZarrsStore::new(mem, Path::from("p"), options), data)
+    }
+
+    #[test]
+    fn reads_ranges_whole_objects_and_sizes() {
+        let (s, data) = store();
+        let key = StoreKey::new("arr/c/0").unwrap();
+        let ranges = vec![
+            ByteRange::FromStart(10, Some(5)),
+            ByteRange::FromStart(9_000, Some(1_000)),
+            ByteRange::FromStart(12, Some(100)),
+            ByteRange::Suffix(3),
+            ByteRange::FromStart(9_990, None),
+        ];
+        let got: Vec<Bytes> = s
+            .get_partial_many(&key, Box::new(ranges.into_iter()))
+            .unwrap()
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(got[0], data[10..15]);
+        assert_eq!(got[1], data[9_000..]);
+        assert_eq!(got[2], data[12..112]);
+        assert_eq!(got[3], data[9_997..]);
+        assert_eq!(got[4], data[9_990..]);
+        assert_eq!(s.get(&key).unwrap().unwrap(), data);
+        assert_eq!(s.size_key(&key).unwrap(), Some(10_000));
+        assert!(s.supports_get_partial());
+    }
+
+    #[test]
+    fn missing_objects_are_none_and_bad_ranges_errors() {
+        let (s, _) = store();
+        let missing = StoreKey::new("arr/c/1").unwrap();
+        assert!(s.get(&missing).unwrap().is_none());
+        assert!(s.size_key(&missing).unwrap().is_none());
+        let one = || Box::new([ByteRange::FromStart(0, Some(4))].into_iter());
+        assert!(s.get_partial_many(&missing, one()).unwrap().is_none());
+        let key = StoreKey::new("arr/c/0").unwrap();
+        // Past the end: an error naming the object, at once.
+        let past = Box::new([ByteRange::FromStart(9_990, Some(20))].into_iter());
+        let e = s.get_partial_many(&key, past).err().unwrap().to_string();
+        assert!(e.contains("arr/c/0") && e.contains("past the end"), "{e}");
+        let suffix = Box::new([ByteRange::Suffix(20_000)].into_iter());
+        assert!(s.get_partial_many(&key, suffix).is_err());
     }
 }
