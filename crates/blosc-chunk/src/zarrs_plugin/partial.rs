@@ -12,6 +12,9 @@
 //! header read followed by an exact prefix read.
 
 use std::borrow::Cow;
+use std::collections::BTreeMap;
+use std::collections::btree_map::Entry;
+use std::ops::Range;
 use std::sync::Arc;
 
 use zarrs::array::codec::api::{
@@ -106,6 +109,58 @@ impl BloscPartialDecoder {
     }
 }
 
+/// The decoded bytes of each of `regions` (inside the chunk). zarrs asks for one region per
+/// contiguous run of an array region's bytes (thousands of short runs for a 3-D region), so
+/// each block is decoded once and the regions are cut from the decoded blocks; a chunk that
+/// decodes only whole is decoded once; memcpyed and special chunks need no decoding.
+fn decode_regions(
+    chunk: &PartialChunk,
+    regions: Vec<Range<usize>>,
+    params: &DParams,
+) -> Result<Vec<ArrayBytesRaw<'static>>, Error> {
+    let map = chunk.map();
+    let nbytes = map.nbytes();
+    if map.needs_whole_chunk() && regions.len() > 1 {
+        let all = chunk.decode_range(0..nbytes, params)?;
+        return Ok(regions
+            .into_iter()
+            .map(|r| Cow::Owned(all.get(r).unwrap_or_default().to_vec()))
+            .collect());
+    }
+    if map.nblocks() == 0 {
+        return regions
+            .into_iter()
+            .map(|r| chunk.decode_range(r, params).map(Cow::Owned))
+            .collect();
+    }
+    let bs = map.header().blocksize().max(1);
+    let mut blocks: BTreeMap<usize, Vec<u8>> = BTreeMap::new();
+    let mut out = Vec::with_capacity(regions.len());
+    for r in regions {
+        let mut bytes = Vec::with_capacity(r.len());
+        for j in map.blocks_covering(r.clone()) {
+            let start = j.saturating_mul(bs);
+            let end = start.saturating_add(bs).min(nbytes);
+            let block = match blocks.entry(j) {
+                Entry::Occupied(e) => e.into_mut(),
+                Entry::Vacant(e) => e.insert(chunk.decode_range(start..end, params)?),
+            };
+            let lo = r.start.max(start) - start;
+            let hi = r.end.min(end) - start;
+            bytes.extend_from_slice(block.get(lo..hi).unwrap_or_default());
+        }
+        if bytes.len() != r.len() {
+            return Err(Error::ItemRange {
+                start: r.start,
+                end: r.end,
+                nitems: nbytes,
+            });
+        }
+        out.push(Cow::Owned(bytes));
+    }
+    Ok(out)
+}
+
 fn codec_error(e: &Error) -> CodecError {
     CodecError::Other(format!("blosc: {e}"))
 }
@@ -167,16 +222,9 @@ impl BytesPartialDecoderTraits for BloscPartialDecoder {
                 chunk.insert(r.start, &bytes).map_err(|e| codec_error(&e))?;
             }
         }
-        decoded
-            .into_iter()
-            .map(|r| {
-                chunk
-                    .decode_range(r, &self.params)
-                    .map(Cow::Owned)
-                    .map_err(|e| codec_error(&e))
-            })
-            .collect::<Result<Vec<_>, _>>()
+        decode_regions(&chunk, decoded, &self.params)
             .map(Some)
+            .map_err(|e| codec_error(&e))
     }
 
     fn supports_partial_decode(&self) -> bool {
