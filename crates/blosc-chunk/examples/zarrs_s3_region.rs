@@ -8,7 +8,7 @@
 //! Interleaved rounds; prints bytes sent by the server, requests and the median time of each
 //! path, and the ratios.
 //!
-//! `cargo run -p blosc-chunk --profile bench --features zarrs --example zarrs_s3_region [ROUNDS]`
+//! `cargo run -p blosc-chunk --profile bench --features zarrs --example zarrs_s3_region -- [ROUNDS]`
 
 #![allow(
     missing_docs,
