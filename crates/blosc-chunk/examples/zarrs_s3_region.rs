@@ -1,11 +1,14 @@
 //! A 64³ region of a 256³-voxel `blosc` chunk (uint8, zstd, bitshuffle, 16 KiB blocks) read
-//! through zarrs' sync API over `zarrs_object_store` from the in-process S3 test server with
-//! 20 ms injected latency per request: the partial path (blosc-chunk's partial decoder: header,
-//! block starts, the region's blocks) against the whole-chunk path (the chunk read and decoded
-//! whole, then cut, as a codec without partial decoding does). Interleaved rounds; prints
-//! bytes sent by the server, requests and the median time of each path, and their ratios.
+//! through zarrs' sync API from the in-process S3 test server with 20 ms injected latency per
+//! request: the partial path (blosc-chunk's partial decoder: header with block starts, then
+//! the region's blocks) over `scifmt_io::ZarrsStore` (planned ranges fetched concurrently, no
+//! size requests) and over `zarrs_object_store` (object_store's `get_ranges`: a HEAD before
+//! every read, ranges closer than 1 MiB merged), against the whole-chunk path (the chunk read
+//! in one GET and decoded whole, then cut, as a codec without partial decoding does).
+//! Interleaved rounds; prints bytes sent by the server, requests and the median time of each
+//! path, and the ratios.
 //!
-//! `cargo run -p blosc-chunk --profile bench --example zarrs_s3_region`
+//! `cargo run -p blosc-chunk --profile bench --features zarrs --example zarrs_s3_region -- [ROUNDS]`
 
 #![allow(
     missing_docs,
@@ -38,7 +41,6 @@ impl AsyncToSyncBlockOn for BlockOn {
 }
 
 const N: u64 = 256;
-const ROUNDS: usize = 7;
 
 fn voxel(i: u64, j: u64, k: u64) -> u8 {
     let noise = (i.wrapping_mul(2_654_435_761) ^ j.wrapping_mul(40_503) ^ k.wrapping_mul(97)) % 13;
@@ -78,27 +80,30 @@ fn main() {
     let server = TestServer::start().unwrap();
     server.upload_dir(tmp.path(), "arr").unwrap();
     server.faults().set_latency(Duration::from_millis(20));
+    let rounds: usize = std::env::args()
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(7);
     let runtime = tokio::runtime::Runtime::new().unwrap();
     let rooted = object_store::prefix::PrefixStore::new(server.store(), "arr");
-    let storage: Arc<dyn ReadableStorageTraits> = Arc::new(AsyncToSyncStorageAdapter::new(
+    let via_zos: Arc<dyn ReadableStorageTraits> = Arc::new(AsyncToSyncStorageAdapter::new(
         Arc::new(AsyncObjectStore::new(rooted)),
         BlockOn(runtime.handle().clone()),
     ));
-    let array = Array::open(storage, "/").unwrap();
+    let options = scifmt_io::RemoteOptions::default()
+        .with_concurrency(64)
+        .with_coalesce_gap(0);
+    let via_io: Arc<dyn ReadableStorageTraits> = Arc::new(scifmt_io::ZarrsStore::new(
+        server.store(),
+        "arr".into(),
+        options,
+    ));
+    let array_io = Array::open(via_io, "/").unwrap();
+    let array_zos = Array::open(via_zos, "/").unwrap();
     let region = ArraySubset::new_with_ranges(&[64..128, 64..128, 64..128]);
 
-    let (mut t_part, mut t_whole) = (Vec::new(), Vec::new());
-    let (mut b_part, mut b_whole, mut r_part, mut r_whole) = (0, 0, 0, 0);
-    for _ in 0..ROUNDS {
-        server.reset_stats();
-        let t = Instant::now();
-        let part: Vec<u8> = array.retrieve_array_subset(&region).unwrap();
-        t_part.push(t.elapsed());
-        let s = server.stats();
-        (b_part, r_part) = (s.bytes_sent, s.requests);
-
-        server.reset_stats();
-        let t = Instant::now();
+    // Paths: (name, run) -> the region's values.
+    let whole = |array: &Array<dyn ReadableStorageTraits>| -> Vec<u8> {
         let whole: Vec<u8> = array.retrieve_chunk(&[0, 0, 0]).unwrap();
         let mut cut = Vec::with_capacity(64 * 64 * 64);
         for i in 64..128usize {
@@ -107,20 +112,49 @@ fn main() {
                 cut.extend_from_slice(&whole[at..at + 64]);
             }
         }
-        t_whole.push(t.elapsed());
-        let s = server.stats();
-        (b_whole, r_whole) = (s.bytes_sent, s.requests);
-        assert!(part == cut);
+        cut
+    };
+    let paths: [(&str, &dyn Fn() -> Vec<u8>); 3] = [
+        ("partial, ZarrsStore", &|| {
+            array_io.retrieve_array_subset(&region).unwrap()
+        }),
+        ("partial, zarrs_object_store", &|| {
+            array_zos.retrieve_array_subset(&region).unwrap()
+        }),
+        ("whole chunk, ZarrsStore", &|| whole(&array_io)),
+    ];
+    let mut times = vec![Vec::new(); paths.len()];
+    let mut counts = vec![(0, 0); paths.len()];
+    let mut want: Option<Vec<u8>> = None;
+    for round in 0..rounds {
+        for k in 0..paths.len() {
+            let p = (round + k) % paths.len();
+            server.reset_stats();
+            let t = Instant::now();
+            let got = (paths[p].1)();
+            times[p].push(t.elapsed());
+            let s = server.stats();
+            counts[p] = (s.bytes_sent, s.requests);
+            match &want {
+                Some(w) => assert!(*w == got, "{} gave other values", paths[p].0),
+                None => want = Some(got),
+            }
+        }
     }
-    let (tp, tw) = (median(t_part), median(t_whole));
+    let medians: Vec<Duration> = times.into_iter().map(median).collect();
     println!(
-        "chunk: 256^3 uint8, {chunk_len} bytes stored; region 64^3 at (64,64,64); latency 20 ms"
+        "chunk: 256^3 uint8, {chunk_len} bytes stored; region 64^3 at (64,64,64); \
+         latency 20 ms; {rounds} rounds"
     );
-    println!("partial path: {b_part} bytes in {r_part} requests, median {tp:?}");
-    println!("whole-chunk path: {b_whole} bytes in {r_whole} requests, median {tw:?}");
-    println!(
-        "bytes partial/chunk = 1/{:.1}; time whole/partial = {:.2}x",
-        chunk_len as f64 / b_part as f64,
-        tw.as_secs_f64() / tp.as_secs_f64()
-    );
+    println!("| path | bytes sent | of the chunk | requests | median | whole / this |");
+    println!("|---|---:|---:|---:|---:|---:|");
+    for (p, (name, _)) in paths.iter().enumerate() {
+        let (bytes, requests) = counts[p];
+        println!(
+            "| {name} | {bytes} | 1/{:.1} | {requests} | {:.1} ms | {:.2}x |",
+            chunk_len as f64 / bytes as f64,
+            medians[p].as_secs_f64() * 1e3,
+            medians[2].as_secs_f64() / medians[p].as_secs_f64()
+        );
+    }
 }

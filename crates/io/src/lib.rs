@@ -10,6 +10,8 @@ mod remote;
 pub use crate::durable::{Durability, Staged, commit, sync_dir, write_atomically};
 pub use crate::error::{Error, Result};
 pub use crate::redact::redact;
+#[cfg(feature = "zarrs")]
+pub use crate::remote::zarrs_store::ZarrsStore;
 #[cfg(feature = "object_store")]
 pub use crate::remote::{
     credentials::{credentials_help, store_error_message},

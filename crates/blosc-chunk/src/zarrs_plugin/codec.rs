@@ -182,13 +182,18 @@ impl BytesToBytesCodecTraits for ZarrsBloscCodec {
     fn partial_decoder(
         self: Arc<Self>,
         input_handle: Arc<dyn BytesPartialDecoderTraits>,
-        _decoded_representation: &BytesRepresentation,
+        decoded_representation: &BytesRepresentation,
         _options: &CodecOptions,
     ) -> Result<Arc<dyn BytesPartialDecoderTraits>, CodecError> {
+        let first_read = decoded_representation
+            .size()
+            .and_then(|n| usize::try_from(n).ok())
+            .map_or(0, |n| self.config.blosc1_prefix_len(n));
         Ok(Arc::new(BloscPartialDecoder::new(
             input_handle,
             self.dparams(),
             self.options.coalesce_gap,
+            first_read,
         )))
     }
 }

@@ -20,7 +20,8 @@ use zarrs::metadata_ext::codec::blosc::{
 use crate::codec::Codec;
 use crate::encode::{CParams, Format};
 use crate::error::{Error, Result};
-use crate::header::Filter;
+use crate::header::{Filter, MIN_HEADER_LENGTH};
+use crate::tune::compute_blocksize_blosc1;
 
 /// The shuffle of a `blosc` codec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -113,6 +114,26 @@ impl BloscConfig {
         p.nthreads = nthreads;
         debug_assert_eq!(p.format, Format::Blosc1);
         p
+    }
+
+    /// The length of the header and block starts of a Blosc1 chunk of `nbytes` decoded bytes
+    /// written with this configuration (as this codec and C-Blosc 1.21 write them): 16 bytes
+    /// and 4 per block; saturating.
+    pub(crate) fn blosc1_prefix_len(&self, nbytes: usize) -> usize {
+        let p = self.cparams(1);
+        let blocksize = compute_blocksize_blosc1(
+            p.clevel,
+            p.typesize,
+            nbytes,
+            p.blocksize,
+            p.codec,
+            p.splitmode,
+        )
+        .max(1);
+        nbytes
+            .div_ceil(blocksize)
+            .saturating_mul(4)
+            .saturating_add(MIN_HEADER_LENGTH)
     }
 
     /// Reads Zarr v3 `blosc` configuration JSON.

@@ -6,3 +6,5 @@ pub(crate) mod plan;
 pub(crate) mod retry;
 pub(crate) mod runtime;
 pub(crate) mod store;
+#[cfg(feature = "zarrs")]
+pub(crate) mod zarrs_store;
