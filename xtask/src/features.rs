@@ -8,6 +8,8 @@
 //!   with no default features and with all features (a `cfg` mistake shows up as an unused item
 //!   or a missing one), and the tests with all features (the optional `serde` / `ndarray` APIs
 //!   have their own tests). Their default-feature tests are run by `cargo test --workspace`.
+//! * `wkw-zarr` (store features only) and `zarrs-blosc-bench` (`c-peer`, the C peer its bench
+//!   needs): clippy with no default and with all features, no extra test run.
 //!
 //! Checks, not tests, wherever features only add API: CI has two cores.
 
@@ -31,6 +33,9 @@ const CHECKED: &[&str] = &[
     "offset-codec",
 ];
 
+/// Crates only checked (clippy) with no default features and with all features.
+const CHECKED_ONLY: &[&str] = &["wkw-zarr", "zarrs-blosc-bench"];
+
 fn clippy(package: &str, features: &[&str]) -> Result<(), String> {
     exec(
         cargo()
@@ -53,6 +58,10 @@ pub(crate) fn run_steps() -> Result<(), String> {
         clippy(package, &["--no-default-features"])?;
         clippy(package, &["--all-features"])?;
         exec(cargo().args(["test", "-p", package, "--all-features"]))?;
+    }
+    for package in CHECKED_ONLY {
+        clippy(package, &["--no-default-features"])?;
+        clippy(package, &["--all-features"])?;
     }
     Ok(())
 }
