@@ -11,7 +11,9 @@ use crate::limits::Limits;
 use crate::plugins::{self, BlockShape, bytedelta, cells};
 use crate::shuffle;
 
-use super::output::Output;
+use core::mem::MaybeUninit;
+
+use super::output::{self, Output};
 
 /// What the chunk is, once validated against its bytes.
 pub(super) enum Kind<'a> {
@@ -255,10 +257,15 @@ fn fill_pattern(out: &mut [u8], pat: &[u8]) {
 /// Decodes the streams of block `j` into `dst` (`bsize` bytes, filtered form). A stream stored
 /// raw whose slot exists in `raw` (stream `s` → `raw[s]`) is not copied: the slot gets its
 /// bytes in the chunk instead, and that part of `dst` is left as it was.
+///
+/// `dst` need not be initialized: on `Ok`, every byte of it outside the raw slots has been
+/// written, and only initialized bytes are ever stored into it (so an initialized `dst` viewed
+/// as `MaybeUninit` stays initialized). LZ4 streams without a dictionary are decoded straight
+/// into it; the other codecs take initialized memory, so their part is zero-filled first.
 fn decode_streams<'a>(
     b: &Blocks<'a>,
     j: usize,
-    dst: &mut [u8],
+    dst: &mut [MaybeUninit<u8>],
     scratch: &mut DecodeScratch,
     raw: &mut [Option<&'a [u8]>],
 ) -> Result<()> {
@@ -280,7 +287,7 @@ fn decode_streams<'a>(
         off += 4;
         let d = &mut dst[s * neblock..(s + 1) * neblock];
         if csize == 0 {
-            d.fill(0);
+            d.fill(MaybeUninit::new(0));
         } else if csize < 0 {
             let token = *src
                 .get(off)
@@ -290,7 +297,7 @@ fn decode_streams<'a>(
             }
             off += 1;
             let v = u8::try_from(-csize).unwrap_or(0);
-            d.fill(v);
+            d.fill(MaybeUninit::new(v));
         } else {
             let cs = usize::try_from(csize).unwrap_or(usize::MAX);
             let payload = off
@@ -300,17 +307,37 @@ fn decode_streams<'a>(
             if cs == neblock {
                 match raw.get_mut(s) {
                     Some(slot) => *slot = Some(payload),
-                    None => d.copy_from_slice(payload),
+                    None => output::copy_into(d, payload),
                 }
             } else if b.format == codecs::FORMAT_USER {
-                user_codec(b, payload, d)?;
-            } else if !codecs::decompress_stream(b.format, payload, d, b.dict.as_ref(), scratch) {
+                user_codec(b, payload, output::zeroed(d))?;
+            } else if !decode_stream(b, payload, d, scratch) {
                 return Err(Error::corrupt("codec data", j, off));
             }
             off += cs;
         }
     }
     Ok(())
+}
+
+/// Decodes one stream of a core codec into `d`; `true` only if it filled `d` exactly.
+fn decode_stream(
+    b: &Blocks<'_>,
+    payload: &[u8],
+    d: &mut [MaybeUninit<u8>],
+    scratch: &mut DecodeScratch,
+) -> bool {
+    #[cfg(feature = "lz4")]
+    if b.format == codecs::FORMAT_LZ4 && b.dict.is_none() {
+        return crate::lz4ffi::decompress_uninit(payload, d);
+    }
+    codecs::decompress_stream(
+        b.format,
+        payload,
+        output::zeroed(d),
+        b.dict.as_ref(),
+        scratch,
+    )
 }
 
 /// Decodes one stream of a plugin codec (format code 6; the id is in the `udcodec` byte).
@@ -350,6 +377,22 @@ pub(super) fn decode_block<'o>(
         Ok(done) => return Ok(done),
         Err(out) => out,
     };
+    if b.pipeline.is_empty() {
+        // No filter: the streams are the block, decoded straight into `out` (a fresh output
+        // is not zero-filled first, except for codecs that need initialized memory).
+        let mut res = Ok(());
+        // SAFETY: `decode_streams` stores only initialized bytes, and on `Ok` (with no raw
+        // slots) it has written every byte of its output.
+        #[allow(unsafe_code, reason = "see SAFETY")]
+        let done = unsafe {
+            out.written_by(|d| {
+                res = decode_streams(b, j, d, scratch, &mut []);
+                res.is_ok()
+            })
+        };
+        res?;
+        return done.ok_or_else(|| Error::corrupt("filter pipeline", j, 0));
+    }
     let out = out.init();
     decode_block_init(b, j, out, dref, scratch)?;
     Ok(out)
@@ -380,10 +423,13 @@ fn decode_block_init(
         tmp2.resize(bsize, 0);
     }
     let result = (|| {
-        match cur {
-            Buf::Out => decode_streams(b, j, out, scratch, &mut [])?,
-            _ => decode_streams(b, j, &mut tmp1[..bsize], scratch, &mut [])?,
-        }
+        let first: &mut [u8] = match cur {
+            Buf::Out => &mut *out,
+            _ => &mut tmp1[..bsize],
+        };
+        // SAFETY: `decode_streams` stores only initialized bytes.
+        #[allow(unsafe_code, reason = "see SAFETY")]
+        decode_streams(b, j, unsafe { output::as_uninit(first) }, scratch, &mut [])?;
         let ts = b.h.typesize();
         let mut moved = 0;
         for &(f, meta) in &b.pipeline {
@@ -494,8 +540,11 @@ fn unshuffle_split_block<'o>(
         tmp1.resize(bsize, 0);
     }
     let mut raw: [Option<&[u8]>; 16] = [None; 16];
+    // SAFETY: `decode_streams` stores only initialized bytes.
+    #[allow(unsafe_code, reason = "see SAFETY")]
+    let streams = unsafe { output::as_uninit(&mut tmp1[..bsize]) };
     let result =
-        decode_streams(b, j, &mut tmp1[..bsize], scratch, &mut raw[..nstreams]).map(|()| {
+        decode_streams(b, j, streams, scratch, &mut raw[..nstreams]).map(|()| {
             let planes: [&[u8]; 16] = core::array::from_fn(|s| {
                 let (stream, at) = if nstreams == ts { (s, 0) } else { (0, s * n) };
                 let base = raw.get(stream).copied().flatten();

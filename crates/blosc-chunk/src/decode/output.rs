@@ -66,20 +66,13 @@ impl<'a> Output<'a> {
     /// `write` must return `true` only after writing every element it was given, and must
     /// never store an uninitialized value (it is handed initialized bytes in that form too).
     #[allow(unsafe_code, reason = "the caller vouches for `write`")]
-    #[cfg_attr(
-        not(all(target_arch = "x86_64", target_feature = "sse2")),
-        allow(dead_code, reason = "used by the x86-64 unshuffle path only")
-    )]
     pub(super) unsafe fn written_by(
         self,
         write: impl FnOnce(&mut [MaybeUninit<u8>]) -> bool,
     ) -> Option<&'a mut [u8]> {
         let s: &'a mut [MaybeUninit<u8>] = match self {
-            // SAFETY: same layout; `write` stores only initialized values (caller's promise),
-            // so the bytes stay initialized.
-            Self::Init(s) => unsafe {
-                &mut *(core::ptr::from_mut::<[u8]>(s) as *mut [MaybeUninit<u8>])
-            },
+            // SAFETY: `write` stores only initialized values (caller's promise).
+            Self::Init(s) => unsafe { as_uninit(s) },
             Self::Uninit(s) => s,
         };
         // SAFETY: `write` returned `true`, so it wrote every element (caller's promise).
@@ -94,9 +87,7 @@ impl<'a> Output<'a> {
                 s
             }
             Self::Uninit(s) => {
-                for (d, &v) in s.iter_mut().zip(src) {
-                    d.write(v);
-                }
+                copy_into(s, src);
                 assume_init(s)
             }
         }
@@ -114,9 +105,38 @@ impl<'a> Output<'a> {
     }
 }
 
+/// Initialized bytes seen as possibly uninitialized ones, for a writer that accepts both.
+///
+/// # Safety
+///
+/// Nothing may store an uninitialized value through the result (that would leave `s`
+/// uninitialized behind its owner's back).
+#[allow(unsafe_code, reason = "the caller vouches for the writer")]
+pub(super) unsafe fn as_uninit(s: &mut [u8]) -> &mut [MaybeUninit<u8>] {
+    // SAFETY: `MaybeUninit<u8>` has the size, alignment and layout of `u8`, and every `u8` is a
+    // valid `MaybeUninit<u8>`; the caller guarantees that only initialized values are stored,
+    // so `s` is still initialized when the borrow ends.
+    unsafe { &mut *(core::ptr::from_mut::<[u8]>(s) as *mut [MaybeUninit<u8>]) }
+}
+
+/// `src` copied into `d` (same length).
+pub(super) fn copy_into(d: &mut [MaybeUninit<u8>], src: &[u8]) {
+    // Compiled to a `memcpy`.
+    for (d, &v) in d.iter_mut().zip(src) {
+        d.write(v);
+    }
+}
+
+/// `d` zero-filled, as bytes (for writers that need initialized memory).
+pub(super) fn zeroed(d: &mut [MaybeUninit<u8>]) -> &mut [u8] {
+    d.fill(MaybeUninit::new(0));
+    assume_init(d)
+}
+
 /// `s` as bytes; every element of `s` has just been written.
 fn assume_init(s: &mut [MaybeUninit<u8>]) -> &mut [u8] {
-    // SAFETY: both callers (`copy_from`, `init`) write every element of `s` just before.
+    // SAFETY: every caller (`copy_from`, `init`, `zeroed`) writes every element of `s` just
+    // before.
     #[allow(unsafe_code, reason = "see SAFETY")]
     unsafe {
         cast(s)

@@ -160,12 +160,13 @@ impl Layout {
 /// result equals the single-threaded output: each worker compresses a block into a reused
 /// buffer and, if every block before it is in place, appends it (and the waiting blocks that
 /// follow) to the output under a lock, while the other workers keep compressing; otherwise it
-/// leaves the block waiting. Returns `None` when the chunk must be memcpyed.
+/// leaves the block waiting. Returns `Ok(Err(buffer))` when the chunk must be memcpyed (the
+/// buffer, to be reused for it).
 pub(super) fn encode_blocks(
     p: &Plan,
     data: &[u8],
     nthreads: usize,
-) -> Result<Option<(Vec<u8>, usize)>> {
+) -> Result<core::result::Result<(Vec<u8>, usize), Vec<u8>>> {
     let layout = Mutex::new(Layout {
         out: p.output_start(),
         next: 0,
@@ -241,11 +242,11 @@ pub(super) fn encode_blocks(
             Ok(true)
         })?;
         if !done {
-            return Ok(None);
+            return Ok(Err(out));
         }
     }
     let ntbytes = out.len();
-    Ok(Some((out, ntbytes)))
+    Ok(Ok((out, ntbytes)))
 }
 
 #[cfg(test)]
