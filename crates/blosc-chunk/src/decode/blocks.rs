@@ -11,9 +11,7 @@ use crate::limits::Limits;
 use crate::plugins::{self, BlockShape, bytedelta, cells};
 use crate::shuffle;
 
-use core::mem::MaybeUninit;
-
-use super::output::{self, Output};
+use super::output::Output;
 
 /// What the chunk is, once validated against its bytes.
 pub(super) enum Kind<'a> {
@@ -258,14 +256,14 @@ fn fill_pattern(out: &mut [u8], pat: &[u8]) {
 /// raw whose slot exists in `raw` (stream `s` → `raw[s]`) is not copied: the slot gets its
 /// bytes in the chunk instead, and that part of `dst` is left as it was.
 ///
-/// `dst` need not be initialized: on `Ok`, every byte of it outside the raw slots has been
-/// written, and only initialized bytes are ever stored into it (so an initialized `dst` viewed
-/// as `MaybeUninit` stays initialized). LZ4 streams without a dictionary are decoded straight
-/// into it; the other codecs take initialized memory, so their part is zero-filled first.
+/// On `Ok`, every piece of `dst` outside the raw slots has been written (so an uninitialized
+/// `dst` without raw slots is then initialized). LZ4 streams without a dictionary are decoded
+/// straight into uninitialized memory; the other codecs take initialized memory, so their part
+/// of an uninitialized `dst` is zero-filled first.
 fn decode_streams<'a>(
     b: &Blocks<'a>,
     j: usize,
-    dst: &mut [MaybeUninit<u8>],
+    dst: &mut Output<'_>,
     scratch: &mut DecodeScratch,
     raw: &mut [Option<&'a [u8]>],
 ) -> Result<()> {
@@ -281,13 +279,12 @@ fn decode_streams<'a>(
     let neblock = bsize / nstreams;
     let mut off = b.bstart(j)?;
     let src = b.src;
-    for s in 0..nstreams {
+    for (s, d) in dst.pieces(neblock.max(1)).take(nstreams).enumerate() {
         let csize =
             read_i32(src, off).ok_or_else(|| Error::truncated("stream size", off, 4, src.len()))?;
         off += 4;
-        let d = &mut dst[s * neblock..(s + 1) * neblock];
         if csize == 0 {
-            d.fill(MaybeUninit::new(0));
+            d.fill(0);
         } else if csize < 0 {
             let token = *src
                 .get(off)
@@ -297,7 +294,7 @@ fn decode_streams<'a>(
             }
             off += 1;
             let v = u8::try_from(-csize).unwrap_or(0);
-            d.fill(MaybeUninit::new(v));
+            d.fill(v);
         } else {
             let cs = usize::try_from(csize).unwrap_or(usize::MAX);
             let payload = off
@@ -307,10 +304,12 @@ fn decode_streams<'a>(
             if cs == neblock {
                 match raw.get_mut(s) {
                     Some(slot) => *slot = Some(payload),
-                    None => output::copy_into(d, payload),
+                    None => {
+                        d.copy_from(payload);
+                    }
                 }
             } else if b.format == codecs::FORMAT_USER {
-                user_codec(b, payload, output::zeroed(d))?;
+                user_codec(b, payload, d.init())?;
             } else if !decode_stream(b, payload, d, scratch) {
                 return Err(Error::corrupt("codec data", j, off));
             }
@@ -324,20 +323,17 @@ fn decode_streams<'a>(
 fn decode_stream(
     b: &Blocks<'_>,
     payload: &[u8],
-    d: &mut [MaybeUninit<u8>],
+    d: Output<'_>,
     scratch: &mut DecodeScratch,
 ) -> bool {
     #[cfg(feature = "lz4")]
     if b.format == codecs::FORMAT_LZ4 && b.dict.is_none() {
-        return crate::lz4ffi::decompress_uninit(payload, d);
+        // SAFETY: `decompress_uninit` returns `true` only after writing every byte of its
+        // output, and stores only initialized bytes.
+        #[allow(unsafe_code, reason = "see SAFETY")]
+        return unsafe { d.written_by(|d| crate::lz4ffi::decompress_uninit(payload, d)) }.is_some();
     }
-    codecs::decompress_stream(
-        b.format,
-        payload,
-        output::zeroed(d),
-        b.dict.as_ref(),
-        scratch,
-    )
+    codecs::decompress_stream(b.format, payload, d.init(), b.dict.as_ref(), scratch)
 }
 
 /// Decodes one stream of a plugin codec (format code 6; the id is in the `udcodec` byte).
@@ -380,18 +376,12 @@ pub(super) fn decode_block<'o>(
     if b.pipeline.is_empty() {
         // No filter: the streams are the block, decoded straight into `out` (a fresh output
         // is not zero-filled first, except for codecs that need initialized memory).
-        let mut res = Ok(());
-        // SAFETY: `decode_streams` stores only initialized bytes, and on `Ok` (with no raw
-        // slots) it has written every byte of its output.
+        let mut out = out;
+        decode_streams(b, j, &mut out, scratch, &mut [])?;
+        // SAFETY: `decode_streams` returned `Ok` without raw slots, so it wrote every piece of
+        // `out`.
         #[allow(unsafe_code, reason = "see SAFETY")]
-        let done = unsafe {
-            out.written_by(|d| {
-                res = decode_streams(b, j, d, scratch, &mut []);
-                res.is_ok()
-            })
-        };
-        res?;
-        return done.ok_or_else(|| Error::corrupt("filter pipeline", j, 0));
+        return Ok(unsafe { out.assume_written() });
     }
     let out = out.init();
     decode_block_init(b, j, out, dref, scratch)?;
@@ -427,9 +417,7 @@ fn decode_block_init(
             Buf::Out => &mut *out,
             _ => &mut tmp1[..bsize],
         };
-        // SAFETY: `decode_streams` stores only initialized bytes.
-        #[allow(unsafe_code, reason = "see SAFETY")]
-        decode_streams(b, j, unsafe { output::as_uninit(first) }, scratch, &mut [])?;
+        decode_streams(b, j, &mut Output::Init(first), scratch, &mut [])?;
         let ts = b.h.typesize();
         let mut moved = 0;
         for &(f, meta) in &b.pipeline {
@@ -540,11 +528,9 @@ fn unshuffle_split_block<'o>(
         tmp1.resize(bsize, 0);
     }
     let mut raw: [Option<&[u8]>; 16] = [None; 16];
-    // SAFETY: `decode_streams` stores only initialized bytes.
-    #[allow(unsafe_code, reason = "see SAFETY")]
-    let streams = unsafe { output::as_uninit(&mut tmp1[..bsize]) };
+    let mut streams = Output::Init(&mut tmp1[..bsize]);
     let result =
-        decode_streams(b, j, streams, scratch, &mut raw[..nstreams]).map(|()| {
+        decode_streams(b, j, &mut streams, scratch, &mut raw[..nstreams]).map(|()| {
             let planes: [&[u8]; 16] = core::array::from_fn(|s| {
                 let (stream, at) = if nstreams == ts { (s, 0) } else { (0, s * n) };
                 let base = raw.get(stream).copied().flatten();

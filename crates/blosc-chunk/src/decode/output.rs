@@ -71,8 +71,11 @@ impl<'a> Output<'a> {
         write: impl FnOnce(&mut [MaybeUninit<u8>]) -> bool,
     ) -> Option<&'a mut [u8]> {
         let s: &'a mut [MaybeUninit<u8>] = match self {
-            // SAFETY: `write` stores only initialized values (caller's promise).
-            Self::Init(s) => unsafe { as_uninit(s) },
+            // SAFETY: same layout; `write` stores only initialized values (caller's promise),
+            // so the bytes stay initialized.
+            Self::Init(s) => unsafe {
+                &mut *(core::ptr::from_mut::<[u8]>(s) as *mut [MaybeUninit<u8>])
+            },
             Self::Uninit(s) => s,
         };
         // SAFETY: `write` returned `true`, so it wrote every element (caller's promise).
@@ -93,6 +96,20 @@ impl<'a> Output<'a> {
         }
     }
 
+    /// Every byte set to `v`.
+    pub(super) fn fill(self, v: u8) -> &'a mut [u8] {
+        match self {
+            Self::Init(s) => {
+                s.fill(v);
+                s
+            }
+            Self::Uninit(s) => {
+                s.fill(MaybeUninit::new(v));
+                assume_init(s)
+            }
+        }
+    }
+
     /// The bytes as initialized memory: uninitialized memory is zero-filled first.
     pub(super) fn init(self) -> &'a mut [u8] {
         match self {
@@ -105,37 +122,17 @@ impl<'a> Output<'a> {
     }
 }
 
-/// Initialized bytes seen as possibly uninitialized ones, for a writer that accepts both.
-///
-/// # Safety
-///
-/// Nothing may store an uninitialized value through the result (that would leave `s`
-/// uninitialized behind its owner's back).
-#[allow(unsafe_code, reason = "the caller vouches for the writer")]
-pub(super) unsafe fn as_uninit(s: &mut [u8]) -> &mut [MaybeUninit<u8>] {
-    // SAFETY: `MaybeUninit<u8>` has the size, alignment and layout of `u8`, and every `u8` is a
-    // valid `MaybeUninit<u8>`; the caller guarantees that only initialized values are stored,
-    // so `s` is still initialized when the borrow ends.
-    unsafe { &mut *(core::ptr::from_mut::<[u8]>(s) as *mut [MaybeUninit<u8>]) }
-}
-
 /// `src` copied into `d` (same length).
-pub(super) fn copy_into(d: &mut [MaybeUninit<u8>], src: &[u8]) {
+fn copy_into(d: &mut [MaybeUninit<u8>], src: &[u8]) {
     // Compiled to a `memcpy`.
     for (d, &v) in d.iter_mut().zip(src) {
         d.write(v);
     }
 }
 
-/// `d` zero-filled, as bytes (for writers that need initialized memory).
-pub(super) fn zeroed(d: &mut [MaybeUninit<u8>]) -> &mut [u8] {
-    d.fill(MaybeUninit::new(0));
-    assume_init(d)
-}
-
 /// `s` as bytes; every element of `s` has just been written.
 fn assume_init(s: &mut [MaybeUninit<u8>]) -> &mut [u8] {
-    // SAFETY: every caller (`copy_from`, `init`, `zeroed`) writes every element of `s` just
+    // SAFETY: every caller (`copy_from`, `fill`, `init`) writes every element of `s` just
     // before.
     #[allow(unsafe_code, reason = "see SAFETY")]
     unsafe {
