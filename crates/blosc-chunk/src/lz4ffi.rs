@@ -159,14 +159,8 @@ pub(crate) fn decompress_uninit(src: &[u8], dst: &mut [MaybeUninit<u8>]) -> bool
     // already written in this call (a match reaching before `dst` is an error), and returns
     // the number of bytes written from the start of `dst` (negative on error). It stores plain
     // bytes only, so the written part of `dst` is initialized.
-    let n = unsafe {
-        LZ4_decompress_safe(
-            src.as_ptr().cast(),
-            dst.as_mut_ptr().cast(),
-            slen,
-            dlen,
-        )
-    };
+    let n =
+        unsafe { LZ4_decompress_safe(src.as_ptr().cast(), dst.as_mut_ptr().cast(), slen, dlen) };
     n == dlen
 }
 
@@ -177,7 +171,9 @@ mod tests {
 
     #[test]
     fn decodes_into_uninit_memory_exactly_and_refuses_bad_input() {
-        let data: Vec<u8> = (0..100_000u32).map(|i| ((i % 251) ^ (i / 700)) as u8).collect();
+        let data: Vec<u8> = (0..100_000u32)
+            .map(|i| ((i % 251) ^ (i / 700)) as u8)
+            .collect();
         let comp = lz4::block::compress(&data, None, false).unwrap();
         let mut out = vec![MaybeUninit::<u8>::uninit(); data.len()];
         assert!(decompress_uninit(&comp, &mut out));
@@ -191,6 +187,9 @@ mod tests {
         assert!(!decompress_uninit(&comp, &mut big));
         assert!(!decompress_uninit(&comp[..comp.len() / 2], &mut out));
         // A match pointing before the start of the output.
-        assert!(!decompress_uninit(&[0x0f, 0x05, 0x00, 0x00], &mut out[..20]));
+        assert!(!decompress_uninit(
+            &[0x0f, 0x05, 0x00, 0x00],
+            &mut out[..20]
+        ));
     }
 }

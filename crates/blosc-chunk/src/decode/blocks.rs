@@ -529,22 +529,21 @@ fn unshuffle_split_block<'o>(
     }
     let mut raw: [Option<&[u8]>; 16] = [None; 16];
     let mut streams = Output::Init(&mut tmp1[..bsize]);
-    let result =
-        decode_streams(b, j, &mut streams, scratch, &mut raw[..nstreams]).map(|()| {
-            let planes: [&[u8]; 16] = core::array::from_fn(|s| {
-                let (stream, at) = if nstreams == ts { (s, 0) } else { (0, s * n) };
-                let base = raw.get(stream).copied().flatten();
-                let base = base.unwrap_or_else(|| tmp1.get(stream * n..bsize).unwrap_or_default());
-                base.get(at..at + n).unwrap_or_default()
-            });
-            let planes = &planes[..ts];
-            // SAFETY: `unshuffle_planes` returns `true` only after writing every byte of its
-            // output, and stores only initialized bytes.
-            #[allow(unsafe_code, reason = "see SAFETY")]
-            unsafe {
-                out.written_by(|d| shuffle::unshuffle_planes(planes, d, n, summed))
-            }
+    let result = decode_streams(b, j, &mut streams, scratch, &mut raw[..nstreams]).map(|()| {
+        let planes: [&[u8]; 16] = core::array::from_fn(|s| {
+            let (stream, at) = if nstreams == ts { (s, 0) } else { (0, s * n) };
+            let base = raw.get(stream).copied().flatten();
+            let base = base.unwrap_or_else(|| tmp1.get(stream * n..bsize).unwrap_or_default());
+            base.get(at..at + n).unwrap_or_default()
         });
+        let planes = &planes[..ts];
+        // SAFETY: `unshuffle_planes` returns `true` only after writing every byte of its
+        // output, and stores only initialized bytes.
+        #[allow(unsafe_code, reason = "see SAFETY")]
+        unsafe {
+            out.written_by(|d| shuffle::unshuffle_planes(planes, d, n, summed))
+        }
+    });
     scratch.tmp1 = tmp1;
     match result? {
         Some(done) => Ok(Ok(done)),
