@@ -172,7 +172,7 @@ mod tests {
     #[test]
     fn decodes_into_uninit_memory_exactly_and_refuses_bad_input() {
         let data: Vec<u8> = (0..100_000u32)
-            .map(|i| ((i % 251) ^ (i / 700)) as u8)
+            .map(|i| ((i % 251) ^ (i / 700)).to_le_bytes()[0])
             .collect();
         let comp = lz4::block::compress(&data, None, false).unwrap();
         let mut out = vec![MaybeUninit::<u8>::uninit(); data.len()];

@@ -186,16 +186,18 @@ fn split_mode_with_a_block_smaller_than_the_type_round_trips() {
 fn unfiltered_blocks_decode_into_fresh_memory() {
     use blosc_chunk::{CParams, Codec, DParams, Filter, compress, decompress};
     let mut x = 0x2545_f491_4f6c_dd1d_u64;
-    let mut data: Vec<u8> = (0..40_000u32).map(|i| (i / 3 % 7) as u8).collect();
+    let mut data: Vec<u8> = (0..40_000u32)
+        .map(|i| (i / 3 % 7).to_le_bytes()[0])
+        .collect();
     data.extend((0..40_000).map(|_| {
         x ^= x << 13;
         x ^= x >> 7;
         x ^= x << 17;
-        x as u8
+        x.to_le_bytes()[0]
     }));
     data.extend([0u8; 40_000]);
     data.extend([9u8; 40_000]);
-    data.extend((0..37_001u32).map(|i| (i % 97) as u8));
+    data.extend((0..37_001u32).map(|i| (i % 97).to_le_bytes()[0]));
     for codec in [
         Codec::BloscLz,
         Codec::Lz4,

@@ -72,8 +72,10 @@ pub fn compress(data: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
         && p.codec.format_code() != Some(crate::codecs::FORMAT_USER)
     {
         return match parallel::encode_blocks(&p, data, cparams.nthreads)? {
-            Ok((out, ntbytes)) => finish(&p, out, ntbytes, Blosc2Flags::empty()),
-            Err(out) => p.memcpy_chunk_in(out, data),
+            parallel::Encoded::Blocks(out, ntbytes) => {
+                finish(&p, out, ntbytes, Blosc2Flags::empty())
+            }
+            parallel::Encoded::Memcpy(out) => p.memcpy_chunk_in(out, data),
         };
     }
     with_encode_state(|st| {
