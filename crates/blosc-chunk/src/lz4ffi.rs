@@ -7,14 +7,26 @@
 //! same liblz4 that `lz4-sys` compiles and links (all of `lz4.c` and `lz4hc.c`). Each stream is compressed
 //! after reloading the dictionary, as C-Blosc2 does, so streams stay independent.
 //!
+//!
+//! [`decompress_uninit`] decodes a block through `LZ4_decompress_safe` into memory that has
+//! not been initialized (the `lz4` crate takes only `&mut [u8]`), so a block decoded straight
+//! into a fresh output buffer need not be zero-filled first.
+//!
 //! `unsafe`: the FFI calls. Every pointer/length pair comes from a live Rust slice, the stream
 //! states are owned by [`DictStream`] (created once, freed in `Drop`), and the dictionary is
 //! owned by the same value, so it outlives every call that references it.
 #![allow(unsafe_code, reason = "FFI calls into liblz4; see the SAFETY comments")]
 
 use core::ffi::{c_char, c_int, c_void};
+use core::mem::MaybeUninit;
 
 unsafe extern "C" {
+    fn LZ4_decompress_safe(
+        src: *const c_char,
+        dst: *mut c_char,
+        compressed_size: c_int,
+        dst_capacity: c_int,
+    ) -> c_int;
     fn LZ4_createStream() -> *mut c_void;
     fn LZ4_freeStream(stream: *mut c_void) -> c_int;
     fn LZ4_loadDict(stream: *mut c_void, dict: *const c_char, dict_size: c_int) -> c_int;
@@ -132,5 +144,52 @@ impl Drop for DictStream {
                 LZ4_freeStream(self.state);
             }
         }
+    }
+}
+
+/// Decodes the LZ4 block `src` into `dst`; `true` only if it decoded to exactly `dst.len()`
+/// bytes, in which case every byte of `dst` has been written. `dst` may be uninitialized.
+pub(crate) fn decompress_uninit(src: &[u8], dst: &mut [MaybeUninit<u8>]) -> bool {
+    let (Ok(slen), Ok(dlen)) = (c_int::try_from(src.len()), c_int::try_from(dst.len())) else {
+        return false;
+    };
+    // SAFETY: `src` is readable for `slen` bytes and `dst` writable for `dlen` bytes.
+    // `LZ4_decompress_safe` is liblz4's decoder for untrusted input: it writes at most
+    // `dst_capacity` bytes, never reads outside `src`, reads back from `dst` only bytes it has
+    // already written in this call (a match reaching before `dst` is an error), and returns
+    // the number of bytes written from the start of `dst` (negative on error). It stores plain
+    // bytes only, so the written part of `dst` is initialized.
+    let n =
+        unsafe { LZ4_decompress_safe(src.as_ptr().cast(), dst.as_mut_ptr().cast(), slen, dlen) };
+    n == dlen
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used, reason = "test")]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn decodes_into_uninit_memory_exactly_and_refuses_bad_input() {
+        let data: Vec<u8> = (0..100_000u32)
+            .map(|i| ((i % 251) ^ (i / 700)).to_le_bytes()[0])
+            .collect();
+        let comp = lz4::block::compress(&data, None, false).unwrap();
+        let mut out = vec![MaybeUninit::<u8>::uninit(); data.len()];
+        assert!(decompress_uninit(&comp, &mut out));
+        // SAFETY: `decompress_uninit` returned `true`, so every element was written.
+        #[allow(unsafe_code, reason = "checking what was written")]
+        let got: Vec<u8> = out.iter().map(|b| unsafe { b.assume_init() }).collect();
+        assert!(got == data);
+        // Too small or too large an output, and a truncated stream, are refused.
+        assert!(!decompress_uninit(&comp, &mut out[..data.len() - 1]));
+        let mut big = vec![MaybeUninit::<u8>::uninit(); data.len() + 1];
+        assert!(!decompress_uninit(&comp, &mut big));
+        assert!(!decompress_uninit(&comp[..comp.len() / 2], &mut out));
+        // A match pointing before the start of the output.
+        assert!(!decompress_uninit(
+            &[0x0f, 0x05, 0x00, 0x00],
+            &mut out[..20]
+        ));
     }
 }

@@ -255,10 +255,15 @@ fn fill_pattern(out: &mut [u8], pat: &[u8]) {
 /// Decodes the streams of block `j` into `dst` (`bsize` bytes, filtered form). A stream stored
 /// raw whose slot exists in `raw` (stream `s` → `raw[s]`) is not copied: the slot gets its
 /// bytes in the chunk instead, and that part of `dst` is left as it was.
+///
+/// On `Ok`, every piece of `dst` outside the raw slots has been written (so an uninitialized
+/// `dst` without raw slots is then initialized). LZ4 streams without a dictionary are decoded
+/// straight into uninitialized memory; the other codecs take initialized memory, so their part
+/// of an uninitialized `dst` is zero-filled first.
 fn decode_streams<'a>(
     b: &Blocks<'a>,
     j: usize,
-    dst: &mut [u8],
+    dst: &mut Output<'_>,
     scratch: &mut DecodeScratch,
     raw: &mut [Option<&'a [u8]>],
 ) -> Result<()> {
@@ -274,11 +279,10 @@ fn decode_streams<'a>(
     let neblock = bsize / nstreams;
     let mut off = b.bstart(j)?;
     let src = b.src;
-    for s in 0..nstreams {
+    for (s, d) in dst.pieces(neblock.max(1)).take(nstreams).enumerate() {
         let csize =
             read_i32(src, off).ok_or_else(|| Error::truncated("stream size", off, 4, src.len()))?;
         off += 4;
-        let d = &mut dst[s * neblock..(s + 1) * neblock];
         if csize == 0 {
             d.fill(0);
         } else if csize < 0 {
@@ -300,17 +304,36 @@ fn decode_streams<'a>(
             if cs == neblock {
                 match raw.get_mut(s) {
                     Some(slot) => *slot = Some(payload),
-                    None => d.copy_from_slice(payload),
+                    None => {
+                        d.copy_from(payload);
+                    }
                 }
             } else if b.format == codecs::FORMAT_USER {
-                user_codec(b, payload, d)?;
-            } else if !codecs::decompress_stream(b.format, payload, d, b.dict.as_ref(), scratch) {
+                user_codec(b, payload, d.init())?;
+            } else if !decode_stream(b, payload, d, scratch) {
                 return Err(Error::corrupt("codec data", j, off));
             }
             off += cs;
         }
     }
     Ok(())
+}
+
+/// Decodes one stream of a core codec into `d`; `true` only if it filled `d` exactly.
+fn decode_stream(
+    b: &Blocks<'_>,
+    payload: &[u8],
+    d: Output<'_>,
+    scratch: &mut DecodeScratch,
+) -> bool {
+    #[cfg(feature = "lz4")]
+    if b.format == codecs::FORMAT_LZ4 && b.dict.is_none() {
+        // SAFETY: `decompress_uninit` returns `true` only after writing every byte of its
+        // output, and stores only initialized bytes.
+        #[allow(unsafe_code, reason = "see SAFETY")]
+        return unsafe { d.written_by(|d| crate::lz4ffi::decompress_uninit(payload, d)) }.is_some();
+    }
+    codecs::decompress_stream(b.format, payload, d.init(), b.dict.as_ref(), scratch)
 }
 
 /// Decodes one stream of a plugin codec (format code 6; the id is in the `udcodec` byte).
@@ -350,6 +373,16 @@ pub(super) fn decode_block<'o>(
         Ok(done) => return Ok(done),
         Err(out) => out,
     };
+    if b.pipeline.is_empty() {
+        // No filter: the streams are the block, decoded straight into `out` (a fresh output
+        // is not zero-filled first, except for codecs that need initialized memory).
+        let mut out = out;
+        decode_streams(b, j, &mut out, scratch, &mut [])?;
+        // SAFETY: `decode_streams` returned `Ok` without raw slots, so it wrote every piece of
+        // `out`.
+        #[allow(unsafe_code, reason = "see SAFETY")]
+        return Ok(unsafe { out.assume_written() });
+    }
     let out = out.init();
     decode_block_init(b, j, out, dref, scratch)?;
     Ok(out)
@@ -380,10 +413,11 @@ fn decode_block_init(
         tmp2.resize(bsize, 0);
     }
     let result = (|| {
-        match cur {
-            Buf::Out => decode_streams(b, j, out, scratch, &mut [])?,
-            _ => decode_streams(b, j, &mut tmp1[..bsize], scratch, &mut [])?,
-        }
+        let first: &mut [u8] = match cur {
+            Buf::Out => &mut *out,
+            _ => &mut tmp1[..bsize],
+        };
+        decode_streams(b, j, &mut Output::Init(first), scratch, &mut [])?;
         let ts = b.h.typesize();
         let mut moved = 0;
         for &(f, meta) in &b.pipeline {
@@ -494,22 +528,22 @@ fn unshuffle_split_block<'o>(
         tmp1.resize(bsize, 0);
     }
     let mut raw: [Option<&[u8]>; 16] = [None; 16];
-    let result =
-        decode_streams(b, j, &mut tmp1[..bsize], scratch, &mut raw[..nstreams]).map(|()| {
-            let planes: [&[u8]; 16] = core::array::from_fn(|s| {
-                let (stream, at) = if nstreams == ts { (s, 0) } else { (0, s * n) };
-                let base = raw.get(stream).copied().flatten();
-                let base = base.unwrap_or_else(|| tmp1.get(stream * n..bsize).unwrap_or_default());
-                base.get(at..at + n).unwrap_or_default()
-            });
-            let planes = &planes[..ts];
-            // SAFETY: `unshuffle_planes` returns `true` only after writing every byte of its
-            // output, and stores only initialized bytes.
-            #[allow(unsafe_code, reason = "see SAFETY")]
-            unsafe {
-                out.written_by(|d| shuffle::unshuffle_planes(planes, d, n, summed))
-            }
+    let mut streams = Output::Init(&mut tmp1[..bsize]);
+    let result = decode_streams(b, j, &mut streams, scratch, &mut raw[..nstreams]).map(|()| {
+        let planes: [&[u8]; 16] = core::array::from_fn(|s| {
+            let (stream, at) = if nstreams == ts { (s, 0) } else { (0, s * n) };
+            let base = raw.get(stream).copied().flatten();
+            let base = base.unwrap_or_else(|| tmp1.get(stream * n..bsize).unwrap_or_default());
+            base.get(at..at + n).unwrap_or_default()
         });
+        let planes = &planes[..ts];
+        // SAFETY: `unshuffle_planes` returns `true` only after writing every byte of its
+        // output, and stores only initialized bytes.
+        #[allow(unsafe_code, reason = "see SAFETY")]
+        unsafe {
+            out.written_by(|d| shuffle::unshuffle_planes(planes, d, n, summed))
+        }
+    });
     scratch.tmp1 = tmp1;
     match result? {
         Some(done) => Ok(Ok(done)),

@@ -66,10 +66,6 @@ impl<'a> Output<'a> {
     /// `write` must return `true` only after writing every element it was given, and must
     /// never store an uninitialized value (it is handed initialized bytes in that form too).
     #[allow(unsafe_code, reason = "the caller vouches for `write`")]
-    #[cfg_attr(
-        not(all(target_arch = "x86_64", target_feature = "sse2")),
-        allow(dead_code, reason = "used by the x86-64 unshuffle path only")
-    )]
     pub(super) unsafe fn written_by(
         self,
         write: impl FnOnce(&mut [MaybeUninit<u8>]) -> bool,
@@ -94,9 +90,21 @@ impl<'a> Output<'a> {
                 s
             }
             Self::Uninit(s) => {
-                for (d, &v) in s.iter_mut().zip(src) {
-                    d.write(v);
-                }
+                copy_into(s, src);
+                assume_init(s)
+            }
+        }
+    }
+
+    /// Every byte set to `v`.
+    pub(super) fn fill(self, v: u8) -> &'a mut [u8] {
+        match self {
+            Self::Init(s) => {
+                s.fill(v);
+                s
+            }
+            Self::Uninit(s) => {
+                s.fill(MaybeUninit::new(v));
                 assume_init(s)
             }
         }
@@ -114,9 +122,18 @@ impl<'a> Output<'a> {
     }
 }
 
+/// `src` copied into `d` (same length).
+fn copy_into(d: &mut [MaybeUninit<u8>], src: &[u8]) {
+    // Compiled to a `memcpy`.
+    for (d, &v) in d.iter_mut().zip(src) {
+        d.write(v);
+    }
+}
+
 /// `s` as bytes; every element of `s` has just been written.
 fn assume_init(s: &mut [MaybeUninit<u8>]) -> &mut [u8] {
-    // SAFETY: both callers (`copy_from`, `init`) write every element of `s` just before.
+    // SAFETY: every caller (`copy_from`, `fill`, `init`) writes every element of `s` just
+    // before.
     #[allow(unsafe_code, reason = "see SAFETY")]
     unsafe {
         cast(s)

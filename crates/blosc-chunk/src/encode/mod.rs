@@ -72,8 +72,10 @@ pub fn compress(data: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
         && p.codec.format_code() != Some(crate::codecs::FORMAT_USER)
     {
         return match parallel::encode_blocks(&p, data, cparams.nthreads)? {
-            Some((out, ntbytes)) => finish(&p, out, ntbytes, Blosc2Flags::empty()),
-            None => p.memcpy_chunk(data),
+            parallel::Encoded::Blocks(out, ntbytes) => {
+                finish(&p, out, ntbytes, Blosc2Flags::empty())
+            }
+            parallel::Encoded::Memcpy(out) => p.memcpy_chunk_in(out, data),
         };
     }
     with_encode_state(|st| {
@@ -92,7 +94,7 @@ fn compress_serial(p: &Plan, data: &[u8], st: &mut EncodeState) -> Result<Vec<u8
         p.write_bstart(&mut out, j);
         let filtered = forward(p, data, j, &mut st.bufs)?;
         if let BlockResult::GiveUp = encode_block(p, filtered, &mut out, &mut st.codec)? {
-            return p.memcpy_chunk(data);
+            return p.memcpy_chunk_in(out, data);
         }
     }
     let ntbytes = out.len();
@@ -127,7 +129,7 @@ fn compress_with_dict(p: &Plan, data: &[u8], st: &mut EncodeState) -> Result<Vec
     if !fits {
         // C-Blosc2 3.3.5 keeps the USEDICT flag on this memcpyed chunk and then cannot decode
         // it ("Cannot decompress"); without the flag it can. We write the readable chunk.
-        return p.memcpy_chunk(data);
+        return p.memcpy_chunk_in(out, data);
     }
     let ntbytes = out.len();
     finish(p, out, ntbytes, Blosc2Flags::USE_DICT)

@@ -156,16 +156,20 @@ impl Layout {
     }
 }
 
+/// The outcome of [`encode_blocks`].
+pub(super) enum Encoded {
+    /// The serial layout (`ntbytes` long) in the buffer, header still to write.
+    Blocks(Vec<u8>, usize),
+    /// The chunk must be memcpyed; the buffer, to be reused for it.
+    Memcpy(Vec<u8>),
+}
+
 /// Encodes all blocks in parallel and lays them out with the serial budget rules, so the
 /// result equals the single-threaded output: each worker compresses a block into a reused
 /// buffer and, if every block before it is in place, appends it (and the waiting blocks that
 /// follow) to the output under a lock, while the other workers keep compressing; otherwise it
-/// leaves the block waiting. Returns `None` when the chunk must be memcpyed.
-pub(super) fn encode_blocks(
-    p: &Plan,
-    data: &[u8],
-    nthreads: usize,
-) -> Result<Option<(Vec<u8>, usize)>> {
+/// leaves the block waiting.
+pub(super) fn encode_blocks(p: &Plan, data: &[u8], nthreads: usize) -> Result<Encoded> {
     let layout = Mutex::new(Layout {
         out: p.output_start(),
         next: 0,
@@ -241,11 +245,11 @@ pub(super) fn encode_blocks(
             Ok(true)
         })?;
         if !done {
-            return Ok(None);
+            return Ok(Encoded::Memcpy(out));
         }
     }
     let ntbytes = out.len();
-    Ok(Some((out, ntbytes)))
+    Ok(Encoded::Blocks(out, ntbytes))
 }
 
 #[cfg(test)]

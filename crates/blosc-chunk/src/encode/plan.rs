@@ -447,10 +447,18 @@ impl Plan {
 
     /// The memcpyed chunk: header + raw input.
     pub(super) fn memcpy_chunk(&self, data: &[u8]) -> Result<Vec<u8>> {
+        self.memcpy_chunk_in(Vec::new(), data)
+    }
+
+    /// [`Plan::memcpy_chunk`] written into `out` (cleared first), which keeps its allocation:
+    /// after an encode that gave up, the buffer it filled is already allocated and its pages
+    /// mapped, so the raw copy does not pay for a second 4 MiB allocation.
+    pub(super) fn memcpy_chunk_in(&self, mut out: Vec<u8>, data: &[u8]) -> Result<Vec<u8>> {
         let cbytes = self.header_len + data.len();
         // Only the header is zero-filled: zeroing the whole chunk before copying the input
         // over it cost a tenth of an incompressible 4 MiB chunk's encode.
-        let mut out = Vec::with_capacity(cbytes);
+        out.clear();
+        out.reserve(cbytes);
         out.resize(self.header_len, 0);
         self.header(self.flags | Flags::MEMCPYED, cbytes, Blosc2Flags::empty())
             .write(&mut out, self.extended)?;
