@@ -67,6 +67,16 @@ fn sources(dir: &Path) -> Result<(PathBuf, PathBuf, PathBuf, PathBuf), Box<dyn s
     Ok((wkw_src, zarr_src, to_zarr, to_wkw))
 }
 
+/// [`sources`], with the two sources uploaded to a new test server under `src/wkw` and
+/// `src/zarr`: `(server, wkw→zarr, zarr→wkw)`.
+fn sources_on_s3(dir: &Path) -> Result<(TestServer, PathBuf, PathBuf), Box<dyn std::error::Error>> {
+    let (wkw_src, zarr_src, to_zarr, to_wkw) = sources(dir)?;
+    let server = TestServer::start()?;
+    server.upload_dir(&wkw_src, "src/wkw")?;
+    server.upload_dir(&zarr_src, "src/zarr")?;
+    Ok((server, to_zarr, to_wkw))
+}
+
 #[test]
 fn every_mix_of_local_and_s3_writes_the_bytes_of_the_local_conversion() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -229,11 +239,7 @@ fn a_webknossos_dataset_converts_between_stores() -> TestResult {
 #[test]
 fn transient_faults_are_retried_to_the_same_bytes() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let (_, zarr_src, to_zarr, to_wkw) = sources(dir.path())?;
-    let wkw_src = dir.path().join("wkw");
-    let server = TestServer::start()?;
-    server.upload_dir(&wkw_src, "src/wkw")?;
-    server.upload_dir(&zarr_src, "src/zarr")?;
+    let (server, to_zarr, to_wkw) = sources_on_s3(dir.path())?;
     let faults = server.faults();
     for (to, src, dst, want) in [
         (Format::Zarr3, "src/wkw", "dst/zarr", &to_zarr),
@@ -266,11 +272,7 @@ fn transient_faults_are_retried_to_the_same_bytes() -> TestResult {
 #[test]
 fn a_failing_store_is_an_error_naming_the_object_and_resuming_finishes() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let (_, zarr_src, to_zarr, to_wkw) = sources(dir.path())?;
-    let wkw_src = dir.path().join("wkw");
-    let server = TestServer::start()?;
-    server.upload_dir(&wkw_src, "src/wkw")?;
-    server.upload_dir(&zarr_src, "src/zarr")?;
+    let (server, to_zarr, to_wkw) = sources_on_s3(dir.path())?;
     let faults = server.faults();
     for (to, src, dst, want) in [
         (Format::Zarr3, "src/wkw", "dst/zarr", &to_zarr),
@@ -360,12 +362,8 @@ fn s3_kill_child() -> TestResult {
 #[test]
 fn a_killed_s3_conversion_resumes_to_the_bytes_of_an_uninterrupted_one() -> TestResult {
     let dir = tempfile::tempdir()?;
-    let (_, zarr_src, to_zarr, to_wkw) = sources(dir.path())?;
-    let wkw_src = dir.path().join("wkw");
-    let server = TestServer::start()?;
+    let (server, to_zarr, to_wkw) = sources_on_s3(dir.path())?;
     assert_eq!(server.access_key(), "scifmt-test-access-key");
-    server.upload_dir(&wkw_src, "src/wkw")?;
-    server.upload_dir(&zarr_src, "src/zarr")?;
     let mut rng = Lcg(0x53eed);
     for (to, src, want) in [
         (Format::Zarr3, "src/wkw", tree(&to_zarr)?),
