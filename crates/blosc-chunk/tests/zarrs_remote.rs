@@ -32,30 +32,44 @@ fn voxel(i: u64, j: u64, k: u64) -> u8 {
     u8::try_from((i + 2 * j + 3 * k + noise) % 256).unwrap()
 }
 
-#[test]
-fn a_small_region_fetches_a_small_part_of_the_chunk() {
-    let _registration = blosc_chunk::register(blosc_chunk::ZarrsOptions::default());
-    let tmp = tempfile::tempdir().unwrap();
+/// A new N³ uint8 array of one chunk in `dir` (metadata stored), with `blosc` as the blosc
+/// codec's configuration.
+fn local_array(
+    dir: &std::path::Path,
+    fill_value: u8,
+    blosc: serde_json::Value,
+) -> Array<FilesystemStore> {
     let meta: ArrayMetadata = serde_json::from_value(json!({
         "zarr_format": 3, "node_type": "array", "shape": [N, N, N], "data_type": "uint8",
         "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [N, N, N]}},
         "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-        "fill_value": 0, "attributes": {},
-        "codecs": [{"name": "bytes"},
-                   {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 5,
-                    "shuffle": "bitshuffle", "typesize": 1, "blocksize": 4096}}]
+        "fill_value": fill_value, "attributes": {},
+        "codecs": [{"name": "bytes"}, {"name": "blosc", "configuration": blosc}]
     }))
     .unwrap();
-    let local = Array::new_with_metadata(
-        Arc::new(FilesystemStore::new(tmp.path()).unwrap()),
-        "/",
-        meta,
-    )
-    .unwrap();
-    local.store_metadata().unwrap();
-    let all: Vec<u8> = (0..N)
+    let array =
+        Array::new_with_metadata(Arc::new(FilesystemStore::new(dir).unwrap()), "/", meta).unwrap();
+    array.store_metadata().unwrap();
+    array
+}
+
+/// The N³ test volume, `voxel(i, j, k)` in C order.
+fn volume() -> Vec<u8> {
+    (0..N)
         .flat_map(|i| (0..N).flat_map(move |j| (0..N).map(move |k| voxel(i, j, k))))
-        .collect();
+        .collect()
+}
+
+#[test]
+fn a_small_region_fetches_a_small_part_of_the_chunk() {
+    let _registration = blosc_chunk::register(blosc_chunk::ZarrsOptions::default());
+    let tmp = tempfile::tempdir().unwrap();
+    let local = local_array(
+        tmp.path(),
+        0,
+        json!({"cname": "zstd", "clevel": 5, "shuffle": "bitshuffle", "typesize": 1, "blocksize": 4096}),
+    );
+    let all = volume();
     local
         .store_array_subset(&local.subset_all(), all.clone())
         .unwrap();
@@ -113,25 +127,12 @@ fn a_small_region_fetches_a_small_part_of_the_chunk() {
 fn a_region_through_zarrs_store_fetches_at_most_an_eighth() {
     let _registration = blosc_chunk::register(blosc_chunk::ZarrsOptions::default());
     let tmp = tempfile::tempdir().unwrap();
-    let meta: ArrayMetadata = serde_json::from_value(json!({
-        "zarr_format": 3, "node_type": "array", "shape": [N, N, N], "data_type": "uint8",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [N, N, N]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "attributes": {},
-        "codecs": [{"name": "bytes"},
-                   {"name": "blosc", "configuration": {"cname": "zstd", "clevel": 5,
-                    "shuffle": "bitshuffle", "typesize": 1, "blocksize": 4096}}]
-    }))
-    .unwrap();
-    let local = Array::new_with_metadata(
-        Arc::new(FilesystemStore::new(tmp.path()).unwrap()),
-        "/",
-        meta,
-    )
-    .unwrap();
-    local.store_metadata().unwrap();
-    let all: Vec<u8> = (0..N)
-        .flat_map(|i| (0..N).flat_map(move |j| (0..N).map(move |k| voxel(i, j, k))))
-        .collect();
+    let local = local_array(
+        tmp.path(),
+        0,
+        json!({"cname": "zstd", "clevel": 5, "shuffle": "bitshuffle", "typesize": 1, "blocksize": 4096}),
+    );
+    let all = volume();
     local.store_array_subset(&local.subset_all(), all).unwrap();
     let chunk_len = std::fs::metadata(tmp.path().join("c/0/0/0")).unwrap().len();
 
@@ -196,22 +197,11 @@ fn a_region_through_zarrs_store_fetches_at_most_an_eighth() {
 fn a_chunk_shorter_than_the_guessed_prefix_still_decodes() {
     let _registration = blosc_chunk::register(blosc_chunk::ZarrsOptions::default());
     let tmp = tempfile::tempdir().unwrap();
-    let meta: ArrayMetadata = serde_json::from_value(json!({
-        "zarr_format": 3, "node_type": "array", "shape": [N, N, N], "data_type": "uint8",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [N, N, N]}},
-        "chunk_key_encoding": {"name": "default"}, "fill_value": 7, "attributes": {},
-        "codecs": [{"name": "bytes"},
-                   {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
-                    "shuffle": "shuffle", "typesize": 1, "blocksize": 4096}}]
-    }))
-    .unwrap();
-    let local = Array::new_with_metadata(
-        Arc::new(FilesystemStore::new(tmp.path()).unwrap()),
-        "/",
-        meta,
-    )
-    .unwrap();
-    local.store_metadata().unwrap();
+    local_array(
+        tmp.path(),
+        7,
+        json!({"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 1, "blocksize": 4096}),
+    );
     let n = usize::try_from(N).unwrap();
     let zeros = blosc_chunk::zeros_chunk(n * n * n, 1).unwrap();
     assert_eq!(zeros.len(), 32);
