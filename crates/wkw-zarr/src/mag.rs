@@ -67,6 +67,37 @@ fn run<T: Send, R: Send>(
     }
 }
 
+/// Converts every item (a WKW file or a shard) of the array at `dst` with `f`, files in
+/// parallel when `across_files`, reporting progress after each, and sums what they did.
+fn convert_each<T: Send>(
+    ctx: &Ctx<'_>,
+    dst: &Location,
+    across_files: bool,
+    items: Vec<T>,
+    f: impl Fn(T) -> Result<Summary> + Sync + Send,
+) -> Result<Summary> {
+    let total = items.len() as u64;
+    let done = AtomicU64::new(0);
+    let one = |item: T| -> Result<Summary> {
+        let s = f(item)?;
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        (ctx.progress)(&Progress {
+            done: n,
+            total,
+            array: dst.name(),
+        });
+        Ok(s)
+    };
+    let mut summary = Summary {
+        arrays: 1,
+        ..Summary::default()
+    };
+    for s in run(ctx, across_files, items, one) {
+        summary.add(&s?);
+    }
+    Ok(summary)
+}
+
 std::thread_local! {
     /// Per-thread decoded block.
     static RAW: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
@@ -215,29 +246,18 @@ pub(crate) fn wkw_to_zarr(
     let codec = chunk_codec(ctx.options.codec, header.block_type());
     let layout = Layout::for_wkw(&header, end, codec);
     dst.create_dir()?;
-    let total = files.len() as u64;
-    let done = AtomicU64::new(0);
     // Small files (few blocks): files in parallel, each on one thread; else blocks in parallel.
     let across_files = header.blocks_per_file() < ctx.batch();
-    let one = |(idx, file, known): ([u32; 3], Location, Known)| -> Result<Summary> {
-        let key = layout.shard_key(idx.map(u64::from));
-        let target = dst.join(&key);
-        let s = file_to_shard(&file, known, &target, &header, &layout, ctx, !across_files)?;
-        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-        (ctx.progress)(&Progress {
-            done: n,
-            total,
-            array: dst.name(),
-        });
-        Ok(s)
-    };
-    let mut summary = Summary {
-        arrays: 1,
-        ..Summary::default()
-    };
-    for s in run(ctx, across_files, files, one) {
-        summary.add(&s?);
-    }
+    let summary = convert_each(
+        ctx,
+        dst,
+        across_files,
+        files,
+        |(idx, file, known): ([u32; 3], Location, Known)| {
+            let target = dst.join(&layout.shard_key(idx.map(u64::from)));
+            file_to_shard(&file, known, &target, &header, &layout, ctx, !across_files)
+        },
+    )?;
     write_json(&dst.join(ZARR_JSON), &layout.to_json(), ctx)?;
     Ok(summary)
 }
@@ -426,38 +446,28 @@ pub(crate) fn zarr_to_wkw(src: &Location, dst: &Location, ctx: &Ctx<'_>) -> Resu
         }
     };
     let shards = list_shards(src, &layout)?;
-    let total = shards.len() as u64;
-    let done = AtomicU64::new(0);
     let across_files = header.blocks_per_file() < ctx.batch();
-    let one = |(idx, shard, known): ([u64; 3], Location, Known)| -> Result<Summary> {
-        let file_idx = idx.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
-        let target = dst.join(&wkw_file_key(file_idx));
-        let scratch = scratch.as_ref().map(tempfile::TempDir::path);
-        let s = shard_to_file(
-            &shard,
-            known,
-            &target,
-            scratch,
-            &header,
-            &layout,
-            ctx,
-            !across_files,
-        )?;
-        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
-        (ctx.progress)(&Progress {
-            done: n,
-            total,
-            array: dst.name(),
-        });
-        Ok(s)
-    };
-    let mut summary = Summary {
-        arrays: 1,
-        ..Summary::default()
-    };
-    for s in run(ctx, across_files, shards, one) {
-        summary.add(&s?);
-    }
+    let summary = convert_each(
+        ctx,
+        dst,
+        across_files,
+        shards,
+        |(idx, shard, known): ([u64; 3], Location, Known)| {
+            let file_idx = idx.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
+            let target = dst.join(&wkw_file_key(file_idx));
+            let scratch = scratch.as_ref().map(tempfile::TempDir::path);
+            shard_to_file(
+                &shard,
+                known,
+                &target,
+                scratch,
+                &header,
+                &layout,
+                ctx,
+                !across_files,
+            )
+        },
+    )?;
     header_at.write_small(&header_bytes, ctx.options.durability)?;
     Ok(summary)
 }
