@@ -77,6 +77,18 @@ fn sources_on_s3(dir: &Path) -> Result<(TestServer, PathBuf, PathBuf), Box<dyn s
     Ok((server, to_zarr, to_wkw))
 }
 
+/// Both directions on the server of [`sources_on_s3`]: `(format, source prefix, target
+/// prefix, the local conversion the target must equal)`.
+fn both_ways<'a>(
+    to_zarr: &'a Path,
+    to_wkw: &'a Path,
+) -> [(Format, &'static str, &'static str, &'a Path); 2] {
+    [
+        (Format::Zarr3, "src/wkw", "dst/zarr", to_zarr),
+        (Format::Wkw, "src/zarr", "dst/wkw", to_wkw),
+    ]
+}
+
 #[test]
 fn every_mix_of_local_and_s3_writes_the_bytes_of_the_local_conversion() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -241,10 +253,7 @@ fn transient_faults_are_retried_to_the_same_bytes() -> TestResult {
     let dir = tempfile::tempdir()?;
     let (server, to_zarr, to_wkw) = sources_on_s3(dir.path())?;
     let faults = server.faults();
-    for (to, src, dst, want) in [
-        (Format::Zarr3, "src/wkw", "dst/zarr", &to_zarr),
-        (Format::Wkw, "src/zarr", "dst/wkw", &to_wkw),
-    ] {
+    for (to, src, dst, want) in both_ways(&to_zarr, &to_wkw) {
         faults.inject(
             FaultRule::new(FaultKind::Status(503), 2)
                 .method("PUT")
@@ -274,10 +283,7 @@ fn a_failing_store_is_an_error_naming_the_object_and_resuming_finishes() -> Test
     let dir = tempfile::tempdir()?;
     let (server, to_zarr, to_wkw) = sources_on_s3(dir.path())?;
     let faults = server.faults();
-    for (to, src, dst, want) in [
-        (Format::Zarr3, "src/wkw", "dst/zarr", &to_zarr),
-        (Format::Wkw, "src/zarr", "dst/wkw", &to_wkw),
-    ] {
+    for (to, src, dst, want) in both_ways(&to_zarr, &to_wkw) {
         let want = tree(want)?;
         // Writes work for a while, then every write fails (more often than the client
         // retries), while some are still in flight.
