@@ -6,10 +6,22 @@
 //! SSE2; tiles of 16 elements); elsewhere, and for the last partial tile, fixed-size portable
 //! loops that LLVM can vectorise.
 
+/// The element size of a shuffle filter: its meta, or the type size when the meta is 0.
+pub(crate) fn group(ts: usize, meta: u8) -> usize {
+    if meta == 0 { ts } else { usize::from(meta) }
+}
+
+/// Whether a (un)shuffle with element size `ts` of `len` bytes moves any byte: not for
+/// `ts <= 1` or a block shorter than one element (C-Blosc treats both as no filter). Encoder
+/// and decoder skip such a shuffle rather than copying the block to another buffer.
+pub(crate) fn moves_bytes(ts: usize, len: usize) -> bool {
+    ts > 1 && len >= ts
+}
+
 /// Shuffles `src` into `dst` (same length) with type size `ts`.
 pub(crate) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8]) {
     let len = src.len().min(dst.len());
-    if ts <= 1 || len < ts {
+    if !moves_bytes(ts, len) {
         copy(src, dst, len);
         return;
     }
@@ -49,7 +61,7 @@ fn shuffle_scalar(ts: usize, n: usize, src: &[u8], dst: &mut [u8]) {
 /// Inverse of [`shuffle`].
 pub(crate) fn unshuffle(ts: usize, src: &[u8], dst: &mut [u8]) {
     let len = src.len().min(dst.len());
-    if ts <= 1 || len < ts {
+    if !moves_bytes(ts, len) {
         copy(src, dst, len);
         return;
     }

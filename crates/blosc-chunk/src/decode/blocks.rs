@@ -373,9 +373,14 @@ pub(super) fn decode_block<'o>(
         Ok(done) => return Ok(done),
         Err(out) => out,
     };
-    if b.pipeline.is_empty() {
-        // No filter: the streams are the block, decoded straight into `out` (a fresh output
-        // is not zero-filled first, except for codecs that need initialized memory).
+    let ts = b.h.typesize();
+    let bsize = out.len();
+    if b.pipeline.iter().all(|&(f, meta)| {
+        f == Filter::Shuffle && !shuffle::moves_bytes(shuffle::group(ts, meta), bsize)
+    }) {
+        // No filter (or only a shuffle that moves no byte: type size 1): the streams are the
+        // block, decoded straight into `out` (a fresh output is not zero-filled first, except
+        // for codecs that need initialized memory).
         let mut out = out;
         decode_streams(b, j, &mut out, scratch, &mut [])?;
         // SAFETY: `decode_streams` returned `Ok` without raw slots, so it wrote every piece of
@@ -450,8 +455,7 @@ fn decode_block_init(
             };
             match f {
                 Filter::Shuffle => {
-                    let group = if meta == 0 { ts } else { usize::from(meta) };
-                    shuffle::unshuffle(group, s, d);
+                    shuffle::unshuffle(shuffle::group(ts, meta), s, d);
                 }
                 Filter::BitShuffle => {
                     if b.h.version() == 2 {
@@ -505,7 +509,7 @@ fn unshuffle_split_block<'o>(
 ) -> Result<core::result::Result<&'o mut [u8], Output<'o>>> {
     let bsize = out.len();
     let ts = b.h.typesize();
-    let group = |meta: u8| if meta == 0 { ts } else { usize::from(meta) };
+    let group = |meta: u8| shuffle::group(ts, meta);
     let summed = match b.pipeline.as_slice() {
         [(Filter::Shuffle, m)] if group(*m) == ts => false,
         [(Filter::ByteDelta, d), (Filter::Shuffle, m)]

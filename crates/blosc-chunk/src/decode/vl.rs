@@ -81,11 +81,7 @@ fn apply_backward_simple(b: &Blocks<'_>, src: &[u8], dst: &mut [u8], dref: Optio
         match f {
             Filter::Shuffle => {
                 let mut next = vec![0; cur.len()];
-                shuffle::unshuffle(
-                    if meta == 0 { ts } else { usize::from(meta) },
-                    &cur,
-                    &mut next,
-                );
+                shuffle::unshuffle(shuffle::group(ts, meta), &cur, &mut next);
                 cur = next;
             }
             Filter::BitShuffle => {

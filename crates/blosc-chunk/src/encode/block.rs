@@ -60,7 +60,12 @@ pub(super) fn forward<'a>(
     let src = &data[offset..offset + bsize];
     let ts = p.typesize;
     let active: Vec<usize> = (0..MAX_FILTERS)
-        .filter(|&i| p.filters[i] != Filter::NoFilter)
+        .filter(|&i| match p.filters[i] {
+            Filter::NoFilter => false,
+            // A shuffle that moves no byte (type size 1) is skipped, not copied.
+            Filter::Shuffle => shuffle::moves_bytes(shuffle::group(ts, p.filters_meta[i]), bsize),
+            _ => true,
+        })
         .collect();
     if active.is_empty() {
         return Ok(src);
@@ -80,10 +85,7 @@ pub(super) fn forward<'a>(
             (&bufs.b[..bsize], &mut bufs.a[..bsize])
         };
         match p.filters[i] {
-            Filter::Shuffle => {
-                let group = if meta == 0 { ts } else { usize::from(meta) };
-                shuffle::shuffle(group, s, d);
-            }
+            Filter::Shuffle => shuffle::shuffle(shuffle::group(ts, meta), s, d),
             Filter::BitShuffle if p.format == Format::Blosc1 => {
                 bitshuffle::bitshuffle_v2(ts, s, d, &mut bufs.bits);
             }
