@@ -1,5 +1,6 @@
 #![doc = include_str!("../README.md")]
 
+mod batches;
 mod codec;
 mod dataset;
 mod error;

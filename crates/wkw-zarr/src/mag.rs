@@ -3,9 +3,10 @@
 //! blocks: per block *decode LZ4 (or take raw) → encode zstd (or take raw)*, never re-laying
 //! voxels. Blocks are read in batches (one ranged read per block locally; on a store the
 //! file's header and jump table in one ranged `GET`, then each batch's blocks in coalesced
-//! requests), decoded and encoded in parallel, and written in order into a staged file or a
-//! multipart upload that appears under its key when complete: memory holds one batch (a few
-//! blocks per thread), one shard index and the upload's parts in flight, whatever the shard
+//! requests, the next batches while the current one is coded), decoded and encoded in
+//! parallel, and written in order into a staged file or a multipart upload that appears under
+//! its key when complete: memory holds a few batches (about 4 MiB of blocks each, see
+//! [`crate::batches`]), one shard index and the upload's parts in flight, whatever the shard
 //! size.
 //!
 //! A WKW file's jump table comes before its blocks, so a WKW file for a store is written to a
@@ -13,10 +14,10 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use rayon::prelude::*;
 use serde_json::Value;
 use wkw::{BlockReader, BlockType, BlockWriter, Header};
 
+use crate::batches::{blocks_per_batch, run, stream};
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
 use crate::location::{Location, Reader};
@@ -32,7 +33,8 @@ pub(crate) struct Ctx<'a> {
 }
 
 impl Ctx<'_> {
-    /// Blocks per batch: enough to keep every thread busy while the batch is written.
+    /// Files (or shards) with fewer blocks than this are converted whole, several at once,
+    /// rather than their blocks in parallel: four per thread.
     fn batch(&self) -> u64 {
         (self.pool.current_num_threads() as u64 * 4).max(1)
     }
@@ -50,20 +52,6 @@ pub(crate) fn chunk_codec(codec: ZarrCodec, block_type: BlockType) -> ChunkCodec
             checksum: true,
         },
         _ => ChunkCodec::None,
-    }
-}
-
-/// Runs `f` over `items`, in parallel on the pool if `parallel`.
-fn run<T: Send, R: Send>(
-    ctx: &Ctx<'_>,
-    parallel: bool,
-    items: Vec<T>,
-    f: impl Fn(T) -> R + Sync + Send,
-) -> Vec<R> {
-    if parallel {
-        ctx.pool.install(|| items.into_par_iter().map(f).collect())
-    } else {
-        items.into_iter().map(f).collect()
     }
 }
 
@@ -92,7 +80,7 @@ fn convert_each<T: Send>(
         arrays: 1,
         ..Summary::default()
     };
-    for s in run(ctx, across_files, items, one) {
+    for s in run(ctx.pool, across_files, items, one) {
         summary.add(&s?);
     }
     Ok(summary)
@@ -312,41 +300,39 @@ fn file_to_shard(
     })?;
     let mut summary = Summary::default();
     let mut writer: Option<ShardWriter> = None;
-    let n = source.blocks.block_count();
-    let batch = ctx.batch();
-    let mut first = 0;
-    while first < n {
-        let last = n.min(first + batch);
-        let ks: Vec<u64> = (first..last).collect();
-        let stored = source.read(&ks)?;
-        let items: Vec<(u64, Vec<u8>)> = ks.into_iter().zip(stored).collect();
-        summary.bytes_in += items.iter().map(|(_, s)| s.len() as u64).sum::<u64>();
-        let encoded = run(
-            ctx,
-            parallel,
-            items,
-            |(k, stored)| -> Result<Option<(u64, Vec<u8>)>> {
-                let bad =
-                    |e: &dyn std::fmt::Display| Error::corrupt(&path, format!("block {k}: {e}"));
-                if !block_type.is_compressed() && layout.codec == ChunkCodec::None {
-                    return Ok((!all_zero(&stored)).then_some((k, stored)));
+    let per_batch = blocks_per_batch(ctx.pool.current_num_threads(), layout.block_bytes());
+    stream(
+        ctx.pool,
+        parallel,
+        source.blocks.block_count(),
+        per_batch,
+        |ks| -> Result<Vec<(u64, Vec<u8>)>> {
+            let ks: Vec<u64> = ks.collect();
+            let stored = source.read(&ks)?;
+            Ok(ks.into_iter().zip(stored).collect())
+        },
+        |(k, stored)| -> Result<(u64, u64, Option<Vec<u8>>)> {
+            let bad = |e: &dyn std::fmt::Display| Error::corrupt(&path, format!("block {k}: {e}"));
+            let len = stored.len() as u64;
+            if !block_type.is_compressed() && layout.codec == ChunkCodec::None {
+                return Ok((k, len, (!all_zero(&stored)).then_some(stored)));
+            }
+            with_raw(block_bytes, |raw| {
+                wkw::decode_block(&stored, block_type, raw).map_err(|e| bad(&e))?;
+                if all_zero(raw) {
+                    return Ok((k, len, None));
                 }
-                with_raw(block_bytes, |raw| {
-                    wkw::decode_block(&stored, block_type, raw).map_err(|e| bad(&e))?;
-                    if all_zero(raw) {
-                        return Ok(None);
-                    }
-                    let mut out = Vec::new();
-                    layout
-                        .codec
-                        .encode(raw, &mut out)
-                        .ok_or_else(|| bad(&"zstd compression failed"))?;
-                    Ok(Some((k, out)))
-                })
-            },
-        );
-        for e in encoded {
-            let Some((k, bytes)) = e? else { continue };
+                let mut out = Vec::new();
+                layout
+                    .codec
+                    .encode(raw, &mut out)
+                    .ok_or_else(|| bad(&"zstd compression failed"))?;
+                Ok((k, len, Some(out)))
+            })
+        },
+        |(k, len, bytes)| {
+            summary.bytes_in += len;
+            let Some(bytes) = bytes else { return Ok(()) };
             let b = morton_code::decode_3d_u64(k)
                 .map_err(|e| Error::Internal(format!("block {k}: {e}")))?;
             let w = match &mut writer {
@@ -355,9 +341,9 @@ fn file_to_shard(
             };
             w.push(index_position(layout.file_len, b), &bytes)?;
             summary.blocks += 1;
-        }
-        first = last;
-    }
+            Ok(())
+        },
+    )?;
     match writer {
         Some(w) => {
             summary.bytes_out += w.finish(ctx.options.durability)?;
@@ -524,57 +510,55 @@ fn shard_to_file(
         std::fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
     }
     let mut writer = BlockWriter::create(&local, *header)?;
-    let n = header.blocks_per_file();
-    let batch = ctx.batch();
-    let mut first = 0;
     let mut any = false;
-    while first < n {
-        let last = n.min(first + batch);
-        let mut ks = Vec::with_capacity(usize::try_from(last - first).unwrap_or(0));
-        let mut positions = Vec::with_capacity(ks.capacity());
-        for k in first..last {
-            let b = morton_code::decode_3d_u64(k)
-                .map_err(|e| Error::Internal(format!("block {k}: {e}")))?;
-            ks.push(k);
-            positions.push(index_position(layout.file_len, b));
-        }
-        let items: Vec<(u64, Option<Vec<u8>>)> =
-            ks.into_iter().zip(shard.read_chunks(&positions)?).collect();
-        let encoded = run(
-            ctx,
-            parallel,
-            items,
-            |(k, stored)| -> Result<Option<Vec<u8>>> {
-                let Some(stored) = stored else {
-                    return Ok(None);
-                };
-                if layout.codec == ChunkCodec::None && !block_type.is_compressed() {
-                    if stored.len() != block_bytes {
-                        return Err(Error::corrupt(
-                            shard.path(),
-                            format!(
-                                "chunk of block {k}: {} bytes, expected {block_bytes}",
-                                stored.len()
-                            ),
-                        ));
-                    }
-                    return Ok(Some(stored));
-                }
-                with_raw(block_bytes, |raw| {
-                    if !layout.codec.decode(&stored, raw) {
-                        return Err(Error::corrupt(
-                            shard.path(),
-                            format!("chunk of block {k} does not decode to {block_bytes} bytes"),
-                        ));
-                    }
-                    let mut out = Vec::new();
-                    wkw::encode_block(raw, block_type, &mut out)?;
-                    Ok(Some(out))
+    let per_batch = blocks_per_batch(ctx.pool.current_num_threads(), layout.block_bytes());
+    stream(
+        ctx.pool,
+        parallel,
+        header.blocks_per_file(),
+        per_batch,
+        |ks| -> Result<Vec<(u64, Option<Vec<u8>>)>> {
+            let ks: Vec<u64> = ks.collect();
+            let positions = ks
+                .iter()
+                .map(|&k| {
+                    morton_code::decode_3d_u64(k)
+                        .map(|b| index_position(layout.file_len, b))
+                        .map_err(|e| Error::Internal(format!("block {k}: {e}")))
                 })
-            },
-        );
-        for e in encoded {
-            match e? {
+                .collect::<Result<Vec<_>>>()?;
+            Ok(ks.into_iter().zip(shard.read_chunks(&positions)?).collect())
+        },
+        |(k, stored)| -> Result<Option<Vec<u8>>> {
+            let Some(stored) = stored else {
+                return Ok(None);
+            };
+            if layout.codec == ChunkCodec::None && !block_type.is_compressed() {
+                if stored.len() != block_bytes {
+                    return Err(Error::corrupt(
+                        shard.path(),
+                        format!(
+                            "chunk of block {k}: {} bytes, expected {block_bytes}",
+                            stored.len()
+                        ),
+                    ));
+                }
+                return Ok(Some(stored));
+            }
+            with_raw(block_bytes, |raw| {
+                if !layout.codec.decode(&stored, raw) {
+                    return Err(Error::corrupt(
+                        shard.path(),
+                        format!("chunk of block {k} does not decode to {block_bytes} bytes"),
+                    ));
+                }
+                let mut out = Vec::new();
+                wkw::encode_block(raw, block_type, &mut out)?;
+                Ok(Some(out))
+            })
+        },
+        |coded| {
+            match coded {
                 Some(bytes) => {
                     writer.push_stored(&bytes)?;
                     summary.blocks += 1;
@@ -582,9 +566,9 @@ fn shard_to_file(
                 }
                 None => writer.push_stored(&zero)?,
             }
-        }
-        first = last;
-    }
+            Ok(())
+        },
+    )?;
     if !any {
         // No chunk: the file would read as zeros, like an absent one.
         summary.shards_empty += 1;
