@@ -196,8 +196,16 @@ pub fn decompress_ctx(chunk: &[u8], params: &DParams) -> Result<Vec<u8>> {
             }
         }
     }
-    let mut out = vec![0u8; h.nbytes()];
-    decode_into(chunk, &mut out, params)?;
+    // Decoded straight into fresh capacity: no zero-fill of `nbytes` first.
+    let nbytes = h.nbytes();
+    let mut out = Vec::with_capacity(nbytes);
+    let written = decode_output(chunk, Output::Uninit(out.spare_capacity_mut()), params)?.len();
+    // SAFETY: `decode_output` returned `Ok` with the first `written` bytes (`nbytes`, within
+    // the capacity) of `out`'s spare capacity initialized.
+    #[allow(unsafe_code, reason = "see SAFETY: decoding into fresh memory (no zero-fill)")]
+    unsafe {
+        out.set_len(written);
+    }
     Ok(out)
 }
 
