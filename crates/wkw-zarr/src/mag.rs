@@ -15,13 +15,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use rayon::prelude::*;
 use serde_json::Value;
-use wkw::{BlockReader, BlockType, BlockWriter, Header};
+use wkw::{BlockReader, BlockWriter, Header};
 
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
 use crate::location::{Location, Reader};
 use crate::meta::{Layout, ZARR_JSON};
-use crate::options::{ConvertOptions, Progress, Summary, ZarrCodec};
+use crate::options::{BloscShuffle, ConvertOptions, Progress, Summary, ZarrCodec};
 use crate::shard::{ShardReader, ShardWriter, index_position};
 
 /// What a mag conversion runs with.
@@ -33,15 +33,19 @@ pub(crate) struct Ctx<'a> {
 
 impl Ctx<'_> {
     /// Blocks per batch: enough to keep every thread busy while the batch is written.
-    fn batch(&self) -> u64 {
+    pub(crate) fn batch(&self) -> u64 {
         (self.pool.current_num_threads() as u64 * 4).max(1)
     }
 }
 
-/// The inner-chunk codec `codec` means for a WKW source of `block_type`.
-pub(crate) fn chunk_codec(codec: ZarrCodec, block_type: BlockType) -> ChunkCodec {
-    match codec {
-        ZarrCodec::Auto if block_type.is_compressed() => ChunkCodec::Zstd {
+/// The inner-chunk codec `codec` means for a WKW source with `header`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for settings out of their domain (a `blosc` `clevel` above 9,
+/// `typesize` 0).
+pub(crate) fn chunk_codec(codec: ZarrCodec, header: &Header) -> Result<ChunkCodec> {
+    Ok(match codec {
+        ZarrCodec::Auto if header.block_type().is_compressed() => ChunkCodec::Zstd {
             level: 5,
             checksum: true,
         },
@@ -49,8 +53,39 @@ pub(crate) fn chunk_codec(codec: ZarrCodec, block_type: BlockType) -> ChunkCodec
             level,
             checksum: true,
         },
+        ZarrCodec::Blosc {
+            cname,
+            clevel,
+            shuffle,
+            typesize,
+            blocksize,
+        } => {
+            let size = header.voxel_type().size();
+            if clevel > 9 {
+                return Err(Error::InvalidArgument(format!(
+                    "blosc clevel {clevel} (need 0–9)"
+                )));
+            }
+            if typesize == Some(0) {
+                return Err(Error::InvalidArgument(
+                    "blosc typesize 0 (need 1–255)".into(),
+                ));
+            }
+            ChunkCodec::Blosc {
+                cname,
+                clevel,
+                // zarr-python's choice when none is given.
+                shuffle: shuffle.unwrap_or(if size == 1 {
+                    BloscShuffle::BitShuffle
+                } else {
+                    BloscShuffle::Shuffle
+                }),
+                typesize: typesize.unwrap_or(size),
+                blocksize,
+            }
+        }
         _ => ChunkCodec::None,
-    }
+    })
 }
 
 /// Runs `f` over `items`, in parallel on the pool if `parallel`.
@@ -152,8 +187,8 @@ fn wkw_file_key(idx: [u32; 3]) -> String {
 }
 
 /// A WKW data file being read: its header and jump table (one read), then blocks on demand.
-struct WkwSource {
-    blocks: BlockReader,
+pub(crate) struct WkwSource {
+    pub(crate) blocks: BlockReader,
     data: Reader,
 }
 
@@ -187,7 +222,7 @@ impl wkw::StorageFile for Prefix {
 
 impl WkwSource {
     /// Opens the data file `at` (`len` bytes long) of a mag whose header is `header`.
-    fn open(
+    pub(crate) fn open(
         at: &Location,
         known: Option<Known>,
         header: &Header,
@@ -217,7 +252,7 @@ impl WkwSource {
     }
 
     /// The stored bytes of blocks `ks` (coalesced on a store).
-    fn read(&self, ks: &[u64]) -> Result<Vec<Vec<u8>>> {
+    pub(crate) fn read(&self, ks: &[u64]) -> Result<Vec<Vec<u8>>> {
         let ranges = ks
             .iter()
             .map(|&k| self.blocks.stored_range(k).map(|(s, e)| s..e))
@@ -243,7 +278,7 @@ pub(crate) fn wkw_to_zarr(
             end[d] = end[d].max((u64::from(idx[d]) + 1) * side);
         }
     }
-    let codec = chunk_codec(ctx.options.codec, header.block_type());
+    let codec = chunk_codec(ctx.options.codec, &header)?;
     let layout = Layout::for_wkw(&header, end, codec);
     dst.create_dir()?;
     // Small files (few blocks): files in parallel, each on one thread; else blocks in parallel.
@@ -337,10 +372,7 @@ fn file_to_shard(
                         return Ok(None);
                     }
                     let mut out = Vec::new();
-                    layout
-                        .codec
-                        .encode(raw, &mut out)
-                        .ok_or_else(|| bad(&"zstd compression failed"))?;
+                    layout.codec.encode(raw, &mut out).map_err(|e| bad(&e))?;
                     Ok(Some((k, out)))
                 })
             },
@@ -548,7 +580,10 @@ fn shard_to_file(
                 let Some(stored) = stored else {
                     return Ok(None);
                 };
-                if layout.codec == ChunkCodec::None && !block_type.is_compressed() {
+                if layout.codec == ChunkCodec::None
+                    && layout.order.is_none()
+                    && !block_type.is_compressed()
+                {
                     if stored.len() != block_bytes {
                         return Err(Error::corrupt(
                             shard.path(),
@@ -561,12 +596,9 @@ fn shard_to_file(
                     return Ok(Some(stored));
                 }
                 with_raw(block_bytes, |raw| {
-                    if !layout.codec.decode(&stored, raw) {
-                        return Err(Error::corrupt(
-                            shard.path(),
-                            format!("chunk of block {k} does not decode to {block_bytes} bytes"),
-                        ));
-                    }
+                    layout.decode_chunk(&stored, raw).map_err(|e| {
+                        Error::corrupt(shard.path(), format!("chunk of block {k}: {e}"))
+                    })?;
                     let mut out = Vec::new();
                     wkw::encode_block(raw, block_type, &mut out)?;
                     Ok(Some(out))

@@ -8,13 +8,19 @@ use wkw::VoxelType;
 
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
+use crate::options::{BloscCname, BloscShuffle};
 
 /// Name of a Zarr v3 node's metadata document.
 pub const ZARR_JSON: &str = "zarr.json";
 
+std::thread_local! {
+    /// Per-thread decoded inner chunk before it is re-laid in WKW order.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
 /// A sharded Zarr v3 array whose inner chunks are WKW blocks: dimensions `(c, x, y, z)`,
-/// inner chunk `(c, b, b, b)` stored Fortran-ordered (channels fastest), shards
-/// `(c, s, s, s)`.
+/// inner chunk `(c, b, b, b)` (stored Fortran-ordered, channels fastest, as webknossos-libs
+/// writes it, or in another `transpose` order re-laid per chunk), shards `(c, s, s, s)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub(crate) voxel_type: VoxelType,
@@ -26,6 +32,11 @@ pub(crate) struct Layout {
     /// Shard (WKW file) side in blocks.
     pub(crate) file_len: u32,
     pub(crate) codec: ChunkCodec,
+    /// How a decoded inner chunk lays out its voxels when not as a WKW block: the
+    /// `transpose` order over the axes `(c, x, y, z)` (a 3-d array's `(x, y, z)` shifted by
+    /// one), slowest axis first; `None` when the bytes are a WKW block's (channels fastest,
+    /// then x, y, z).
+    pub(crate) order: Option<[usize; 4]>,
     /// Whether the array has the channel dimension (4-d); 3-d arrays have one channel.
     pub(crate) has_c: bool,
     /// The shard index ends with a crc32c checksum.
@@ -70,6 +81,7 @@ impl Layout {
             block_len: header.block_len(),
             file_len: header.file_len(),
             codec,
+            order: None,
             has_c: true,
             index_crc: true,
             index_at_end: true,
@@ -98,6 +110,31 @@ impl Layout {
             });
         }
         Ok(())
+    }
+
+    /// Decodes the stored inner chunk `stored` into `out` (one WKW block's bytes, which it
+    /// must fill exactly), re-laying the voxels when the chunk is not in WKW order.
+    ///
+    /// # Errors
+    /// What is wrong with the chunk.
+    pub(crate) fn decode_chunk(&self, stored: &[u8], out: &mut [u8]) -> Result<(), String> {
+        let Some(order) = self.order else {
+            return self.codec.decode(stored, out);
+        };
+        SCRATCH.with(|cell| {
+            let mut buf = cell.borrow_mut();
+            buf.resize(out.len(), 0);
+            self.codec.decode(stored, &mut buf)?;
+            relay(
+                &buf,
+                out,
+                order,
+                usize::from(self.channels),
+                self.block_len as usize,
+                self.voxel_type.size() as usize,
+            );
+            Ok(())
+        })
     }
 
     /// Shard side in voxels.
@@ -168,10 +205,20 @@ impl Layout {
             json!({"name": "transpose", "configuration": {"order": [3, 2, 1, 0]}}),
             bytes,
         ];
-        if let ChunkCodec::Zstd { level, checksum } = self.codec {
-            inner.push(
+        match self.codec {
+            ChunkCodec::None => {}
+            ChunkCodec::Zstd { level, checksum } => inner.push(
                 json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}),
-            );
+            ),
+            ChunkCodec::Blosc {
+                cname,
+                clevel,
+                shuffle,
+                typesize,
+                blocksize,
+            } => inner.push(json!({"name": "blosc", "configuration": {
+                "typesize": typesize, "cname": cname.name(), "clevel": clevel,
+                "shuffle": shuffle.name(), "blocksize": blocksize}})),
         }
         let [x, y, z] = self.shape;
         // tensorstore writes the fill value of float types as a float.
@@ -333,7 +380,8 @@ impl Layout {
             wkw::BlockType::Raw,
         )
         .map_err(|e| unsupported(format!("no WKW geometry for this array: {e}")))?;
-        let codec = parse_inner_codecs(cfg.get("codecs"), has_c, voxel_type, path)?;
+        let (codec, order) = parse_inner_codecs(cfg.get("codecs"), has_c, voxel_type, path)?;
+        let order = wkw_order(order, channels, block_len);
         let (index_crc, index_at_end) = parse_index(cfg, path)?;
         let mut xyz = [0u64; 3];
         xyz.copy_from_slice(&shape[space..]);
@@ -344,6 +392,7 @@ impl Layout {
             block_len,
             file_len,
             codec,
+            order,
             has_c,
             index_crc,
             index_at_end,
@@ -352,14 +401,15 @@ impl Layout {
     }
 }
 
-/// Inner codecs: `transpose` reversing the axes (Fortran order, channels fastest), `bytes`
-/// (little endian), then `zstd` or nothing.
+/// Inner codecs: optionally `transpose` (any order), `bytes` (little endian), then `zstd`,
+/// `blosc` or nothing. Returns the compressor and the transpose order over `(c, x, y, z)`
+/// (the identity without `transpose`: C order).
 fn parse_inner_codecs(
     codecs: Option<&Value>,
     has_c: bool,
     voxel_type: VoxelType,
     path: &Path,
-) -> Result<ChunkCodec> {
+) -> Result<(ChunkCodec, [usize; 4])> {
     let list = codecs
         .and_then(Value::as_array)
         .ok_or_else(|| Error::metadata(path, "sharding_indexed codecs is not a list"))?;
@@ -369,29 +419,34 @@ fn parse_inner_codecs(
             .unwrap_or("")
             .to_owned()
     };
-    let order: Vec<u64> = if has_c {
-        vec![3, 2, 1, 0]
-    } else {
-        vec![2, 1, 0]
-    };
+    let n = if has_c { 4 } else { 3 };
     let mut it = list.iter().peekable();
-    let transposed = it.peek().is_some_and(|c| name(c) == "transpose")
-        && it
-            .next()
-            .and_then(|c| c.pointer("/configuration/order"))
+    let mut order = [0, 1, 2, 3];
+    if let Some(t) = it.next_if(|c| name(c) == "transpose") {
+        let given: Option<Vec<usize>> = t
+            .pointer("/configuration/order")
             .and_then(Value::as_array)
-            .is_some_and(|o| {
+            .and_then(|o| {
                 o.iter()
-                    .map(Value::as_u64)
-                    .eq(order.iter().map(|&v| Some(v)))
+                    .map(|v| v.as_u64().and_then(|v| usize::try_from(v).ok()))
+                    .collect()
             });
-    if !transposed {
-        return Err(Error::unsupported(
-            path,
-            format!(
-                "inner chunks not stored channels-fastest (need transpose order {order:?} first)"
-            ),
-        ));
+        let valid = given.as_ref().is_some_and(|g| {
+            let mut sorted = g.clone();
+            sorted.sort_unstable();
+            sorted.into_iter().eq(0..n)
+        });
+        let Some(given) = given.filter(|_| valid) else {
+            return Err(Error::metadata(
+                path,
+                format!("transpose {t} (need an order: a permutation of 0..{n})"),
+            ));
+        };
+        // A 3-d array's axes (x, y, z) are (c, x, y, z)'s 1, 2, 3; its one channel goes first.
+        let shift = 4 - n;
+        for (slot, axis) in order[shift..].iter_mut().zip(given) {
+            *slot = axis + shift;
+        }
     }
     match it.next() {
         Some(c) if name(c) == "bytes" => {
@@ -407,7 +462,7 @@ fn parse_inner_codecs(
             return Err(Error::unsupported(
                 path,
                 format!(
-                    "inner codec {} (need bytes after transpose)",
+                    "inner codec {} (need bytes, after an optional transpose)",
                     other.unwrap_or(&Value::Null)
                 ),
             ));
@@ -426,10 +481,11 @@ fn parse_inner_codecs(
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         },
+        Some(c) if name(c) == "blosc" => parse_blosc(c, voxel_type, path)?,
         Some(c) => {
             return Err(Error::unsupported(
                 path,
-                format!("inner codec {c} (need zstd or none)"),
+                format!("inner codec {c} (need zstd, blosc or none)"),
             ));
         }
     };
@@ -439,7 +495,107 @@ fn parse_inner_codecs(
             format!("inner codec {c} after the compressor"),
         ));
     }
-    Ok(codec)
+    Ok((codec, order))
+}
+
+/// A Zarr v3 `blosc` codec's configuration (`cname`, `clevel`, `shuffle`, `typesize`,
+/// `blocksize`). Decoding needs none of it (a Blosc chunk's header says how it was made),
+/// but it must be valid.
+fn parse_blosc(c: &Value, voxel_type: VoxelType, path: &Path) -> Result<ChunkCodec> {
+    let bad = |what: String| Error::metadata(path, format!("blosc codec {c}: {what}"));
+    let cfg = c.get("configuration");
+    let field = |key: &str| cfg.and_then(|v| v.get(key));
+    let cname = field("cname").and_then(Value::as_str).unwrap_or("");
+    let cname = BloscCname::from_name(cname).ok_or_else(|| {
+        Error::unsupported(
+            path,
+            format!("blosc cname {cname:?} (need blosclz, lz4, lz4hc, zlib or zstd)"),
+        )
+    })?;
+    let clevel = field("clevel")
+        .and_then(Value::as_u64)
+        .and_then(|v| u8::try_from(v).ok())
+        .filter(|&v| v <= 9)
+        .ok_or_else(|| bad("clevel is not 0–9".into()))?;
+    let shuffle = field("shuffle")
+        .and_then(Value::as_str)
+        .and_then(BloscShuffle::from_name)
+        .ok_or_else(|| bad("shuffle is not noshuffle, shuffle or bitshuffle".into()))?;
+    let typesize = match field("typesize") {
+        None | Some(Value::Null) if shuffle == BloscShuffle::NoShuffle => voxel_type.size(),
+        v => v
+            .and_then(Value::as_u64)
+            .and_then(|v| u8::try_from(v).ok())
+            .filter(|&v| v >= 1)
+            .ok_or_else(|| bad("typesize is not 1–255".into()))?,
+    };
+    let blocksize = match field("blocksize") {
+        None | Some(Value::Null) => 0,
+        v => v
+            .and_then(Value::as_u64)
+            .and_then(|v| usize::try_from(v).ok())
+            .ok_or_else(|| bad("blocksize is not a non-negative integer".into()))?,
+    };
+    Ok(ChunkCodec::Blosc {
+        cname,
+        clevel,
+        shuffle,
+        typesize,
+        blocksize,
+    })
+}
+
+/// `None` when an inner chunk in transpose `order` (over `(c, x, y, z)`, slowest first) lays
+/// out its bytes as a WKW block does (channels fastest, then x, y, z: the axes longer than 1
+/// in descending order); else the order.
+fn wkw_order(order: [usize; 4], channels: u8, block_len: u32) -> Option<[usize; 4]> {
+    let long = |axis: usize| {
+        if axis == 0 {
+            channels > 1
+        } else {
+            block_len > 1
+        }
+    };
+    let axes: Vec<usize> = order.into_iter().filter(|&a| long(a)).collect();
+    if axes.windows(2).all(|w| w[0] > w[1]) {
+        None
+    } else {
+        Some(order)
+    }
+}
+
+/// Re-lays a decoded inner chunk `src` stored in transpose `order` (see
+/// [`Layout::order`]) into `dst` in WKW block order, one voxel of `size` bytes at a time.
+pub(crate) fn relay(
+    src: &[u8],
+    dst: &mut [u8],
+    order: [usize; 4],
+    channels: usize,
+    block_len: usize,
+    size: usize,
+) {
+    let dims = [channels, block_len, block_len, block_len];
+    // The stride (in voxels) of each axis in `src`: the product of the later axes' lengths.
+    let mut stride = [0usize; 4];
+    let mut s = 1;
+    for &axis in order.iter().rev() {
+        stride[axis] = s;
+        s *= dims[axis];
+    }
+    let mut out = dst.chunks_exact_mut(size);
+    for z in 0..block_len {
+        for y in 0..block_len {
+            for x in 0..block_len {
+                let base = x * stride[1] + y * stride[2] + z * stride[3];
+                for c in 0..channels {
+                    let at = (base + c * stride[0]) * size;
+                    if let (Some(o), Some(v)) = (out.next(), src.get(at..at + size)) {
+                        o.copy_from_slice(v);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Index codecs (`bytes` little endian, optionally `crc32c`) and location.
@@ -533,13 +689,17 @@ mod tests {
             ("/chunk_key_encoding", json!({"name": "v2"})),
             (
                 "/codecs/0/configuration/codecs/0/configuration/order",
-                json!([0, 1, 2, 3]),
+                json!([0, 1, 1, 3]),
+            ),
+            (
+                "/codecs/0/configuration/codecs/0/configuration/order",
+                json!([4, 3, 2, 1]),
             ),
             (
                 "/codecs/0/configuration/codecs/1/configuration/endian",
                 json!("big"),
             ),
-            ("/codecs/0/configuration/codecs/2/name", json!("gzip")),
+            ("/codecs/0/configuration/codecs/2/name", json!("lzma")),
             (
                 "/codecs/0/configuration/index_codecs/0/configuration/endian",
                 json!("big"),

@@ -137,19 +137,6 @@ impl ShardReader {
         let mut got = self.reader.read_ranges(&ranges)?.into_iter();
         Ok(entries.iter().map(|e| e.and_then(|_| got.next())).collect())
     }
-
-    /// Reads the stored bytes of the chunk at index position `pos` into `out`; `false` (and
-    /// `out` empty) if the chunk is absent.
-    pub(crate) fn read_chunk(&self, pos: usize, out: &mut Vec<u8>) -> Result<bool> {
-        out.clear();
-        match self.read_chunks(&[pos])?.pop().flatten() {
-            Some(v) => {
-                *out = v;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
-    }
 }
 
 /// A shard being written: chunks streamed to a staged file or an upload, index kept in
