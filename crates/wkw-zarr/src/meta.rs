@@ -306,6 +306,9 @@ impl Layout {
             return Err(unsupported("fill_value other than 0".into()));
         }
         let separator = match doc.get("chunk_key_encoding") {
+            // A name alone stands for the codec with its default configuration (Zarr v3
+            // "extension definition" short form, as zarrs writes it).
+            Some(Value::String(name)) if name == "default" => '/',
             Some(e) if e.get("name").and_then(Value::as_str) == Some("default") => {
                 match e
                     .pointer("/configuration/separator")
