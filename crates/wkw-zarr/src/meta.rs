@@ -662,6 +662,75 @@ mod tests {
     }
 
     #[test]
+    fn blosc_metadata_parses_back() -> Result<()> {
+        let mut l = layout()?;
+        l.codec = ChunkCodec::Blosc {
+            cname: BloscCname::Zlib,
+            clevel: 3,
+            shuffle: BloscShuffle::BitShuffle,
+            typesize: 2,
+            blocksize: 4096,
+        };
+        assert_eq!(Layout::parse(&l.to_json(), Path::new("zarr.json"))?, l);
+        Ok(())
+    }
+
+    #[test]
+    fn transpose_orders_and_their_wkw_equivalents() -> Result<()> {
+        let l = layout()?;
+        let with = |codecs: Value| -> Result<Layout> {
+            let mut d = l.to_json();
+            *d.pointer_mut("/codecs/0/configuration/codecs")
+                .ok_or_else(|| Error::Internal("codecs".into()))? = codecs;
+            Layout::parse(&d, Path::new("zarr.json"))
+        };
+        let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
+        let t = |o: Value| json!({"name": "transpose", "configuration": {"order": o}});
+        assert_eq!(with(json!([t(json!([3, 2, 1, 0])), bytes]))?.order, None);
+        assert_eq!(with(json!([bytes]))?.order, Some([0, 1, 2, 3]));
+        assert_eq!(
+            with(json!([t(json!([0, 3, 2, 1])), bytes]))?.order,
+            Some([0, 3, 2, 1])
+        );
+        // One channel: the channel axis may be anywhere.
+        assert_eq!(wkw_order([0, 3, 2, 1], 1, 16), None);
+        assert_eq!(wkw_order([3, 2, 0, 1], 1, 16), None);
+        assert_eq!(wkw_order([3, 1, 2, 0], 1, 16), Some([3, 1, 2, 0]));
+        Ok(())
+    }
+
+    #[test]
+    fn relay_puts_c_ordered_voxels_in_wkw_order() {
+        // 2 channels, side 2, 2-byte voxels; C order: c slowest, then x, y, z fastest.
+        let (c, b, size) = (2usize, 2usize, 2usize);
+        let mut src = Vec::new();
+        for ch in 0..c {
+            for x in 0..b {
+                for y in 0..b {
+                    for z in 0..b {
+                        let v = (ch * 1000 + x * 100 + y * 10 + z) as u16;
+                        src.extend_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+        }
+        let mut dst = vec![0u8; src.len()];
+        relay(&src, &mut dst, [0, 1, 2, 3], c, b, size);
+        let mut want = Vec::new();
+        for z in 0..b {
+            for y in 0..b {
+                for x in 0..b {
+                    for ch in 0..c {
+                        let v = (ch * 1000 + x * 100 + y * 10 + z) as u16;
+                        want.extend_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+        }
+        assert_eq!(dst, want);
+    }
+
+    #[test]
     fn hostile_or_unsupported_metadata_is_an_error_not_a_panic() -> Result<()> {
         let doc = layout()?.to_json();
         let edits: Vec<(&str, Value)> = vec![
