@@ -1,20 +1,31 @@
 //! wkw-zarr: the webknossos-libs 4.3.3 fixtures (`testdata/wkw-zarr`) converted WKW → Zarr3 →
 //! WKW. Always: our `zarr.json` files and properties equal webknossos-libs' `copy-dataset`
 //! output (JSON-equal), our shards and theirs decode to the WKW source's voxels, and the way
-//! back verifies. With `--live`: webknossos-libs 4.3.3 opens our Zarr3 datasets and our WKW
-//! round trips and reads every layer and mag equal to the source, wkw 1.1.24 reads our WKW
-//! equal, and zarr-python 3.1.6 reads our arrays (`testdata/generators/wkw-zarr/live.py`).
+//! back verifies; the same for our conversions with `blosc` inner chunks (LZ4 for `multi`,
+//! zstd for `types`, zarr-python's default shuffle). With `--live`: webknossos-libs 4.3.3
+//! (tensorstore) opens our Zarr3 datasets (zstd and blosc) and our WKW round trips and reads
+//! every layer and mag equal to the source, wkw 1.1.24 reads our WKW equal, and zarr-python
+//! 3.1.6 reads our arrays (`testdata/generators/wkw-zarr/live.py`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use wkw_zarr::{ConvertOptions, Existing, Format, convert, verify};
+use wkw_zarr::{BloscCname, ConvertOptions, Existing, Format, ZarrCodec, convert, verify};
 
 use super::{Ctx, Row};
 
 const SECTION: &str = "wkw-zarr";
 const DATASETS: [&str; 2] = ["multi", "types"];
+
+/// The `blosc` compressor each dataset is also converted with.
+fn blosc_of(name: &str) -> ZarrCodec {
+    if name == "multi" {
+        ZarrCodec::blosc(BloscCname::Lz4, 5)
+    } else {
+        ZarrCodec::blosc(BloscCname::Zstd, 5)
+    }
+}
 
 pub(crate) fn rows(ctx: &Ctx) -> Vec<Row> {
     let mut meta = Row::new(
@@ -56,6 +67,26 @@ pub(crate) fn rows(ctx: &Ctx) -> Vec<Row> {
                     .map_err(|e| e.to_string())
                     .and_then(|_| verified(&wkw, zarr)),
             );
+        }
+    }
+    // The same with blosc inner chunks: WKW -> Zarr3 (blosc) -> WKW, each verified.
+    for name in DATASETS {
+        let src = ctx.testdata(&format!("wkw-zarr/{name}/wkw"));
+        let zarr = work.join(name).join("zarr3-blosc");
+        let wkw = work.join(name).join("back-blosc");
+        let blosc = options.clone().with_codec(blosc_of(name));
+        let case = format!("{name} blosc ({:?})", blosc_of(name));
+        match convert(&src, &zarr, Format::Zarr3, &blosc, &|_| {}) {
+            Ok(_) => {
+                voxels.case(case.clone(), verified(&src, &zarr));
+                back.case(
+                    case,
+                    convert(&zarr, &wkw, Format::Wkw, &options, &|_| {})
+                        .map_err(|e| e.to_string())
+                        .and_then(|_| verified(&wkw, &zarr)),
+                );
+            }
+            Err(e) => voxels.case(case, Err(e.to_string())),
         }
     }
     let mut rows = vec![meta, voxels, back];
@@ -112,18 +143,24 @@ fn live(ctx: &Ctx, work: &Path) -> Row {
         }
     };
     let script = ctx.root.join("testdata/generators/wkw-zarr/live.py");
-    for name in DATASETS {
+    let variants = [
+        ("", "zarr3", "back-ours"),
+        (" blosc", "zarr3-blosc", "back-blosc"),
+    ];
+    for (name, (variant, zarr, wkw)) in DATASETS.into_iter().flat_map(|n| variants.map(|v| (n, v)))
+    {
         let src = ctx.testdata(&format!("wkw-zarr/{name}/wkw"));
-        let ours = work.join(name).join("zarr3");
-        let back = work.join(name).join("back-ours");
-        let out = work.join(format!("{name}-live.json"));
+        let ours = work.join(name).join(zarr);
+        let back = work.join(name).join(wkw);
+        let out = work.join(format!("{name}-{zarr}-live.json"));
+        let name = format!("{name}{variant}");
         let status = Command::new(&python)
             .arg(&script)
             .args([&src, &ours, &back, &out])
             .status();
         if !status.as_ref().is_ok_and(std::process::ExitStatus::success) {
             row.case(
-                name,
+                name.clone(),
                 Err(format!("{} failed: {status:?}", script.display())),
             );
             continue;
@@ -133,7 +170,7 @@ fn live(ctx: &Ctx, work: &Path) -> Row {
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_default();
         if results.is_empty() {
-            row.case(name, Err("no results".into()));
+            row.case(name.clone(), Err("no results".into()));
         }
         for r in results {
             let check = r["check"].as_str().unwrap_or("?").to_owned();
