@@ -58,7 +58,7 @@ pub(crate) enum Cname {
 
 /// The Blosc filter `--shuffle` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Shuffle {
+pub(crate) enum ShuffleArg {
     /// As zarr-python chooses: bitshuffle for 1-byte voxels, shuffle for wider ones.
     Auto,
     /// No filter.
@@ -108,7 +108,7 @@ pub(crate) struct ConvertArgs {
     /// Blosc filter (with --codec blosc; default auto: bitshuffle for 1-byte voxels, shuffle
     /// for wider ones, as zarr-python chooses).
     #[arg(long, value_enum, ignore_case = true)]
-    shuffle: Option<Shuffle>,
+    shuffle: Option<ShuffleArg>,
     /// Blosc item size in bytes, 1-255 (with --codec blosc; default: the voxel type's size).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=255))]
     typesize: Option<u8>,
@@ -178,11 +178,11 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
                 Cname::Zstd => BloscCname::Zstd,
             },
             clevel: a.clevel.unwrap_or(5),
-            shuffle: match a.shuffle.unwrap_or(Shuffle::Auto) {
-                Shuffle::Auto => None,
-                Shuffle::Noshuffle => Some(BloscShuffle::NoShuffle),
-                Shuffle::Shuffle => Some(BloscShuffle::Shuffle),
-                Shuffle::Bitshuffle => Some(BloscShuffle::BitShuffle),
+            shuffle: match a.shuffle.unwrap_or(ShuffleArg::Auto) {
+                ShuffleArg::Auto => None,
+                ShuffleArg::Noshuffle => Some(BloscShuffle::NoShuffle),
+                ShuffleArg::Shuffle => Some(BloscShuffle::Shuffle),
+                ShuffleArg::Bitshuffle => Some(BloscShuffle::BitShuffle),
             },
             typesize: a.typesize,
             blocksize: a.blocksize.unwrap_or(0),

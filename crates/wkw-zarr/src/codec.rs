@@ -191,9 +191,7 @@ mod tests {
 
     #[test]
     fn blosc_chunks_are_blosc_chunk_blosc1_output_and_bad_ones_fail() {
-        let raw: Vec<u8> = (0..8192u32)
-            .flat_map(|i| ((i / 5) as u16).to_le_bytes())
-            .collect();
+        let raw: Vec<u8> = (0..8192u16).flat_map(|i| (i / 5).to_le_bytes()).collect();
         for cname in BloscCname::ALL {
             for shuffle in BloscShuffle::ALL {
                 let codec = ChunkCodec::Blosc {

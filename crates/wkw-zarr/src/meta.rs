@@ -708,7 +708,7 @@ mod tests {
             for x in 0..b {
                 for y in 0..b {
                     for z in 0..b {
-                        let v = (ch * 1000 + x * 100 + y * 10 + z) as u16;
+                        let v = u16::try_from(ch * 1000 + x * 100 + y * 10 + z).unwrap_or(u16::MAX);
                         src.extend_from_slice(&v.to_le_bytes());
                     }
                 }
@@ -721,7 +721,7 @@ mod tests {
             for y in 0..b {
                 for x in 0..b {
                     for ch in 0..c {
-                        let v = (ch * 1000 + x * 100 + y * 10 + z) as u16;
+                        let v = u16::try_from(ch * 1000 + x * 100 + y * 10 + z).unwrap_or(u16::MAX);
                         want.extend_from_slice(&v.to_le_bytes());
                     }
                 }

@@ -28,7 +28,10 @@ fn shard_chunks(bytes: &[u8], chunks: usize) -> Vec<(usize, usize)> {
         .filter_map(|e| {
             let off = u64::from_le_bytes(e[..8].try_into().ok()?);
             let len = u64::from_le_bytes(e[8..].try_into().ok()?);
-            (off != u64::MAX).then_some((off as usize, len as usize))
+            if off == u64::MAX {
+                return None;
+            }
+            Some((usize::try_from(off).ok()?, usize::try_from(len).ok()?))
         })
         .collect()
 }
@@ -253,7 +256,7 @@ fn zarrs_array(
             if i % 997 < 50 {
                 0
             } else {
-                (i % 60_000) as u16 + 1
+                u16::try_from(i % 60_000).unwrap_or(0) + 1
             }
         })
         .collect();
@@ -297,7 +300,11 @@ fn c_ordered_and_transposed_zarr_arrays_convert_to_wkw() -> TestResult {
         };
         let ds = wkw::Dataset::open(&wkw_dir)?;
         assert_eq!(u64::from(ds.header().num_channels()), c, "{case}");
-        let got = ds.read([0, 0, 0], xyz.map(|v| v as u32), wkw::Order::C)?;
+        let got = ds.read(
+            [0, 0, 0],
+            xyz.map(|v| u32::try_from(v).unwrap_or(u32::MAX)),
+            wkw::Order::C,
+        )?;
         let want: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(got.as_bytes(), &want[..], "{case}");
         assert!(
@@ -306,10 +313,10 @@ fn c_ordered_and_transposed_zarr_arrays_convert_to_wkw() -> TestResult {
         );
         // And verify sees a voxel that differs, at its place.
         let one = wkw::Array::from_vec(
-            c as u8,
+            u8::try_from(c)?,
             [1, 1, 1],
             wkw::Order::Fortran,
-            vec![7u16; c as usize],
+            vec![7u16; usize::try_from(c)?],
         )?;
         ds.write([9, 4, 17], &one.view())?;
         let report = verify(&wkw_dir, &zarr, &options, &|_| {})?;
@@ -348,6 +355,9 @@ fn channels_split_over_inner_chunks_stay_unsupported() -> TestResult {
     Ok(())
 }
 
+/// A change to a shard's bytes.
+type Corruption = Box<dyn Fn(&mut [u8])>;
+
 #[test]
 fn a_corrupt_blosc_chunk_or_bad_blosc_metadata_is_an_error_naming_the_file() -> TestResult {
     let dir = tempfile::tempdir()?;
@@ -359,7 +369,7 @@ fn a_corrupt_blosc_chunk_or_bad_blosc_metadata_is_an_error_naming_the_file() -> 
     let shard = shards(&zarr)?.into_iter().next().ok_or("no shard")?;
     let good = std::fs::read(&shard)?;
     let (off, len) = shard_chunks(&good, 8)[0];
-    let corruptions: Vec<(&str, Box<dyn Fn(&mut [u8])>)> = vec![
+    let corruptions: Vec<(&str, Corruption)> = vec![
         // nbytes far beyond the block.
         (
             "nbytes",
