@@ -1,5 +1,5 @@
-//! The inner-chunk compressor (`zstd`, `blosc` or none) and the `crc32c` checksum of shard
-//! indexes.
+//! The inner-chunk compressor (`zstd`, `blosc`, `gzip` or none) and the `crc32c` checksum of
+//! shard indexes.
 
 use std::cell::RefCell;
 
@@ -24,6 +24,9 @@ pub(crate) enum ChunkCodec {
         typesize: u8,
         blocksize: usize,
     },
+    /// `gzip` (RFC 1952) at `level` 0–9: read from Zarr arrays (zarr-python's `GzipCodec`);
+    /// conversions to Zarr do not write it.
+    Gzip { level: u32 },
 }
 
 std::thread_local! {
@@ -104,6 +107,13 @@ impl ChunkCodec {
                     .map(|_| ())
                     .map_err(|code| format!("zstd: {}", zstd_safe::get_error_name(code)))
             }),
+            Self::Gzip { level } => {
+                use std::io::Write;
+                let mut enc = flate2::write::GzEncoder::new(out, flate2::Compression::new(level));
+                enc.write_all(raw)
+                    .and_then(|()| enc.finish().map(|_| ()))
+                    .map_err(|e| format!("gzip: {e}"))
+            }
             Self::Blosc { .. } => {
                 let params = self.blosc_params().ok_or("no Blosc parameters")?;
                 *out = blosc_chunk::compress(raw, &params).map_err(|e| format!("blosc: {e}"))?;
@@ -135,6 +145,21 @@ impl ChunkCodec {
                     Err(code) => Err(format!("zstd: {}", zstd_safe::get_error_name(code))),
                 }
             }),
+            Self::Gzip { .. } => {
+                use std::io::Read;
+                // One gzip member filling `out` exactly: reading one byte more must give
+                // nothing (which also checks the member's CRC-32 and length).
+                let mut dec = flate2::read::GzDecoder::new(stored);
+                dec.read_exact(out).map_err(|e| {
+                    format!("gzip: {e} (a stream shorter than the {want}-byte block?)")
+                })?;
+                let mut extra = [0u8; 1];
+                match dec.read(&mut extra) {
+                    Ok(0) => Ok(()),
+                    Ok(_) => Err(format!("gzip stream longer than the {want}-byte block")),
+                    Err(e) => Err(format!("gzip: {e}")),
+                }
+            }
             Self::Blosc { .. } => {
                 // A chunk claiming more than the block is refused before anything is
                 // allocated for it.
@@ -155,6 +180,9 @@ impl ChunkCodec {
             Self::None => raw,
             Self::Zstd { .. } => zstd_safe::compress_bound(raw),
             Self::Blosc { .. } => raw.saturating_add(blosc_chunk::MAX_OVERHEAD),
+            // Stored deflate blocks add 5 bytes per 64 KiB; gzip's header may carry a name
+            // and a comment.
+            Self::Gzip { .. } => raw.saturating_add(raw / 1024).saturating_add(64 << 10),
         }
     }
 }
@@ -229,6 +257,33 @@ mod tests {
                 assert!(codec.decode(&big, &mut back).is_err());
             }
         }
+    }
+
+    #[test]
+    fn gzip_round_trip_and_rejects_wrong_sizes_and_corruption() {
+        let raw: Vec<u8> = (0..4096u32)
+            .map(|i| u8::try_from(i % 11).unwrap_or(0))
+            .collect();
+        let codec = ChunkCodec::Gzip { level: 5 };
+        let mut stored = Vec::new();
+        codec.encode(&raw, &mut stored).unwrap();
+        assert_eq!(&stored[..2], &[0x1f, 0x8b]);
+        let mut back = vec![0u8; raw.len()];
+        codec.decode(&stored, &mut back).unwrap();
+        assert_eq!(back, raw);
+        let mut short = vec![0u8; raw.len() - 1];
+        assert!(codec.decode(&stored, &mut short).is_err());
+        let mut long = vec![0u8; raw.len() + 1];
+        assert!(codec.decode(&stored, &mut long).is_err());
+        assert!(
+            codec
+                .decode(&stored[..stored.len() - 3], &mut back)
+                .is_err()
+        );
+        // A wrong CRC-32 in the trailer.
+        let n = stored.len();
+        stored[n - 8] ^= 1;
+        assert!(codec.decode(&stored, &mut back).is_err());
     }
 
     #[test]

@@ -219,6 +219,9 @@ impl Layout {
             } => inner.push(json!({"name": "blosc", "configuration": {
                 "typesize": typesize, "cname": cname.name(), "clevel": clevel,
                 "shuffle": shuffle.name(), "blocksize": blocksize}})),
+            ChunkCodec::Gzip { level } => {
+                inner.push(json!({"name": "gzip", "configuration": {"level": level}}));
+            }
         }
         let [x, y, z] = self.shape;
         // tensorstore writes the fill value of float types as a float.
@@ -405,7 +408,7 @@ impl Layout {
 }
 
 /// Inner codecs: optionally `transpose` (any order), `bytes` (little endian), then `zstd`,
-/// `blosc` or nothing. Returns the compressor and the transpose order over `(c, x, y, z)`
+/// `blosc`, `gzip` or nothing. Returns the compressor and the transpose order over `(c, x, y, z)`
 /// (the identity without `transpose`: C order).
 fn parse_inner_codecs(
     codecs: Option<&Value>,
@@ -485,10 +488,20 @@ fn parse_inner_codecs(
                 .unwrap_or(false),
         },
         Some(c) if name(c) == "blosc" => parse_blosc(c, voxel_type, path)?,
+        Some(c) if name(c) == "gzip" => ChunkCodec::Gzip {
+            level: c
+                .pointer("/configuration/level")
+                .and_then(Value::as_u64)
+                .and_then(|l| u32::try_from(l).ok())
+                .filter(|&l| l <= 9)
+                .ok_or_else(|| {
+                    Error::metadata(path, format!("gzip codec {c}: level is not 0–9"))
+                })?,
+        },
         Some(c) => {
             return Err(Error::unsupported(
                 path,
-                format!("inner codec {c} (need zstd, blosc or none)"),
+                format!("inner codec {c} (need zstd, blosc, gzip or none)"),
             ));
         }
     };

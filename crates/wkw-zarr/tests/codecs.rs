@@ -1,8 +1,8 @@
 //! The `blosc` inner codec and Zarr arrays whose inner chunks are not in WKW order: WKW →
 //! Zarr3 (blosc, every cname and shuffle) → WKW round trips whose chunks are exactly
 //! blosc-chunk's Blosc1 output for the block; C-ordered (and otherwise transposed) sharded
-//! arrays written by zarrs convert to WKW equal to what zarrs reads; corrupt blosc chunks and
-//! bad blosc settings are errors naming the file.
+//! arrays written by zarrs (zstd, blosc, gzip or no compressor) convert to WKW equal to what
+//! zarrs wrote; corrupt blosc chunks and bad blosc settings are errors naming the file.
 
 mod common;
 
@@ -275,6 +275,10 @@ fn c_ordered_and_transposed_zarr_arrays_convert_to_wkw() -> TestResult {
         // zarr-python's default: C order, no transpose.
         (vec![3, 32, 16, 48], json!([bytes, zstd])),
         (vec![32, 16, 48], json!([bytes, blosc])),
+        (
+            vec![2, 32, 16, 48],
+            json!([bytes, {"name": "gzip", "configuration": {"level": 6}}]),
+        ),
         // Some other permutations.
         (
             vec![2, 32, 16, 48],

@@ -207,7 +207,7 @@ fn unsupported_arrays_are_refused_naming_the_document() -> TestResult {
         ),
         (
             "/codecs/0/configuration/codecs/2",
-            serde_json::json!({"name": "gzip", "configuration": {"level": 5}}),
+            serde_json::json!({"name": "numcodecs.lzma", "configuration": {"preset": 5}}),
         ),
     ] {
         let mut d = doc.clone();
