@@ -563,27 +563,31 @@ fn shard_to_file(
     while first < n {
         let last = n.min(first + batch);
         let mut ks = Vec::with_capacity(usize::try_from(last - first).unwrap_or(0));
-        let mut positions = Vec::with_capacity(ks.capacity());
+        let mut coords = Vec::with_capacity(ks.capacity());
         for k in first..last {
             let b = morton_code::decode_3d_u64(k)
                 .map_err(|e| Error::Internal(format!("block {k}: {e}")))?;
             ks.push(k);
-            positions.push(index_position(layout.file_len, b));
+            coords.push(b);
         }
-        let items: Vec<(u64, Option<Vec<u8>>)> =
-            ks.into_iter().zip(shard.read_chunks(&positions)?).collect();
+        let items: Vec<_> = ks
+            .into_iter()
+            .zip(shard.read_blocks(layout, &coords)?)
+            .collect();
         let encoded = run(
             ctx,
             parallel,
             items,
-            |(k, stored)| -> Result<Option<Vec<u8>>> {
-                let Some(stored) = stored else {
+            |(k, parts)| -> Result<Option<Vec<u8>>> {
+                let Some(mut parts) = parts else {
                     return Ok(None);
                 };
-                if layout.codec == ChunkCodec::None
+                if let [Some(stored)] = &mut parts[..]
+                    && layout.codec == ChunkCodec::None
                     && layout.order.is_none()
                     && !block_type.is_compressed()
                 {
+                    let stored = std::mem::take(stored);
                     if stored.len() != block_bytes {
                         return Err(Error::corrupt(
                             shard.path(),
@@ -596,7 +600,7 @@ fn shard_to_file(
                     return Ok(Some(stored));
                 }
                 with_raw(block_bytes, |raw| {
-                    layout.decode_chunk(&stored, raw).map_err(|e| {
+                    layout.decode_parts(&parts, raw).map_err(|e| {
                         Error::corrupt(shard.path(), format!("chunk of block {k}: {e}"))
                     })?;
                     let mut out = Vec::new();

@@ -9,6 +9,7 @@ use wkw::VoxelType;
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
 use crate::options::{BloscCname, BloscShuffle};
+use crate::shard::index_position;
 
 /// Name of a Zarr v3 node's metadata document.
 pub const ZARR_JSON: &str = "zarr.json";
@@ -16,6 +17,9 @@ pub const ZARR_JSON: &str = "zarr.json";
 std::thread_local! {
     /// Per-thread decoded inner chunk before it is re-laid in WKW order.
     static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Per-thread decoded one-channel inner chunk, and the same re-laid.
+    static PART: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// A sharded Zarr v3 array whose inner chunks are WKW blocks: dimensions `(c, x, y, z)`,
@@ -37,6 +41,9 @@ pub(crate) struct Layout {
     /// one), slowest axis first; `None` when the bytes are a WKW block's (channels fastest,
     /// then x, y, z).
     pub(crate) order: Option<[usize; 4]>,
+    /// Inner chunks hold one channel each (`(1, b, b, b)` with several channels): a WKW
+    /// block is assembled from one chunk per channel.
+    pub(crate) split: bool,
     /// Whether the array has the channel dimension (4-d); 3-d arrays have one channel.
     pub(crate) has_c: bool,
     /// The shard index ends with a crc32c checksum.
@@ -82,6 +89,7 @@ impl Layout {
             file_len: header.file_len(),
             codec,
             order: None,
+            split: false,
             has_c: true,
             index_crc: true,
             index_at_end: true,
@@ -144,7 +152,95 @@ impl Layout {
 
     /// Inner chunks per shard.
     pub(crate) fn chunks_per_shard(&self) -> u64 {
+        self.blocks_per_shard() * self.parts() as u64
+    }
+
+    /// WKW blocks per shard (file).
+    pub(crate) fn blocks_per_shard(&self) -> u64 {
         u64::from(self.file_len).pow(3)
+    }
+
+    /// Inner chunks per WKW block: one per channel when they split the channels, else one.
+    pub(crate) fn parts(&self) -> usize {
+        if self.split {
+            usize::from(self.channels)
+        } else {
+            1
+        }
+    }
+
+    /// The shard-index positions of the inner chunks of the block at block coordinates `b`
+    /// (C order over the shard's chunk grid `(c, x, y, z)`).
+    pub(crate) fn positions(&self, b: [u32; 3]) -> impl Iterator<Item = usize> {
+        let at = index_position(self.file_len, b);
+        let per_channel = (self.file_len as usize).pow(3);
+        (0..self.parts()).map(move |ch| ch * per_channel + at)
+    }
+
+    /// Decodes the stored inner chunks of one block (`parts`, one per channel when they
+    /// split the channels; absent ones are the fill value 0) into `out`, the WKW block.
+    ///
+    /// # Errors
+    /// What is wrong with a chunk.
+    pub(crate) fn decode_parts(
+        &self,
+        parts: &[Option<Vec<u8>>],
+        out: &mut [u8],
+    ) -> Result<(), String> {
+        if !self.split {
+            return match parts {
+                [Some(stored)] => self.decode_chunk(stored, out),
+                [None] => {
+                    out.fill(0);
+                    Ok(())
+                }
+                _ => Err(format!("{} chunks for one block", parts.len())),
+            };
+        }
+        let c = usize::from(self.channels);
+        if parts.len() != c {
+            return Err(format!(
+                "{} chunks for a block of {c} channels",
+                parts.len()
+            ));
+        }
+        let size = self.voxel_type.size() as usize;
+        let one = out.len() / c;
+        let b = self.block_len as usize;
+        PART.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let (buf, laid) = &mut *cell;
+            buf.resize(one, 0);
+            laid.resize(one, 0);
+            for (ch, part) in parts.iter().enumerate() {
+                let Some(stored) = part else {
+                    out.chunks_exact_mut(size)
+                        .skip(ch)
+                        .step_by(c)
+                        .for_each(|v| v.fill(0));
+                    continue;
+                };
+                self.codec
+                    .decode(stored, buf)
+                    .map_err(|e| format!("channel {ch}: {e}"))?;
+                let voxels: &[u8] = match self.order {
+                    Some(order) => {
+                        relay(buf, laid, order, 1, b, size);
+                        laid
+                    }
+                    None => buf,
+                };
+                for (dst, src) in out
+                    .chunks_exact_mut(size)
+                    .skip(ch)
+                    .step_by(c)
+                    .zip(voxels.chunks_exact(size))
+                {
+                    dst.copy_from_slice(src);
+                }
+            }
+            Ok(())
+        })
     }
 
     /// Bytes of a decoded inner chunk (one WKW block).
@@ -359,7 +455,8 @@ impl Layout {
             return Err(bad("chunk shapes and shape differ in length"));
         }
         let space = usize::from(has_c);
-        if has_c && (shard[0] != channels || inner[0] != channels) {
+        let split = has_c && channels > 1 && inner[0] == 1 && shard[0] == channels;
+        if has_c && !split && (shard[0] != channels || inner[0] != channels) {
             return Err(unsupported(format!(
                 "chunks split the {channels} channels (chunk shapes {shard:?} / {inner:?})"
             )));
@@ -387,7 +484,7 @@ impl Layout {
         )
         .map_err(|e| unsupported(format!("no WKW geometry for this array: {e}")))?;
         let (codec, order) = parse_inner_codecs(cfg.get("codecs"), has_c, voxel_type, path)?;
-        let order = wkw_order(order, channels, block_len);
+        let order = wkw_order(order, if split { 1 } else { channels }, block_len);
         let (index_crc, index_at_end) = parse_index(cfg, path)?;
         let mut xyz = [0u64; 3];
         xyz.copy_from_slice(&shape[space..]);
@@ -399,6 +496,7 @@ impl Layout {
             file_len,
             codec,
             order,
+            split,
             has_c,
             index_crc,
             index_at_end,
@@ -713,6 +811,55 @@ mod tests {
     }
 
     #[test]
+    fn channel_split_chunks_assemble_a_block_absent_ones_zero() -> Result<()> {
+        // 3 channels of u16, 16³ blocks; inner chunks (1, 16, 16, 16) in C order, no codec.
+        let mut l = layout()?;
+        l.split = true;
+        l.order = Some([0, 1, 2, 3]);
+        l.codec = ChunkCodec::None;
+        let b = 16usize;
+        let value = |ch: usize, x: usize, y: usize, z: usize| {
+            u16::try_from(ch * 4096 + x * 256 + y * 16 + z).unwrap_or(0) + 1
+        };
+        let chunk = |ch: usize| -> Vec<u8> {
+            let mut v = Vec::new();
+            for x in 0..b {
+                for y in 0..b {
+                    for z in 0..b {
+                        v.extend_from_slice(&value(ch, x, y, z).to_le_bytes());
+                    }
+                }
+            }
+            v
+        };
+        let parts = [Some(chunk(0)), None, Some(chunk(2))];
+        let mut out = vec![0xaau8; 3 * 2 * b * b * b];
+        l.decode_parts(&parts, &mut out).map_err(Error::Internal)?;
+        let mut want = Vec::new();
+        for z in 0..b {
+            for y in 0..b {
+                for x in 0..b {
+                    for ch in 0..3 {
+                        let v = if ch == 1 { 0 } else { value(ch, x, y, z) };
+                        want.extend_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+        }
+        assert_eq!(out, want);
+        assert_eq!(
+            l.positions([1, 2, 3]).collect::<Vec<_>>(),
+            [27, 64 + 27, 128 + 27]
+        );
+        assert!(l.decode_parts(&parts[..1], &mut out).is_err());
+        assert!(
+            l.decode_parts(&[Some(vec![1, 2, 3]), None, None], &mut out)
+                .is_err()
+        );
+        Ok(())
+    }
+
+    #[test]
     fn relay_puts_c_ordered_voxels_in_wkw_order() {
         // 2 channels, side 2, 2-byte voxels; C order: c slowest, then x, y, z fastest.
         let (c, b, size) = (2usize, 2usize, 2usize);
@@ -764,8 +911,8 @@ mod tests {
                 json!([3, 48, 48, 48]),
             ),
             (
-                "/codecs/0/configuration/chunk_shape",
-                json!([1, 16, 16, 16]),
+                "/chunk_grid/configuration/chunk_shape",
+                json!([1, 64, 64, 64]),
             ),
             ("/shape", json!([3, 1, 2])),
             ("/shape", json!("big")),

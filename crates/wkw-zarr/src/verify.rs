@@ -15,7 +15,7 @@ use crate::mag::{
 };
 use crate::meta::Layout;
 use crate::options::{ConvertOptions, Format, Progress};
-use crate::shard::{ShardReader, index_position};
+use crate::shard::ShardReader;
 
 /// A differing block: the first differing byte and the block's coordinates in its shard.
 type Found = Option<(u64, [u32; 3])>;
@@ -212,25 +212,23 @@ fn verify_mag(wkw_dir: &Location, zarr_dir: &Location, ctx: &Ctx<'_>) -> Result<
             },
             None => None,
         };
-        let n = layout.chunks_per_shard();
+        let n = layout.blocks_per_shard();
         let mut first = 0;
         while first < n {
             let last = n.min(first + batch);
             let ks: Vec<u64> = (first..last).collect();
             let mut coords = Vec::with_capacity(ks.len());
-            let mut positions = Vec::with_capacity(ks.len());
             for &k in &ks {
                 let b = morton_code::decode_3d_u64(k)
                     .map_err(|e| Error::Internal(format!("block {k}: {e}")))?;
                 coords.push(b);
-                positions.push(index_position(layout.file_len, b));
             }
             let left: Vec<Option<Vec<u8>>> = match &source {
                 Some(s) => s.read(&ks)?.into_iter().map(Some).collect(),
                 None => vec![None; ks.len()],
             };
-            let right: Vec<Option<Vec<u8>>> = match &shard {
-                Some(s) => s.read_chunks(&positions)?,
+            let right = match &shard {
+                Some(s) => s.read_blocks(&layout, &coords)?,
                 None => vec![None; ks.len()],
             };
             let items: Vec<_> = ks
@@ -250,8 +248,8 @@ fn verify_mag(wkw_dir: &Location, zarr_dir: &Location, ctx: &Ctx<'_>) -> Result<
                             })?;
                         }
                         let mut right = vec![0u8; block_bytes];
-                        if let (Some(stored), Some(s)) = (z, &shard) {
-                            layout.decode_chunk(&stored, &mut right).map_err(|e| {
+                        if let (Some(parts), Some(s)) = (z, &shard) {
+                            layout.decode_parts(&parts, &mut right).map_err(|e| {
                                 Error::corrupt(s.path(), format!("chunk of block {k}: {e}"))
                             })?;
                         }

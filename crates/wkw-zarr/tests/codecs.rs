@@ -1,8 +1,8 @@
 //! The `blosc` inner codec and Zarr arrays whose inner chunks are not in WKW order: WKW →
 //! Zarr3 (blosc, every cname and shuffle) → WKW round trips whose chunks are exactly
 //! blosc-chunk's Blosc1 output for the block; C-ordered (and otherwise transposed) sharded
-//! arrays written by zarrs (zstd, blosc, gzip or no compressor) convert to WKW equal to what
-//! zarrs wrote; corrupt blosc chunks and bad blosc settings are errors naming the file.
+//! arrays written by zarrs (zstd, blosc, gzip or no compressor; inner chunks holding every
+//! channel or one) convert to WKW equal to what zarrs wrote; corrupt blosc chunks and bad blosc settings are errors naming the file.
 
 mod common;
 
@@ -223,11 +223,13 @@ fn zarrs_reads_the_blosc_arrays() -> TestResult {
     Ok(())
 }
 
-/// A sharded array written by zarrs: `shape`, inner chunks of side 8 in shards of side 16
-/// (holding every channel), inner `codecs`, filled with a ramp; returns the values in C order.
+/// A sharded array written by zarrs: `shape`, inner chunks of side 8 (holding every channel,
+/// or one if `split`) in shards of side 16 (holding every channel), inner `codecs`, filled
+/// with a ramp; returns the values in C order.
 fn zarrs_array(
     root: &Path,
     shape: &[u64],
+    split: bool,
     inner_codecs: Value,
 ) -> Result<Vec<u16>, Box<dyn std::error::Error>> {
     let c = if shape.len() == 4 {
@@ -235,14 +237,16 @@ fn zarrs_array(
     } else {
         None
     };
-    let dims =
-        |side: u64| -> Vec<u64> { c.into_iter().chain(std::iter::repeat_n(side, 3)).collect() };
+    let dims = |side: u64, c: Option<u64>| -> Vec<u64> {
+        c.into_iter().chain(std::iter::repeat_n(side, 3)).collect()
+    };
+    let inner_c = if split { c.map(|_| 1) } else { c };
     let meta = json!({
         "zarr_format": 3, "node_type": "array", "shape": shape, "data_type": "uint16",
-        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": dims(16)}},
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": dims(16, c)}},
         "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
         "codecs": [{"name": "sharding_indexed", "configuration": {
-            "chunk_shape": dims(8), "codecs": inner_codecs,
+            "chunk_shape": dims(8, inner_c), "codecs": inner_codecs,
             "index_codecs": [{"name": "bytes", "configuration": {"endian": "little"}},
                              {"name": "crc32c"}]}}]
     });
@@ -265,7 +269,7 @@ fn zarrs_array(
 }
 
 #[test]
-fn c_ordered_and_transposed_zarr_arrays_convert_to_wkw() -> TestResult {
+fn c_ordered_transposed_and_channel_split_zarr_arrays_convert_to_wkw() -> TestResult {
     let _registration = blosc_chunk::register(blosc_chunk::ZarrsOptions::default());
     let blosc = json!({"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
         "shuffle": "bitshuffle", "typesize": 2, "blocksize": 0}});
@@ -273,27 +277,37 @@ fn c_ordered_and_transposed_zarr_arrays_convert_to_wkw() -> TestResult {
     let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
     let cases = [
         // zarr-python's default: C order, no transpose.
-        (vec![3, 32, 16, 48], json!([bytes, zstd])),
-        (vec![32, 16, 48], json!([bytes, blosc])),
+        (vec![3, 32, 16, 48], false, json!([bytes, zstd])),
+        (vec![32, 16, 48], false, json!([bytes, blosc])),
         (
             vec![2, 32, 16, 48],
+            false,
             json!([bytes, {"name": "gzip", "configuration": {"level": 6}}]),
         ),
         // Some other permutations.
         (
             vec![2, 32, 16, 48],
+            false,
             json!([{"name": "transpose", "configuration": {"order": [2, 0, 3, 1]}}, bytes]),
         ),
         (
             vec![32, 16, 48],
+            false,
             json!([{"name": "transpose", "configuration": {"order": [1, 2, 0]}}, bytes, blosc]),
         ),
+        // Inner chunks of one channel each, C order and webknossos-libs' order.
+        (vec![3, 32, 16, 48], true, json!([bytes, blosc])),
+        (
+            vec![2, 32, 16, 48],
+            true,
+            json!([{"name": "transpose", "configuration": {"order": [3, 2, 1, 0]}}, bytes, zstd]),
+        ),
     ];
-    for (shape, codecs) in cases {
-        let case = format!("{shape:?} {codecs}");
+    for (shape, split, codecs) in cases {
+        let case = format!("{shape:?} split {split} {codecs}");
         let dir = tempfile::tempdir()?;
         let zarr = dir.path().join("zarr");
-        let values = zarrs_array(&zarr, &shape, codecs)?;
+        let values = zarrs_array(&zarr, &shape, split, codecs)?;
         let wkw_dir = dir.path().join("wkw");
         let options = ConvertOptions::default().with_threads(2);
         convert(&zarr, &wkw_dir, Format::Wkw, &options, &|_| {})?;
@@ -331,7 +345,7 @@ fn c_ordered_and_transposed_zarr_arrays_convert_to_wkw() -> TestResult {
 }
 
 #[test]
-fn channels_split_over_inner_chunks_stay_unsupported() -> TestResult {
+fn shards_splitting_the_channels_stay_unsupported() -> TestResult {
     let dir = tempfile::tempdir()?;
     let zarr = dir.path().join("zarr");
     std::fs::create_dir_all(&zarr)?;

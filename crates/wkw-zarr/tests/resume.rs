@@ -199,11 +199,11 @@ fn unsupported_arrays_are_refused_naming_the_document() -> TestResult {
     )?;
     let meta = zarr.join("zarr.json");
     let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta)?)?;
-    // Inner chunks splitting the 2 channels, and an inner compressor this crate lacks.
+    // Shards splitting the 2 channels, and an inner compressor this crate lacks.
     for (pointer, value) in [
         (
-            "/codecs/0/configuration/chunk_shape",
-            serde_json::json!([1, 8, 8, 8]),
+            "/chunk_grid/configuration/chunk_shape",
+            serde_json::json!([1, 16, 16, 16]),
         ),
         (
             "/codecs/0/configuration/codecs/2",
