@@ -5,7 +5,9 @@
 //! zstd for `types`, zarr-python's default shuffle). With `--live`: webknossos-libs 4.3.3
 //! (tensorstore) opens our Zarr3 datasets (zstd and blosc) and our WKW round trips and reads
 //! every layer and mag equal to the source, wkw 1.1.24 reads our WKW equal, and zarr-python
-//! 3.1.6 reads our arrays (`testdata/generators/wkw-zarr/live.py`).
+//! 3.1.6 reads our arrays (`testdata/generators/wkw-zarr/live.py`); and arrays zarr-python
+//! writes (its defaults: C-ordered inner chunks; blosc, gzip; one channel per inner chunk)
+//! convert to WKW holding exactly its values (`live_zarr_python_writes.py`).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -132,7 +134,7 @@ fn json_files(root: &Path) -> Result<BTreeMap<String, serde_json::Value>, String
 fn live(ctx: &Ctx, work: &Path) -> Row {
     let mut row = Row::new(
         SECTION,
-        "--live webknossos-libs 4.3.3 / wkw 1.1.24 / zarr-python 3.1.6 read our conversions",
+        "--live webknossos-libs 4.3.3 / wkw 1.1.24 / zarr-python 3.1.6 read our conversions; zarr-python arrays to WKW",
     );
     let python = match crate::util::python_venv(&["webknossos==4.3.3", "zarr==3.1.6"]) {
         Ok(Some(p)) => p,
@@ -142,6 +144,7 @@ fn live(ctx: &Ctx, work: &Path) -> Row {
             return row;
         }
     };
+    zarr_python_writes(ctx, &python, work, &mut row);
     let script = ctx.root.join("testdata/generators/wkw-zarr/live.py");
     let variants = [
         ("", "zarr3", "back-ours"),
@@ -183,4 +186,57 @@ fn live(ctx: &Ctx, work: &Path) -> Row {
         }
     }
     row
+}
+
+/// Sharded arrays zarr-python writes with its defaults (C-ordered inner chunks, no
+/// `transpose`), with `blosc` and `gzip`, and with inner chunks of one channel each
+/// (`testdata/generators/wkw-zarr/live_zarr_python_writes.py`): each converts to WKW holding
+/// exactly the values zarr-python was given, and verifies against the array.
+fn zarr_python_writes(ctx: &Ctx, python: &Path, work: &Path, row: &mut Row) {
+    let script = ctx
+        .root
+        .join("testdata/generators/wkw-zarr/live_zarr_python_writes.py");
+    let dir = work.join("zarr-python");
+    let status = Command::new(python).arg(&script).arg(&dir).status();
+    if !status.as_ref().is_ok_and(std::process::ExitStatus::success) {
+        row.case(
+            "zarr-python writes",
+            Err(format!("{} failed: {status:?}", script.display())),
+        );
+        return;
+    }
+    let cases: Vec<serde_json::Value> = std::fs::read(dir.join("cases.json"))
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    if cases.is_empty() {
+        row.case("zarr-python writes", Err("no cases".into()));
+    }
+    let options = ConvertOptions::default().with_existing(Existing::Overwrite);
+    for case in cases {
+        let name = case["name"].as_str().unwrap_or("?").to_owned();
+        let result = (|| -> Result<(), String> {
+            let shape: Vec<u32> = case["shape"]
+                .as_array()
+                .ok_or("no shape")?
+                .iter()
+                .filter_map(|v| v.as_u64().and_then(|v| u32::try_from(v).ok()))
+                .collect();
+            let xyz: [u32; 3] = shape[shape.len().saturating_sub(3)..]
+                .try_into()
+                .map_err(|_| format!("shape {shape:?}"))?;
+            let zarr = dir.join(&name);
+            let wkw_dir = work.join("zarr-python-wkw").join(&name);
+            convert(&zarr, &wkw_dir, Format::Wkw, &options, &|_| {}).map_err(|e| e.to_string())?;
+            let want = std::fs::read(dir.join(format!("{name}.raw"))).map_err(|e| e.to_string())?;
+            let got = wkw::Dataset::open(&wkw_dir)
+                .and_then(|ds| ds.read([0, 0, 0], xyz, wkw::Order::C))
+                .map_err(|e| e.to_string())?;
+            if got.as_bytes() != &want[..] {
+                return Err("the WKW mag holds other values than zarr-python wrote".into());
+            }
+            verified(&wkw_dir, &zarr)
+        })();
+        row.case(format!("zarr-python-written {name} -> WKW equal"), result);
+    }
 }
