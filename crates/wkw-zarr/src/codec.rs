@@ -260,6 +260,26 @@ mod tests {
     }
 
     #[test]
+    fn blosc_reads_blosc2_chunks_too() {
+        let raw: Vec<u8> = (0..6000u32).flat_map(|i| (i / 9).to_le_bytes()).collect();
+        let codec = ChunkCodec::Blosc {
+            cname: BloscCname::Lz4,
+            clevel: 5,
+            shuffle: BloscShuffle::Shuffle,
+            typesize: 4,
+            blocksize: 0,
+        };
+        for format in [blosc_chunk::Format::Blosc2, blosc_chunk::Format::Blosc1] {
+            let mut p = CParams::new(blosc_chunk::Codec::Zstd, 3, 4, Filter::BitShuffle);
+            p.format = format;
+            let chunk = blosc_chunk::compress(&raw, &p).unwrap();
+            let mut back = vec![0u8; raw.len()];
+            codec.decode(&chunk, &mut back).unwrap();
+            assert_eq!(back, raw, "{format:?}");
+        }
+    }
+
+    #[test]
     fn gzip_round_trip_and_rejects_wrong_sizes_and_corruption() {
         let raw: Vec<u8> = (0..4096u32)
             .map(|i| u8::try_from(i % 11).unwrap_or(0))
