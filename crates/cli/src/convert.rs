@@ -6,7 +6,10 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
-use wkw_zarr::{ConvertOptions, Durability, Existing, Format, Location, Progress, ZarrCodec};
+use wkw_zarr::{
+    BloscCname, BloscShuffle, ConvertOptions, Durability, Existing, Format, Location, Progress,
+    ZarrCodec,
+};
 
 use crate::fail::{CliResult, Fail, describe};
 use crate::inout::need_path;
@@ -33,6 +36,37 @@ pub(crate) enum Codec {
     Zstd,
     /// No compressor.
     None,
+    /// Blosc (Blosc1 chunks as C-Blosc 1.21 writes them): --blosc-cname, --clevel, --shuffle,
+    /// --typesize, --blocksize.
+    Blosc,
+}
+
+/// The compressor inside Blosc chunks (`--blosc-cname`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum Cname {
+    /// BloscLZ.
+    Blosclz,
+    /// LZ4.
+    Lz4,
+    /// LZ4HC.
+    Lz4hc,
+    /// zlib.
+    Zlib,
+    /// Zstandard.
+    Zstd,
+}
+
+/// The Blosc filter `--shuffle` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum ShuffleArg {
+    /// As zarr-python chooses: bitshuffle for 1-byte voxels, shuffle for wider ones.
+    Auto,
+    /// No filter.
+    Noshuffle,
+    /// Byte shuffle.
+    Shuffle,
+    /// Bit shuffle.
+    Bitshuffle,
 }
 
 /// WKW block types of `--block-type`.
@@ -65,13 +99,30 @@ pub(crate) struct ConvertArgs {
     /// zstd level (with --codec zstd or auto).
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-131072..=22))]
     zstd_level: i32,
+    /// Compressor inside the Blosc chunks (with --codec blosc; zarr-python's default: zstd).
+    #[arg(long, value_enum, ignore_case = true, value_name = "CNAME")]
+    blosc_cname: Option<Cname>,
+    /// Blosc compression level 0-9 (with --codec blosc; default 5).
+    #[arg(long, value_parser = clap::value_parser!(u8).range(0..=9))]
+    clevel: Option<u8>,
+    /// Blosc filter (with --codec blosc; default auto: bitshuffle for 1-byte voxels, shuffle
+    /// for wider ones, as zarr-python chooses).
+    #[arg(long, value_enum, ignore_case = true)]
+    shuffle: Option<ShuffleArg>,
+    /// Blosc item size in bytes, 1-255 (with --codec blosc; default: the voxel type's size).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=255))]
+    typesize: Option<u8>,
+    /// Blosc block size in bytes, 0 = automatic (with --codec blosc; default 0).
+    #[arg(long, value_name = "N")]
+    blocksize: Option<usize>,
     /// Block type of the WKW files (with --to wkw).
     #[arg(long, value_enum, ignore_case = true, default_value_t = Block::Lz4)]
     block_type: Block,
     /// Worker threads (0: every core).
     #[arg(long, visible_alias = "threads", default_value_t = 0)]
     jobs: usize,
-    /// Compare source and target block by block afterwards (exit 1 on differences).
+    /// Compare source and target block by block afterwards, decoded (paths or URLs; exit 1 on
+    /// differences, each named with its voxel).
     #[arg(long)]
     verify: bool,
     /// Delete an existing target first.
@@ -104,15 +155,38 @@ fn location(path: &std::path::Path) -> CliResult<Location> {
 pub(crate) fn run(a: &ConvertArgs) -> CliResult {
     need_path(&a.src, "SRC")?;
     need_path(&a.dst, "DST")?;
-    if a.verify && (crate::names::is_url(&a.src) || crate::names::is_url(&a.dst)) {
-        return Err(Fail::usage(
-            "--verify compares local paths only (convert to or from a URL without it)",
-        ));
-    }
     let src = location(&a.src)?;
     let dst = location(&a.dst)?;
+    let blosc_set = a.blosc_cname.is_some()
+        || a.clevel.is_some()
+        || a.shuffle.is_some()
+        || a.typesize.is_some()
+        || a.blocksize.is_some();
+    if blosc_set && a.codec != Codec::Blosc {
+        return Err(Fail::usage(
+            "--blosc-cname, --clevel, --shuffle, --typesize and --blocksize need --codec blosc",
+        ));
+    }
     let codec = match (a.codec, a.zstd_level) {
         (Codec::None, _) => ZarrCodec::None,
+        (Codec::Blosc, _) => ZarrCodec::Blosc {
+            cname: match a.blosc_cname.unwrap_or(Cname::Zstd) {
+                Cname::Blosclz => BloscCname::BloscLz,
+                Cname::Lz4 => BloscCname::Lz4,
+                Cname::Lz4hc => BloscCname::Lz4Hc,
+                Cname::Zlib => BloscCname::Zlib,
+                Cname::Zstd => BloscCname::Zstd,
+            },
+            clevel: a.clevel.unwrap_or(5),
+            shuffle: match a.shuffle.unwrap_or(ShuffleArg::Auto) {
+                ShuffleArg::Auto => None,
+                ShuffleArg::Noshuffle => Some(BloscShuffle::NoShuffle),
+                ShuffleArg::Shuffle => Some(BloscShuffle::Shuffle),
+                ShuffleArg::Bitshuffle => Some(BloscShuffle::BitShuffle),
+            },
+            typesize: a.typesize,
+            blocksize: a.blocksize.unwrap_or(0),
+        },
         (Codec::Zstd, level) => ZarrCodec::Zstd { level },
         (Codec::Auto, 5) => ZarrCodec::Auto,
         (Codec::Auto, _) => {
@@ -158,7 +232,7 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
         bar.set_message(format!("convert {}", name.unwrap_or_default()));
     };
     let start = Instant::now();
-    let result = wkw_zarr::convert(src, dst, to, &options, &on_progress);
+    let result = wkw_zarr::convert(&src, &dst, to, &options, &on_progress);
     bar.finish_and_clear();
     let summary = result.map_err(|e| Fail::usage(describe(&e)))?;
     let seconds = start.elapsed().as_secs_f64();
@@ -179,7 +253,7 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
             bar.set_length(p.total);
             bar.set_position(p.done);
         };
-        let report = wkw_zarr::verify(&a.src, &a.dst, &options, &on_progress)
+        let report = wkw_zarr::verify(&src, &dst, &options, &on_progress)
             .map_err(|e| Fail::usage(describe(&e)))?;
         bar.finish_and_clear();
         out.insert("verified_blocks".into(), json!(report.blocks));

@@ -69,7 +69,7 @@ enum Cmd {
     /// Convert webKNOSSOS datasets, WKW mags and sharded Zarr v3 arrays between WKW and Zarr v3,
     /// block by block (no voxel is re-laid), resumable, optionally verified.
     #[command(
-        after_help = "Examples:\n  scifmt convert dataset_wkw/ dataset_zarr3/ --to zarr3 --verify\n  scifmt convert color/1 color_1.zarr --to zarr3 --codec zstd --zstd-level 3 --jobs 2\n  scifmt convert dataset_zarr3/ dataset_wkw/ --to wkw --block-type lz4hc --json\n  scifmt convert dataset_wkw/ dataset_zarr3/ --to zarr3 --resume\n  scifmt convert s3://bucket/ds_wkw s3://bucket/ds_zarr3 --to zarr3\n\nSRC and DST are paths or URLs (s3://, gs://, az://, http(s)://, file://; credentials from the\nAWS_*, GOOGLE_*, AZURE_* environment). An existing DST is refused unless --overwrite or --resume. Exit status 1 when --verify finds\ndifferences, 2 for bad usage or bad input."
+        after_help = "Examples:\n  scifmt convert dataset_wkw/ dataset_zarr3/ --to zarr3 --verify\n  scifmt convert color/1 color_1.zarr --to zarr3 --codec zstd --zstd-level 3 --jobs 2\n  scifmt convert dataset_zarr3/ dataset_wkw/ --to wkw --block-type lz4hc --json\n  scifmt convert dataset_wkw/ dataset_zarr3/ --to zarr3 --resume\n  scifmt convert color/1 color_1.zarr --to zarr3 --codec blosc --blosc-cname lz4 --clevel 5 --shuffle shuffle\n  scifmt convert s3://bucket/ds_wkw s3://bucket/ds_zarr3 --to zarr3 --verify\n\nSRC and DST are paths or URLs (s3://, gs://, az://, http(s)://, file://; credentials from the\nAWS_*, GOOGLE_*, AZURE_* environment). An existing DST is refused unless --overwrite or --resume. Exit status 1 when --verify finds\ndifferences, 2 for bad usage or bad input."
     )]
     Convert(convert::ConvertArgs),
 }

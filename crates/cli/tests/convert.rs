@@ -131,14 +131,15 @@ fn bad_input_is_an_error_naming_the_file() {
     fails(
         &[
             "convert",
-            "s3://bucket/ds",
+            &s(&testdata("wkw-zarr/multi/wkw")),
             &s(&dir.path().join("out3")),
             "--to",
-            "wkw",
-            "--verify",
+            "zarr3",
+            "--blosc-cname",
+            "lz4",
         ],
         2,
-        "local paths only",
+        "need --codec blosc",
     );
     fails(
         &[
@@ -152,5 +153,71 @@ fn bad_input_is_an_error_naming_the_file() {
         ],
         2,
         "--codec zstd",
+    );
+}
+
+#[test]
+fn convert_to_blosc_zarr3_and_back_verified() {
+    let dir = tmp();
+    let src = testdata("wkw-zarr/multi/wkw");
+    let zarr = dir.path().join("zarr3");
+    let s = |p: &std::path::Path| p.to_str().unwrap().to_owned();
+    let out = json(&[
+        "convert",
+        &s(&src),
+        &s(&zarr),
+        "--to",
+        "zarr3",
+        "--codec",
+        "blosc",
+        "--blosc-cname",
+        "zstd",
+        "--clevel",
+        "3",
+        "--shuffle",
+        "bitshuffle",
+        "--blocksize",
+        "0",
+        "--verify",
+        "--json",
+    ]);
+    assert_eq!(out["differing_blocks"], 0);
+    let meta: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(zarr.join("color/1/zarr.json")).unwrap()).unwrap();
+    let codec = &meta["codecs"][0]["configuration"]["codecs"][2];
+    assert_eq!(codec["name"], "blosc", "{meta}");
+    assert_eq!(
+        codec["configuration"],
+        serde_json::json!({"cname": "zstd", "clevel": 3, "shuffle": "bitshuffle",
+            "typesize": 1, "blocksize": 0}),
+        "{meta}"
+    );
+    let back = dir.path().join("back");
+    let out = json(&[
+        "convert",
+        &s(&zarr),
+        &s(&back),
+        "--to",
+        "wkw",
+        "--block-type",
+        "raw",
+        "--verify",
+        "--json",
+    ]);
+    assert_eq!(out["differing_blocks"], 0);
+    fails(
+        &[
+            "convert",
+            &s(&src),
+            &s(&dir.path().join("z3")),
+            "--to",
+            "zarr3",
+            "--codec",
+            "blosc",
+            "--clevel",
+            "10",
+        ],
+        2,
+        "--clevel",
     );
 }

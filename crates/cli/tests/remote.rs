@@ -909,6 +909,88 @@ fn convert_between_urls_and_paths_writes_the_local_bytes() {
         &local_zarr,
     );
 
+    // --verify with URLs: S3 ↔ S3, S3 ↔ local, blosc chunks; differences name the URL.
+    let out = ok(
+        &s,
+        &os(&[
+            "convert",
+            &remote_src,
+            &s.url("out/blosc"),
+            "--to",
+            "zarr3",
+            "--codec",
+            "blosc",
+            "--blosc-cname",
+            "lz4",
+            "--verify",
+            "--json",
+        ]),
+    );
+    let out: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(out["differing_blocks"], 0, "{out}");
+    assert!(out["verified_blocks"].as_u64().unwrap() > 0, "{out}");
+    let out = ok(
+        &s,
+        &os(&[
+            "convert",
+            &s.url("out/blosc"),
+            &p(&d.join("blosc_wkw")),
+            "--to",
+            "wkw",
+            "--verify",
+            "--json",
+        ]),
+    );
+    let out: serde_json::Value = serde_json::from_slice(&out).unwrap();
+    assert_eq!(out["differing_blocks"], 0, "{out}");
+    // One raw chunk changed on the store: --verify exits 1 naming the array's URL.
+    ok(
+        &s,
+        &os(&[
+            "convert",
+            &p(&src.join("color/1")),
+            &s.url("out/raw"),
+            "--to",
+            "zarr3",
+            "--codec",
+            "none",
+        ]),
+    );
+    let shard = tree(&download(&s, "out/raw", &d.join("dl-raw")))
+        .into_iter()
+        .find(|(k, _)| k.starts_with("c/"))
+        .unwrap();
+    let mut bytes = shard.1;
+    bytes[7] ^= 1;
+    scifmt_io::block_on(scifmt_io::object_store::ObjectStoreExt::put(
+        s.store().as_ref(),
+        &scifmt_io::object_store::path::Path::from(format!("out/raw/{}", shard.0)),
+        bytes.into(),
+    ))
+    .unwrap()
+    .unwrap();
+    let out = run_env(
+        &s.env(),
+        &os(&[
+            "convert",
+            &p(&src.join("color/1")),
+            &s.url("out/raw"),
+            "--to",
+            "zarr3",
+            "--codec",
+            "none",
+            "--resume",
+            "--verify",
+        ]),
+    );
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains(&format!("and {} differ at voxel", s.url("out/raw"))),
+        "{text}"
+    );
+    assert!(!text.contains(&secret) && !String::from_utf8_lossy(&out.stderr).contains(&secret));
+
     // A missing source names its URL.
     let missing = s.url("conv/none");
     fails_clean(

@@ -154,6 +154,18 @@ fn settings(to: Format, options: &ConvertOptions) -> Value {
         ZarrCodec::Auto => "auto".to_owned(),
         ZarrCodec::Zstd { level } => format!("zstd:{level}"),
         ZarrCodec::None => "none".to_owned(),
+        ZarrCodec::Blosc {
+            cname,
+            clevel,
+            shuffle,
+            typesize,
+            blocksize,
+        } => format!(
+            "blosc:{}:{clevel}:{}:{}:{blocksize}",
+            cname.name(),
+            shuffle.map_or("auto", |s| s.name()),
+            typesize.map_or_else(|| "auto".to_owned(), |t| t.to_string()),
+        ),
     };
     match to {
         Format::Zarr3 => json!({"to": "zarr3", "codec": codec}),

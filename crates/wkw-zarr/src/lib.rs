@@ -18,8 +18,8 @@ pub use crate::{
     location::{Location, StoreLocation},
     meta::ZARR_JSON,
     options::{
-        BlockType, ConvertOptions, Durability, Existing, Format, Progress, RemoteOptions, Summary,
-        ZarrCodec,
+        BlockType, BloscCname, BloscShuffle, ConvertOptions, Durability, Existing, Format,
+        Progress, RemoteOptions, Summary, ZarrCodec,
     },
     target::MARKER,
     verify::{Difference, VerifyReport, verify},

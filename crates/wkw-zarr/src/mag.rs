@@ -15,15 +15,15 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
-use wkw::{BlockReader, BlockType, BlockWriter, Header};
+use wkw::{BlockReader, BlockWriter, Header};
 
 use crate::batches::{blocks_per_batch, run, stream};
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
 use crate::location::{Location, Reader};
 use crate::meta::{Layout, ZARR_JSON};
-use crate::options::{ConvertOptions, Progress, Summary, ZarrCodec};
-use crate::shard::{ShardReader, ShardWriter, index_position};
+use crate::options::{BloscShuffle, ConvertOptions, Progress, Summary, ZarrCodec};
+use crate::shard::{BlockChunks, ShardReader, ShardWriter, index_position};
 
 /// What a mag conversion runs with.
 pub(crate) struct Ctx<'a> {
@@ -35,15 +35,19 @@ pub(crate) struct Ctx<'a> {
 impl Ctx<'_> {
     /// Files (or shards) with fewer blocks than this are converted whole, several at once,
     /// rather than their blocks in parallel: four per thread.
-    fn batch(&self) -> u64 {
+    pub(crate) fn batch(&self) -> u64 {
         (self.pool.current_num_threads() as u64 * 4).max(1)
     }
 }
 
-/// The inner-chunk codec `codec` means for a WKW source of `block_type`.
-pub(crate) fn chunk_codec(codec: ZarrCodec, block_type: BlockType) -> ChunkCodec {
-    match codec {
-        ZarrCodec::Auto if block_type.is_compressed() => ChunkCodec::Zstd {
+/// The inner-chunk codec `codec` means for a WKW source with `header`.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for settings out of their domain (a `blosc` `clevel` above 9,
+/// `typesize` 0).
+pub(crate) fn chunk_codec(codec: ZarrCodec, header: &Header) -> Result<ChunkCodec> {
+    Ok(match codec {
+        ZarrCodec::Auto if header.block_type().is_compressed() => ChunkCodec::Zstd {
             level: 5,
             checksum: true,
         },
@@ -51,8 +55,39 @@ pub(crate) fn chunk_codec(codec: ZarrCodec, block_type: BlockType) -> ChunkCodec
             level,
             checksum: true,
         },
+        ZarrCodec::Blosc {
+            cname,
+            clevel,
+            shuffle,
+            typesize,
+            blocksize,
+        } => {
+            let size = header.voxel_type().size();
+            if clevel > 9 {
+                return Err(Error::InvalidArgument(format!(
+                    "blosc clevel {clevel} (need 0–9)"
+                )));
+            }
+            if typesize == Some(0) {
+                return Err(Error::InvalidArgument(
+                    "blosc typesize 0 (need 1–255)".into(),
+                ));
+            }
+            ChunkCodec::Blosc {
+                cname,
+                clevel,
+                // zarr-python's choice when none is given.
+                shuffle: shuffle.unwrap_or(if size == 1 {
+                    BloscShuffle::BitShuffle
+                } else {
+                    BloscShuffle::Shuffle
+                }),
+                typesize: typesize.unwrap_or(size),
+                blocksize,
+            }
+        }
         _ => ChunkCodec::None,
-    }
+    })
 }
 
 /// Converts every item (a WKW file or a shard) of the array at `dst` with `f`, files in
@@ -140,8 +175,8 @@ fn wkw_file_key(idx: [u32; 3]) -> String {
 }
 
 /// A WKW data file being read: its header and jump table (one read), then blocks on demand.
-struct WkwSource {
-    blocks: BlockReader,
+pub(crate) struct WkwSource {
+    pub(crate) blocks: BlockReader,
     data: Reader,
 }
 
@@ -175,7 +210,7 @@ impl wkw::StorageFile for Prefix {
 
 impl WkwSource {
     /// Opens the data file `at` (`len` bytes long) of a mag whose header is `header`.
-    fn open(
+    pub(crate) fn open(
         at: &Location,
         known: Option<Known>,
         header: &Header,
@@ -205,7 +240,7 @@ impl WkwSource {
     }
 
     /// The stored bytes of blocks `ks` (coalesced on a store).
-    fn read(&self, ks: &[u64]) -> Result<Vec<Vec<u8>>> {
+    pub(crate) fn read(&self, ks: &[u64]) -> Result<Vec<Vec<u8>>> {
         let ranges = ks
             .iter()
             .map(|&k| self.blocks.stored_range(k).map(|(s, e)| s..e))
@@ -231,7 +266,7 @@ pub(crate) fn wkw_to_zarr(
             end[d] = end[d].max((u64::from(idx[d]) + 1) * side);
         }
     }
-    let codec = chunk_codec(ctx.options.codec, header.block_type());
+    let codec = chunk_codec(ctx.options.codec, &header)?;
     let layout = Layout::for_wkw(&header, end, codec);
     dst.create_dir()?;
     // Small files (few blocks): files in parallel, each on one thread; else blocks in parallel.
@@ -323,10 +358,7 @@ fn file_to_shard(
                     return Ok((k, len, None));
                 }
                 let mut out = Vec::new();
-                layout
-                    .codec
-                    .encode(raw, &mut out)
-                    .ok_or_else(|| bad(&"zstd compression failed"))?;
+                layout.codec.encode(raw, &mut out).map_err(|e| bad(&e))?;
                 Ok((k, len, Some(out)))
             })
         },
@@ -517,23 +549,30 @@ fn shard_to_file(
         parallel,
         header.blocks_per_file(),
         per_batch,
-        |ks| -> Result<Vec<(u64, Option<Vec<u8>>)>> {
+        |ks| -> Result<Vec<(u64, Option<BlockChunks>)>> {
             let ks: Vec<u64> = ks.collect();
-            let positions = ks
+            let coords = ks
                 .iter()
                 .map(|&k| {
                     morton_code::decode_3d_u64(k)
-                        .map(|b| index_position(layout.file_len, b))
                         .map_err(|e| Error::Internal(format!("block {k}: {e}")))
                 })
                 .collect::<Result<Vec<_>>>()?;
-            Ok(ks.into_iter().zip(shard.read_chunks(&positions)?).collect())
+            Ok(ks
+                .into_iter()
+                .zip(shard.read_blocks(layout, &coords)?)
+                .collect())
         },
-        |(k, stored)| -> Result<Option<Vec<u8>>> {
-            let Some(stored) = stored else {
+        |(k, parts)| -> Result<Option<Vec<u8>>> {
+            let Some(mut parts) = parts else {
                 return Ok(None);
             };
-            if layout.codec == ChunkCodec::None && !block_type.is_compressed() {
+            if let [Some(stored)] = &mut parts[..]
+                && layout.codec == ChunkCodec::None
+                && layout.order.is_none()
+                && !block_type.is_compressed()
+            {
+                let stored = std::mem::take(stored);
                 if stored.len() != block_bytes {
                     return Err(Error::corrupt(
                         shard.path(),
@@ -546,12 +585,9 @@ fn shard_to_file(
                 return Ok(Some(stored));
             }
             with_raw(block_bytes, |raw| {
-                if !layout.codec.decode(&stored, raw) {
-                    return Err(Error::corrupt(
-                        shard.path(),
-                        format!("chunk of block {k} does not decode to {block_bytes} bytes"),
-                    ));
-                }
+                layout.decode_parts(&parts, raw).map_err(|e| {
+                    Error::corrupt(shard.path(), format!("chunk of block {k}: {e}"))
+                })?;
                 let mut out = Vec::new();
                 wkw::encode_block(raw, block_type, &mut out)?;
                 Ok(Some(out))

@@ -8,13 +8,23 @@ use wkw::VoxelType;
 
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
+use crate::options::{BloscCname, BloscShuffle};
+use crate::shard::index_position;
 
 /// Name of a Zarr v3 node's metadata document.
 pub const ZARR_JSON: &str = "zarr.json";
 
+std::thread_local! {
+    /// Per-thread decoded inner chunk before it is re-laid in WKW order.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    /// Per-thread decoded one-channel inner chunk, and the same re-laid.
+    static PART: std::cell::RefCell<(Vec<u8>, Vec<u8>)> =
+        const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
+}
+
 /// A sharded Zarr v3 array whose inner chunks are WKW blocks: dimensions `(c, x, y, z)`,
-/// inner chunk `(c, b, b, b)` stored Fortran-ordered (channels fastest), shards
-/// `(c, s, s, s)`.
+/// inner chunk `(c, b, b, b)` (stored Fortran-ordered, channels fastest, as webknossos-libs
+/// writes it, or in another `transpose` order re-laid per chunk), shards `(c, s, s, s)`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Layout {
     pub(crate) voxel_type: VoxelType,
@@ -26,6 +36,14 @@ pub(crate) struct Layout {
     /// Shard (WKW file) side in blocks.
     pub(crate) file_len: u32,
     pub(crate) codec: ChunkCodec,
+    /// How a decoded inner chunk lays out its voxels when not as a WKW block: the
+    /// `transpose` order over the axes `(c, x, y, z)` (a 3-d array's `(x, y, z)` shifted by
+    /// one), slowest axis first; `None` when the bytes are a WKW block's (channels fastest,
+    /// then x, y, z).
+    pub(crate) order: Option<[usize; 4]>,
+    /// Inner chunks hold one channel each (`(1, b, b, b)` with several channels): a WKW
+    /// block is assembled from one chunk per channel.
+    pub(crate) split: bool,
     /// Whether the array has the channel dimension (4-d); 3-d arrays have one channel.
     pub(crate) has_c: bool,
     /// The shard index ends with a crc32c checksum.
@@ -70,6 +88,8 @@ impl Layout {
             block_len: header.block_len(),
             file_len: header.file_len(),
             codec,
+            order: None,
+            split: false,
             has_c: true,
             index_crc: true,
             index_at_end: true,
@@ -100,6 +120,31 @@ impl Layout {
         Ok(())
     }
 
+    /// Decodes the stored inner chunk `stored` into `out` (one WKW block's bytes, which it
+    /// must fill exactly), re-laying the voxels when the chunk is not in WKW order.
+    ///
+    /// # Errors
+    /// What is wrong with the chunk.
+    pub(crate) fn decode_chunk(&self, stored: &[u8], out: &mut [u8]) -> Result<(), String> {
+        let Some(order) = self.order else {
+            return self.codec.decode(stored, out);
+        };
+        SCRATCH.with(|cell| {
+            let mut buf = cell.borrow_mut();
+            buf.resize(out.len(), 0);
+            self.codec.decode(stored, &mut buf)?;
+            relay(
+                &buf,
+                out,
+                order,
+                usize::from(self.channels),
+                self.block_len as usize,
+                self.voxel_type.size() as usize,
+            );
+            Ok(())
+        })
+    }
+
     /// Shard side in voxels.
     pub(crate) fn shard_len(&self) -> u64 {
         u64::from(self.block_len) * u64::from(self.file_len)
@@ -107,7 +152,95 @@ impl Layout {
 
     /// Inner chunks per shard.
     pub(crate) fn chunks_per_shard(&self) -> u64 {
+        self.blocks_per_shard() * self.parts() as u64
+    }
+
+    /// WKW blocks per shard (file).
+    pub(crate) fn blocks_per_shard(&self) -> u64 {
         u64::from(self.file_len).pow(3)
+    }
+
+    /// Inner chunks per WKW block: one per channel when they split the channels, else one.
+    pub(crate) fn parts(&self) -> usize {
+        if self.split {
+            usize::from(self.channels)
+        } else {
+            1
+        }
+    }
+
+    /// The shard-index positions of the inner chunks of the block at block coordinates `b`
+    /// (C order over the shard's chunk grid `(c, x, y, z)`).
+    pub(crate) fn positions(&self, b: [u32; 3]) -> impl Iterator<Item = usize> {
+        let at = index_position(self.file_len, b);
+        let per_channel = (self.file_len as usize).pow(3);
+        (0..self.parts()).map(move |ch| ch * per_channel + at)
+    }
+
+    /// Decodes the stored inner chunks of one block (`parts`, one per channel when they
+    /// split the channels; absent ones are the fill value 0) into `out`, the WKW block.
+    ///
+    /// # Errors
+    /// What is wrong with a chunk.
+    pub(crate) fn decode_parts(
+        &self,
+        parts: &[Option<Vec<u8>>],
+        out: &mut [u8],
+    ) -> Result<(), String> {
+        if !self.split {
+            return match parts {
+                [Some(stored)] => self.decode_chunk(stored, out),
+                [None] => {
+                    out.fill(0);
+                    Ok(())
+                }
+                _ => Err(format!("{} chunks for one block", parts.len())),
+            };
+        }
+        let c = usize::from(self.channels);
+        if parts.len() != c {
+            return Err(format!(
+                "{} chunks for a block of {c} channels",
+                parts.len()
+            ));
+        }
+        let size = self.voxel_type.size() as usize;
+        let one = out.len() / c;
+        let b = self.block_len as usize;
+        PART.with(|cell| {
+            let mut cell = cell.borrow_mut();
+            let (buf, laid) = &mut *cell;
+            buf.resize(one, 0);
+            laid.resize(one, 0);
+            for (ch, part) in parts.iter().enumerate() {
+                let Some(stored) = part else {
+                    out.chunks_exact_mut(size)
+                        .skip(ch)
+                        .step_by(c)
+                        .for_each(|v| v.fill(0));
+                    continue;
+                };
+                self.codec
+                    .decode(stored, buf)
+                    .map_err(|e| format!("channel {ch}: {e}"))?;
+                let voxels: &[u8] = match self.order {
+                    Some(order) => {
+                        relay(buf, laid, order, 1, b, size);
+                        laid
+                    }
+                    None => buf,
+                };
+                for (dst, src) in out
+                    .chunks_exact_mut(size)
+                    .skip(ch)
+                    .step_by(c)
+                    .zip(voxels.chunks_exact(size))
+                {
+                    dst.copy_from_slice(src);
+                }
+            }
+            Ok(())
+        })
     }
 
     /// Bytes of a decoded inner chunk (one WKW block).
@@ -168,10 +301,23 @@ impl Layout {
             json!({"name": "transpose", "configuration": {"order": [3, 2, 1, 0]}}),
             bytes,
         ];
-        if let ChunkCodec::Zstd { level, checksum } = self.codec {
-            inner.push(
+        match self.codec {
+            ChunkCodec::None => {}
+            ChunkCodec::Zstd { level, checksum } => inner.push(
                 json!({"name": "zstd", "configuration": {"level": level, "checksum": checksum}}),
-            );
+            ),
+            ChunkCodec::Blosc {
+                cname,
+                clevel,
+                shuffle,
+                typesize,
+                blocksize,
+            } => inner.push(json!({"name": "blosc", "configuration": {
+                "typesize": typesize, "cname": cname.name(), "clevel": clevel,
+                "shuffle": shuffle.name(), "blocksize": blocksize}})),
+            ChunkCodec::Gzip { level } => {
+                inner.push(json!({"name": "gzip", "configuration": {"level": level}}));
+            }
         }
         let [x, y, z] = self.shape;
         // tensorstore writes the fill value of float types as a float.
@@ -259,6 +405,9 @@ impl Layout {
             return Err(unsupported("fill_value other than 0".into()));
         }
         let separator = match doc.get("chunk_key_encoding") {
+            // A name alone stands for the codec with its default configuration (Zarr v3
+            // "extension definition" short form, as zarrs writes it).
+            Some(Value::String(name)) if name == "default" => '/',
             Some(e) if e.get("name").and_then(Value::as_str) == Some("default") => {
                 match e
                     .pointer("/configuration/separator")
@@ -306,7 +455,8 @@ impl Layout {
             return Err(bad("chunk shapes and shape differ in length"));
         }
         let space = usize::from(has_c);
-        if has_c && (shard[0] != channels || inner[0] != channels) {
+        let split = has_c && channels > 1 && inner[0] == 1 && shard[0] == channels;
+        if has_c && !split && (shard[0] != channels || inner[0] != channels) {
             return Err(unsupported(format!(
                 "chunks split the {channels} channels (chunk shapes {shard:?} / {inner:?})"
             )));
@@ -333,7 +483,8 @@ impl Layout {
             wkw::BlockType::Raw,
         )
         .map_err(|e| unsupported(format!("no WKW geometry for this array: {e}")))?;
-        let codec = parse_inner_codecs(cfg.get("codecs"), has_c, voxel_type, path)?;
+        let (codec, order) = parse_inner_codecs(cfg.get("codecs"), has_c, voxel_type, path)?;
+        let order = wkw_order(order, if split { 1 } else { channels }, block_len);
         let (index_crc, index_at_end) = parse_index(cfg, path)?;
         let mut xyz = [0u64; 3];
         xyz.copy_from_slice(&shape[space..]);
@@ -344,6 +495,8 @@ impl Layout {
             block_len,
             file_len,
             codec,
+            order,
+            split,
             has_c,
             index_crc,
             index_at_end,
@@ -352,14 +505,15 @@ impl Layout {
     }
 }
 
-/// Inner codecs: `transpose` reversing the axes (Fortran order, channels fastest), `bytes`
-/// (little endian), then `zstd` or nothing.
+/// Inner codecs: optionally `transpose` (any order), `bytes` (little endian), then `zstd`,
+/// `blosc`, `gzip` or nothing. Returns the compressor and the transpose order over `(c, x, y, z)`
+/// (the identity without `transpose`: C order).
 fn parse_inner_codecs(
     codecs: Option<&Value>,
     has_c: bool,
     voxel_type: VoxelType,
     path: &Path,
-) -> Result<ChunkCodec> {
+) -> Result<(ChunkCodec, [usize; 4])> {
     let list = codecs
         .and_then(Value::as_array)
         .ok_or_else(|| Error::metadata(path, "sharding_indexed codecs is not a list"))?;
@@ -369,29 +523,34 @@ fn parse_inner_codecs(
             .unwrap_or("")
             .to_owned()
     };
-    let order: Vec<u64> = if has_c {
-        vec![3, 2, 1, 0]
-    } else {
-        vec![2, 1, 0]
-    };
+    let n = if has_c { 4 } else { 3 };
     let mut it = list.iter().peekable();
-    let transposed = it.peek().is_some_and(|c| name(c) == "transpose")
-        && it
-            .next()
-            .and_then(|c| c.pointer("/configuration/order"))
+    let mut order = [0, 1, 2, 3];
+    if let Some(t) = it.next_if(|c| name(c) == "transpose") {
+        let given: Option<Vec<usize>> = t
+            .pointer("/configuration/order")
             .and_then(Value::as_array)
-            .is_some_and(|o| {
+            .and_then(|o| {
                 o.iter()
-                    .map(Value::as_u64)
-                    .eq(order.iter().map(|&v| Some(v)))
+                    .map(|v| v.as_u64().and_then(|v| usize::try_from(v).ok()))
+                    .collect()
             });
-    if !transposed {
-        return Err(Error::unsupported(
-            path,
-            format!(
-                "inner chunks not stored channels-fastest (need transpose order {order:?} first)"
-            ),
-        ));
+        let valid = given.as_ref().is_some_and(|g| {
+            let mut sorted = g.clone();
+            sorted.sort_unstable();
+            sorted.into_iter().eq(0..n)
+        });
+        let Some(given) = given.filter(|_| valid) else {
+            return Err(Error::metadata(
+                path,
+                format!("transpose {t} (need an order: a permutation of 0..{n})"),
+            ));
+        };
+        // A 3-d array's axes (x, y, z) are (c, x, y, z)'s 1, 2, 3; its one channel goes first.
+        let shift = 4 - n;
+        for (slot, axis) in order[shift..].iter_mut().zip(given) {
+            *slot = axis + shift;
+        }
     }
     match it.next() {
         Some(c) if name(c) == "bytes" => {
@@ -407,7 +566,7 @@ fn parse_inner_codecs(
             return Err(Error::unsupported(
                 path,
                 format!(
-                    "inner codec {} (need bytes after transpose)",
+                    "inner codec {} (need bytes, after an optional transpose)",
                     other.unwrap_or(&Value::Null)
                 ),
             ));
@@ -426,10 +585,21 @@ fn parse_inner_codecs(
                 .and_then(Value::as_bool)
                 .unwrap_or(false),
         },
+        Some(c) if name(c) == "blosc" => parse_blosc(c, voxel_type, path)?,
+        Some(c) if name(c) == "gzip" => ChunkCodec::Gzip {
+            level: c
+                .pointer("/configuration/level")
+                .and_then(Value::as_u64)
+                .and_then(|l| u32::try_from(l).ok())
+                .filter(|&l| l <= 9)
+                .ok_or_else(|| {
+                    Error::metadata(path, format!("gzip codec {c}: level is not 0–9"))
+                })?,
+        },
         Some(c) => {
             return Err(Error::unsupported(
                 path,
-                format!("inner codec {c} (need zstd or none)"),
+                format!("inner codec {c} (need zstd, blosc, gzip or none)"),
             ));
         }
     };
@@ -439,7 +609,107 @@ fn parse_inner_codecs(
             format!("inner codec {c} after the compressor"),
         ));
     }
-    Ok(codec)
+    Ok((codec, order))
+}
+
+/// A Zarr v3 `blosc` codec's configuration (`cname`, `clevel`, `shuffle`, `typesize`,
+/// `blocksize`). Decoding needs none of it (a Blosc chunk's header says how it was made),
+/// but it must be valid.
+fn parse_blosc(c: &Value, voxel_type: VoxelType, path: &Path) -> Result<ChunkCodec> {
+    let bad = |what: String| Error::metadata(path, format!("blosc codec {c}: {what}"));
+    let cfg = c.get("configuration");
+    let field = |key: &str| cfg.and_then(|v| v.get(key));
+    let cname = field("cname").and_then(Value::as_str).unwrap_or("");
+    let cname = BloscCname::from_name(cname).ok_or_else(|| {
+        Error::unsupported(
+            path,
+            format!("blosc cname {cname:?} (need blosclz, lz4, lz4hc, zlib or zstd)"),
+        )
+    })?;
+    let clevel = field("clevel")
+        .and_then(Value::as_u64)
+        .and_then(|v| u8::try_from(v).ok())
+        .filter(|&v| v <= 9)
+        .ok_or_else(|| bad("clevel is not 0–9".into()))?;
+    let shuffle = field("shuffle")
+        .and_then(Value::as_str)
+        .and_then(BloscShuffle::from_name)
+        .ok_or_else(|| bad("shuffle is not noshuffle, shuffle or bitshuffle".into()))?;
+    let typesize = match field("typesize") {
+        None | Some(Value::Null) if shuffle == BloscShuffle::NoShuffle => voxel_type.size(),
+        v => v
+            .and_then(Value::as_u64)
+            .and_then(|v| u8::try_from(v).ok())
+            .filter(|&v| v >= 1)
+            .ok_or_else(|| bad("typesize is not 1–255".into()))?,
+    };
+    let blocksize = match field("blocksize") {
+        None | Some(Value::Null) => 0,
+        v => v
+            .and_then(Value::as_u64)
+            .and_then(|v| usize::try_from(v).ok())
+            .ok_or_else(|| bad("blocksize is not a non-negative integer".into()))?,
+    };
+    Ok(ChunkCodec::Blosc {
+        cname,
+        clevel,
+        shuffle,
+        typesize,
+        blocksize,
+    })
+}
+
+/// `None` when an inner chunk in transpose `order` (over `(c, x, y, z)`, slowest first) lays
+/// out its bytes as a WKW block does (channels fastest, then x, y, z: the axes longer than 1
+/// in descending order); else the order.
+fn wkw_order(order: [usize; 4], channels: u8, block_len: u32) -> Option<[usize; 4]> {
+    let long = |axis: usize| {
+        if axis == 0 {
+            channels > 1
+        } else {
+            block_len > 1
+        }
+    };
+    let axes: Vec<usize> = order.into_iter().filter(|&a| long(a)).collect();
+    if axes.windows(2).all(|w| w[0] > w[1]) {
+        None
+    } else {
+        Some(order)
+    }
+}
+
+/// Re-lays a decoded inner chunk `src` stored in transpose `order` (see
+/// [`Layout::order`]) into `dst` in WKW block order, one voxel of `size` bytes at a time.
+pub(crate) fn relay(
+    src: &[u8],
+    dst: &mut [u8],
+    order: [usize; 4],
+    channels: usize,
+    block_len: usize,
+    size: usize,
+) {
+    let dims = [channels, block_len, block_len, block_len];
+    // The stride (in voxels) of each axis in `src`: the product of the later axes' lengths.
+    let mut stride = [0usize; 4];
+    let mut s = 1;
+    for &axis in order.iter().rev() {
+        stride[axis] = s;
+        s *= dims[axis];
+    }
+    let mut out = dst.chunks_exact_mut(size);
+    for z in 0..block_len {
+        for y in 0..block_len {
+            for x in 0..block_len {
+                let base = x * stride[1] + y * stride[2] + z * stride[3];
+                for c in 0..channels {
+                    let at = (base + c * stride[0]) * size;
+                    if let (Some(o), Some(v)) = (out.next(), src.get(at..at + size)) {
+                        o.copy_from_slice(v);
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Index codecs (`bytes` little endian, optionally `crc32c`) and location.
@@ -503,6 +773,124 @@ mod tests {
     }
 
     #[test]
+    fn blosc_metadata_parses_back() -> Result<()> {
+        let mut l = layout()?;
+        l.codec = ChunkCodec::Blosc {
+            cname: BloscCname::Zlib,
+            clevel: 3,
+            shuffle: BloscShuffle::BitShuffle,
+            typesize: 2,
+            blocksize: 4096,
+        };
+        assert_eq!(Layout::parse(&l.to_json(), Path::new("zarr.json"))?, l);
+        Ok(())
+    }
+
+    #[test]
+    fn transpose_orders_and_their_wkw_equivalents() -> Result<()> {
+        let l = layout()?;
+        let with = |codecs: Value| -> Result<Layout> {
+            let mut d = l.to_json();
+            *d.pointer_mut("/codecs/0/configuration/codecs")
+                .ok_or_else(|| Error::Internal("codecs".into()))? = codecs;
+            Layout::parse(&d, Path::new("zarr.json"))
+        };
+        let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
+        let t = |o: Value| json!({"name": "transpose", "configuration": {"order": o}});
+        assert_eq!(with(json!([t(json!([3, 2, 1, 0])), bytes]))?.order, None);
+        assert_eq!(with(json!([bytes]))?.order, Some([0, 1, 2, 3]));
+        assert_eq!(
+            with(json!([t(json!([0, 3, 2, 1])), bytes]))?.order,
+            Some([0, 3, 2, 1])
+        );
+        // One channel: the channel axis may be anywhere.
+        assert_eq!(wkw_order([0, 3, 2, 1], 1, 16), None);
+        assert_eq!(wkw_order([3, 2, 0, 1], 1, 16), None);
+        assert_eq!(wkw_order([3, 1, 2, 0], 1, 16), Some([3, 1, 2, 0]));
+        Ok(())
+    }
+
+    #[test]
+    fn channel_split_chunks_assemble_a_block_absent_ones_zero() -> Result<()> {
+        // 3 channels of u16, 16³ blocks; inner chunks (1, 16, 16, 16) in C order, no codec.
+        let mut l = layout()?;
+        l.split = true;
+        l.order = Some([0, 1, 2, 3]);
+        l.codec = ChunkCodec::None;
+        let b = 16usize;
+        let value = |ch: usize, x: usize, y: usize, z: usize| {
+            u16::try_from(ch * 4096 + x * 256 + y * 16 + z).unwrap_or(0) + 1
+        };
+        let chunk = |ch: usize| -> Vec<u8> {
+            let mut v = Vec::new();
+            for x in 0..b {
+                for y in 0..b {
+                    for z in 0..b {
+                        v.extend_from_slice(&value(ch, x, y, z).to_le_bytes());
+                    }
+                }
+            }
+            v
+        };
+        let parts = [Some(chunk(0)), None, Some(chunk(2))];
+        let mut out = vec![0xaau8; 3 * 2 * b * b * b];
+        l.decode_parts(&parts, &mut out).map_err(Error::Internal)?;
+        let mut want = Vec::new();
+        for z in 0..b {
+            for y in 0..b {
+                for x in 0..b {
+                    for ch in 0..3 {
+                        let v = if ch == 1 { 0 } else { value(ch, x, y, z) };
+                        want.extend_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+        }
+        assert_eq!(out, want);
+        assert_eq!(
+            l.positions([1, 2, 3]).collect::<Vec<_>>(),
+            [27, 64 + 27, 128 + 27]
+        );
+        assert!(l.decode_parts(&parts[..1], &mut out).is_err());
+        assert!(
+            l.decode_parts(&[Some(vec![1, 2, 3]), None, None], &mut out)
+                .is_err()
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn relay_puts_c_ordered_voxels_in_wkw_order() {
+        // 2 channels, side 2, 2-byte voxels; C order: c slowest, then x, y, z fastest.
+        let (c, b, size) = (2usize, 2usize, 2usize);
+        let mut src = Vec::new();
+        for ch in 0..c {
+            for x in 0..b {
+                for y in 0..b {
+                    for z in 0..b {
+                        let v = u16::try_from(ch * 1000 + x * 100 + y * 10 + z).unwrap_or(u16::MAX);
+                        src.extend_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+        }
+        let mut dst = vec![0u8; src.len()];
+        relay(&src, &mut dst, [0, 1, 2, 3], c, b, size);
+        let mut want = Vec::new();
+        for z in 0..b {
+            for y in 0..b {
+                for x in 0..b {
+                    for ch in 0..c {
+                        let v = u16::try_from(ch * 1000 + x * 100 + y * 10 + z).unwrap_or(u16::MAX);
+                        want.extend_from_slice(&v.to_le_bytes());
+                    }
+                }
+            }
+        }
+        assert_eq!(dst, want);
+    }
+
+    #[test]
     fn hostile_or_unsupported_metadata_is_an_error_not_a_panic() -> Result<()> {
         let doc = layout()?.to_json();
         let edits: Vec<(&str, Value)> = vec![
@@ -523,8 +911,8 @@ mod tests {
                 json!([3, 48, 48, 48]),
             ),
             (
-                "/codecs/0/configuration/chunk_shape",
-                json!([1, 16, 16, 16]),
+                "/chunk_grid/configuration/chunk_shape",
+                json!([1, 64, 64, 64]),
             ),
             ("/shape", json!([3, 1, 2])),
             ("/shape", json!("big")),
@@ -533,13 +921,17 @@ mod tests {
             ("/chunk_key_encoding", json!({"name": "v2"})),
             (
                 "/codecs/0/configuration/codecs/0/configuration/order",
-                json!([0, 1, 2, 3]),
+                json!([0, 1, 1, 3]),
+            ),
+            (
+                "/codecs/0/configuration/codecs/0/configuration/order",
+                json!([4, 3, 2, 1]),
             ),
             (
                 "/codecs/0/configuration/codecs/1/configuration/endian",
                 json!("big"),
             ),
-            ("/codecs/0/configuration/codecs/2/name", json!("gzip")),
+            ("/codecs/0/configuration/codecs/2/name", json!("lzma")),
             (
                 "/codecs/0/configuration/index_codecs/0/configuration/endian",
                 json!("big"),

@@ -137,18 +137,29 @@ impl ShardReader {
         let mut got = self.reader.read_ranges(&ranges)?.into_iter();
         Ok(entries.iter().map(|e| e.and_then(|_| got.next())).collect())
     }
+}
 
-    /// Reads the stored bytes of the chunk at index position `pos` into `out`; `false` (and
-    /// `out` empty) if the chunk is absent.
-    pub(crate) fn read_chunk(&self, pos: usize, out: &mut Vec<u8>) -> Result<bool> {
-        out.clear();
-        match self.read_chunks(&[pos])?.pop().flatten() {
-            Some(v) => {
-                *out = v;
-                Ok(true)
-            }
-            None => Ok(false),
-        }
+/// The stored inner chunks of one block: one, or one per channel (`None`: absent).
+pub(crate) type BlockChunks = Vec<Option<Vec<u8>>>;
+
+impl ShardReader {
+    /// The stored inner chunks of the blocks at block coordinates `blocks` (one per block, or
+    /// one per channel when they split the channels; see [`Layout::positions`]), fetched
+    /// together; `None` for a block none of whose chunks is present.
+    pub(crate) fn read_blocks(
+        &self,
+        layout: &Layout,
+        blocks: &[[u32; 3]],
+    ) -> Result<Vec<Option<BlockChunks>>> {
+        let positions: Vec<usize> = blocks.iter().flat_map(|&b| layout.positions(b)).collect();
+        let mut got = self.read_chunks(&positions)?.into_iter();
+        Ok(blocks
+            .iter()
+            .map(|_| {
+                let parts: BlockChunks = got.by_ref().take(layout.parts()).collect();
+                parts.iter().any(Option::is_some).then_some(parts)
+            })
+            .collect())
     }
 }
 

@@ -6,15 +6,16 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use rayon::prelude::*;
-use wkw::{BlockReader, Dataset};
 
 use crate::dataset::{PROPERTIES_JSON, Source, detect, layer_name, mags, read_json};
 use crate::error::{Error, Result};
 use crate::location::Location;
-use crate::mag::{Known, all_zero, list_shards, read_layout};
+use crate::mag::{
+    Ctx, Known, WkwSource, all_zero, list_shards, list_wkw_files, read_layout, read_wkw_header,
+};
 use crate::meta::Layout;
 use crate::options::{ConvertOptions, Format, Progress};
-use crate::shard::{ShardReader, index_position};
+use crate::shard::ShardReader;
 
 /// A differing block: the first differing byte and the block's coordinates in its shard.
 type Found = Option<(u64, [u32; 3])>;
@@ -26,9 +27,9 @@ const MAX_LISTED: usize = 100;
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Difference {
-    /// The WKW mag directory.
+    /// The WKW mag directory (its path, or its URL without credentials).
     pub wkw: PathBuf,
-    /// The Zarr array directory.
+    /// The Zarr array directory (its path, or its URL without credentials).
     pub zarr: PathBuf,
     /// Voxel position `(x, y, z)` (in the mag) of the first differing voxel.
     pub voxel: [u64; 3],
@@ -87,51 +88,58 @@ impl VerifyReport {
 /// array, or a WKW dataset with a Zarr3 dataset (layers matched by name, mags by mag), in
 /// either order. Blocks outside one side read as zeros there.
 ///
+/// Each side is a local path or a [`Location`] on an object store; both are read as a
+/// conversion reads its source: in batches of blocks (a WKW file's header and jump table,
+/// a shard's index, then each batch's blocks or chunks in coalesced ranged reads pinned to
+/// the version first seen), never a whole file or shard at once.
+///
 /// # Errors
 /// [`Error::InvalidArgument`] if the two are not one WKW and one Zarr side of the same
-/// geometry; the errors of reading either side (naming the file), including corrupt blocks.
+/// geometry; the errors of reading either side (naming the file or URL), including corrupt
+/// blocks and chunks.
 pub fn verify(
-    a: &Path,
-    b: &Path,
+    a: impl Into<Location>,
+    b: impl Into<Location>,
     options: &ConvertOptions,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<VerifyReport> {
+    let (a, b): (Location, Location) = (a.into(), b.into());
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(options.threads)
         .build()
         .map_err(|e| Error::Internal(format!("thread pool: {e}")))?;
-    let pairs = match (detect(a)?, detect(b)?) {
-        (Source::WkwMag, Source::Zarr3Array) => vec![(a.to_path_buf(), b.to_path_buf())],
-        (Source::Zarr3Array, Source::WkwMag) => vec![(b.to_path_buf(), a.to_path_buf())],
-        (Source::Dataset(Format::Wkw), Source::Dataset(Format::Zarr3)) => dataset_pairs(a, b)?,
-        (Source::Dataset(Format::Zarr3), Source::Dataset(Format::Wkw)) => dataset_pairs(b, a)?,
+    let ctx = Ctx {
+        options,
+        pool: &pool,
+        progress,
+    };
+    let pairs = match (detect(&a)?, detect(&b)?) {
+        (Source::WkwMag, Source::Zarr3Array) => vec![(a, b)],
+        (Source::Zarr3Array, Source::WkwMag) => vec![(b, a)],
+        (Source::Dataset(Format::Wkw), Source::Dataset(Format::Zarr3)) => dataset_pairs(&a, &b)?,
+        (Source::Dataset(Format::Zarr3), Source::Dataset(Format::Wkw)) => dataset_pairs(&b, &a)?,
         (x, y) => {
             return Err(Error::InvalidArgument(format!(
-                "cannot compare {} ({x:?}) with {} ({y:?}): need one WKW and one Zarr3 side",
-                a.display(),
-                b.display()
+                "cannot compare {a} ({x:?}) with {b} ({y:?}): need one WKW and one Zarr3 side"
             )));
         }
     };
     let mut report = VerifyReport::default();
     for (wkw_dir, zarr_dir) in pairs {
-        report.add(verify_mag(&wkw_dir, &zarr_dir, options, &pool, progress)?);
+        report.add(verify_mag(&wkw_dir, &zarr_dir, &ctx)?);
     }
     Ok(report)
 }
 
 /// Matching mag directories of a WKW dataset and a Zarr3 dataset.
-fn dataset_pairs(wkw_root: &Path, zarr_root: &Path) -> Result<Vec<(PathBuf, PathBuf)>> {
+fn dataset_pairs(wkw_root: &Location, zarr_root: &Location) -> Result<Vec<(Location, Location)>> {
     let wp = wkw_root.join(PROPERTIES_JSON);
     let zp = zarr_root.join(PROPERTIES_JSON);
-    let (wdoc, zdoc) = (
-        read_json(&Location::Local(wp.clone()))?,
-        read_json(&Location::Local(zp.clone()))?,
-    );
+    let (wdoc, zdoc) = (read_json(&wp)?, read_json(&zp)?);
     let list = |doc: &serde_json::Value,
-                root: &Path,
+                root: &Location,
                 path: &Path|
-     -> Result<BTreeMap<(String, [u64; 3]), PathBuf>> {
+     -> Result<BTreeMap<(String, [u64; 3]), Location>> {
         let mut out = BTreeMap::new();
         for layer in doc
             .get("dataLayers")
@@ -140,40 +148,32 @@ fn dataset_pairs(wkw_root: &Path, zarr_root: &Path) -> Result<Vec<(PathBuf, Path
             .flatten()
         {
             let name = layer_name(layer, path)?.to_owned();
-            for m in mags(&Location::Local(root.to_path_buf()), layer, path)? {
-                out.insert((name.clone(), m.mag), m.dir.name());
+            for m in mags(root, layer, path)? {
+                out.insert((name.clone(), m.mag), m.dir);
             }
         }
         Ok(out)
     };
-    let w = list(&wdoc, wkw_root, &wp)?;
-    let z = list(&zdoc, zarr_root, &zp)?;
+    let w = list(&wdoc, wkw_root, &wp.name())?;
+    let z = list(&zdoc, zarr_root, &zp.name())?;
     if w.keys().ne(z.keys()) {
         return Err(Error::InvalidArgument(format!(
-            "{} has layers/mags {:?}, {} has {:?}",
-            wp.display(),
+            "{wp} has layers/mags {:?}, {zp} has {:?}",
             w.keys().collect::<Vec<_>>(),
-            zp.display(),
             z.keys().collect::<Vec<_>>()
         )));
     }
     Ok(w.into_values().zip(z.into_values()).collect())
 }
 
-/// A WKW file and a shard (with its length) of one position, each possibly absent.
-type Sides = (Option<PathBuf>, Option<(Location, Known)>);
+/// A WKW file and a shard (with their lengths and ETags) of one position, each possibly
+/// absent.
+type Sides = (Option<(Location, Known)>, Option<(Location, Known)>);
 
-fn verify_mag(
-    wkw_dir: &Path,
-    zarr_dir: &Path,
-    options: &ConvertOptions,
-    pool: &rayon::ThreadPool,
-    progress: &(dyn Fn(&Progress) + Sync),
-) -> Result<VerifyReport> {
-    let ds = Dataset::open(wkw_dir)?;
-    let header = *ds.header();
-    let zarr = Location::Local(zarr_dir.to_path_buf());
-    let layout = read_layout(&zarr)?;
+fn verify_mag(wkw_dir: &Location, zarr_dir: &Location, ctx: &Ctx<'_>) -> Result<VerifyReport> {
+    let options = ctx.options;
+    let header = read_wkw_header(wkw_dir)?;
+    let layout = read_layout(zarr_dir)?;
     layout.check_limits(&options.limits)?;
     if header.voxel_type() != layout.voxel_type
         || header.num_channels() != layout.channels
@@ -181,16 +181,14 @@ fn verify_mag(
         || header.file_len() != layout.file_len
     {
         return Err(Error::InvalidArgument(format!(
-            "{} ({header:?}) and {} ({layout:?}) differ in geometry",
-            wkw_dir.display(),
-            zarr_dir.display()
+            "{wkw_dir} ({header:?}) and {zarr_dir} ({layout:?}) differ in geometry"
         )));
     }
     let mut files: BTreeMap<[u64; 3], Sides> = BTreeMap::new();
-    for (idx, path) in ds.list_files()? {
-        files.entry(idx.map(u64::from)).or_default().0 = Some(path);
+    for (idx, file, known) in list_wkw_files(wkw_dir)? {
+        files.entry(idx.map(u64::from)).or_default().0 = Some((file, known));
     }
-    for (idx, shard, known) in list_shards(&zarr, &layout)? {
+    for (idx, shard, known) in list_shards(zarr_dir, &layout)? {
         files.entry(idx).or_default().1 = Some((shard, known));
     }
     let total = files.len() as u64;
@@ -200,11 +198,13 @@ fn verify_mag(
     };
     let block_bytes = usize::try_from(layout.block_bytes()).unwrap_or(usize::MAX);
     let max_chunk = layout.codec.max_stored(block_bytes) as u64;
-    let batch = (pool.current_num_threads() as u64 * 4).max(1);
+    let batch = ctx.batch();
+    let (wkw_name, zarr_name) = (wkw_dir.name(), zarr_dir.name());
     for (done, (idx, (wf, zf))) in files.into_iter().enumerate() {
-        let reader = wf
-            .map(|p| BlockReader::open(p, &options.limits))
-            .transpose()?;
+        let source = match wf {
+            Some((at, known)) => WkwSource::open(&at, Some(known), &header, ctx)?,
+            None => None,
+        };
         let shard = match zf {
             Some((at, known)) => match at.open(Some(known), &options.remote)? {
                 Some(r) => Some(ShardReader::open(r, &layout, max_chunk)?),
@@ -212,54 +212,46 @@ fn verify_mag(
             },
             None => None,
         };
-        let n = layout.chunks_per_shard();
+        let n = layout.blocks_per_shard();
         let mut first = 0;
         while first < n {
             let last = n.min(first + batch);
-            let mut items = Vec::new();
-            for k in first..last {
+            let ks: Vec<u64> = (first..last).collect();
+            let mut coords = Vec::with_capacity(ks.len());
+            for &k in &ks {
                 let b = morton_code::decode_3d_u64(k)
                     .map_err(|e| Error::Internal(format!("block {k}: {e}")))?;
-                let w = match &reader {
-                    Some(r) => {
-                        let mut v = Vec::new();
-                        r.read_stored(k, &mut v)?;
-                        Some((v, r.header().block_type()))
-                    }
-                    None => None,
-                };
-                let mut v = Vec::new();
-                let z = match &shard {
-                    Some(s) => s
-                        .read_chunk(index_position(layout.file_len, b), &mut v)?
-                        .then_some(v),
-                    None => None,
-                };
-                items.push((k, b, w, z));
+                coords.push(b);
             }
-            let results: Vec<Result<Found>> = pool.install(|| {
+            let left: Vec<Option<Vec<u8>>> = match &source {
+                Some(s) => s.read(&ks)?.into_iter().map(Some).collect(),
+                None => vec![None; ks.len()],
+            };
+            let right = match &shard {
+                Some(s) => s.read_blocks(&layout, &coords)?,
+                None => vec![None; ks.len()],
+            };
+            let items: Vec<_> = ks
+                .into_iter()
+                .zip(coords)
+                .zip(left.into_iter().zip(right))
+                .collect();
+            let results: Vec<Result<Found>> = ctx.pool.install(|| {
                 items
                     .into_par_iter()
-                    .map(|(k, b, w, z)| {
+                    .map(|((k, b), (w, z))| {
                         let mut left = vec![0u8; block_bytes];
-                        if let Some((stored, bt)) = w {
-                            wkw::decode_block(&stored, bt, &mut left).map_err(|e| {
-                                Error::corrupt(
-                                    reader.as_ref().map_or(Path::new(""), |r| r.path()),
-                                    format!("block {k}: {e}"),
-                                )
+                        if let (Some(stored), Some(s)) = (w, &source) {
+                            wkw::decode_block(&stored, s.blocks.header().block_type(), &mut left)
+                                .map_err(|e| {
+                                Error::corrupt(s.blocks.path(), format!("block {k}: {e}"))
                             })?;
                         }
                         let mut right = vec![0u8; block_bytes];
-                        if let Some(stored) = z
-                            && !layout.codec.decode(&stored, &mut right)
-                        {
-                            return Err(Error::corrupt(
-                                shard.as_ref().map_or(Path::new(""), |s| s.path()),
-                                format!(
-                                    "chunk of block {k} does not decode to {block_bytes} bytes"
-                                ),
-                            ));
+                        if let (Some(parts), Some(s)) = (z, &shard) {
+                            layout.decode_parts(&parts, &mut right).map_err(|e| {
+                                Error::corrupt(s.path(), format!("chunk of block {k}: {e}"))
+                            })?;
                         }
                         if left == right || (all_zero(&left) && all_zero(&right)) {
                             return Ok(None);
@@ -280,17 +272,17 @@ fn verify_mag(
                     if report.differences.len() < MAX_LISTED {
                         report
                             .differences
-                            .push(difference(&layout, idx, b, at, wkw_dir, zarr_dir));
+                            .push(difference(&layout, idx, b, at, &wkw_name, &zarr_name));
                     }
                 }
             }
             first = last;
         }
         report.shards += 1;
-        progress(&Progress {
+        (ctx.progress)(&Progress {
             done: done as u64 + 1,
             total,
-            array: zarr_dir.to_path_buf(),
+            array: zarr_name.clone(),
         });
     }
     Ok(report)

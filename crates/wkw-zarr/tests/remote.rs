@@ -14,7 +14,9 @@ use common::{TestResult, lz4_mag_and_its_zarr3, tree};
 use s3_testserver::{FaultKind, FaultRule, TestServer};
 use scifmt_io::object_store::path::Path as ObjectPath;
 use testkit::{Lcg, run_and_kill};
-use wkw_zarr::{ConvertOptions, Existing, Format, Location, MARKER, RemoteOptions, convert};
+use wkw_zarr::{
+    ConvertOptions, Existing, Format, Location, MARKER, RemoteOptions, ZarrCodec, convert, verify,
+};
 
 /// The smallest part S3 takes: the 16 MiB shards of [`big_raw_mag`] are multipart uploads.
 const PART: u64 = 5 << 20;
@@ -517,5 +519,88 @@ fn a_conversion_killed_during_multipart_uploads_resumes_to_the_same_bytes() -> T
         )?;
         assert_eq!(objects(&server, &dst)?, want, "round {round}");
     }
+    Ok(())
+}
+
+/// Replaces the object `key` on the server with `bytes`.
+fn put(server: &TestServer, key: &str, bytes: Vec<u8>) -> TestResult {
+    scifmt_io::block_on(scifmt_io::object_store::ObjectStoreExt::put(
+        server.store().as_ref(),
+        &ObjectPath::from(key),
+        bytes.into(),
+    ))??;
+    Ok(())
+}
+
+#[test]
+fn verify_compares_local_and_s3_sides_and_names_a_differing_or_corrupt_chunk_by_url() -> TestResult
+{
+    let dir = tempfile::tempdir()?;
+    let (wkw_src, zarr_src) = lz4_mag_and_its_zarr3(dir.path())?;
+    let server = TestServer::start()?;
+    server.upload_dir(&wkw_src, "src/wkw")?;
+    server.upload_dir(&zarr_src, "src/zarr")?;
+    let o = options();
+    // Every mix, either order.
+    let pairs: [(Location, Location); 4] = [
+        (at(&server, "src/wkw"), Location::from(&zarr_src)),
+        (Location::from(&wkw_src), at(&server, "src/zarr")),
+        (at(&server, "src/wkw"), at(&server, "src/zarr")),
+        (at(&server, "src/zarr"), at(&server, "src/wkw")),
+    ];
+    for (a, b) in pairs {
+        let report = verify(&a, &b, &o, &|_| {})?;
+        assert!(report.is_ok(), "{a} {b}: {report:?}");
+        assert_eq!(report.arrays, 1);
+        assert_eq!(report.blocks, 30 * 8, "{a} {b}");
+    }
+
+    // Raw chunks on the store, one byte of one chunk changed: a difference named by URL.
+    let raw = o.clone().with_codec(ZarrCodec::None);
+    convert(
+        &wkw_src,
+        at(&server, "raw/zarr"),
+        Format::Zarr3,
+        &raw,
+        &|_| {},
+    )?;
+    let (key, mut bytes) = objects(&server, "raw/zarr")?
+        .into_iter()
+        .find(|(k, _)| k.starts_with("c/"))
+        .ok_or("no shard")?;
+    bytes[100] ^= 0x40;
+    put(&server, &format!("raw/zarr/{key}"), bytes)?;
+    let report = verify(&wkw_src, at(&server, "raw/zarr"), &raw, &|_| {})?;
+    assert_eq!(report.differing_blocks, 1);
+    assert_eq!(
+        report.differences[0].zarr,
+        Path::new(&server.url("raw/zarr"))
+    );
+    assert_eq!(report.differences[0].wkw, wkw_src);
+    assert!(
+        report.differences[0]
+            .to_string()
+            .contains(&server.url("raw/zarr")),
+        "{}",
+        report.differences[0]
+    );
+
+    // A zstd chunk that no longer decodes: an error naming the shard's URL.
+    let (key, mut bytes) = tree(&zarr_src)?
+        .into_iter()
+        .find(|(k, _)| k.starts_with("c/"))
+        .ok_or("no shard")?;
+    bytes[20] ^= 0xff;
+    bytes[21] ^= 0xff;
+    put(&server, &format!("src/zarr/{key}"), bytes)?;
+    let err = verify(&wkw_src, at(&server, "src/zarr"), &o, &|_| {})
+        .err()
+        .ok_or("a corrupt chunk verified")?;
+    assert!(matches!(err, wkw_zarr::Error::Corrupt { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .contains(&server.url(&format!("src/zarr/{key}"))),
+        "{err}"
+    );
     Ok(())
 }

@@ -198,25 +198,33 @@ fn unsupported_arrays_are_refused_naming_the_document() -> TestResult {
         &|_| {},
     )?;
     let meta = zarr.join("zarr.json");
-    let mut doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta)?)?;
-    // Without the transpose the chunks would be C-ordered: not WKW blocks.
-    let inner = doc
-        .pointer_mut("/codecs/0/configuration/codecs")
-        .and_then(serde_json::Value::as_array_mut)
-        .ok_or("inner codecs")?;
-    assert_eq!(inner.remove(0)["name"], "transpose");
-    std::fs::write(&meta, serde_json::to_vec(&doc)?)?;
-    let err = convert(
-        &zarr,
-        dir.path().join("back"),
-        Format::Wkw,
-        &ConvertOptions::default(),
-        &|_| {},
-    )
-    .err();
-    assert!(
-        matches!(&err, Some(Error::Unsupported { path, .. }) if *path == meta),
-        "{err:?}"
-    );
+    let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&meta)?)?;
+    // Shards splitting the 2 channels, and an inner compressor this crate lacks.
+    for (pointer, value) in [
+        (
+            "/chunk_grid/configuration/chunk_shape",
+            serde_json::json!([1, 16, 16, 16]),
+        ),
+        (
+            "/codecs/0/configuration/codecs/2",
+            serde_json::json!({"name": "numcodecs.lzma", "configuration": {"preset": 5}}),
+        ),
+    ] {
+        let mut d = doc.clone();
+        *d.pointer_mut(pointer).ok_or("no such field")? = value;
+        std::fs::write(&meta, serde_json::to_vec(&d)?)?;
+        let err = convert(
+            &zarr,
+            dir.path().join("back"),
+            Format::Wkw,
+            &ConvertOptions::default().with_existing(Existing::Overwrite),
+            &|_| {},
+        )
+        .err();
+        assert!(
+            matches!(&err, Some(Error::Unsupported { path, .. }) if *path == meta),
+            "{pointer}: {err:?}"
+        );
+    }
     Ok(())
 }

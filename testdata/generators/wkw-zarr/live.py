@@ -3,7 +3,7 @@
 
 usage: python live.py SRC OURS BACK OUT.json
   SRC   a webKNOSSOS WKW dataset (the fixture)
-  OURS  scifmt's Zarr3 conversion of SRC
+  OURS  scifmt's Zarr3 conversion of SRC (zstd or blosc inner chunks)
   BACK  scifmt's WKW conversion of OURS
 Needs: webknossos==4.3.3 (wkw 1.1.24, tensorstore), zarr==3.1.6.
 
@@ -11,7 +11,9 @@ Checks, each layer and mag over the layer's bounding box:
   * webknossos-libs opens OURS and reads it equal to SRC;
   * webknossos-libs opens BACK and reads it equal to SRC;
   * wkw 1.1.24 reads every mag of BACK equal to wkw 1.1.24 reading SRC;
-  * zarr-python opens every array of OURS and reads the box equal to SRC.
+  * zarr-python opens every array of OURS and reads the box equal to SRC;
+  * zarr-python names the inner compressor OURS's zarr.json declares (zstd, blosc or none)
+    (reported with the check's name, so a blosc run shows it was read as blosc).
 Writes a JSON list of {"check", "ok", "why"} to OUT.json.
 """
 import json
@@ -75,7 +77,21 @@ def main():
                           off[2]:off[2] + shape[2]]
                 return None if np.array_equal(got, want) else "different voxels"
 
+            meta_path = os.path.join(ours, layer.name, mag.to_layer_name(), "zarr.json")
+            with open(meta_path) as f:
+                inner = json.load(f)["codecs"][0]["configuration"]["codecs"]
+            compressor = inner[-1]["name"] if inner[-1]["name"] not in ("bytes",) else "none"
+
+            def via_zarr_codec(off=off, layer=layer, mag=mag, compressor=compressor):
+                arr = zarr.open_array(os.path.join(ours, layer.name, mag.to_layer_name()), mode="r")
+                names = [type(c).__name__ for c in arr.metadata.codecs[0].codecs]
+                want_name = {"blosc": "BloscCodec", "zstd": "ZstdCodec", "none": None}[compressor]
+                if want_name is not None and want_name not in names:
+                    return f"zarr-python sees inner codecs {names}, not {want_name}"
+                return None
+
             record(f"zarr-python reads ours {name}", via_zarr)
+            record(f"zarr-python sees the {compressor} codec in ours {name}", via_zarr_codec)
     with open(out, "w") as f:
         json.dump(results, f)
 
