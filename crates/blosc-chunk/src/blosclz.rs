@@ -111,12 +111,16 @@ pub(crate) fn decompress(input: &[u8], output: &mut [u8]) -> Option<usize> {
 /// step reads bytes at least 16 behind the ones it writes, so it reads final bytes.
 #[inline]
 fn copy_match_wild(out: &mut [u8], op: usize, distance: usize, len: usize) {
-    let step = if distance >= 16 {
-        distance
+    if distance >= 16 {
+        let mut k = 0;
+        while k < len {
+            let from = op + k - distance;
+            out.copy_within(from..from + 16, op + k);
+            k += 16;
+        }
     } else if distance == 1 {
         let b = out[op - 1];
         out[op..op + len].fill(b);
-        return;
     } else if 16 % distance == 0 {
         // Period 2, 4 or 8: store a 16-byte pattern register.
         let seed = &out[op - distance..op];
@@ -129,24 +133,23 @@ fn copy_match_wild(out: &mut [u8], op: usize, distance: usize, len: usize) {
         for c in out[op..op + len.next_multiple_of(16)].chunks_exact_mut(16) {
             c.copy_from_slice(&pat);
         }
-        return;
     } else {
-        // The match repeats with period `distance`, hence with any multiple of it: write the
-        // first multiple >= 16 byte by byte, then copy 16 at a time from that far back.
-        let step = distance * 16usize.div_ceil(distance);
-        for k in 0..step.min(len) {
-            out[op + k] = out[op + k - distance];
+        // Any other period below 16: a 16-byte register holding the period from its first
+        // byte, stored every `stride` bytes (the largest multiple of the period up to 16, so
+        // every store starts at the period's first byte; the tail of the last one is
+        // overwritten by the following tokens). The load reads 16 bytes from the period's
+        // start, in bounds since 16 bytes follow `op`; only its first `distance` are kept.
+        let mut pat = [0u8; 16];
+        pat.copy_from_slice(&out[op - distance..op - distance + 16]);
+        for i in distance..16 {
+            pat[i] = pat[i - distance];
         }
-        if len <= step {
-            return;
+        let stride = 16 - 16 % distance;
+        let mut k = 0;
+        while k < len {
+            out[op + k..op + k + 16].copy_from_slice(&pat);
+            k += stride;
         }
-        step
-    };
-    let mut k = if distance >= 16 { 0 } else { step };
-    while k < len {
-        let from = op + k - step;
-        out.copy_within(from..from + 16, op + k);
-        k += 16;
     }
 }
 

@@ -202,7 +202,7 @@ pub fn decompress_ctx(chunk: &[u8], params: &DParams) -> Result<Vec<u8>> {
     let written = decode_output(chunk, Output::Uninit(out.spare_capacity_mut()), params)?.len();
     // SAFETY: `decode_output` returned `Ok` with the first `written` bytes (`nbytes`, within
     // the capacity) of `out`'s spare capacity initialized.
-    #[allow(unsafe_code, reason = "see SAFETY: decoding into fresh memory (no zero-fill)")]
+    #[allow(unsafe_code, reason = "see SAFETY")]
     unsafe {
         out.set_len(written);
     }
