@@ -7,6 +7,7 @@ mod location;
 mod mag;
 mod meta;
 mod options;
+mod plan;
 mod shard;
 mod target;
 mod verify;
@@ -20,6 +21,7 @@ pub use crate::{
         BlockType, ConvertOptions, Durability, Existing, Format, Progress, RemoteOptions, Summary,
         ZarrCodec,
     },
+    plan::{Plan, Unit, convert_units, finish, plan},
     target::MARKER,
     verify::{Difference, VerifyReport, verify},
 };
