@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import scifmt
+import scifmt.wkw as swkw
 from scifmt._scifmt import convert as core
 
 ref = pytest.importorskip("wkw")
@@ -37,13 +38,16 @@ def client():
 
 
 def make_mag(root, block_type=ref.Header.BLOCK_TYPE_LZ4, seed=0):
-    """A WKW mag made by the reference package: uint16 × 2 channels, 8³ blocks, 2³ blocks per
-    file (30 files), random values in OFFSET + SHAPE; returns the values."""
+    """A WKW mag (uint16 × 2 channels, 8³ blocks, 2³ blocks per file: 30 files) with random
+    values in OFFSET + SHAPE (unaligned, which the reference does not write compressed: written
+    by scifmt.wkw, checked with the reference); returns the values."""
     rng = np.random.default_rng(seed)
     data = rng.integers(1, 60000, (2,) + SHAPE, dtype=np.uint16)
-    header = ref.Header(np.uint16, num_channels=2, block_len=8, file_len=2, block_type=block_type)
-    with ref.Dataset.open(str(root), header) as ds:
+    header = swkw.Header(np.uint16, num_channels=2, block_len=8, file_len=2, block_type=block_type)
+    with swkw.Dataset.open(str(root), header) as ds:
         ds.write(OFFSET, data)
+    with ref.Dataset.open(str(root)) as ds:
+        np.testing.assert_array_equal(ds.read(OFFSET, SHAPE), data)
     return data
 
 
@@ -281,3 +285,13 @@ def test_a_source_on_s3_and_a_target_on_s3_through_the_cluster(server, client, t
     secret = server.storage_options.get("aws_secret_access_key")
     if secret:
         assert secret not in str(e.value)
+
+
+def test_the_api_lives_in_scifmt():
+    assert scifmt.ConvertError.__module__ == "scifmt"
+    assert issubclass(scifmt.ConvertError, Exception)
+    assert scifmt.convert.__module__ == "scifmt._convert"
+    assert {"convert", "ConvertError", "ConvertSummary"} <= set(scifmt.__all__)
+    fields = [f.name for f in __import__("dataclasses").fields(scifmt.ConvertSummary)]
+    assert fields[:9] == ["to", "arrays", "shards_written", "shards_skipped", "shards_empty",
+                          "blocks", "bytes_in", "bytes_out", "seconds"]

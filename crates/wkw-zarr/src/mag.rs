@@ -229,6 +229,10 @@ impl WkwSource {
     }
 }
 
+/// The largest array extent per axis (voxels): far beyond any WKW mag (2³² voxels per axis),
+/// and small enough that shapes rounded up to whole shards never overflow.
+pub(crate) const MAX_EXTENT: u64 = 1 << 48;
+
 /// The extent of the Zarr array for the WKW mag at `src` (at least `extent`, the layer's
 /// bounding-box end in this mag, and covering every file) and the mag's files.
 pub(crate) fn plan_wkw_to_zarr(
@@ -243,6 +247,13 @@ pub(crate) fn plan_wkw_to_zarr(
         for d in 0..3 {
             end[d] = end[d].max(idx[d].saturating_add(1).saturating_mul(side));
         }
+    }
+    if let Some(&e) = end.iter().find(|&&e| e > MAX_EXTENT) {
+        return Err(Error::LimitExceeded {
+            what: "array extent (voxels per axis)",
+            requested: e,
+            limit: MAX_EXTENT,
+        });
     }
     Ok((end, files))
 }

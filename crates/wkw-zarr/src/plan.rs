@@ -139,6 +139,9 @@ impl Plan {
             if a.src.starts_with('/') || a.src.contains('\\') {
                 return Err(bad(format!("source directory {:?}", a.src)));
             }
+            if let Some(e) = a.end.iter().flatten().find(|&&e| e > mag::MAX_EXTENT) {
+                return Err(bad(format!("array extent {e}")));
+            }
         }
         let mut ids = HashSet::new();
         for u in &plan.units {
