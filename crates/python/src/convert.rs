@@ -158,11 +158,18 @@ fn locations(
     ))
 }
 
+/// A plan for Python: its JSON, `(unit id, source bytes)` of every unit, and the number of
+/// arrays.
+type Planned = (String, Vec<(String, u64)>, usize);
+
 /// Prepares the conversion of `src` into `to` at `dst` (the target refused, emptied or resumed
 /// as `existing` says, and marked): `(plan as JSON, [(unit id, source bytes)], arrays)`.
 #[pyfunction]
 #[pyo3(signature = (src, dst, to, *, codec="auto", zstd_level=None, block_type="lz4", fsync=false, existing="refuse", storage_options=None))]
-#[allow(clippy::too_many_arguments, reason = "the keyword options of scifmt.convert")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the keyword options of scifmt.convert"
+)]
 fn plan(
     py: Python<'_>,
     src: String,
@@ -174,7 +181,7 @@ fn plan(
     fsync: bool,
     existing: &str,
     storage_options: Option<Vec<(String, String)>>,
-) -> PyResult<(String, Vec<(String, u64)>, usize)> {
+) -> PyResult<Planned> {
     let to = format(to)?;
     let opts = options(codec, zstd_level, block_type, fsync, None, existing)?;
     run(py, move || {
@@ -207,7 +214,10 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
 /// summary's `arrays` counts the arrays touched.
 #[pyfunction]
 #[pyo3(signature = (src, dst, plan_json, ids, *, codec="auto", zstd_level=None, block_type="lz4", fsync=false, jobs=None, storage_options=None, progress=None))]
-#[allow(clippy::too_many_arguments, reason = "the keyword options of scifmt.convert")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the keyword options of scifmt.convert"
+)]
 fn convert_units<'py>(
     py: Python<'py>,
     src: String,
@@ -256,7 +266,10 @@ fn convert_units<'py>(
 /// marker removed.
 #[pyfunction]
 #[pyo3(signature = (src, dst, plan_json, *, codec="auto", zstd_level=None, block_type="lz4", fsync=false, storage_options=None))]
-#[allow(clippy::too_many_arguments, reason = "the keyword options of scifmt.convert")]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the keyword options of scifmt.convert"
+)]
 fn finish(
     py: Python<'_>,
     src: String,
