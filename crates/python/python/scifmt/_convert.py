@@ -167,8 +167,10 @@ def _on_cluster(
 
     threads = sum(client.nthreads().values()) or 1
     groups = _groups(units, threads * _GROUPS_PER_THREAD)
+    # The plan (which grows with the number of units) goes to each worker once.
+    plan = client.scatter(plan_json, broadcast=True)
     futures = {
-        client.submit(_run_units, src, dst, plan_json, ids, jobs, pairs, opts, pure=False): len(ids)
+        client.submit(_run_units, src, dst, plan, ids, jobs, pairs, opts, pure=False): len(ids)
         for ids in groups
     }
     counts = dict.fromkeys(_COUNTS, 0)
