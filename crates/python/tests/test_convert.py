@@ -295,3 +295,14 @@ def test_the_api_lives_in_scifmt():
     fields = [f.name for f in __import__("dataclasses").fields(scifmt.ConvertSummary)]
     assert fields[:9] == ["to", "arrays", "shards_written", "shards_skipped", "shards_empty",
                           "blocks", "bytes_in", "bytes_out", "seconds"]
+
+
+def test_an_empty_mag_converts_alone_and_on_the_cluster(client, tmp_path):
+    header = swkw.Header(np.uint8, block_len=8, file_len=2, block_type=2)
+    swkw.Dataset.create(str(tmp_path / "wkw"), header).close()
+    one = scifmt.convert(tmp_path / "wkw", tmp_path / "one", to="zarr3")
+    many = scifmt.convert(tmp_path / "wkw", tmp_path / "many", to="zarr3", client=client)
+    assert dataclass_counts(one) == dataclass_counts(many)
+    assert (one.arrays, one.shards_written) == (1, 0)
+    assert tree(tmp_path / "one") == tree(tmp_path / "many")
+    assert list(tree(tmp_path / "one")) == ["zarr.json"]

@@ -165,6 +165,9 @@ def _on_cluster(
     """Converts ``units`` in groups on the workers of ``client``; the summed counts."""
     from distributed import as_completed
 
+    counts = dict.fromkeys(_COUNTS, 0)
+    if not units:
+        return counts
     threads = sum(client.nthreads().values()) or 1
     groups = _groups(units, threads * _GROUPS_PER_THREAD)
     # The plan (which grows with the number of units) goes to each worker once.
@@ -173,7 +176,6 @@ def _on_cluster(
         client.submit(_run_units, src, dst, plan, ids, jobs, pairs, opts, pure=False): len(ids)
         for ids in groups
     }
-    counts = dict.fromkeys(_COUNTS, 0)
     done = 0
     try:
         for future in as_completed(list(futures)):
