@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 mod b2nd;
 mod blosc;
 mod common;
+mod convert;
 mod dwe;
 mod wkw;
 mod wkw_remote;
@@ -22,6 +23,7 @@ fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     blosc::register(m)?;
     b2nd::register(m)?;
     dwe::register(m)?;
+    convert::register(m)?;
     m.add_function(wrap_pyfunction!(common::_panic_for_tests, m)?)?;
     Ok(())
 }

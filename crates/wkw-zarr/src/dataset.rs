@@ -7,10 +7,9 @@ use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
 use crate::location::Location;
-use crate::mag::{self, Ctx};
+use crate::mag;
 use crate::meta::ZARR_JSON;
 use crate::options::{ConvertOptions, Format, Progress, Summary, ZarrCodec};
-use crate::target;
 
 /// Name of a webKNOSSOS dataset's layer list.
 pub const PROPERTIES_JSON: &str = "datasource-properties.json";
@@ -78,7 +77,9 @@ pub fn detect(path: impl Into<Location>) -> Result<Source> {
 /// every shard.
 ///
 /// Each side is a local path or a [`Location`] on an object store (a prefix, e.g.
-/// `Location::parse("s3://bucket/ds", &[])`); local and remote sides mix.
+/// `Location::parse("s3://bucket/ds", &[])`); local and remote sides mix. This is
+/// [`plan`](crate::plan), [`convert_units`](crate::convert_units) of every unit, then
+/// [`finish`](crate::finish).
 ///
 /// # Errors
 /// [`Error::TargetExists`] if `dst` exists and `options` neither overwrites nor resumes it;
@@ -92,18 +93,8 @@ pub fn convert(
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Summary> {
     let (src, dst) = (&src.into(), &dst.into());
-    match (detect(src)?, to) {
-        (Source::WkwMag, Format::Zarr3) => convert_mag_to_zarr3(src, dst, options, progress),
-        (Source::Zarr3Array, Format::Wkw) => convert_mag_to_wkw(src, dst, options, progress),
-        (Source::Dataset(Format::Wkw), Format::Zarr3)
-        | (Source::Dataset(Format::Zarr3), Format::Wkw) => {
-            run(dst, to, options, |ctx| dataset(src, dst, to, ctx), progress)
-        }
-        (kind, to) => Err(Error::InvalidArgument(format!(
-            "{src} is {kind:?}, already {}",
-            to.name()
-        ))),
-    }
+    let plan = crate::plan::plan(src, dst, to, options)?;
+    crate::plan::run_all(src, dst, &plan, options, progress)
 }
 
 /// Converts one WKW mag directory into a Zarr v3 array (one shard per WKW file); the array
@@ -118,13 +109,8 @@ pub fn convert_mag_to_zarr3(
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Summary> {
     let (src, dst) = (&src.into(), &dst.into());
-    run(
-        dst,
-        Format::Zarr3,
-        options,
-        |ctx| mag::wkw_to_zarr(src, dst, None, ctx),
-        progress,
-    )
+    let plan = crate::plan::plan_for(src, dst, Format::Zarr3, Source::WkwMag, options)?;
+    crate::plan::run_all(src, dst, &plan, options, progress)
 }
 
 /// Converts one sharded Zarr v3 array whose inner chunks are WKW blocks into a WKW mag
@@ -139,17 +125,12 @@ pub fn convert_mag_to_wkw(
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Summary> {
     let (src, dst) = (&src.into(), &dst.into());
-    run(
-        dst,
-        Format::Wkw,
-        options,
-        |ctx| mag::zarr_to_wkw(src, dst, ctx),
-        progress,
-    )
+    let plan = crate::plan::plan_for(src, dst, Format::Wkw, Source::Zarr3Array, options)?;
+    crate::plan::run_all(src, dst, &plan, options, progress)
 }
 
 /// The settings that decide a conversion's output bytes (recorded for resuming).
-fn settings(to: Format, options: &ConvertOptions) -> Value {
+pub(crate) fn settings(to: Format, options: &ConvertOptions) -> Value {
     let codec = match options.codec {
         ZarrCodec::Auto => "auto".to_owned(),
         ZarrCodec::Zstd { level } => format!("zstd:{level}"),
@@ -173,30 +154,6 @@ fn settings(to: Format, options: &ConvertOptions) -> Value {
             json!({"to": "wkw", "block_type": format!("{:?}", options.block_type).to_lowercase()})
         }
     }
-}
-
-/// Prepares the target, runs `body` on a pool of the configured size, and removes the marker.
-fn run(
-    dst: &Location,
-    to: Format,
-    options: &ConvertOptions,
-    body: impl FnOnce(&Ctx<'_>) -> Result<Summary>,
-    progress: &(dyn Fn(&Progress) + Sync),
-) -> Result<Summary> {
-    target::prepare(dst, options, &settings(to, options))?;
-    let pool = rayon::ThreadPoolBuilder::new()
-        .num_threads(options.threads)
-        .thread_name(|i| format!("wkw-zarr-{i}"))
-        .build()
-        .map_err(|e| Error::Internal(format!("thread pool: {e}")))?;
-    let ctx = Ctx {
-        options,
-        pool: &pool,
-        progress,
-    };
-    let summary = body(&ctx)?;
-    target::finish(dst)?;
-    Ok(summary)
 }
 
 /// The JSON document at `at`.
@@ -224,6 +181,8 @@ fn layers<'a>(doc: &'a Value, path: &Path) -> Result<&'a Vec<Value>> {
 #[derive(Debug, Clone)]
 pub(crate) struct MagEntry {
     pub(crate) mag: [u64; 3],
+    /// The mag's directory relative to the dataset root (`/` separators).
+    pub(crate) key: String,
     /// The mag's directory.
     pub(crate) dir: Location,
 }
@@ -265,28 +224,33 @@ pub(crate) fn mags(root: &Location, layer: &Value, path: &Path) -> Result<Vec<Ma
     if let Some(list) = layer.get("mags").and_then(Value::as_array) {
         for m in list {
             let mag = mag_vector(m.get("mag"), path)?;
-            let dir = match m.get("path").and_then(Value::as_str) {
+            let key = match m.get("path").and_then(Value::as_str) {
                 Some(p) if p.contains("://") => {
                     return Err(Error::unsupported(path, format!("mag path {p} (a URL)")));
                 }
-                Some(p) => root.join(p.strip_prefix("./").unwrap_or(p)),
-                None => root.join(name).join(&mag_name(mag)),
+                Some(p) => p.strip_prefix("./").unwrap_or(p).to_owned(),
+                None => format!("{name}/{}", mag_name(mag)),
             };
-            out.push(MagEntry { mag, dir });
+            let dir = root.join(&key);
+            out.push(MagEntry { mag, key, dir });
         }
     } else if let Some(list) = layer.get("wkwResolutions").and_then(Value::as_array) {
         // The older WKW properties: `{"resolution": [x, y, z] | n, "cubeLength": n}`.
         for m in list {
             let mag = mag_vector(m.get("resolution"), path)?;
-            let named = root.join(name).join(&mag_name(mag));
-            let exists = named.join(wkw::HEADER_FILE_NAME).size()?.is_some();
-            let dir = if exists || mag[0] != mag[1] || mag[1] != mag[2] {
+            let named = format!("{name}/{}", mag_name(mag));
+            let exists = root
+                .join(&named)
+                .join(wkw::HEADER_FILE_NAME)
+                .size()?
+                .is_some();
+            let key = if exists || mag[0] != mag[1] || mag[1] != mag[2] {
                 named
             } else {
-                root.join(name)
-                    .join(&format!("{}-{}-{}", mag[0], mag[1], mag[2]))
+                format!("{name}/{}-{}-{}", mag[0], mag[1], mag[2])
             };
-            out.push(MagEntry { mag, dir });
+            let dir = root.join(&key);
+            out.push(MagEntry { mag, key, dir });
         }
     } else {
         return Err(Error::metadata(path, format!("layer {name} has no mags")));
@@ -380,36 +344,61 @@ fn layer_group(mags: &[[u64; 3]], voxel: [f64; 3], unit: &str) -> Value {
     })
 }
 
-/// Converts a whole dataset; the properties are written last.
-fn dataset(src: &Location, dst: &Location, to: Format, ctx: &Ctx<'_>) -> Result<Summary> {
+/// One mag of a dataset conversion: its directory below the source root, below the target
+/// root, and (to Zarr) the layer's bounding-box end in this mag.
+pub(crate) struct DatasetArray {
+    pub(crate) src: String,
+    pub(crate) dst: String,
+    pub(crate) extent: Option<[u64; 3]>,
+}
+
+/// The mags of the dataset at `src`, each converted into `<layer>/<mag>` of the target.
+pub(crate) fn dataset_arrays(src: &Location, to: Format) -> Result<Vec<DatasetArray>> {
+    let props_at = src.join(PROPERTIES_JSON);
+    let props_path = props_at.name();
+    let doc = read_json(&props_at)?;
+    let mut out = Vec::new();
+    for layer in layers(&doc, &props_path)? {
+        let name = layer_name(layer, &props_path)?;
+        let end = bbox_end(layer, &props_path)?;
+        for entry in mags(src, layer, &props_path)? {
+            let extent =
+                (to == Format::Zarr3).then(|| [0, 1, 2].map(|d| end[d].div_ceil(entry.mag[d])));
+            out.push(DatasetArray {
+                src: entry.key,
+                dst: format!("{name}/{}", mag_name(entry.mag)),
+                extent,
+            });
+        }
+    }
+    Ok(out)
+}
+
+/// Writes the dataset documents of the converted dataset at `dst` (after every mag's
+/// metadata): layer groups and root group (Zarr), then `datasource-properties.json`.
+pub(crate) fn finish_dataset(
+    src: &Location,
+    dst: &Location,
+    to: Format,
+    options: &ConvertOptions,
+) -> Result<()> {
     let props_at = src.join(PROPERTIES_JSON);
     let props_path = props_at.name();
     let mut doc = read_json(&props_at)?;
     let (voxel, unit) = voxel_size(&doc);
-    let mut summary = Summary::default();
     let mut new_layers = Vec::new();
     for layer in layers(&doc, &props_path)? {
         let name = layer_name(layer, &props_path)?.to_owned();
-        let end = bbox_end(layer, &props_path)?;
         let entries = mags(src, layer, &props_path)?;
         let mut new_mags = Vec::new();
         for entry in &entries {
             let rel = format!("./{name}/{}", mag_name(entry.mag));
-            let out = dst.join(&name).join(&mag_name(entry.mag));
-            out.create_dir()?;
             let mut m = Map::new();
             m.insert("mag".into(), json!(entry.mag));
             m.insert("path".into(), json!(rel));
-            match to {
-                Format::Zarr3 => {
-                    let extent = [0, 1, 2].map(|d| end[d].div_ceil(entry.mag[d]));
-                    summary.add(&mag::wkw_to_zarr(&entry.dir, &out, Some(extent), ctx)?);
-                }
-                Format::Wkw => {
-                    summary.add(&mag::zarr_to_wkw(&entry.dir, &out, ctx)?);
-                    let layout = mag::read_layout(&entry.dir)?;
-                    m.insert("cubeLength".into(), json!(layout.shard_len()));
-                }
+            if to == Format::Wkw {
+                let layout = mag::read_layout(&entry.dir)?;
+                m.insert("cubeLength".into(), json!(layout.shard_len()));
             }
             m.insert("axisOrder".into(), json!({"c": 0, "x": 1, "y": 2, "z": 3}));
             new_mags.push(Value::Object(m));
@@ -419,7 +408,7 @@ fn dataset(src: &Location, dst: &Location, to: Format, ctx: &Ctx<'_>) -> Result<
             mag::write_json(
                 &dst.join(&name).join(ZARR_JSON),
                 &layer_group(&list, voxel, &unit),
-                ctx,
+                options.durability,
             )?;
         }
         let mut layer = layer.clone();
@@ -434,7 +423,7 @@ fn dataset(src: &Location, dst: &Location, to: Format, ctx: &Ctx<'_>) -> Result<
         mag::write_json(
             &dst.join(ZARR_JSON),
             &json!({"zarr_format": 3, "node_type": "group"}),
-            ctx,
+            options.durability,
         )?;
     }
     if let Some(obj) = doc.as_object_mut() {
@@ -448,6 +437,5 @@ fn dataset(src: &Location, dst: &Location, to: Format, ctx: &Ctx<'_>) -> Result<
     }
     let text = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))?;
     dst.join(PROPERTIES_JSON)
-        .write_small(&text, ctx.options.durability)?;
-    Ok(summary)
+        .write_small(&text, options.durability)
 }

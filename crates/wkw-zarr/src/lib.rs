@@ -8,6 +8,7 @@ mod location;
 mod mag;
 mod meta;
 mod options;
+mod plan;
 mod shard;
 mod target;
 mod verify;
@@ -21,6 +22,7 @@ pub use crate::{
         BlockType, BloscCname, BloscShuffle, ConvertOptions, Durability, Existing, Format,
         Progress, RemoteOptions, Summary, ZarrCodec,
     },
+    plan::{Plan, Unit, convert_units, finish, plan},
     target::MARKER,
     verify::{Difference, VerifyReport, verify},
 };

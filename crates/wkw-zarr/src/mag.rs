@@ -22,7 +22,7 @@ use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
 use crate::location::{Location, Reader};
 use crate::meta::{Layout, ZARR_JSON};
-use crate::options::{BloscShuffle, ConvertOptions, Progress, Summary, ZarrCodec};
+use crate::options::{BloscShuffle, ConvertOptions, Durability, Progress, Summary, ZarrCodec};
 use crate::shard::{BlockChunks, ShardReader, ShardWriter, index_position};
 
 /// What a mag conversion runs with.
@@ -144,9 +144,8 @@ pub(crate) fn read_wkw_header(src: &Location) -> Result<Header> {
     Header::parse(&bytes).map_err(|e| Error::corrupt(at.name(), e.to_string()))
 }
 
-/// The data files of the WKW mag at `src` (`z{z}/y{y}/x{x}.wkw`): `(x, y, z)` file index, the
-/// file and its length, sorted.
-pub(crate) fn list_wkw_files(src: &Location) -> Result<Vec<([u32; 3], Location, Known)>> {
+/// The data files of the WKW mag at `src` (`z{z}/y{y}/x{x}.wkw`), sorted.
+pub(crate) fn list_wkw_files(src: &Location) -> Result<Vec<Item>> {
     let mut out = Vec::new();
     for (key, len, etag) in src.list()? {
         let parts: Vec<&str> = key.split('/').collect();
@@ -159,12 +158,16 @@ pub(crate) fn list_wkw_files(src: &Location) -> Result<Vec<([u32; 3], Location, 
         };
         if let (Some(x), Some(y), Some(z)) = (num(x, "x", ".wkw"), num(y, "y", ""), num(z, "z", ""))
         {
-            out.push(([x, y, z], src.join(&key), (len, etag)));
+            out.push(([x, y, z].map(u64::from), key, (len, etag)));
         }
     }
     out.sort_by_key(|(idx, _, _)| [idx[2], idx[1], idx[0]]);
     Ok(out)
 }
+
+/// A source file or shard of an array: its `(x, y, z)` index, its key below the array and
+/// its listed length and ETag.
+pub(crate) type Item = ([u64; 3], String, Known);
 
 /// A listed file's length and ETag.
 pub(crate) type Known = (u64, Option<String>);
@@ -249,46 +252,91 @@ impl WkwSource {
     }
 }
 
-/// Converts the WKW mag at `src` into the Zarr array `dst`; `extent` (the layer's bounding-box
-/// end in this mag) makes the array at least that large, and it always covers every file.
-pub(crate) fn wkw_to_zarr(
+/// The largest array extent per axis (voxels): far beyond any WKW mag (2³² voxels per axis),
+/// and small enough that shapes rounded up to whole shards never overflow.
+pub(crate) const MAX_EXTENT: u64 = 1 << 48;
+
+/// The extent of the Zarr array for the WKW mag at `src` (at least `extent`, the layer's
+/// bounding-box end in this mag, and covering every file) and the mag's files.
+pub(crate) fn plan_wkw_to_zarr(
     src: &Location,
-    dst: &Location,
     extent: Option<[u64; 3]>,
-    ctx: &Ctx<'_>,
-) -> Result<Summary> {
+) -> Result<([u64; 3], Vec<Item>)> {
     let header = read_wkw_header(src)?;
     let files = list_wkw_files(src)?;
     let side = u64::from(header.file_len_vx());
     let mut end = extent.unwrap_or([0; 3]);
     for (idx, _, _) in &files {
         for d in 0..3 {
-            end[d] = end[d].max((u64::from(idx[d]) + 1) * side);
+            end[d] = end[d].max(idx[d].saturating_add(1).saturating_mul(side));
         }
     }
-    let codec = chunk_codec(ctx.options.codec, &header)?;
-    let layout = Layout::for_wkw(&header, end, codec);
+    if let Some(&e) = end.iter().find(|&&e| e > MAX_EXTENT) {
+        return Err(Error::LimitExceeded {
+            what: "array extent (voxels per axis)",
+            requested: e,
+            limit: MAX_EXTENT,
+        });
+    }
+    Ok((end, files))
+}
+
+/// The layout of the Zarr array with voxels `[0, end)` for a WKW mag with `header`.
+fn zarr_layout(header: &Header, end: [u64; 3], options: &ConvertOptions) -> Result<Layout> {
+    Ok(Layout::for_wkw(
+        header,
+        end,
+        chunk_codec(options.codec, header)?,
+    ))
+}
+
+/// Converts the files `items` of the WKW mag at `src` into shards of the Zarr array `dst`
+/// holding voxels `[0, end)` (its metadata is written by [`finish_zarr`]).
+pub(crate) fn wkw_to_zarr(
+    src: &Location,
+    dst: &Location,
+    end: [u64; 3],
+    items: Vec<Item>,
+    ctx: &Ctx<'_>,
+) -> Result<Summary> {
+    let header = read_wkw_header(src)?;
+    let layout = zarr_layout(&header, end, ctx.options)?;
     dst.create_dir()?;
     // Small files (few blocks): files in parallel, each on one thread; else blocks in parallel.
     let across_files = header.blocks_per_file() < ctx.batch();
-    let summary = convert_each(
-        ctx,
-        dst,
-        across_files,
-        files,
-        |(idx, file, known): ([u32; 3], Location, Known)| {
-            let target = dst.join(&layout.shard_key(idx.map(u64::from)));
-            file_to_shard(&file, known, &target, &header, &layout, ctx, !across_files)
-        },
-    )?;
-    write_json(&dst.join(ZARR_JSON), &layout.to_json(), ctx)?;
-    Ok(summary)
+    convert_each(ctx, dst, across_files, items, |(idx, key, known): Item| {
+        let target = dst.join(&layout.shard_key(idx));
+        file_to_shard(
+            &src.join(&key),
+            known,
+            &target,
+            &header,
+            &layout,
+            ctx,
+            !across_files,
+        )
+    })
+}
+
+/// Writes the `zarr.json` of the array `dst` converted from the WKW mag at `src`.
+pub(crate) fn finish_zarr(
+    src: &Location,
+    dst: &Location,
+    end: [u64; 3],
+    options: &ConvertOptions,
+) -> Result<()> {
+    let header = read_wkw_header(src)?;
+    write_json(
+        &dst.join(ZARR_JSON),
+        &zarr_layout(&header, end, options)?.to_json(),
+        options.durability,
+    )
 }
 
 /// Writes a JSON document atomically (compact, as tensorstore writes `zarr.json`).
-pub(crate) fn write_json(at: &Location, doc: &Value, ctx: &Ctx<'_>) -> Result<()> {
+pub(crate) fn write_json(at: &Location, doc: &Value, durability: Durability) -> Result<()> {
     let text = serde_json::to_vec(doc).map_err(|e| Error::Internal(e.to_string()))?;
-    at.write_small(&text, ctx.options.durability)
+    at.write_small(&text, durability)
 }
 
 /// Converts one WKW file into the shard `target` (skipped if a complete shard is there).
@@ -413,6 +461,14 @@ pub(crate) fn list_shards(
     src: &Location,
     layout: &Layout,
 ) -> Result<Vec<([u64; 3], Location, Known)>> {
+    Ok(shard_items(src, layout)?
+        .into_iter()
+        .map(|(idx, key, known)| (idx, src.join(&key), known))
+        .collect())
+}
+
+/// The shards present below the array `src` (keys below it), sorted.
+fn shard_items(src: &Location, layout: &Layout) -> Result<Vec<Item>> {
     let grid = layout.shard_grid();
     let mut out = Vec::new();
     for (key, len, etag) in src.list()? {
@@ -431,23 +487,32 @@ pub(crate) fn list_shards(
             _ => continue,
         };
         if idx.iter().zip(grid).all(|(&i, g)| i < g) {
-            out.push((idx, src.join(&key), (len, etag)));
+            out.push((idx, key, (len, etag)));
         }
     }
     out.sort_by_key(|(idx, _, _)| *idx);
     Ok(out)
 }
 
-/// Converts the Zarr array at `src` into the WKW mag `dst` (one file per shard present, then
-/// `header.wkw`).
-pub(crate) fn zarr_to_wkw(src: &Location, dst: &Location, ctx: &Ctx<'_>) -> Result<Summary> {
+/// The array at `src` and the WKW header of the mag it converts to.
+fn wkw_target(src: &Location, options: &ConvertOptions) -> Result<(Layout, Header)> {
     let layout = read_layout(src)?;
-    layout.check_limits(&ctx.options.limits)?;
-    let header = layout.wkw_header(ctx.options.block_type, &src.join(ZARR_JSON).name())?;
+    layout.check_limits(&options.limits)?;
+    let header = layout.wkw_header(options.block_type, &src.join(ZARR_JSON).name())?;
+    Ok((layout, header))
+}
+
+/// Checks that the WKW mag `dst` can take the Zarr array at `src` (a `header.wkw` there is the
+/// one the conversion writes) and lists the array's shards.
+pub(crate) fn plan_zarr_to_wkw(
+    src: &Location,
+    dst: &Location,
+    options: &ConvertOptions,
+) -> Result<Vec<Item>> {
+    let (layout, header) = wkw_target(src, options)?;
     let header_at = dst.join(wkw::HEADER_FILE_NAME);
-    let header_bytes = header.with_data_offset(0).to_bytes();
     if let Some(existing) = header_at.read_all()?
-        && existing != header_bytes
+        && existing != header.with_data_offset(0).to_bytes()
     {
         return Err(Error::InvalidArgument(format!(
             "{} holds {:?}, the conversion writes {header:?}",
@@ -456,6 +521,18 @@ pub(crate) fn zarr_to_wkw(src: &Location, dst: &Location, ctx: &Ctx<'_>) -> Resu
                 .map_err(|e| Error::corrupt(header_at.name(), e.to_string()))?
         )));
     }
+    shard_items(src, &layout)
+}
+
+/// Converts the shards `items` of the Zarr array at `src` into files of the WKW mag `dst`
+/// (its `header.wkw` is written by [`finish_wkw`]).
+pub(crate) fn zarr_to_wkw(
+    src: &Location,
+    dst: &Location,
+    items: Vec<Item>,
+    ctx: &Ctx<'_>,
+) -> Result<Summary> {
+    let (layout, header) = wkw_target(src, ctx.options)?;
     dst.create_dir()?;
     let scratch = match dst {
         Location::Local(_) => None,
@@ -463,31 +540,29 @@ pub(crate) fn zarr_to_wkw(src: &Location, dst: &Location, ctx: &Ctx<'_>) -> Resu
             Some(tempfile::tempdir().map_err(|e| Error::io(std::env::temp_dir(), e))?)
         }
     };
-    let shards = list_shards(src, &layout)?;
     let across_files = header.blocks_per_file() < ctx.batch();
-    let summary = convert_each(
-        ctx,
-        dst,
-        across_files,
-        shards,
-        |(idx, shard, known): ([u64; 3], Location, Known)| {
-            let file_idx = idx.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
-            let target = dst.join(&wkw_file_key(file_idx));
-            let scratch = scratch.as_ref().map(tempfile::TempDir::path);
-            shard_to_file(
-                &shard,
-                known,
-                &target,
-                scratch,
-                &header,
-                &layout,
-                ctx,
-                !across_files,
-            )
-        },
-    )?;
-    header_at.write_small(&header_bytes, ctx.options.durability)?;
-    Ok(summary)
+    convert_each(ctx, dst, across_files, items, |(idx, key, known): Item| {
+        let file_idx = idx.map(|v| u32::try_from(v).unwrap_or(u32::MAX));
+        let target = dst.join(&wkw_file_key(file_idx));
+        let scratch = scratch.as_ref().map(tempfile::TempDir::path);
+        shard_to_file(
+            &src.join(&key),
+            known,
+            &target,
+            scratch,
+            &header,
+            &layout,
+            ctx,
+            !across_files,
+        )
+    })
+}
+
+/// Writes the `header.wkw` of the WKW mag `dst` converted from the Zarr array at `src`.
+pub(crate) fn finish_wkw(src: &Location, dst: &Location, options: &ConvertOptions) -> Result<()> {
+    let (_, header) = wkw_target(src, options)?;
+    dst.join(wkw::HEADER_FILE_NAME)
+        .write_small(&header.with_data_offset(0).to_bytes(), options.durability)
 }
 
 /// Converts one shard into the WKW file `target` (skipped if a complete file is there). A

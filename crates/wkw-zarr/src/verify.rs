@@ -185,8 +185,8 @@ fn verify_mag(wkw_dir: &Location, zarr_dir: &Location, ctx: &Ctx<'_>) -> Result<
         )));
     }
     let mut files: BTreeMap<[u64; 3], Sides> = BTreeMap::new();
-    for (idx, file, known) in list_wkw_files(wkw_dir)? {
-        files.entry(idx.map(u64::from)).or_default().0 = Some((file, known));
+    for (idx, key, known) in list_wkw_files(wkw_dir)? {
+        files.entry(idx.map(u64::from)).or_default().0 = Some((wkw_dir.join(&key), known));
     }
     for (idx, shard, known) in list_shards(zarr_dir, &layout)? {
         files.entry(idx).or_default().1 = Some((shard, known));

@@ -1,10 +1,13 @@
 """Scientific formats from Rust (see the package README).
 
-Submodules: ``scifmt.wkw`` (a drop-in for the ``wkw`` package), ``scifmt.wkw.dask`` (Dask
-helpers), ``scifmt.blosc`` (Blosc chunks), ``scifmt.b2nd`` (b2nd arrays), ``scifmt.dwe``
-(``.dwe`` embeddings) and ``scifmt.zarr`` (Zarr's ``blosc`` codec for zarr-python and numcodecs).
+``scifmt.convert`` converts webKNOSSOS WKW datasets and sharded Zarr v3 into each other, in
+this process or over a Dask cluster. Submodules: ``scifmt.wkw`` (a drop-in for the ``wkw``
+package), ``scifmt.wkw.dask`` (Dask helpers), ``scifmt.blosc`` (Blosc chunks), ``scifmt.b2nd``
+(b2nd arrays), ``scifmt.dwe`` (``.dwe`` embeddings) and ``scifmt.zarr`` (Zarr's ``blosc`` codec
+for zarr-python and numcodecs).
 """
 
+from scifmt._convert import ConvertError, ConvertSummary, convert
 from scifmt._scifmt import __version__
 
-__all__ = ["__version__"]
+__all__ = ["ConvertError", "ConvertSummary", "__version__", "convert"]

@@ -1,0 +1,311 @@
+//! `scifmt._scifmt.convert`: WKW ↔ Zarr v3 conversions through `wkw-zarr`, in the three steps
+//! `plan`, `convert_units` and `finish` (so `scifmt.convert` can hand the units to Dask
+//! workers), plus `verify`.
+//!
+//! Every call releases the GIL and runs under `catch_unwind`. Conversion failures raise
+//! `scifmt.ConvertError` with `wkw-zarr`'s message (it names the file or URL, never
+//! credentials); invalid option values raise `ValueError`, wrong types `TypeError`.
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use wkw_zarr::{
+    BlockType, ConvertOptions, Durability, Existing, Format, Location, Plan, Progress, Summary,
+    ZarrCodec,
+};
+
+use crate::common::detached;
+
+pyo3::create_exception!(
+    scifmt,
+    ConvertError,
+    PyException,
+    "Raised when a conversion (``scifmt.convert``) fails: the message names the file or URL."
+);
+
+/// Adds the `convert` submodule to `parent`.
+///
+/// # Errors
+/// A Python error if the module cannot be created or registered.
+pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
+    crate::common::add_submodule(parent, "convert", |m| {
+        m.add("ConvertError", m.py().get_type::<ConvertError>())?;
+        m.add_function(wrap_pyfunction!(plan, m)?)?;
+        m.add_function(wrap_pyfunction!(convert_units, m)?)?;
+        m.add_function(wrap_pyfunction!(finish, m)?)?;
+        m.add_function(wrap_pyfunction!(verify, m)?)?;
+        Ok(())
+    })
+}
+
+/// The most threads a call may ask for.
+const MAX_JOBS: i64 = 1024;
+
+/// The options of a conversion from the Python arguments.
+///
+/// # Errors
+/// `ValueError` for a value out of its range or a name not among the choices.
+fn options(
+    codec: &str,
+    zstd_level: Option<i64>,
+    block_type: &str,
+    fsync: bool,
+    jobs: Option<i64>,
+    existing: &str,
+) -> PyResult<ConvertOptions> {
+    let level = match zstd_level {
+        None => None,
+        Some(l) if (-131_072..=22).contains(&l) => Some(i32::try_from(l).unwrap_or(5)),
+        Some(l) => {
+            return Err(PyValueError::new_err(format!(
+                "zstd_level={l}: must be in -131072..=22"
+            )));
+        }
+    };
+    let codec = match (codec, level) {
+        ("none", _) => ZarrCodec::None,
+        ("zstd", l) => ZarrCodec::Zstd {
+            level: l.unwrap_or(5),
+        },
+        ("auto", None | Some(5)) => ZarrCodec::Auto,
+        ("auto", Some(l)) => {
+            return Err(PyValueError::new_err(format!(
+                "zstd_level={l} needs codec=\"zstd\" (\"auto\" writes level 5 like webknossos-libs)"
+            )));
+        }
+        (other, _) => {
+            return Err(PyValueError::new_err(format!(
+                "codec={other:?}: must be \"auto\", \"zstd\" or \"none\""
+            )));
+        }
+    };
+    let block_type = match block_type {
+        "raw" => BlockType::Raw,
+        "lz4" => BlockType::Lz4,
+        "lz4hc" => BlockType::Lz4Hc,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "block_type={other:?}: must be \"raw\", \"lz4\" or \"lz4hc\""
+            )));
+        }
+    };
+    let threads = match jobs {
+        None => 0,
+        Some(n) if (1..=MAX_JOBS).contains(&n) => usize::try_from(n).unwrap_or(1),
+        Some(n) => {
+            return Err(PyValueError::new_err(format!(
+                "jobs={n}: must be 1..={MAX_JOBS} (or None for every core)"
+            )));
+        }
+    };
+    let existing = match existing {
+        "refuse" => Existing::Refuse,
+        "overwrite" => Existing::Overwrite,
+        "resume" => Existing::Resume,
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "existing={other:?}: must be \"refuse\", \"overwrite\" or \"resume\""
+            )));
+        }
+    };
+    Ok(ConvertOptions::default()
+        .with_codec(codec)
+        .with_block_type(block_type)
+        .with_threads(threads)
+        .with_existing(existing)
+        .with_durability(if fsync {
+            Durability::Fsync
+        } else {
+            Durability::None
+        }))
+}
+
+/// The format `to` names.
+fn format(to: &str) -> PyResult<Format> {
+    match to {
+        "zarr3" => Ok(Format::Zarr3),
+        "wkw" => Ok(Format::Wkw),
+        other => Err(PyValueError::new_err(format!(
+            "to={other:?}: must be \"zarr3\" or \"wkw\""
+        ))),
+    }
+}
+
+/// Runs `f` without the GIL; its error or panic becomes a `ConvertError`.
+fn run<T: Send>(py: Python<'_>, f: impl FnOnce() -> wkw_zarr::Result<T> + Send) -> PyResult<T> {
+    match detached(py, f) {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(ConvertError::new_err(e.to_string())),
+        Err(panic) => Err(ConvertError::new_err(panic)),
+    }
+}
+
+/// Both sides of a conversion: local paths or URLs (configured from the environment, then
+/// `storage_options`).
+fn locations(
+    src: &str,
+    dst: &str,
+    storage_options: Option<Vec<(String, String)>>,
+) -> wkw_zarr::Result<(Location, Location)> {
+    let config = storage_options.unwrap_or_default();
+    Ok((
+        Location::parse(src, &config)?,
+        Location::parse(dst, &config)?,
+    ))
+}
+
+/// A plan for Python: its JSON, `(unit id, source bytes)` of every unit, and the number of
+/// arrays.
+type Planned = (String, Vec<(String, u64)>, usize);
+
+/// Prepares the conversion of `src` into `to` at `dst` (the target refused, emptied or resumed
+/// as `existing` says, and marked): `(plan as JSON, [(unit id, source bytes)], arrays)`.
+#[pyfunction]
+#[pyo3(signature = (src, dst, to, *, codec="auto", zstd_level=None, block_type="lz4", fsync=false, existing="refuse", storage_options=None))]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the keyword options of scifmt.convert"
+)]
+fn plan(
+    py: Python<'_>,
+    src: String,
+    dst: String,
+    to: &str,
+    codec: &str,
+    zstd_level: Option<i64>,
+    block_type: &str,
+    fsync: bool,
+    existing: &str,
+    storage_options: Option<Vec<(String, String)>>,
+) -> PyResult<Planned> {
+    let to = format(to)?;
+    let opts = options(codec, zstd_level, block_type, fsync, None, existing)?;
+    run(py, move || {
+        let (src, dst) = locations(&src, &dst, storage_options)?;
+        let plan = wkw_zarr::plan(src, dst, to, &opts)?;
+        let units = plan
+            .units()
+            .iter()
+            .map(|u| (u.id().to_owned(), u.source_bytes()))
+            .collect();
+        Ok((plan.to_json(), units, plan.arrays()))
+    })
+}
+
+/// A summary as a dict of the `Summary` fields.
+fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("arrays", s.arrays)?;
+    d.set_item("shards_written", s.shards_written)?;
+    d.set_item("shards_skipped", s.shards_skipped)?;
+    d.set_item("shards_empty", s.shards_empty)?;
+    d.set_item("blocks", s.blocks)?;
+    d.set_item("bytes_in", s.bytes_in)?;
+    d.set_item("bytes_out", s.bytes_out)?;
+    Ok(d)
+}
+
+/// Converts the units `ids` of the plan `plan_json` on `jobs` threads; `progress(done, total)`
+/// is called after each unit (with the GIL; its first exception is raised at the end). The
+/// summary's `arrays` counts the arrays touched.
+#[pyfunction]
+#[pyo3(signature = (src, dst, plan_json, ids, *, codec="auto", zstd_level=None, block_type="lz4", fsync=false, jobs=None, storage_options=None, progress=None))]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the keyword options of scifmt.convert"
+)]
+fn convert_units<'py>(
+    py: Python<'py>,
+    src: String,
+    dst: String,
+    plan_json: &str,
+    ids: Vec<String>,
+    codec: &str,
+    zstd_level: Option<i64>,
+    block_type: &str,
+    fsync: bool,
+    jobs: Option<i64>,
+    storage_options: Option<Vec<(String, String)>>,
+    progress: Option<Py<PyAny>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let opts = options(codec, zstd_level, block_type, fsync, jobs, "refuse")?;
+    let plan = Plan::from_json(plan_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let total = ids.len() as u64;
+    let done = AtomicU64::new(0);
+    let failed: Mutex<Option<PyErr>> = Mutex::new(None);
+    let report = |_: &Progress| {
+        let n = done.fetch_add(1, Ordering::Relaxed) + 1;
+        let Some(cb) = &progress else { return };
+        let mut failed = failed
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if failed.is_none()
+            && let Err(e) = Python::attach(|py| cb.call1(py, (n, total)).map(drop))
+        {
+            *failed = Some(e);
+        }
+    };
+    let summary = run(py, || {
+        let (src, dst) = locations(&src, &dst, storage_options)?;
+        wkw_zarr::convert_units(src, dst, &plan, &ids, &opts, &report)
+    })?;
+    if let Some(e) = failed
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    {
+        return Err(e);
+    }
+    summary_dict(py, &summary)
+}
+
+/// Completes the plan `plan_json` once all its units are converted: the metadata, then the
+/// marker removed.
+#[pyfunction]
+#[pyo3(signature = (src, dst, plan_json, *, codec="auto", zstd_level=None, block_type="lz4", fsync=false, storage_options=None))]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the keyword options of scifmt.convert"
+)]
+fn finish(
+    py: Python<'_>,
+    src: String,
+    dst: String,
+    plan_json: &str,
+    codec: &str,
+    zstd_level: Option<i64>,
+    block_type: &str,
+    fsync: bool,
+    storage_options: Option<Vec<(String, String)>>,
+) -> PyResult<()> {
+    let opts = options(codec, zstd_level, block_type, fsync, None, "refuse")?;
+    let plan = Plan::from_json(plan_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    run(py, move || {
+        let (src, dst) = locations(&src, &dst, storage_options)?;
+        wkw_zarr::finish(src, dst, &plan, &opts)
+    })
+}
+
+/// Compares the local WKW and Zarr sides block by block: `(blocks compared, differing
+/// blocks, descriptions of the first differences)`.
+#[pyfunction]
+#[pyo3(signature = (src, dst, *, jobs=None))]
+fn verify(
+    py: Python<'_>,
+    src: String,
+    dst: String,
+    jobs: Option<i64>,
+) -> PyResult<(u64, u64, Vec<String>)> {
+    let opts = options("auto", None, "lz4", false, jobs, "refuse")?;
+    run(py, move || {
+        let report = wkw_zarr::verify(Path::new(&src), Path::new(&dst), &opts, &|_| {})?;
+        Ok((
+            report.blocks,
+            report.differing_blocks,
+            report.differences.iter().map(ToString::to_string).collect(),
+        ))
+    })
+}
