@@ -533,13 +533,16 @@ impl Run {
 
     fn describe(&self) -> String {
         format!(
-            "{} {}: wall {:.2} s, cpu {:.2} s, tree peak {:.1} MiB, largest process {:.1} MiB",
+            "{} {}: wall {:.2} s, cpu {:.2} s, tree peak {:.1} MiB, largest process {:.1} MiB \
+             ({} samples; sampling cpu {:.2} s)",
             self.tool.label(),
             self.layer,
             self.m.wall_s,
             self.m.user_s + self.m.sys_s,
             self.m.tree_peak_kib as f64 / 1024.0,
-            self.m.max_rss_kib as f64 / 1024.0
+            self.m.max_rss_kib as f64 / 1024.0,
+            self.m.samples,
+            self.m.self_cpu_s
         )
     }
 }
@@ -552,19 +555,22 @@ struct Measured {
     tree_peak_kib: u64,
     max_rss_kib: u64,
     samples: u64,
+    /// CPU seconds of the measuring process itself (mostly the sampling).
+    self_cpu_s: f64,
     code: i32,
 }
 
 impl Measured {
     fn line(&self) -> String {
         format!(
-            "wall_s={} user_s={} sys_s={} tree_peak_kib={} max_rss_kib={} samples={} code={}\n",
+            "wall_s={} user_s={} sys_s={} tree_peak_kib={} max_rss_kib={} samples={} self_cpu_s={} code={}\n",
             self.wall_s,
             self.user_s,
             self.sys_s,
             self.tree_peak_kib,
             self.max_rss_kib,
             self.samples,
+            self.self_cpu_s,
             self.code
         )
     }
@@ -586,6 +592,7 @@ impl Measured {
             tree_peak_kib: num(&f, "tree_peak_kib")?,
             max_rss_kib: num(&f, "max_rss_kib")?,
             samples: num(&f, "samples")?,
+            self_cpu_s: num(&f, "self_cpu_s")?,
             code: num(&f, "code")?,
         })
     }
@@ -599,6 +606,7 @@ fn measure(args: &[String]) -> Result<(), String> {
     let [result, program, rest @ ..] = args else {
         return Err("usage: convert-bench measure RESULT PROGRAM [ARGS…]".to_owned());
     };
+    let mut sampler = TreeSampler::new();
     let start = Instant::now();
     let mut child = Command::new(program)
         .args(rest)
@@ -606,11 +614,11 @@ fn measure(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("cannot start {program}: {e}"))?;
     let root = child.id();
     let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
-    let sampler = std::thread::spawn(move || {
+    let sampling = std::thread::spawn(move || {
         let mut peak = 0u64;
         let mut samples = 0u64;
         loop {
-            peak = peak.max(tree_rss_kib(root));
+            peak = peak.max(sampler.tree_rss_kib(root));
             samples += 1;
             match stop_rx.recv_timeout(Duration::from_millis(10)) {
                 Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
@@ -623,8 +631,10 @@ fn measure(args: &[String]) -> Result<(), String> {
         .map_err(|e| format!("waiting for {program}: {e}"))?;
     let wall_s = start.elapsed().as_secs_f64();
     let _ = stop_tx.send(());
-    let (tree_peak_kib, samples) = sampler.join().map_err(|_| "the sampler panicked")?;
+    let (tree_peak_kib, samples) = sampling.join().map_err(|_| "the sampler panicked")?;
     let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map_err(|e| format!("getrusage: {e}"))?;
+    let me = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
         .map_err(|e| format!("getrusage: {e}"))?;
     let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
     let m = Measured {
@@ -635,54 +645,78 @@ fn measure(args: &[String]) -> Result<(), String> {
         // Linux reports ru_maxrss in KiB.
         max_rss_kib: u64::try_from(usage.max_rss()).unwrap_or(0),
         samples,
+        self_cpu_s: secs(me.user_time()) + secs(me.system_time()),
         code: status.code().unwrap_or(-1),
     };
     std::fs::write(result, m.line()).map_err(|e| format!("{result}: {e}"))
 }
 
-/// The summed `VmRSS` (KiB) of `root` and all its descendants now (processes that end while
-/// they are read count as 0).
-fn tree_rss_kib(root: u32) -> u64 {
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
-    };
-    let mut parent: Vec<(u32, u32)> = Vec::new();
-    for entry in dir.flatten() {
-        let Some(pid) = entry.file_name().to_str().and_then(|s| s.parse::<u32>().ok()) else {
-            continue;
-        };
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-            continue;
-        };
-        // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|p| p.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
-            parent.push((pid, ppid));
+/// Samples the summed `VmRSS` of a process tree from `/proc`.
+///
+/// Reading every process's `stat` for its parent costs milliseconds on a busy machine, so the
+/// processes that existed before the command started (which cannot be its descendants) are
+/// skipped; one that ends is forgotten, so a reused pid is read again.
+struct TreeSampler {
+    older: std::collections::HashSet<u32>,
+}
+
+impl TreeSampler {
+    /// Remembers the processes there now (call before starting the command).
+    fn new() -> Self {
+        Self {
+            older: pids().collect(),
         }
     }
-    let mut tree = vec![root];
-    let mut i = 0;
-    while i < tree.len() {
-        let p = tree[i];
-        tree.extend(
-            parent
-                .iter()
-                .filter(|&&(_, pp)| pp == p)
-                .map(|&(pid, _)| pid),
-        );
-        i += 1;
+
+    /// The summed `VmRSS` (KiB) of `root` and all its descendants now (processes that end
+    /// while they are read count as 0; an orphan re-parented to init is no longer counted).
+    fn tree_rss_kib(&mut self, root: u32) -> u64 {
+        let now: std::collections::HashSet<u32> = pids().collect();
+        self.older.retain(|pid| now.contains(pid));
+        let mut parent: Vec<(u32, u32)> = Vec::new();
+        for &pid in now.difference(&self.older) {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                parent.push((pid, ppid));
+            }
+        }
+        let mut tree = vec![root];
+        let mut i = 0;
+        while i < tree.len() {
+            let p = tree[i];
+            tree.extend(
+                parent
+                    .iter()
+                    .filter(|&&(_, pp)| pp == p)
+                    .map(|&(pid, _)| pid),
+            );
+            i += 1;
+        }
+        tree.iter()
+            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
+            .filter_map(|s| {
+                s.lines()
+                    .find_map(|l| l.strip_prefix("VmRSS:"))
+                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            })
+            .sum()
     }
-    tree.iter()
-        .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
-        .filter_map(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmRSS:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-        })
-        .sum()
+}
+
+/// The pids in `/proc` now.
+fn pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
 }
 
 /// The S3 test server process; dropping it closes its stdin (it stops and deletes its files).
