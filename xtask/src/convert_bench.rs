@@ -199,17 +199,22 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                         remove(&dst)?;
                         let mut cmd = if tool == Tool::Ours {
                             let mut c = Command::new(&scifmt);
-                            c.arg("convert")
-                                .arg(src.join(layer))
-                                .arg(&dst)
-                                .args(["--to", "zarr3", "--jobs", JOBS, "--overwrite"]);
+                            c.arg("convert").arg(src.join(layer)).arg(&dst).args([
+                                "--to",
+                                "zarr3",
+                                "--jobs",
+                                JOBS,
+                                "--overwrite",
+                            ]);
                             c
                         } else {
                             let mut c = Command::new(&webknossos);
-                            c.arg("copy-dataset")
-                                .arg(src.join(layer))
-                                .arg(&dst)
-                                .args(["--data-format", "zarr3", "--jobs", JOBS]);
+                            c.arg("copy-dataset").arg(src.join(layer)).arg(&dst).args([
+                                "--data-format",
+                                "zarr3",
+                                "--jobs",
+                                JOBS,
+                            ]);
                             c
                         };
                         Run::measured(tool, layer, &work, &mut cmd, None)?
@@ -475,8 +480,8 @@ impl Run {
     ) -> Result<Self, String> {
         let result = work.join("measured.txt");
         let log_path = work.join(format!("{}-{layer}.log", tool.dir()));
-        let log = std::fs::File::create(&log_path)
-            .map_err(|e| format!("{}: {e}", log_path.display()))?;
+        let log =
+            std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
         let log2 = log
             .try_clone()
             .map_err(|e| format!("{}: {e}", log_path.display()))?;
@@ -860,7 +865,8 @@ struct Summary {
     tree_mib: f64,
     max_mib: f64,
     server_cpu_s: Option<f64>,
-    requests: Option<f64>,
+    /// S3 runs: requests, GETs, round trips on the critical path.
+    requests: Option<[f64; 3]>,
 }
 
 fn summary(runs: &[Run], tool: Tool, layer: &str) -> Option<Summary> {
@@ -881,17 +887,16 @@ fn summary(runs: &[Run], tool: Tool, layer: &str) -> Option<Summary> {
             .iter()
             .all(|r| r.server_cpu_s.is_some())
             .then(|| med(&|r| r.server_cpu_s.unwrap_or(f64::NAN))),
-        requests: rs
-            .iter()
-            .all(|r| r.server_stats.is_some())
-            .then(|| {
+        requests: rs.iter().all(|r| r.server_stats.is_some()).then(|| {
+            ["requests", "get", "critical_path"].map(|k| {
                 med(&|r| {
                     r.server_stats
                         .as_ref()
-                        .and_then(|s| s["requests"].as_f64())
+                        .and_then(|s| s[k].as_f64())
                         .unwrap_or(f64::NAN)
                 })
-            }),
+            })
+        }),
     })
 }
 
@@ -902,14 +907,16 @@ fn verdict(ok: bool) -> &'static str {
 /// The Markdown table and the targets.
 fn table(runs: &[Run], size: u32) -> String {
     let mut out = String::from(
-        "| layer | run | wall s | user + sys s | peak RSS of the tree MiB | largest process MiB | S3 server CPU s, requests |\n\
+        "| layer | run | wall s | user + sys s | peak RSS of the tree MiB | largest process MiB | S3: server CPU s, requests (GETs), round trips on the critical path |\n\
          | --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for layer in LAYERS {
         for tool in [Tool::Ours, Tool::Peer, Tool::OursS3] {
             if let Some(s) = summary(runs, tool, layer) {
                 let server = match (s.server_cpu_s, s.requests) {
-                    (Some(c), Some(n)) => format!("{c:.1}, {n:.0}"),
+                    (Some(c), Some([n, get, path])) => {
+                        format!("{c:.1}, {n:.0} ({get:.0}), {path:.0}")
+                    }
                     _ => String::new(),
                 };
                 out.push_str(&format!(
@@ -970,9 +977,7 @@ fn table(runs: &[Run], size: u32) -> String {
         }
     }
     let growth = |tool: Tool| {
-        Some(
-            summary(runs, tool, "uint64")?.tree_mib / summary(runs, tool, "uint8")?.tree_mib,
-        )
+        Some(summary(runs, tool, "uint64")?.tree_mib / summary(runs, tool, "uint8")?.tree_mib)
     };
     if let Some(g) = growth(Tool::Ours) {
         let peer = growth(Tool::Peer).map_or(String::new(), |p| format!(", the peer's {p:.1}×"));
