@@ -1,4 +1,5 @@
-//! `cargo xtask convert-bench [--size N] [--reps N] [--latency-ms MS] [--skip-peer] [--skip-s3]`:
+//! `cargo xtask convert-bench [--size N] [--reps N] [--latency-ms MS] [--layers L,…] [--skip-peer]
+//! [--skip-s3]`:
 //! WKW → Zarr3 conversion, `scifmt convert` against `webknossos copy-dataset`, side by side in
 //! one run (a benchmark: nothing here is a timed test).
 //!
@@ -64,13 +65,13 @@ const MAX_TREE_MIB: f64 = 256.0;
 const MIN_MEMORY_RATIO: f64 = 8.0;
 const MAX_S3_SLOWDOWN: f64 = 1.5;
 
-const USAGE: &str =
-    "convert-bench [--size N] [--reps N] [--latency-ms MS] [--skip-peer] [--skip-s3]";
+const USAGE: &str = "convert-bench [--size N] [--reps N] [--latency-ms MS] [--layers uint8,uint64] [--skip-peer] [--skip-s3]";
 
 struct Opts {
     size: u32,
     reps: usize,
     latency_ms: u64,
+    layers: Vec<&'static str>,
     peer: bool,
     s3: bool,
 }
@@ -80,6 +81,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         size: 1024,
         reps: 3,
         latency_ms: 20,
+        layers: LAYERS.to_vec(),
         peer: true,
         s3: true,
     };
@@ -114,6 +116,17 @@ fn parse(args: &[String]) -> Result<Opts, String> {
                 opts.latency_ms = v
                     .parse()
                     .map_err(|_| format!("--latency-ms {v}: not a number ({USAGE})"))?;
+            }
+            "--layers" => {
+                let v = value()?;
+                opts.layers = v
+                    .split(',')
+                    .map(|name| {
+                        LAYERS.into_iter().find(|l| *l == name).ok_or_else(|| {
+                            format!("--layers {v}: `{name}` is not one of {LAYERS:?}")
+                        })
+                    })
+                    .collect::<Result<_, _>>()?;
             }
             "--skip-peer" => opts.peer = false,
             "--skip-s3" => opts.s3 = false,
@@ -158,7 +171,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let scifmt = release.join("scifmt");
     let python = venv(&root.join("target").join("convert-bench-venv"))?;
     let webknossos = python.with_file_name("webknossos");
-    for layer in LAYERS {
+    for &layer in &opts.layers {
         source(&python, &root.join(GENERATOR), &src, layer, opts.size)?;
     }
 
@@ -175,7 +188,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
     let mut runs: Vec<Run> = Vec::new();
     for rep in 0..opts.reps {
-        for layer in LAYERS {
+        for &layer in &opts.layers {
             let mut tools = vec![Tool::Ours];
             if opts.peer {
                 tools.push(Tool::Peer);
@@ -238,7 +251,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
 
     let mut checks = Vec::new();
-    for layer in LAYERS {
+    for &layer in &opts.layers {
         let source = src.join(layer);
         let ours = out.join(Tool::Ours.dir()).join(layer);
         checks.push(format!("{layer}: ours {}", verified(&source, &ours)?));
