@@ -14,8 +14,8 @@
 //! 5. For each repetition and layer, in alternating order, each into a fresh target:
 //!    - ours: `scifmt convert SRC DST --to zarr3 --jobs 2 --overwrite`;
 //!    - the peer: `webknossos copy-dataset SRC DST --data-format zarr3 --jobs 2`;
-//!    - ours, S3 → S3: `scifmt convert s3://…/src/<layer> s3://…/out/<layer> --to zarr3 --jobs 2
-//!      --overwrite` against the test server (the peer is not run there: webknossos-libs reads
+//!    - ours, S3 → S3: `scifmt convert s3://…/src/<layer> s3://…/out/<rep>/<layer> --to zarr3
+//!      --jobs 2 --overwrite` against the test server (the peer is not run there: webknossos-libs reads
 //!      WKW through the wkw library, which opens local files only).
 //!
 //!    Each run is measured by a fresh `xtask convert-bench measure` process that starts the
@@ -236,9 +236,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                         let server = server.as_ref().ok_or("no server")?;
                         let bucket = server.var("S3_TESTSERVER_BUCKET")?;
                         let mut cmd = Command::new(&scifmt);
+                        // A fresh prefix per repetition, as the local runs get a fresh
+                        // directory (deleting the last result is not timed).
                         cmd.arg("convert")
                             .arg(format!("s3://{bucket}/src/{layer}"))
-                            .arg(format!("s3://{bucket}/out/{layer}"))
+                            .arg(format!("s3://{bucket}/out/{rep}/{layer}"))
                             .args(["--to", "zarr3", "--jobs", JOBS, "--overwrite"])
                             .envs(server.env.iter().cloned());
                         Run::measured(tool, layer, &work, &mut cmd, Some(server))?
@@ -277,7 +279,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             ));
         }
         if let Some(server) = &server {
-            let remote = server.backing_dir()?.join("out").join(layer);
+            let remote = server
+                .backing_dir()?
+                .join("out")
+                .join((opts.reps - 1).to_string())
+                .join(layer);
             checks.push(format!(
                 "{layer}: ours S3 → S3 {}",
                 verified(&source, &remote)?
@@ -518,9 +524,17 @@ impl Run {
             }
             None => None,
         };
+        let _ = std::fs::remove_file(&result);
         let status = wrapper
             .status()
             .map_err(|e| format!("cannot start {wrapper:?}: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "{} ({layer}) failed ({status}); its output is in {}",
+                tool.label(),
+                log_path.display()
+            ));
+        }
         let (server_cpu_s, server_stats) = match (server, cpu_before) {
             (Some(s), Some(before)) => {
                 let stats = serde_json::from_str(&s.control("/stats")?)
@@ -532,7 +546,7 @@ impl Run {
         let text =
             std::fs::read_to_string(&result).map_err(|e| format!("{}: {e}", result.display()))?;
         let m = Measured::parse(&text)?;
-        if !status.success() || m.code != 0 {
+        if m.code != 0 {
             return Err(format!(
                 "{} ({layer}) failed (exit {}); its output is in {}",
                 tool.label(),
