@@ -15,13 +15,16 @@
 //!    - ours: `scifmt convert SRC DST --to zarr3 --jobs 2 --overwrite`;
 //!    - the peer: `webknossos copy-dataset SRC DST --data-format zarr3 --jobs 2`;
 //!    - ours, S3 → S3: `scifmt convert s3://…/src/<layer> s3://…/out/<rep>/<layer> --to zarr3
-//!      --jobs 2 --overwrite` against the test server (the peer is not run there: webknossos-libs reads
-//!      WKW through the wkw library, which opens local files only).
+//!      --jobs 2 --overwrite` against the test server;
+//!    - the peer, S3 → S3: `webknossos copy-dataset s3://…/src/<layer> s3://…/peer/<rep>/<layer>
+//!      --data-format zarr3 --jobs 2` (webknossos-libs reads remote WKW with its own Python
+//!      reader over fsspec and s3fs; `S3_ENDPOINT_URL` points it at the server).
 //!
 //!    Each run is measured by a fresh `xtask convert-bench measure` process that starts the
 //!    command and waits for it: wall time, user + system CPU time of the whole process tree
 //!    (`getrusage(RUSAGE_CHILDREN)`), the largest single process's `ru_maxrss`, and the peak
-//!    of the process tree's summed `VmRSS`, sampled from `/proc` every 10 ms. For S3 runs the
+//!    of the process tree's summed `VmRSS`, sampled from `/proc` every 10 ms (reported as at
+//!    least the largest process's `ru_maxrss`, a peak a sample may miss). For S3 runs the
 //!    server's CPU time (from `/proc/<pid>/stat`) and its request counters are recorded too;
 //!    the server's memory is not part of the measured tree.
 //! 6. Checks, failing the task on a difference: our result and the peer's each verify against
@@ -52,7 +55,8 @@ use wkw_zarr::{ConvertOptions, verify};
 use crate::util::{cargo, cargo_target_dir, exec, project_root};
 
 /// What the peer and the source generator need, pinned.
-const REQUIREMENTS: &[&str] = &["webknossos==4.3.3", "wkw==1.1.24"];
+/// s3fs (the fsspec version webknossos 4.3.3 brings) lets the peer read and write `s3://`.
+const REQUIREMENTS: &[&str] = &["webknossos==4.3.3", "wkw==1.1.24", "s3fs==2026.9.0"];
 /// The source generator, relative to the workspace root.
 const GENERATOR: &str = "testdata/generators/wkw-zarr/bench_source.py";
 /// The two layers: directory name (also the `--dtype` of the generator).
@@ -195,6 +199,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             }
             if server.is_some() {
                 tools.push(Tool::OursS3);
+                if opts.peer {
+                    tools.push(Tool::PeerS3);
+                }
             }
             // Alternate the order, so neither tool always runs on a warmer machine.
             let n = tools.len();
@@ -245,6 +252,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                             .envs(server.env.iter().cloned());
                         Run::measured(tool, layer, &work, &mut cmd, Some(server))?
                     }
+                    Tool::PeerS3 => {
+                        let server = server.as_ref().ok_or("no server")?;
+                        let bucket = server.var("S3_TESTSERVER_BUCKET")?;
+                        let endpoint = server.var("AWS_ENDPOINT_URL")?;
+                        let mut cmd = Command::new(&webknossos);
+                        cmd.arg("copy-dataset")
+                            .arg(format!("s3://{bucket}/src/{layer}"))
+                            .arg(format!("s3://{bucket}/peer/{rep}/{layer}"))
+                            .args(["--data-format", "zarr3", "--jobs", JOBS])
+                            .envs(server.env.iter().cloned())
+                            .env("S3_ENDPOINT_URL", endpoint);
+                        Run::measured(tool, layer, &work, &mut cmd, Some(server))?
+                    }
                 };
                 eprintln!("convert-bench: {}", run.describe());
                 runs.push(run);
@@ -279,15 +299,19 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             ));
         }
         if let Some(server) = &server {
-            let remote = server
-                .backing_dir()?
-                .join("out")
-                .join((opts.reps - 1).to_string())
-                .join(layer);
+            let last = (opts.reps - 1).to_string();
+            let remote = server.backing_dir()?.join("out").join(&last).join(layer);
             checks.push(format!(
                 "{layer}: ours S3 → S3 {}",
                 verified(&source, &remote)?
             ));
+            if opts.peer {
+                let remote = server.backing_dir()?.join("peer").join(&last).join(layer);
+                checks.push(format!(
+                    "{layer}: peer S3 → S3 {}",
+                    verified(&source, &remote)?
+                ));
+            }
         }
     }
     drop(server);
@@ -458,6 +482,7 @@ enum Tool {
     Ours,
     Peer,
     OursS3,
+    PeerS3,
 }
 
 impl Tool {
@@ -466,6 +491,7 @@ impl Tool {
             Self::Ours => "scifmt convert",
             Self::Peer => "webknossos copy-dataset",
             Self::OursS3 => "scifmt convert, S3 → S3",
+            Self::PeerS3 => "webknossos copy-dataset, S3 → S3",
         }
     }
 
@@ -474,6 +500,7 @@ impl Tool {
             Self::Ours => "ours",
             Self::Peer => "peer",
             Self::OursS3 => "s3",
+            Self::PeerS3 => "peer-s3",
         }
     }
 }
@@ -908,7 +935,9 @@ fn summary(runs: &[Run], tool: Tool, layer: &str) -> Option<Summary> {
     Some(Summary {
         wall_s: med(&|r| r.m.wall_s),
         cpu_s: med(&|r| r.m.user_s + r.m.sys_s),
-        tree_mib: med(&|r| r.m.tree_peak_kib as f64 / 1024.0),
+        // A 10 ms sample can miss a short peak that `ru_maxrss` saw: the tree held at least
+        // its largest process.
+        tree_mib: med(&|r| r.m.tree_peak_kib.max(r.m.max_rss_kib) as f64 / 1024.0),
         max_mib: med(&|r| r.m.max_rss_kib as f64 / 1024.0),
         server_cpu_s: rs
             .iter()
@@ -938,7 +967,7 @@ fn table(runs: &[Run], size: u32) -> String {
          | --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for layer in LAYERS {
-        for tool in [Tool::Ours, Tool::Peer, Tool::OursS3] {
+        for tool in [Tool::Ours, Tool::Peer, Tool::OursS3, Tool::PeerS3] {
             if let Some(s) = summary(runs, tool, layer) {
                 let server = match (s.server_cpu_s, s.requests) {
                     (Some(c), Some([n, get, path])) => {
@@ -1001,6 +1030,13 @@ fn table(runs: &[Run], size: u32) -> String {
                 "{layer}: S3 → S3 ÷ local wall time {slowdown:.2}× — target ≤ {MAX_S3_SLOWDOWN}×: {}",
                 verdict(slowdown <= MAX_S3_SLOWDOWN)
             ));
+            if let Some(peer_s3) = summary(runs, Tool::PeerS3, layer) {
+                line(format!(
+                    "{layer}: S3 → S3, peer ÷ ours wall time {:.2}×, peak RSS of the tree {:.1}×",
+                    peer_s3.wall_s / s3.wall_s,
+                    peer_s3.tree_mib / s3.tree_mib
+                ));
+            }
         }
     }
     let growth = |tool: Tool| {
