@@ -730,6 +730,11 @@ impl TreeSampler {
     /// The summed `VmRSS` (KiB) of `root` and all its descendants now (processes that end
     /// while they are read count as 0; an orphan re-parented to init is no longer counted).
     fn tree_rss_kib(&mut self, root: u32) -> u64 {
+        self.tree(root).iter().filter_map(|&pid| rss_kib(pid)).sum()
+    }
+
+    /// `root` and the descendants started after [`TreeSampler::new`].
+    fn tree(&mut self, root: u32) -> Vec<u32> {
         let now: std::collections::HashSet<u32> = pids().collect();
         self.older.retain(|pid| now.contains(pid));
         let mut parent: Vec<(u32, u32)> = Vec::new();
@@ -758,15 +763,17 @@ impl TreeSampler {
             );
             i += 1;
         }
-        tree.iter()
-            .filter_map(|pid| std::fs::read_to_string(format!("/proc/{pid}/status")).ok())
-            .filter_map(|s| {
-                s.lines()
-                    .find_map(|l| l.strip_prefix("VmRSS:"))
-                    .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            })
-            .sum()
+        tree
     }
+}
+
+/// A process's `VmRSS` in KiB (`None` once it has ended; kernel threads have none).
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
 }
 
 /// The pids in `/proc` now.
@@ -1055,4 +1062,87 @@ fn table(runs: &[Run], size: u32) -> String {
         ));
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measured_line_parses_back() {
+        let m = Measured {
+            wall_s: 1.5,
+            user_s: 0.25,
+            sys_s: 0.125,
+            tree_peak_kib: 4096,
+            max_rss_kib: 2048,
+            samples: 7,
+            self_cpu_s: 0.01,
+            code: 3,
+        };
+        let back = Measured::parse(&m.line()).unwrap();
+        assert_eq!(
+            (back.wall_s, back.user_s, back.sys_s, back.self_cpu_s),
+            (1.5, 0.25, 0.125, 0.01)
+        );
+        assert_eq!(
+            (
+                back.tree_peak_kib,
+                back.max_rss_kib,
+                back.samples,
+                back.code
+            ),
+            (4096, 2048, 7, 3)
+        );
+        assert!(Measured::parse("wall_s=1").is_err());
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let o = parse(&args(&["--size", "256", "--layers", "uint64", "--skip-s3"])).unwrap();
+        assert_eq!(
+            (o.size, o.layers.as_slice(), o.s3, o.peer),
+            (256, &["uint64"][..], false, true)
+        );
+        for bad in [
+            &["--size", "100"][..],
+            &["--size", "2048"],
+            &["--reps", "0"],
+            &["--layers", "float32"],
+            &["--size"],
+            &["--fast"],
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_child_started_after_the_snapshot_is_in_the_tree() {
+        let mut sampler = TreeSampler::new();
+        let mut child = Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        let tree = sampler.tree(me);
+        let alone = sampler.tree(child.id());
+        let kib = sampler.tree_rss_kib(child.id());
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        assert_eq!(tree.first(), Some(&me));
+        assert!(tree.contains(&child.id()), "{tree:?}");
+        assert_eq!(alone, vec![child.id()]);
+        assert!(kib > 0);
+        // An ended process is not counted.
+        assert_eq!(sampler.tree_rss_kib(child.id()), 0);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(Vec::new()).is_nan());
+    }
 }
