@@ -7,6 +7,7 @@ mod blosc_peer;
 mod ci;
 mod conformance;
 mod conventions;
+mod convert_bench;
 mod features;
 mod fixtures;
 mod fuzz;
@@ -69,6 +70,11 @@ const TASKS: &[Task] = &[
         "remote-bench",
         remote_bench::run,
         "remote reads (wkw, b2nd) vs download-then-read and tensorstore on the S3 test server with latency [--reps N] [--latency-ms MS]",
+    ),
+    (
+        "convert-bench",
+        convert_bench::run,
+        "WKW -> Zarr3: scifmt convert vs webknossos copy-dataset (time, CPU, peak memory of the tree), and both S3 -> S3 with latency [--size N] [--layers L,...] [--reps N] [--latency-ms MS] [--skip-peer] [--skip-s3]",
     ),
     (
         "python",

@@ -1,0 +1,1148 @@
+//! `cargo xtask convert-bench [--size N] [--reps N] [--latency-ms MS] [--layers L,…] [--skip-peer]
+//! [--skip-s3]`:
+//! WKW → Zarr3 conversion, `scifmt convert` against `webknossos copy-dataset`, side by side in
+//! one run (a benchmark: nothing here is a timed test).
+//!
+//! 1. Builds (release) the `scifmt` and `s3-testserver` binaries.
+//! 2. Creates or reuses the virtualenv `target/convert-bench-venv` with [`REQUIREMENTS`].
+//! 3. Makes the sources once per size, cached in `target/convert-bench/<N>/src/`:
+//!    `testdata/generators/wkw-zarr/bench_source.py` writes two webKNOSSOS datasets, each one
+//!    layer of N³ voxels in one LZ4 WKW file (`block_len` 32, `file_len` N / 32): `uint8` (a
+//!    color layer: smooth structure plus noise) and `uint64` (a segmentation layer of labels).
+//! 4. Starts `s3-testserver --dir <src> --prefix src --latency-ms MS` (the sources uploaded,
+//!    every later request delayed by MS).
+//! 5. For each repetition and layer, in alternating order, each into a fresh target:
+//!    - ours: `scifmt convert SRC DST --to zarr3 --jobs 2 --overwrite`;
+//!    - the peer: `webknossos copy-dataset SRC DST --data-format zarr3 --jobs 2`;
+//!    - ours, S3 → S3: `scifmt convert s3://…/src/<layer> s3://…/out/<rep>/<layer> --to zarr3
+//!      --jobs 2 --overwrite` against the test server;
+//!    - the peer, S3 → S3: `webknossos copy-dataset s3://…/src/<layer> s3://…/peer/<rep>/<layer>
+//!      --data-format zarr3 --jobs 2` (webknossos-libs reads remote WKW with its own Python
+//!      reader over fsspec and s3fs; `S3_ENDPOINT_URL` points it at the server).
+//!
+//!    Each run is measured by a fresh `xtask convert-bench measure` process that starts the
+//!    command and waits for it: wall time, user + system CPU time of the whole process tree
+//!    (`getrusage(RUSAGE_CHILDREN)`), the largest single process's `ru_maxrss`, and the peak
+//!    of the process tree's summed `VmRSS`, sampled from `/proc` every 10 ms (reported as at
+//!    least the largest process's `ru_maxrss`, a peak a sample may miss). For S3 runs the
+//!    server's CPU time (from `/proc/<pid>/stat`) and its request counters are recorded too;
+//!    the server's memory is not part of the measured tree.
+//! 6. Checks, failing the task on a difference: our result and the peer's each verify against
+//!    the source block by block (`wkw_zarr::verify`; both equal to the source, hence to each
+//!    other), their `zarr.json` and properties documents are JSON-equal, and the S3 result
+//!    (read from the server's backing directory) verifies against the source too. Whether our
+//!    shard files are byte-identical to the peer's is reported, not required.
+//! 7. Prints one Markdown table of medians and the ratios against the targets of the issue:
+//!    ≥ 3× less wall time than the peer; peak memory of the tree ≤ 256 MiB and ≤ 1/8 of the
+//!    peer's; ours not growing with the voxel size (uint64 vs uint8); S3 → S3 within 1.5× of
+//!    the local conversion.
+//!
+//! At the default size (1024) the sources take about 1 GB (uint8) and a few GB (uint64) of
+//! disk, twice (local and uploaded), and generating the uint64 layer needs 8 GiB of memory
+//! once (the wkw library writes a compressed file in one call). Use `--size 256` for a quick
+//! trial. Needs Python 3 and PyPI; not part of CI.
+
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use sha2::{Digest, Sha256};
+use wkw_zarr::{ConvertOptions, verify};
+
+use crate::util::{cargo, cargo_target_dir, exec, project_root};
+
+/// What the peer and the source generator need, pinned.
+/// s3fs (the fsspec version webknossos 4.3.3 brings) lets the peer read and write `s3://`.
+const REQUIREMENTS: &[&str] = &["webknossos==4.3.3", "wkw==1.1.24", "s3fs==2026.9.0"];
+/// The source generator, relative to the workspace root.
+const GENERATOR: &str = "testdata/generators/wkw-zarr/bench_source.py";
+/// The two layers: directory name (also the `--dtype` of the generator).
+const LAYERS: [&str; 2] = ["uint8", "uint64"];
+/// Worker threads (processes for the peer) of every run.
+const JOBS: &str = "2";
+/// Targets of the issue.
+const MIN_SPEEDUP: f64 = 3.0;
+const MAX_TREE_MIB: f64 = 256.0;
+const MIN_MEMORY_RATIO: f64 = 8.0;
+const MAX_S3_SLOWDOWN: f64 = 1.5;
+
+const USAGE: &str = "convert-bench [--size N] [--reps N] [--latency-ms MS] [--layers uint8,uint64] [--skip-peer] [--skip-s3]";
+
+struct Opts {
+    size: u32,
+    reps: usize,
+    latency_ms: u64,
+    layers: Vec<&'static str>,
+    peer: bool,
+    s3: bool,
+}
+
+fn parse(args: &[String]) -> Result<Opts, String> {
+    let mut opts = Opts {
+        size: 1024,
+        reps: 3,
+        latency_ms: 20,
+        layers: LAYERS.to_vec(),
+        peer: true,
+        s3: true,
+    };
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        let mut value = || {
+            it.next()
+                .cloned()
+                .ok_or_else(|| format!("{a} needs a value ({USAGE})"))
+        };
+        match a.as_str() {
+            "--size" => {
+                let v = value()?;
+                opts.size = v
+                    .parse()
+                    .ok()
+                    .filter(|&n: &u32| (32..=1024).contains(&n) && n.is_power_of_two())
+                    .ok_or_else(|| {
+                        format!("--size {v}: need a power of two from 32 to 1024 ({USAGE})")
+                    })?;
+            }
+            "--reps" => {
+                let v = value()?;
+                opts.reps = v
+                    .parse()
+                    .ok()
+                    .filter(|&n| n > 0)
+                    .ok_or_else(|| format!("--reps {v}: not a positive count ({USAGE})"))?;
+            }
+            "--latency-ms" => {
+                let v = value()?;
+                opts.latency_ms = v
+                    .parse()
+                    .map_err(|_| format!("--latency-ms {v}: not a number ({USAGE})"))?;
+            }
+            "--layers" => {
+                let v = value()?;
+                opts.layers = v
+                    .split(',')
+                    .map(|name| {
+                        LAYERS.into_iter().find(|l| *l == name).ok_or_else(|| {
+                            format!("--layers {v}: `{name}` is not one of {LAYERS:?}")
+                        })
+                    })
+                    .collect::<Result<_, _>>()?;
+            }
+            "--skip-peer" => opts.peer = false,
+            "--skip-s3" => opts.s3 = false,
+            other => return Err(format!("unknown argument `{other}` ({USAGE})")),
+        }
+    }
+    Ok(opts)
+}
+
+/// Runs the task (or, as `measure RESULT PROGRAM ARGS…`, measures one command: see
+/// [`measure`]).
+///
+/// # Errors
+/// On bad arguments, a failed build, venv, generator or conversion, a server that does not
+/// start, or results that do not verify.
+pub(crate) fn run(args: &[String]) -> Result<(), String> {
+    if args.first().is_some_and(|a| a == "measure") {
+        return measure(&args[1..]);
+    }
+    let opts = parse(args)?;
+    let root = project_root();
+    let work = root
+        .join("target")
+        .join("convert-bench")
+        .join(opts.size.to_string());
+    let src = work.join("src");
+    let out = work.join("out");
+
+    exec(cargo().args([
+        "build",
+        "--release",
+        "-p",
+        "scifmt-cli",
+        "--bin",
+        "scifmt",
+        "-p",
+        "scifmt-s3-testserver",
+        "--bin",
+        "s3-testserver",
+    ]))?;
+    let release = cargo_target_dir().join("release");
+    let scifmt = release.join("scifmt");
+    let python = venv(&root.join("target").join("convert-bench-venv"))?;
+    let webknossos = python.with_file_name("webknossos");
+    for &layer in &opts.layers {
+        source(&python, &root.join(GENERATOR), &src, layer, opts.size)?;
+    }
+
+    let server = if opts.s3 {
+        Some(Server::start(
+            &release.join("s3-testserver"),
+            &src,
+            &work,
+            opts.latency_ms,
+        )?)
+    } else {
+        None
+    };
+
+    let mut runs: Vec<Run> = Vec::new();
+    for rep in 0..opts.reps {
+        for &layer in &opts.layers {
+            let mut tools = vec![Tool::Ours];
+            if opts.peer {
+                tools.push(Tool::Peer);
+            }
+            if server.is_some() {
+                tools.push(Tool::OursS3);
+                if opts.peer {
+                    tools.push(Tool::PeerS3);
+                }
+            }
+            // Alternate the order, so neither tool always runs on a warmer machine.
+            let n = tools.len();
+            tools.rotate_left(rep % n);
+            for tool in tools {
+                eprintln!(
+                    "convert-bench: repetition {} of {}, {layer}, {}",
+                    rep + 1,
+                    opts.reps,
+                    tool.label()
+                );
+                let run = match tool {
+                    Tool::Ours | Tool::Peer => {
+                        let dst = out.join(tool.dir()).join(layer);
+                        remove(&dst)?;
+                        let mut cmd = if tool == Tool::Ours {
+                            let mut c = Command::new(&scifmt);
+                            c.arg("convert").arg(src.join(layer)).arg(&dst).args([
+                                "--to",
+                                "zarr3",
+                                "--jobs",
+                                JOBS,
+                                "--overwrite",
+                            ]);
+                            c
+                        } else {
+                            let mut c = Command::new(&webknossos);
+                            c.arg("copy-dataset").arg(src.join(layer)).arg(&dst).args([
+                                "--data-format",
+                                "zarr3",
+                                "--jobs",
+                                JOBS,
+                            ]);
+                            c
+                        };
+                        Run::measured(tool, layer, &work, &mut cmd, None)?
+                    }
+                    Tool::OursS3 => {
+                        let server = server.as_ref().ok_or("no server")?;
+                        let bucket = server.var("S3_TESTSERVER_BUCKET")?;
+                        let mut cmd = Command::new(&scifmt);
+                        // A fresh prefix per repetition, as the local runs get a fresh
+                        // directory (deleting the last result is not timed).
+                        cmd.arg("convert")
+                            .arg(format!("s3://{bucket}/src/{layer}"))
+                            .arg(format!("s3://{bucket}/out/{rep}/{layer}"))
+                            .args(["--to", "zarr3", "--jobs", JOBS, "--overwrite"])
+                            .envs(server.env.iter().cloned());
+                        Run::measured(tool, layer, &work, &mut cmd, Some(server))?
+                    }
+                    Tool::PeerS3 => {
+                        let server = server.as_ref().ok_or("no server")?;
+                        let bucket = server.var("S3_TESTSERVER_BUCKET")?;
+                        let endpoint = server.var("AWS_ENDPOINT_URL")?;
+                        let mut cmd = Command::new(&webknossos);
+                        cmd.arg("copy-dataset")
+                            .arg(format!("s3://{bucket}/src/{layer}"))
+                            .arg(format!("s3://{bucket}/peer/{rep}/{layer}"))
+                            .args(["--data-format", "zarr3", "--jobs", JOBS])
+                            .envs(server.env.iter().cloned())
+                            .env("S3_ENDPOINT_URL", endpoint);
+                        Run::measured(tool, layer, &work, &mut cmd, Some(server))?
+                    }
+                };
+                eprintln!("convert-bench: {}", run.describe());
+                runs.push(run);
+            }
+        }
+    }
+
+    let mut checks = Vec::new();
+    for &layer in &opts.layers {
+        let source = src.join(layer);
+        let ours = out.join(Tool::Ours.dir()).join(layer);
+        checks.push(format!("{layer}: ours {}", verified(&source, &ours)?));
+        if opts.peer {
+            let peer = out.join(Tool::Peer.dir()).join(layer);
+            checks.push(format!("{layer}: peer {}", verified(&source, &peer)?));
+            let (a, b) = (json_files(&ours)?, json_files(&peer)?);
+            if a != b {
+                let differing: Vec<&String> = a
+                    .keys()
+                    .chain(b.keys())
+                    .filter(|k| a.get(*k) != b.get(*k))
+                    .collect();
+                return Err(format!(
+                    "{layer}: our and the peer's metadata differ: {differing:?}"
+                ));
+            }
+            checks.push(format!(
+                "{layer}: our and the peer's zarr.json / properties documents are JSON-equal \
+                 ({} documents); shard files {}",
+                a.len(),
+                same_shards(&ours, &peer)?
+            ));
+        }
+        if let Some(server) = &server {
+            let last = (opts.reps - 1).to_string();
+            let remote = server.backing_dir()?.join("out").join(&last).join(layer);
+            checks.push(format!(
+                "{layer}: ours S3 → S3 {}",
+                verified(&source, &remote)?
+            ));
+            if opts.peer {
+                let remote = server.backing_dir()?.join("peer").join(&last).join(layer);
+                checks.push(format!(
+                    "{layer}: peer S3 → S3 {}",
+                    verified(&source, &remote)?
+                ));
+            }
+        }
+    }
+    drop(server);
+
+    println!(
+        "\nWKW → Zarr3, one {n}³ layer in one WKW file, --jobs {JOBS}, {reps} repetitions \
+         (medians), S3 latency {lat} ms:\n",
+        n = opts.size,
+        reps = opts.reps,
+        lat = opts.latency_ms
+    );
+    println!("{}", table(&runs, opts.size));
+    println!("Checks (each a requirement of this task; a failure stops it):\n");
+    for c in &checks {
+        println!("- {c}");
+    }
+    Ok(())
+}
+
+/// Creates or reuses the venv with [`REQUIREMENTS`]; returns its `python`.
+fn venv(dir: &Path) -> Result<PathBuf, String> {
+    let python = dir.join("bin").join("python");
+    if !python.exists() {
+        exec(Command::new("python3").arg("-m").arg("venv").arg(dir))?;
+    }
+    let stamp = dir.join("scifmt-requirements.txt");
+    let wanted = REQUIREMENTS.join("\n");
+    if !std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
+        exec(
+            Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args(REQUIREMENTS),
+        )?;
+        std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    }
+    Ok(python)
+}
+
+/// Makes `src/<layer>` with the generator unless a stamp says it was made by the same script
+/// at the same size.
+fn source(python: &Path, script: &Path, src: &Path, layer: &str, size: u32) -> Result<(), String> {
+    let text = std::fs::read(script).map_err(|e| format!("{}: {e}", script.display()))?;
+    let stamp_text = format!("{}\nsize {size}\n", hex::encode(Sha256::digest(&text)));
+    let dir = src.join(layer);
+    let stamp = src.join(format!("{layer}.stamp"));
+    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == stamp_text) {
+        return Ok(());
+    }
+    remove(&dir)?;
+    let _ = std::fs::remove_file(&stamp);
+    std::fs::create_dir_all(src).map_err(|e| format!("{}: {e}", src.display()))?;
+    exec(
+        Command::new(python)
+            .arg(script)
+            .args(["--size", &size.to_string(), "--dtype", layer])
+            .arg(&dir),
+    )?;
+    std::fs::write(&stamp, stamp_text).map_err(|e| format!("{}: {e}", stamp.display()))
+}
+
+fn remove(dir: &Path) -> Result<(), String> {
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),
+        Err(e) => Err(format!("{}: {e}", dir.display())),
+    }
+}
+
+/// `wkw_zarr::verify` of a Zarr3 dataset against its WKW source; an error unless every block
+/// is equal.
+fn verified(wkw: &Path, zarr: &Path) -> Result<String, String> {
+    let options = ConvertOptions::default().with_threads(2);
+    let report = verify(wkw, zarr, &options, &|_| {})
+        .map_err(|e| format!("verify {} against {}: {e}", zarr.display(), wkw.display()))?;
+    if report.is_ok() && report.blocks > 0 {
+        Ok(format!(
+            "verified equal to the source ({} blocks)",
+            report.blocks
+        ))
+    } else {
+        Err(format!(
+            "{} differs from {}: {} differing blocks of {}",
+            zarr.display(),
+            wkw.display(),
+            report.differing_blocks,
+            report.blocks
+        ))
+    }
+}
+
+/// Every file below `root` by relative path.
+fn files(root: &Path) -> Result<Vec<PathBuf>, String> {
+    let mut out = Vec::new();
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for entry in std::fs::read_dir(&dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+            let path = entry.map_err(|e| format!("{}: {e}", dir.display()))?.path();
+            if path.is_dir() {
+                stack.push(path);
+            } else {
+                out.push(
+                    path.strip_prefix(root)
+                        .map_err(|e| e.to_string())?
+                        .to_path_buf(),
+                );
+            }
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Every `*.json` document below `root` by relative path.
+fn json_files(root: &Path) -> Result<BTreeMap<String, serde_json::Value>, String> {
+    let mut out = BTreeMap::new();
+    for rel in files(root)? {
+        if rel.extension().is_some_and(|e| e == "json") {
+            let path = root.join(&rel);
+            let bytes = std::fs::read(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+            let doc =
+                serde_json::from_slice(&bytes).map_err(|e| format!("{}: {e}", path.display()))?;
+            out.insert(rel.to_string_lossy().into_owned(), doc);
+        }
+    }
+    Ok(out)
+}
+
+/// Whether the non-JSON files (the shards) of two results are byte-identical, as a phrase.
+fn same_shards(a: &Path, b: &Path) -> Result<String, String> {
+    let shards = |root: &Path| -> Result<Vec<PathBuf>, String> {
+        Ok(files(root)?
+            .into_iter()
+            .filter(|p| p.extension().is_none_or(|e| e != "json"))
+            .collect())
+    };
+    let (sa, sb) = (shards(a)?, shards(b)?);
+    if sa != sb {
+        return Ok(format!(
+            "differ in names ({} ours, {} theirs)",
+            sa.len(),
+            sb.len()
+        ));
+    }
+    let mut identical = 0;
+    for rel in &sa {
+        let read = |root: &Path| {
+            let p = root.join(rel);
+            std::fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))
+        };
+        if Sha256::digest(read(a)?) == Sha256::digest(read(b)?) {
+            identical += 1;
+        }
+    }
+    Ok(format!(
+        "byte-identical: {identical} of {} (informative)",
+        sa.len()
+    ))
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Tool {
+    Ours,
+    Peer,
+    OursS3,
+    PeerS3,
+}
+
+impl Tool {
+    fn label(self) -> &'static str {
+        match self {
+            Self::Ours => "scifmt convert",
+            Self::Peer => "webknossos copy-dataset",
+            Self::OursS3 => "scifmt convert, S3 → S3",
+            Self::PeerS3 => "webknossos copy-dataset, S3 → S3",
+        }
+    }
+
+    fn dir(self) -> &'static str {
+        match self {
+            Self::Ours => "ours",
+            Self::Peer => "peer",
+            Self::OursS3 => "s3",
+            Self::PeerS3 => "peer-s3",
+        }
+    }
+}
+
+/// One measured run.
+struct Run {
+    tool: Tool,
+    layer: &'static str,
+    m: Measured,
+    /// S3 runs: the server's CPU seconds and its `/stats` over the run.
+    server_cpu_s: Option<f64>,
+    server_stats: Option<serde_json::Value>,
+}
+
+impl Run {
+    /// Runs `cmd` under a fresh `measure` process; its output goes to a log file under `work`.
+    fn measured(
+        tool: Tool,
+        layer: &'static str,
+        work: &Path,
+        cmd: &mut Command,
+        server: Option<&Server>,
+    ) -> Result<Self, String> {
+        let result = work.join("measured.txt");
+        let log_path = work.join(format!("{}-{layer}.log", tool.dir()));
+        let log =
+            std::fs::File::create(&log_path).map_err(|e| format!("{}: {e}", log_path.display()))?;
+        let log2 = log
+            .try_clone()
+            .map_err(|e| format!("{}: {e}", log_path.display()))?;
+        let me = std::env::current_exe().map_err(|e| format!("current_exe: {e}"))?;
+        let mut wrapper = Command::new(me);
+        wrapper
+            .args(["convert-bench", "measure"])
+            .arg(&result)
+            .arg(cmd.get_program())
+            .args(cmd.get_args())
+            .envs(
+                cmd.get_envs()
+                    .filter_map(|(k, v)| v.map(|v| (k.to_owned(), v.to_owned()))),
+            )
+            .stdout(log)
+            .stderr(log2);
+        let cpu_before = match server {
+            Some(s) => {
+                s.control("/reset")?;
+                Some(s.cpu_seconds()?)
+            }
+            None => None,
+        };
+        let _ = std::fs::remove_file(&result);
+        let status = wrapper
+            .status()
+            .map_err(|e| format!("cannot start {wrapper:?}: {e}"))?;
+        if !status.success() {
+            return Err(format!(
+                "{} ({layer}) failed ({status}); its output is in {}",
+                tool.label(),
+                log_path.display()
+            ));
+        }
+        let (server_cpu_s, server_stats) = match (server, cpu_before) {
+            (Some(s), Some(before)) => {
+                let stats = serde_json::from_str(&s.control("/stats")?)
+                    .map_err(|e| format!("server /stats: {e}"))?;
+                (Some(s.cpu_seconds()? - before), Some(stats))
+            }
+            _ => (None, None),
+        };
+        let text =
+            std::fs::read_to_string(&result).map_err(|e| format!("{}: {e}", result.display()))?;
+        let m = Measured::parse(&text)?;
+        if m.code != 0 {
+            return Err(format!(
+                "{} ({layer}) failed (exit {}); its output is in {}",
+                tool.label(),
+                m.code,
+                log_path.display()
+            ));
+        }
+        Ok(Self {
+            tool,
+            layer,
+            m,
+            server_cpu_s,
+            server_stats,
+        })
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "{} {}: wall {:.2} s, cpu {:.2} s, tree peak {:.1} MiB, largest process {:.1} MiB \
+             ({} samples; sampling cpu {:.2} s)",
+            self.tool.label(),
+            self.layer,
+            self.m.wall_s,
+            self.m.user_s + self.m.sys_s,
+            self.m.tree_peak_kib as f64 / 1024.0,
+            self.m.max_rss_kib as f64 / 1024.0,
+            self.m.samples,
+            self.m.self_cpu_s
+        )
+    }
+}
+
+/// What `measure` writes.
+struct Measured {
+    wall_s: f64,
+    user_s: f64,
+    sys_s: f64,
+    tree_peak_kib: u64,
+    max_rss_kib: u64,
+    samples: u64,
+    /// CPU seconds of the measuring process itself (mostly the sampling).
+    self_cpu_s: f64,
+    code: i32,
+}
+
+impl Measured {
+    fn line(&self) -> String {
+        format!(
+            "wall_s={} user_s={} sys_s={} tree_peak_kib={} max_rss_kib={} samples={} self_cpu_s={} code={}\n",
+            self.wall_s,
+            self.user_s,
+            self.sys_s,
+            self.tree_peak_kib,
+            self.max_rss_kib,
+            self.samples,
+            self.self_cpu_s,
+            self.code
+        )
+    }
+
+    fn parse(text: &str) -> Result<Self, String> {
+        let f: BTreeMap<&str, &str> = text
+            .split_whitespace()
+            .filter_map(|kv| kv.split_once('='))
+            .collect();
+        fn num<T: std::str::FromStr>(f: &BTreeMap<&str, &str>, k: &str) -> Result<T, String> {
+            f.get(k)
+                .and_then(|v| v.parse().ok())
+                .ok_or_else(|| format!("measurement without a valid `{k}`"))
+        }
+        Ok(Self {
+            wall_s: num(&f, "wall_s")?,
+            user_s: num(&f, "user_s")?,
+            sys_s: num(&f, "sys_s")?,
+            tree_peak_kib: num(&f, "tree_peak_kib")?,
+            max_rss_kib: num(&f, "max_rss_kib")?,
+            samples: num(&f, "samples")?,
+            self_cpu_s: num(&f, "self_cpu_s")?,
+            code: num(&f, "code")?,
+        })
+    }
+}
+
+/// `measure RESULT PROGRAM ARGS…`: runs the program (stdout and stderr inherited) as this
+/// process's only child and writes a [`Measured`] line to RESULT. A fresh process per run, so
+/// that `getrusage(RUSAGE_CHILDREN)` covers exactly that command's process tree (every
+/// descendant reaped within it).
+fn measure(args: &[String]) -> Result<(), String> {
+    let [result, program, rest @ ..] = args else {
+        return Err("usage: convert-bench measure RESULT PROGRAM [ARGS…]".to_owned());
+    };
+    let mut sampler = TreeSampler::new();
+    let start = Instant::now();
+    let mut child = Command::new(program)
+        .args(rest)
+        .spawn()
+        .map_err(|e| format!("cannot start {program}: {e}"))?;
+    let root = child.id();
+    let (stop_tx, stop_rx) = std::sync::mpsc::channel::<()>();
+    let sampling = std::thread::spawn(move || {
+        let mut peak = 0u64;
+        let mut samples = 0u64;
+        loop {
+            peak = peak.max(sampler.tree_rss_kib(root));
+            samples += 1;
+            match stop_rx.recv_timeout(Duration::from_millis(10)) {
+                Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                _ => return (peak, samples),
+            }
+        }
+    });
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for {program}: {e}"))?;
+    let wall_s = start.elapsed().as_secs_f64();
+    let _ = stop_tx.send(());
+    let (tree_peak_kib, samples) = sampling.join().map_err(|_| "the sampler panicked")?;
+    let usage = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map_err(|e| format!("getrusage: {e}"))?;
+    let me = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_SELF)
+        .map_err(|e| format!("getrusage: {e}"))?;
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    let m = Measured {
+        wall_s,
+        user_s: secs(usage.user_time()),
+        sys_s: secs(usage.system_time()),
+        tree_peak_kib,
+        // Linux reports ru_maxrss in KiB.
+        max_rss_kib: u64::try_from(usage.max_rss()).unwrap_or(0),
+        samples,
+        self_cpu_s: secs(me.user_time()) + secs(me.system_time()),
+        code: status.code().unwrap_or(-1),
+    };
+    std::fs::write(result, m.line()).map_err(|e| format!("{result}: {e}"))
+}
+
+/// Samples the summed `VmRSS` of a process tree from `/proc`.
+///
+/// Reading every process's `stat` for its parent costs milliseconds on a busy machine, so the
+/// processes that existed before the command started (which cannot be its descendants) are
+/// skipped; one that ends is forgotten, so a reused pid is read again.
+struct TreeSampler {
+    older: std::collections::HashSet<u32>,
+}
+
+impl TreeSampler {
+    /// Remembers the processes there now (call before starting the command).
+    fn new() -> Self {
+        Self {
+            older: pids().collect(),
+        }
+    }
+
+    /// The summed `VmRSS` (KiB) of `root` and all its descendants now (processes that end
+    /// while they are read count as 0; an orphan re-parented to init is no longer counted).
+    fn tree_rss_kib(&mut self, root: u32) -> u64 {
+        self.tree(root).iter().filter_map(|&pid| rss_kib(pid)).sum()
+    }
+
+    /// `root` and the descendants started after [`TreeSampler::new`].
+    fn tree(&mut self, root: u32) -> Vec<u32> {
+        let now: std::collections::HashSet<u32> = pids().collect();
+        self.older.retain(|pid| now.contains(pid));
+        let mut parent: Vec<(u32, u32)> = Vec::new();
+        for &pid in now.difference(&self.older) {
+            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+                continue;
+            };
+            // `pid (comm) state ppid …`; comm may hold spaces and parentheses.
+            let ppid = stat
+                .rsplit_once(')')
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+                .and_then(|p| p.parse::<u32>().ok());
+            if let Some(ppid) = ppid {
+                parent.push((pid, ppid));
+            }
+        }
+        let mut tree = vec![root];
+        let mut i = 0;
+        while i < tree.len() {
+            let p = tree[i];
+            tree.extend(
+                parent
+                    .iter()
+                    .filter(|&&(_, pp)| pp == p)
+                    .map(|&(pid, _)| pid),
+            );
+            i += 1;
+        }
+        tree
+    }
+}
+
+/// A process's `VmRSS` in KiB (`None` once it has ended; kernel threads have none).
+fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmRSS:"))
+        .and_then(|v| v.split_whitespace().next()?.parse().ok())
+}
+
+/// The pids in `/proc` now.
+fn pids() -> impl Iterator<Item = u32> {
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse().ok())
+}
+
+/// The S3 test server process; dropping it closes its stdin (it stops and deletes its files).
+struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    env: Vec<(String, String)>,
+    tmp: PathBuf,
+}
+
+impl Server {
+    fn start(bin: &Path, src: &Path, work: &Path, latency_ms: u64) -> Result<Self, String> {
+        // The backing directory goes to TMPDIR: keep it under our work directory (found again
+        // for the checks), cleared before each start (a killed server leaves it behind).
+        let tmp = work.join("tmp");
+        remove(&tmp)?;
+        std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+        let mut cmd = Command::new(bin);
+        cmd.args(["--latency-ms", &latency_ms.to_string(), "--dir"])
+            .arg(src)
+            .args(["--prefix", "src"])
+            .env("TMPDIR", &tmp)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        eprintln!("$ {cmd:?}");
+        let mut child = cmd
+            .spawn()
+            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
+        let stdin = child.stdin.take();
+        let stdout = child.stdout.take().ok_or("server stdout")?;
+        let mut server = Self {
+            child,
+            stdin,
+            env: Vec::new(),
+            tmp,
+        };
+        for line in BufReader::new(stdout).lines() {
+            let line = line.map_err(|e| format!("server stdout: {e}"))?;
+            if line == "READY" {
+                return Ok(server);
+            }
+            if let Some((k, v)) = line.split_once('=') {
+                server.env.push((k.to_owned(), v.to_owned()));
+            }
+        }
+        Err("the server exited before it was ready".to_owned())
+    }
+
+    fn var(&self, name: &str) -> Result<&str, String> {
+        self.env
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
+            .ok_or_else(|| format!("the server did not print {name}"))
+    }
+
+    /// The bucket's directory (the server's only temporary directory under ours).
+    fn backing_dir(&self) -> Result<PathBuf, String> {
+        let bucket = self.var("S3_TESTSERVER_BUCKET")?;
+        let mut dirs = std::fs::read_dir(&self.tmp)
+            .map_err(|e| format!("{}: {e}", self.tmp.display()))?
+            .flatten()
+            .map(|e| e.path().join(bucket))
+            .filter(|p| p.is_dir());
+        match (dirs.next(), dirs.next()) {
+            (Some(dir), None) => Ok(dir),
+            _ => Err(format!(
+                "{}: not exactly one server directory",
+                self.tmp.display()
+            )),
+        }
+    }
+
+    /// A GET on the control endpoint; the response body.
+    fn control(&self, path: &str) -> Result<String, String> {
+        let base = self.var("S3_TESTSERVER_CONTROL")?;
+        let addr = base.strip_prefix("http://").unwrap_or(base);
+        let mut stream = TcpStream::connect(addr).map_err(|e| format!("control {addr}: {e}"))?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n")
+            .map_err(|e| format!("control {path}: {e}"))?;
+        let mut response = String::new();
+        stream
+            .read_to_string(&mut response)
+            .map_err(|e| format!("control {path}: {e}"))?;
+        let (head, body) = response
+            .split_once("\r\n\r\n")
+            .ok_or_else(|| format!("control {path}: no response body"))?;
+        if !head.starts_with("HTTP/1.0 200") {
+            return Err(format!("control {path}: {head}"));
+        }
+        Ok(body.to_owned())
+    }
+
+    /// The server's user + system CPU seconds so far (`/proc/<pid>/stat`, clock ticks of 1/100 s,
+    /// the Linux default `USER_HZ`).
+    fn cpu_seconds(&self) -> Result<f64, String> {
+        let path = format!("/proc/{}/stat", self.child.id());
+        let stat = std::fs::read_to_string(&path).map_err(|e| format!("{path}: {e}"))?;
+        let fields: Vec<&str> = stat
+            .rsplit_once(')')
+            .map(|(_, rest)| rest.split_whitespace().collect())
+            .unwrap_or_default();
+        // After the comm: state(0) ppid(1) … utime(11) stime(12).
+        let tick = |i: usize| -> Result<f64, String> {
+            fields
+                .get(i)
+                .and_then(|v| v.parse::<u64>().ok())
+                .map(|t| t as f64 / 100.0)
+                .ok_or_else(|| format!("{path}: no field {i}"))
+        };
+        Ok(tick(11)? + tick(12)?)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        if let Some(mut stdin) = self.stdin.take() {
+            let _ = stdin.flush();
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
+
+/// Medians of one tool and layer.
+struct Summary {
+    wall_s: f64,
+    cpu_s: f64,
+    tree_mib: f64,
+    max_mib: f64,
+    server_cpu_s: Option<f64>,
+    /// S3 runs: requests, GETs, round trips on the critical path.
+    requests: Option<[f64; 3]>,
+}
+
+fn summary(runs: &[Run], tool: Tool, layer: &str) -> Option<Summary> {
+    let rs: Vec<&Run> = runs
+        .iter()
+        .filter(|r| r.tool == tool && r.layer == layer)
+        .collect();
+    if rs.is_empty() {
+        return None;
+    }
+    let med = |f: &dyn Fn(&Run) -> f64| median(rs.iter().map(|r| f(r)).collect());
+    Some(Summary {
+        wall_s: med(&|r| r.m.wall_s),
+        cpu_s: med(&|r| r.m.user_s + r.m.sys_s),
+        // A 10 ms sample can miss a short peak that `ru_maxrss` saw: the tree held at least
+        // its largest process.
+        tree_mib: med(&|r| r.m.tree_peak_kib.max(r.m.max_rss_kib) as f64 / 1024.0),
+        max_mib: med(&|r| r.m.max_rss_kib as f64 / 1024.0),
+        server_cpu_s: rs
+            .iter()
+            .all(|r| r.server_cpu_s.is_some())
+            .then(|| med(&|r| r.server_cpu_s.unwrap_or(f64::NAN))),
+        requests: rs.iter().all(|r| r.server_stats.is_some()).then(|| {
+            ["requests", "get", "critical_path"].map(|k| {
+                med(&|r| {
+                    r.server_stats
+                        .as_ref()
+                        .and_then(|s| s[k].as_f64())
+                        .unwrap_or(f64::NAN)
+                })
+            })
+        }),
+    })
+}
+
+fn verdict(ok: bool) -> &'static str {
+    if ok { "met" } else { "MISSED" }
+}
+
+/// The Markdown table and the targets.
+fn table(runs: &[Run], size: u32) -> String {
+    let mut out = String::from(
+        "| layer | run | wall s | user + sys s | peak RSS of the tree MiB | largest process MiB | S3: server CPU s, requests (GETs), round trips on the critical path |\n\
+         | --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
+    );
+    for layer in LAYERS {
+        for tool in [Tool::Ours, Tool::Peer, Tool::OursS3, Tool::PeerS3] {
+            if let Some(s) = summary(runs, tool, layer) {
+                let server = match (s.server_cpu_s, s.requests) {
+                    (Some(c), Some([n, get, path])) => {
+                        format!("{c:.1}, {n:.0} ({get:.0}), {path:.0}")
+                    }
+                    _ => String::new(),
+                };
+                out.push_str(&format!(
+                    "| {layer} | {} | {:.2} | {:.2} | {:.1} | {:.1} | {server} |\n",
+                    tool.label(),
+                    s.wall_s,
+                    s.cpu_s,
+                    s.tree_mib,
+                    s.max_mib
+                ));
+            }
+        }
+    }
+    out.push_str("\nRatios and targets:\n\n");
+    let mut line = |text: String| {
+        out.push_str("- ");
+        out.push_str(&text);
+        out.push('\n');
+    };
+    for layer in LAYERS {
+        let (Some(ours), peer) = (
+            summary(runs, Tool::Ours, layer),
+            summary(runs, Tool::Peer, layer),
+        ) else {
+            continue;
+        };
+        if let Some(peer) = &peer {
+            let speedup = peer.wall_s / ours.wall_s;
+            let mem = peer.tree_mib / ours.tree_mib;
+            let target = if layer == "uint8" {
+                format!(
+                    " — target ≥ {MIN_SPEEDUP}× at 1024³: {}",
+                    verdict(speedup >= MIN_SPEEDUP)
+                )
+            } else {
+                String::new()
+            };
+            line(format!(
+                "{layer}: peer ÷ ours wall time {speedup:.2}×, CPU time {:.2}×{target}",
+                peer.cpu_s / ours.cpu_s
+            ));
+            line(format!(
+                "{layer}: peer ÷ ours peak RSS of the tree {mem:.1}× — target ≥ {MIN_MEMORY_RATIO}×: {}",
+                verdict(mem >= MIN_MEMORY_RATIO)
+            ));
+        }
+        line(format!(
+            "{layer}: ours peak RSS of the tree {:.1} MiB — target ≤ {MAX_TREE_MIB} MiB: {}",
+            ours.tree_mib,
+            verdict(ours.tree_mib <= MAX_TREE_MIB)
+        ));
+        if let Some(s3) = summary(runs, Tool::OursS3, layer) {
+            let slowdown = s3.wall_s / ours.wall_s;
+            line(format!(
+                "{layer}: S3 → S3 ÷ local wall time {slowdown:.2}× — target ≤ {MAX_S3_SLOWDOWN}×: {}",
+                verdict(slowdown <= MAX_S3_SLOWDOWN)
+            ));
+            if let Some(peer_s3) = summary(runs, Tool::PeerS3, layer) {
+                line(format!(
+                    "{layer}: S3 → S3, peer ÷ ours wall time {:.2}×, peak RSS of the tree {:.1}×",
+                    peer_s3.wall_s / s3.wall_s,
+                    peer_s3.tree_mib / s3.tree_mib
+                ));
+            }
+        }
+    }
+    let growth = |tool: Tool| {
+        Some(summary(runs, tool, "uint64")?.tree_mib / summary(runs, tool, "uint8")?.tree_mib)
+    };
+    if let Some(g) = growth(Tool::Ours) {
+        let peer = growth(Tool::Peer).map_or(String::new(), |p| format!(", the peer's {p:.1}×"));
+        line(format!(
+            "uint64 ÷ uint8 peak RSS of the tree: ours {g:.1}×{peer} — target: ours does not grow with the voxel size (≤ 2×): {}",
+            verdict(g <= 2.0)
+        ));
+    }
+    if size != 1024 {
+        line(format!(
+            "size {size}³, not the 1024³ of the targets: the verdicts are indicative only"
+        ));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measured_line_parses_back() {
+        let m = Measured {
+            wall_s: 1.5,
+            user_s: 0.25,
+            sys_s: 0.125,
+            tree_peak_kib: 4096,
+            max_rss_kib: 2048,
+            samples: 7,
+            self_cpu_s: 0.01,
+            code: 3,
+        };
+        let back = Measured::parse(&m.line()).unwrap();
+        assert_eq!(
+            (back.wall_s, back.user_s, back.sys_s, back.self_cpu_s),
+            (1.5, 0.25, 0.125, 0.01)
+        );
+        assert_eq!(
+            (
+                back.tree_peak_kib,
+                back.max_rss_kib,
+                back.samples,
+                back.code
+            ),
+            (4096, 2048, 7, 3)
+        );
+        assert!(Measured::parse("wall_s=1").is_err());
+    }
+
+    #[test]
+    fn options_are_checked() {
+        let args = |a: &[&str]| a.iter().map(|s| (*s).to_owned()).collect::<Vec<_>>();
+        let o = parse(&args(&["--size", "256", "--layers", "uint64", "--skip-s3"])).unwrap();
+        assert_eq!(
+            (o.size, o.layers.as_slice(), o.s3, o.peer),
+            (256, &["uint64"][..], false, true)
+        );
+        for bad in [
+            &["--size", "100"][..],
+            &["--size", "2048"],
+            &["--reps", "0"],
+            &["--layers", "float32"],
+            &["--size"],
+            &["--fast"],
+        ] {
+            assert!(parse(&args(bad)).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_child_started_after_the_snapshot_is_in_the_tree() {
+        let mut sampler = TreeSampler::new();
+        let mut child = Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let me = std::process::id();
+        let tree = sampler.tree(me);
+        let alone = sampler.tree(child.id());
+        let kib = sampler.tree_rss_kib(child.id());
+        drop(child.stdin.take());
+        child.wait().unwrap();
+        assert_eq!(tree.first(), Some(&me));
+        assert!(tree.contains(&child.id()), "{tree:?}");
+        assert_eq!(alone, vec![child.id()]);
+        assert!(kib > 0);
+        // An ended process is not counted.
+        assert_eq!(sampler.tree_rss_kib(child.id()), 0);
+    }
+
+    #[test]
+    fn medians() {
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert!(median(Vec::new()).is_nan());
+    }
+}
