@@ -52,7 +52,7 @@ use std::time::{Duration, Instant};
 use sha2::{Digest, Sha256};
 use wkw_zarr::{ConvertOptions, verify};
 
-use crate::util::{cargo, cargo_target_dir, exec, project_root};
+use crate::util::{cargo, cargo_target_dir, exec, median, project_root, venv_at};
 
 /// What the peer and the source generator need, pinned.
 /// s3fs (the fsspec version webknossos 4.3.3 brings) lets the peer read and write `s3://`.
@@ -173,7 +173,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     ]))?;
     let release = cargo_target_dir().join("release");
     let scifmt = release.join("scifmt");
-    let python = venv(&root.join("target").join("convert-bench-venv"))?;
+    let python = venv_at(
+        &root.join("target").join("convert-bench-venv"),
+        REQUIREMENTS,
+    )?;
     let webknossos = python.with_file_name("webknossos");
     for &layer in &opts.layers {
         source(&python, &root.join(GENERATOR), &src, layer, opts.size)?;
@@ -329,31 +332,6 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         println!("- {c}");
     }
     Ok(())
-}
-
-/// Creates or reuses the venv with [`REQUIREMENTS`]; returns its `python`.
-fn venv(dir: &Path) -> Result<PathBuf, String> {
-    let python = dir.join("bin").join("python");
-    if !python.exists() {
-        exec(Command::new("python3").arg("-m").arg("venv").arg(dir))?;
-    }
-    let stamp = dir.join("scifmt-requirements.txt");
-    let wanted = REQUIREMENTS.join("\n");
-    if !std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
-        exec(
-            Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                ])
-                .args(REQUIREMENTS),
-        )?;
-        std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
-    }
-    Ok(python)
 }
 
 /// Makes `src/<layer>` with the generator unless a stamp says it was made by the same script
@@ -904,18 +882,6 @@ impl Drop for Server {
             let _ = stdin.flush();
         }
         let _ = self.child.wait();
-    }
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
 

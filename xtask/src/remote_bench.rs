@@ -29,7 +29,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 
-use crate::util::{cargo, exec, project_root};
+use crate::util::{cargo, exec, median, project_root, venv_at};
 
 /// What the tensorstore peer needs, pinned.
 const REQUIREMENTS: &[&str] = &["tensorstore==0.1.86", "numpy==2.4.6"];
@@ -97,7 +97,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let release = crate::util::cargo_target_dir().join("release");
     let server_bin = release.join("s3-testserver");
     let examples = release.join("examples");
-    let python = venv(&target.join("remote-bench-venv"))?;
+    let python = venv_at(&target.join("remote-bench-venv"), REQUIREMENTS)?;
     let script = work.join("remote_bench_tensorstore.py");
     std::fs::write(&script, TENSORSTORE_PEER).map_err(|e| format!("{}: {e}", script.display()))?;
     // The peers, in the order they run: our two examples, then tensorstore.
@@ -149,31 +149,6 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     );
     println!("{table}");
     Ok(())
-}
-
-/// Creates or reuses the venv with [`REQUIREMENTS`]; returns its `python`.
-fn venv(dir: &Path) -> Result<std::path::PathBuf, String> {
-    let python = dir.join("bin").join("python");
-    if !python.exists() {
-        exec(Command::new("python3").arg("-m").arg("venv").arg(dir))?;
-    }
-    let stamp = dir.join("scifmt-requirements.txt");
-    let wanted = REQUIREMENTS.join("\n");
-    if !std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
-        exec(
-            Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                ])
-                .args(REQUIREMENTS),
-        )?;
-        std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
-    }
-    Ok(python)
 }
 
 /// Runs a benchmark process; returns its stdout lines (stderr passes through).
@@ -274,18 +249,6 @@ fn num<T: std::str::FromStr>(f: &BTreeMap<&str, &str>, k: &str) -> Result<T, Str
     f.get(k)
         .and_then(|v| v.parse().ok())
         .ok_or_else(|| format!("result line without a valid `{k}`"))
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n == 0 {
-        f64::NAN
-    } else if n % 2 == 1 {
-        v[n / 2]
-    } else {
-        (v[n / 2 - 1] + v[n / 2]) / 2.0
-    }
 }
 
 /// `a` or `a–b` for the spread of a count over repetitions.

@@ -74,3 +74,45 @@ pub(crate) fn python_venv(packages: &[&str]) -> Result<Option<PathBuf>, String> 
     }
     Ok(Some(python))
 }
+
+/// Creates or reuses a virtualenv at `dir` with `requirements` pip-installed (reinstalled when
+/// the list changes: a stamp file in the venv holds the last one); returns its `python`.
+///
+/// # Errors
+/// When venv creation, `pip install` or writing the stamp fails.
+pub(crate) fn venv_at(dir: &Path, requirements: &[&str]) -> Result<PathBuf, String> {
+    let python = dir.join("bin").join("python");
+    if !python.exists() {
+        exec(Command::new("python3").arg("-m").arg("venv").arg(dir))?;
+    }
+    let stamp = dir.join("scifmt-requirements.txt");
+    let wanted = requirements.join("\n");
+    if !std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
+        exec(
+            Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args(requirements),
+        )?;
+        std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
+    }
+    Ok(python)
+}
+
+/// The median of `v` (the mean of the middle two for an even count; NaN when empty).
+pub(crate) fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n % 2 == 1 {
+        v[n / 2]
+    } else {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    }
+}
