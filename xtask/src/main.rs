@@ -14,6 +14,7 @@ mod fuzz;
 mod python;
 mod readme_examples;
 mod remote_bench;
+mod s3server;
 mod util;
 
 use std::process::ExitCode;

@@ -25,10 +25,10 @@
 //! PyPI).
 
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Command, Stdio};
 
+use crate::s3server::Server;
 use crate::util::{cargo, exec, median, project_root, venv_at};
 
 /// What the tensorstore peer needs, pinned.
@@ -121,7 +121,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         )?;
     }
 
-    let server = Server::start(&server_bin, &work, latency_ms)?;
+    let server = Server::start(&server_bin, &work, latency_ms, &work.join("data"), None)?;
     let rounds = reps.min(2);
     let per_round = reps.div_ceil(rounds);
     let total_reps = per_round * rounds;
@@ -165,62 +165,6 @@ fn capture(cmd: &mut Command) -> Result<Vec<String>, String> {
         .lines()
         .map(str::to_owned)
         .collect())
-}
-
-/// The server process; dropping it closes its stdin (it stops and deletes its files).
-struct Server {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    env: Vec<(String, String)>,
-}
-
-impl Server {
-    fn start(bin: &Path, work: &Path, latency_ms: u64) -> Result<Self, String> {
-        // A killed server leaves its backing directory behind: keep those under our work
-        // directory and clear them before each start.
-        let tmp = work.join("tmp");
-        if tmp.exists() {
-            std::fs::remove_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        }
-        std::fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-        let mut cmd = Command::new(bin);
-        cmd.args(["--latency-ms", &latency_ms.to_string(), "--dir"])
-            .arg(work.join("data"))
-            .env("TMPDIR", &tmp)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        eprintln!("$ {cmd:?}");
-        let mut child = cmd
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", bin.display()))?;
-        let stdin = child.stdin.take();
-        let stdout = child.stdout.take().ok_or("server stdout")?;
-        let mut server = Self {
-            child,
-            stdin,
-            env: Vec::new(),
-        };
-        for line in BufReader::new(stdout).lines() {
-            let line = line.map_err(|e| format!("server stdout: {e}"))?;
-            if line == "READY" {
-                return Ok(server);
-            }
-            if let Some((k, v)) = line.split_once('=') {
-                server.env.push((k.to_owned(), v.to_owned()));
-            }
-        }
-        Err("the server exited before it was ready".to_owned())
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        if let Some(mut stdin) = self.stdin.take() {
-            let _ = stdin.flush();
-        }
-        let _ = self.child.wait();
-    }
 }
 
 /// One `RESULT` line.
