@@ -6,7 +6,6 @@
 //! `scifmt.ConvertError` with `wkw-zarr`'s message (it names the file or URL, never
 //! credentials); invalid option values raise `ValueError`, wrong types `TypeError`.
 
-use std::path::Path;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -14,8 +13,8 @@ use pyo3::exceptions::{PyException, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use wkw_zarr::{
-    BlockType, ConvertOptions, Durability, Existing, Format, Location, Plan, Progress, Summary,
-    ZarrCodec,
+    BlockType, BloscCname, BloscShuffle, ConvertOptions, Durability, Existing, Format, Location,
+    Plan, Progress, Summary, ZarrCodec,
 };
 
 use crate::common::detached;
@@ -52,6 +51,7 @@ const MAX_JOBS: i64 = 1024;
 fn options(
     codec: &str,
     zstd_level: Option<i64>,
+    blosc: Option<BloscArgs>,
     block_type: &str,
     fsync: bool,
     jobs: Option<i64>,
@@ -66,7 +66,16 @@ fn options(
             )));
         }
     };
+    if blosc.is_some() && codec != "blosc" {
+        return Err(PyValueError::new_err("blosc settings need codec=\"blosc\""));
+    }
     let codec = match (codec, level) {
+        ("blosc", None) => blosc_codec(blosc.unwrap_or_default())?,
+        ("blosc", Some(l)) => {
+            return Err(PyValueError::new_err(format!(
+                "zstd_level={l} needs codec=\"zstd\" (blosc takes clevel)"
+            )));
+        }
         ("none", _) => ZarrCodec::None,
         ("zstd", l) => ZarrCodec::Zstd {
             level: l.unwrap_or(5),
@@ -79,7 +88,7 @@ fn options(
         }
         (other, _) => {
             return Err(PyValueError::new_err(format!(
-                "codec={other:?}: must be \"auto\", \"zstd\" or \"none\""
+                "codec={other:?}: must be \"auto\", \"zstd\", \"blosc\" or \"none\""
             )));
         }
     };
@@ -124,6 +133,64 @@ fn options(
         }))
 }
 
+/// The `blosc` settings from Python: `(cname, clevel, shuffle, typesize, blocksize)`, each
+/// `None` for the default (`zstd`, 5, `auto`, the voxel size, automatic).
+type BloscArgs = (
+    Option<String>,
+    Option<i64>,
+    Option<String>,
+    Option<i64>,
+    Option<i64>,
+);
+
+/// The Zarr `blosc` codec the Python settings ask for.
+///
+/// # Errors
+/// `ValueError` for a value out of its range or a name not among the choices.
+fn blosc_codec((cname, clevel, shuffle, typesize, blocksize): BloscArgs) -> PyResult<ZarrCodec> {
+    let cname = cname.as_deref().unwrap_or("zstd");
+    let cname = BloscCname::from_name(cname).ok_or_else(|| {
+        let names: Vec<&str> = BloscCname::ALL.iter().map(|c| c.name()).collect();
+        PyValueError::new_err(format!("blosc_cname={cname:?}: must be one of {names:?}"))
+    })?;
+    let clevel = match clevel.unwrap_or(5) {
+        l @ 0..=9 => u8::try_from(l).unwrap_or(5),
+        l => return Err(PyValueError::new_err(format!("clevel={l}: must be 0..=9"))),
+    };
+    let shuffle = match shuffle.as_deref().unwrap_or("auto") {
+        "auto" => None,
+        name => Some(BloscShuffle::from_name(name).ok_or_else(|| {
+            PyValueError::new_err(format!(
+                "shuffle={name:?}: must be \"auto\", \"noshuffle\", \"shuffle\" or \"bitshuffle\""
+            ))
+        })?),
+    };
+    let typesize = match typesize {
+        None => None,
+        Some(t @ 1..=255) => Some(u8::try_from(t).unwrap_or(1)),
+        Some(t) => {
+            return Err(PyValueError::new_err(format!(
+                "typesize={t}: must be 1..=255"
+            )));
+        }
+    };
+    let blocksize = match blocksize.unwrap_or(0) {
+        b @ 0..=0x7fff_ffff => usize::try_from(b).unwrap_or(0),
+        b => {
+            return Err(PyValueError::new_err(format!(
+                "blocksize={b}: must be 0 (automatic) ..= 2147483647"
+            )));
+        }
+    };
+    Ok(ZarrCodec::Blosc {
+        cname,
+        clevel,
+        shuffle,
+        typesize,
+        blocksize,
+    })
+}
+
 /// The format `to` names.
 fn format(to: &str) -> PyResult<Format> {
     match to {
@@ -165,7 +232,7 @@ type Planned = (String, Vec<(String, u64)>, usize);
 /// Prepares the conversion of `src` into `to` at `dst` (the target refused, emptied or resumed
 /// as `existing` says, and marked): `(plan as JSON, [(unit id, source bytes)], arrays)`.
 #[pyfunction]
-#[pyo3(signature = (src, dst, to, *, codec="auto", zstd_level=None, block_type="lz4", fsync=false, existing="refuse", storage_options=None))]
+#[pyo3(signature = (src, dst, to, *, codec="auto", zstd_level=None, blosc=None, block_type="lz4", fsync=false, existing="refuse", storage_options=None))]
 #[allow(
     clippy::too_many_arguments,
     reason = "the keyword options of scifmt.convert"
@@ -177,13 +244,14 @@ fn plan(
     to: &str,
     codec: &str,
     zstd_level: Option<i64>,
+    blosc: Option<BloscArgs>,
     block_type: &str,
     fsync: bool,
     existing: &str,
     storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<Planned> {
     let to = format(to)?;
-    let opts = options(codec, zstd_level, block_type, fsync, None, existing)?;
+    let opts = options(codec, zstd_level, blosc, block_type, fsync, None, existing)?;
     run(py, move || {
         let (src, dst) = locations(&src, &dst, storage_options)?;
         let plan = wkw_zarr::plan(src, dst, to, &opts)?;
@@ -213,7 +281,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
 /// is called after each unit (with the GIL; its first exception is raised at the end). The
 /// summary's `arrays` counts the arrays touched.
 #[pyfunction]
-#[pyo3(signature = (src, dst, plan_json, ids, *, codec="auto", zstd_level=None, block_type="lz4", fsync=false, jobs=None, storage_options=None, progress=None))]
+#[pyo3(signature = (src, dst, plan_json, ids, *, codec="auto", zstd_level=None, blosc=None, block_type="lz4", fsync=false, jobs=None, storage_options=None, progress=None))]
 #[allow(
     clippy::too_many_arguments,
     reason = "the keyword options of scifmt.convert"
@@ -226,13 +294,14 @@ fn convert_units<'py>(
     ids: Vec<String>,
     codec: &str,
     zstd_level: Option<i64>,
+    blosc: Option<BloscArgs>,
     block_type: &str,
     fsync: bool,
     jobs: Option<i64>,
     storage_options: Option<Vec<(String, String)>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = options(codec, zstd_level, block_type, fsync, jobs, "refuse")?;
+    let opts = options(codec, zstd_level, blosc, block_type, fsync, jobs, "refuse")?;
     let plan = Plan::from_json(plan_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let total = ids.len() as u64;
     let done = AtomicU64::new(0);
@@ -265,7 +334,7 @@ fn convert_units<'py>(
 /// Completes the plan `plan_json` once all its units are converted: the metadata, then the
 /// marker removed.
 #[pyfunction]
-#[pyo3(signature = (src, dst, plan_json, *, codec="auto", zstd_level=None, block_type="lz4", fsync=false, storage_options=None))]
+#[pyo3(signature = (src, dst, plan_json, *, codec="auto", zstd_level=None, blosc=None, block_type="lz4", fsync=false, storage_options=None))]
 #[allow(
     clippy::too_many_arguments,
     reason = "the keyword options of scifmt.convert"
@@ -277,11 +346,12 @@ fn finish(
     plan_json: &str,
     codec: &str,
     zstd_level: Option<i64>,
+    blosc: Option<BloscArgs>,
     block_type: &str,
     fsync: bool,
     storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<()> {
-    let opts = options(codec, zstd_level, block_type, fsync, None, "refuse")?;
+    let opts = options(codec, zstd_level, blosc, block_type, fsync, None, "refuse")?;
     let plan = Plan::from_json(plan_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
     run(py, move || {
         let (src, dst) = locations(&src, &dst, storage_options)?;
@@ -289,19 +359,21 @@ fn finish(
     })
 }
 
-/// Compares the local WKW and Zarr sides block by block: `(blocks compared, differing
-/// blocks, descriptions of the first differences)`.
+/// Compares the WKW and Zarr sides (paths or URLs) block by block: `(blocks compared,
+/// differing blocks, descriptions of the first differences)`.
 #[pyfunction]
-#[pyo3(signature = (src, dst, *, jobs=None))]
+#[pyo3(signature = (src, dst, *, jobs=None, storage_options=None))]
 fn verify(
     py: Python<'_>,
     src: String,
     dst: String,
     jobs: Option<i64>,
+    storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<(u64, u64, Vec<String>)> {
-    let opts = options("auto", None, "lz4", false, jobs, "refuse")?;
+    let opts = options("auto", None, None, "lz4", false, jobs, "refuse")?;
     run(py, move || {
-        let report = wkw_zarr::verify(Path::new(&src), Path::new(&dst), &opts, &|_| {})?;
+        let (src, dst) = locations(&src, &dst, storage_options)?;
+        let report = wkw_zarr::verify(src, dst, &opts, &|_| {})?;
         Ok((
             report.blocks,
             report.differing_blocks,

@@ -198,6 +198,11 @@ def convert(
     to: str,
     codec: str = "auto",
     zstd_level: Optional[int] = None,
+    blosc_cname: Optional[str] = None,
+    clevel: Optional[int] = None,
+    shuffle: Optional[str] = None,
+    typesize: Optional[int] = None,
+    blocksize: Optional[int] = None,
     block_type: str = "lz4",
     jobs: Optional[int] = None,
     overwrite: bool = False,
@@ -219,11 +224,16 @@ def convert(
 
     ``to``: ``"zarr3"`` or ``"wkw"``. ``codec``: the Zarr inner-chunk compressor, ``"auto"``
     (zstd level 5 for compressed WKW files, none for raw ones, as webknossos-libs writes),
-    ``"zstd"`` (at ``zstd_level``, default 5) or ``"none"``. ``block_type``: the WKW files
+    ``"zstd"`` (at ``zstd_level``, default 5), ``"blosc"`` (Blosc1 chunks as C-Blosc 1.21 and
+    zarr-python write them: ``blosc_cname`` ``"blosclz"``/``"lz4"``/``"lz4hc"``/``"zlib"``/
+    ``"zstd"`` (default), ``clevel`` 0–9 (default 5), ``shuffle`` ``"auto"`` (zarr-python's
+    choice: bitshuffle for 1-byte voxels, shuffle otherwise), ``"noshuffle"``, ``"shuffle"`` or
+    ``"bitshuffle"``, ``typesize`` (default the voxel size), ``blocksize`` (default 0:
+    automatic)) or ``"none"``. ``block_type``: the WKW files
     written, ``"raw"``, ``"lz4"`` or ``"lz4hc"``. ``jobs``: threads (``None``: every core; with
     a ``client``, per task, default 1). An existing target is refused unless ``overwrite``
     (deleted first) or ``resume`` (an interrupted conversion with the same options continued,
-    its complete shards kept). ``verify`` compares both (local) sides block by block
+    its complete shards kept). ``verify`` compares both sides (paths or URLs) block by block
     afterwards. ``fsync`` syncs every local file before it is renamed into place.
     ``progress(done, total)`` is called after every unit (a source file or shard; with a
     ``client``, after every group of units).
@@ -248,14 +258,21 @@ def convert(
     jobs = _jobs(jobs)
     if overwrite and resume:
         raise ValueError("overwrite and resume exclude each other")
-    if verify and (_URL.match(src) or _URL.match(dst)):
-        raise ValueError("verify compares local paths only (convert to or from a URL without it)")
     if progress is not None and not callable(progress):
         raise TypeError(f"progress must be callable, not {type(progress).__name__}")
     if client is not None and not (hasattr(client, "submit") and hasattr(client, "nthreads")):
         raise TypeError(f"client must be a dask.distributed.Client, not {type(client).__name__}")
     pairs = _pairs(storage_options)
-    opts = {"codec": codec, "zstd_level": zstd_level, "block_type": block_type, "fsync": fsync}
+    settings = {"blosc_cname": blosc_cname, "clevel": clevel, "shuffle": shuffle,
+                "typesize": typesize, "blocksize": blocksize}
+    blosc = None  # the blosc settings; given with another codec, they are refused
+    if codec == "blosc" or any(v is not None for v in settings.values()):
+        blosc = tuple(
+            _name(v, k) if k in ("blosc_cname", "shuffle") and v is not None else v
+            for k, v in settings.items()
+        )
+    opts = {"codec": codec, "zstd_level": zstd_level, "blosc": blosc, "block_type": block_type,
+            "fsync": fsync}
     existing = "overwrite" if overwrite else "resume" if resume else "refuse"
 
     start = time.perf_counter()
@@ -278,7 +295,7 @@ def convert(
 
     verified = None
     if verify:
-        blocks, differing, differences = _core.verify(src, dst, jobs=jobs)
+        blocks, differing, differences = _core.verify(src, dst, jobs=jobs, storage_options=pairs)
         if differing:
             shown = "; ".join(differences[:5])
             raise ConvertError(f"{src} and {dst} differ in {differing} blocks: {shown}")
