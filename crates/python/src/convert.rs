@@ -92,16 +92,15 @@ fn options(
             )));
         }
     };
-    let block_type = match block_type {
-        "raw" => BlockType::Raw,
-        "lz4" => BlockType::Lz4,
-        "lz4hc" => BlockType::Lz4Hc,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "block_type={other:?}: must be \"raw\", \"lz4\" or \"lz4hc\""
-            )));
-        }
-    };
+    let block_type = choice(
+        "block_type",
+        block_type,
+        &[
+            ("raw", BlockType::Raw),
+            ("lz4", BlockType::Lz4),
+            ("lz4hc", BlockType::Lz4Hc),
+        ],
+    )?;
     let threads = match jobs {
         None => 0,
         Some(n) if (1..=MAX_JOBS).contains(&n) => usize::try_from(n).unwrap_or(1),
@@ -111,16 +110,15 @@ fn options(
             )));
         }
     };
-    let existing = match existing {
-        "refuse" => Existing::Refuse,
-        "overwrite" => Existing::Overwrite,
-        "resume" => Existing::Resume,
-        other => {
-            return Err(PyValueError::new_err(format!(
-                "existing={other:?}: must be \"refuse\", \"overwrite\" or \"resume\""
-            )));
-        }
-    };
+    let existing = choice(
+        "existing",
+        existing,
+        &[
+            ("refuse", Existing::Refuse),
+            ("overwrite", Existing::Overwrite),
+            ("resume", Existing::Resume),
+        ],
+    )?;
     Ok(ConvertOptions::default()
         .with_codec(codec)
         .with_block_type(block_type)
@@ -157,14 +155,16 @@ fn blosc_codec((cname, clevel, shuffle, typesize, blocksize): BloscArgs) -> PyRe
         l @ 0..=9 => u8::try_from(l).unwrap_or(5),
         l => return Err(PyValueError::new_err(format!("clevel={l}: must be 0..=9"))),
     };
-    let shuffle = match shuffle.as_deref().unwrap_or("auto") {
-        "auto" => None,
-        name => Some(BloscShuffle::from_name(name).ok_or_else(|| {
-            PyValueError::new_err(format!(
-                "shuffle={name:?}: must be \"auto\", \"noshuffle\", \"shuffle\" or \"bitshuffle\""
-            ))
-        })?),
-    };
+    let shuffle = choice(
+        "shuffle",
+        shuffle.as_deref().unwrap_or("auto"),
+        &[
+            ("auto", None),
+            ("noshuffle", Some(BloscShuffle::NoShuffle)),
+            ("shuffle", Some(BloscShuffle::Shuffle)),
+            ("bitshuffle", Some(BloscShuffle::BitShuffle)),
+        ],
+    )?;
     let typesize = match typesize {
         None => None,
         Some(t @ 1..=255) => Some(u8::try_from(t).unwrap_or(1)),
@@ -193,13 +193,22 @@ fn blosc_codec((cname, clevel, shuffle, typesize, blocksize): BloscArgs) -> PyRe
 
 /// The format `to` names.
 fn format(to: &str) -> PyResult<Format> {
-    match to {
-        "zarr3" => Ok(Format::Zarr3),
-        "wkw" => Ok(Format::Wkw),
-        other => Err(PyValueError::new_err(format!(
-            "to={other:?}: must be \"zarr3\" or \"wkw\""
-        ))),
-    }
+    choice("to", to, &[("zarr3", Format::Zarr3), ("wkw", Format::Wkw)])
+}
+
+/// The value `name` picks among `choices` (the Python keyword `what`).
+///
+/// # Errors
+/// `ValueError` naming `what`, `name` and the choices when `name` is not among them.
+fn choice<T: Copy>(what: &str, name: &str, choices: &[(&str, T)]) -> PyResult<T> {
+    choices
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|&(_, v)| v)
+        .ok_or_else(|| {
+            let names: Vec<&str> = choices.iter().map(|&(n, _)| n).collect();
+            PyValueError::new_err(format!("{what}={name:?}: must be one of {names:?}"))
+        })
 }
 
 /// Runs `f` without the GIL; its error or panic becomes a `ConvertError`.
