@@ -3,7 +3,8 @@
 //! WKW → Zarr3 conversion, `scifmt convert` against `webknossos copy-dataset`, side by side in
 //! one run (a benchmark: nothing here is a timed test).
 //!
-//! 1. Builds (release) the `scifmt` and `s3-testserver` binaries.
+//! 1. Builds (release) the `scifmt` and `s3-testserver` binaries and wkw-zarr's `zstd_alone`
+//!    example.
 //! 2. Creates or reuses the virtualenv `target/convert-bench-venv` with [`REQUIREMENTS`].
 //! 3. Makes the sources once per size, cached in `target/convert-bench/<N>/src/`:
 //!    `testdata/generators/wkw-zarr/bench_source.py` writes two webKNOSSOS datasets, each one
@@ -20,6 +21,11 @@
 //!      --data-format zarr3 --jobs 2` (webknossos-libs reads remote WKW with its own Python
 //!      reader over fsspec and s3fs; `S3_ENDPOINT_URL` points it at the server).
 //!
+//!    - the compressor alone: `zstd_alone FILE.wkw --threads 2 --level 5` (zstd level 5 with
+//!      checksum, as both tools write, over the layer's blocks already decoded in memory; the
+//!      seconds of the compression phase, which bound how fast any converter writing those
+//!      chunks with this libzstd can be on this machine).
+//!
 //!    Each run is measured by a fresh `xtask convert-bench measure` process that starts the
 //!    command and waits for it: wall time, user + system CPU time of the whole process tree
 //!    (`getrusage(RUSAGE_CHILDREN)`), the largest single process's `ru_maxrss`, and the peak
@@ -35,7 +41,8 @@
 //! 7. Prints one Markdown table of medians and the ratios against the targets of the issue:
 //!    ≥ 3× less wall time than the peer; peak memory of the tree ≤ 256 MiB and ≤ 1/8 of the
 //!    peer's; ours not growing with the voxel size (uint64 vs uint8); S3 → S3 within 1.5× of
-//!    the local conversion.
+//!    the local conversion. Also the compressor alone as a share of our time, and the peer's
+//!    time over it: the highest speed-up any converter writing the same chunks can reach here.
 //!
 //! At the default size (1024) the sources take about 1 GB (uint8) and a few GB (uint64) of
 //! disk, twice (local and uploaded), and generating the uint64 layer needs 8 GiB of memory
@@ -169,6 +176,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "scifmt-s3-testserver",
         "--bin",
         "s3-testserver",
+        "-p",
+        "wkw-zarr",
+        "--example",
+        "zstd_alone",
     ]))?;
     let release = cargo_target_dir().join("release");
     let scifmt = release.join("scifmt");
@@ -194,6 +205,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     };
 
     let mut runs: Vec<Run> = Vec::new();
+    let mut alone: Vec<(&str, f64)> = Vec::new();
     for rep in 0..opts.reps {
         for &layer in &opts.layers {
             let mut tools = vec![Tool::Ours];
@@ -272,6 +284,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                 eprintln!("convert-bench: {}", run.describe());
                 runs.push(run);
             }
+            let seconds = zstd_alone(&release, &src.join(layer))?;
+            eprintln!("convert-bench: {layer}, zstd alone: {seconds:.2} s");
+            alone.push((layer, seconds));
         }
     }
 
@@ -326,12 +341,44 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         reps = opts.reps,
         lat = opts.latency_ms
     );
-    println!("{}", table(&runs, opts.size));
+    println!("{}", table(&runs, &alone, opts.size));
     println!("Checks (each a requirement of this task; a failure stops it):\n");
     for c in &checks {
         println!("- {c}");
     }
     Ok(())
+}
+
+/// The compressor alone on the layer's one WKW file: wkw-zarr's `zstd_alone` example (zstd
+/// level 5 with checksum, one context per thread, `JOBS` threads, the blocks decoded in memory
+/// beforehand), its seconds of compression.
+fn zstd_alone(release: &Path, layer_dir: &Path) -> Result<f64, String> {
+    let file = files(layer_dir)?
+        .into_iter()
+        .find(|p| {
+            p.extension().is_some_and(|e| e == "wkw")
+                && p.file_name().is_some_and(|n| n != wkw::HEADER_FILE_NAME)
+        })
+        .ok_or_else(|| format!("{}: no WKW file", layer_dir.display()))?;
+    let example = release.join("examples").join("zstd_alone");
+    let output = Command::new(&example)
+        .arg(layer_dir.join(&file))
+        .args(["--threads", JOBS, "--level", "5"])
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", example.display()))?;
+    if !output.status.success() {
+        return Err(format!(
+            "{} failed ({}): {}",
+            example.display(),
+            output.status,
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    let doc: serde_json::Value = serde_json::from_slice(&output.stdout)
+        .map_err(|e| format!("{}: {e}", example.display()))?;
+    doc["seconds"]
+        .as_f64()
+        .ok_or_else(|| format!("{}: no seconds in {doc}", example.display()))
 }
 
 /// Makes `src/<layer>` with the generator unless a stamp says it was made by the same script
@@ -812,7 +859,7 @@ fn verdict(ok: bool) -> &'static str {
 }
 
 /// The Markdown table and the targets.
-fn table(runs: &[Run], size: u32) -> String {
+fn table(runs: &[Run], alone: &[(&str, f64)], size: u32) -> String {
     let mut out = String::from(
         "| layer | run | wall s | user + sys s | peak RSS of the tree MiB | largest process MiB | S3: server CPU s, requests (GETs), round trips on the critical path |\n\
          | --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
@@ -865,9 +912,31 @@ fn table(runs: &[Run], size: u32) -> String {
                 "{layer}: peer ÷ ours wall time {speedup:.2}×, CPU time {:.2}×{target}",
                 peer.cpu_s / ours.cpu_s
             ));
+
             line(format!(
                 "{layer}: peer ÷ ours peak RSS of the tree {mem:.1}× — target ≥ {MIN_MEMORY_RATIO}×: {}",
                 verdict(mem >= MIN_MEMORY_RATIO)
+            ));
+        }
+        let floor = median(
+            alone
+                .iter()
+                .filter(|(l, _)| *l == layer)
+                .map(|&(_, s)| s)
+                .collect(),
+        );
+        if floor > 0.0 {
+            let ceiling = peer.as_ref().map_or(String::new(), |p| {
+                format!(
+                    "; no converter writing these chunks with this libzstd gets above peer ÷ \
+                     that = {:.2}× here",
+                    p.wall_s / floor
+                )
+            });
+            line(format!(
+                "{layer}: zstd level 5 alone ({JOBS} threads, the blocks decoded in memory \
+                 beforehand) {floor:.2} s, {:.0} % of our wall time{ceiling}",
+                100.0 * floor / ours.wall_s
             ));
         }
         line(format!(

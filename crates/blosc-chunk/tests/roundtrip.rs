@@ -191,3 +191,48 @@ fn split_shuffle_with_raw_planes() {
         }
     }
 }
+
+/// A memcpyed chunk of several copy pieces (256 KiB each, rounded up to whole blocks) decodes
+/// the same on any thread count, into a caller's buffer and into fresh memory, in both
+/// formats; blocks of 4 KiB and of the automatic size, and a tail shorter than a block.
+#[test]
+fn memcpyed_chunks_decode_the_same_on_threads() {
+    // xorshift bytes: incompressible, so clevel 9 falls back to a memcpyed chunk too.
+    let mut x = 0x9e37_79b9_7f4a_7c15u64;
+    let data: Vec<u8> = (0..(1 << 20) + 4099)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x.to_le_bytes()[0]
+        })
+        .collect();
+    for blosc1 in [false, true] {
+        for (clevel, blocksize) in [(0, 0), (0, 4096), (9, 0)] {
+            let mut cp = if blosc1 {
+                CParams::blosc1(Codec::Lz4, clevel, 1, Filter::NoFilter)
+            } else {
+                let mut cp = CParams::default();
+                cp.codec = Codec::Lz4;
+                cp.clevel = clevel;
+                cp.typesize = 1;
+                cp
+            };
+            cp.blocksize = blocksize;
+            let chunk = blosc_chunk::compress(&data, &cp).unwrap();
+            let h = ChunkHeader::parse(&chunk).unwrap();
+            assert!(
+                h.is_memcpyed(),
+                "blosc1 {blosc1} clevel {clevel} blocksize {blocksize}"
+            );
+            for threads in [1, 2, 3, 0] {
+                let dp = DParams::default().with_threads(threads);
+                assert!(blosc_chunk::decompress_ctx(&chunk, &dp).unwrap() == data);
+                let mut out = vec![7u8; data.len() + 5];
+                let n = blosc_chunk::decompress_into_ctx(&chunk, &mut out, &dp).unwrap();
+                assert_eq!(n, data.len());
+                assert!(out[..n] == data[..] && out[n..] == [7; 5]);
+            }
+        }
+    }
+}

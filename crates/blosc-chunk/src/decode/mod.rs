@@ -86,6 +86,35 @@ fn decode_blocks(b: &Blocks<'_>, out: &mut Output<'_>, nthreads: usize) -> Resul
     })
 }
 
+/// The stored bytes of a memcpyed chunk into `out` (as long as `raw`). With threads, in
+/// pieces of whole blocks of at least [`COPY_PIECE`] bytes, one per thread at a time, as
+/// C-Blosc copies such chunks block by block on its threads.
+fn copy_memcpyed<'o>(
+    raw: &[u8],
+    out: Output<'o>,
+    blocksize: usize,
+    nthreads: usize,
+) -> Result<&'o mut [u8]> {
+    #[cfg(feature = "parallel")]
+    {
+        let piece = COPY_PIECE.next_multiple_of(blocksize.max(1));
+        if crate::pool::use_threads(nthreads, raw.len().div_ceil(piece)) {
+            let mut out = out;
+            parallel::copy(raw, &mut out, piece, nthreads)?;
+            // SAFETY: `parallel::copy` returned `Ok`, so it copied into every piece of `out`.
+            #[allow(unsafe_code, reason = "see SAFETY")]
+            return Ok(unsafe { out.assume_written() });
+        }
+    }
+    let _ = (blocksize, nthreads);
+    Ok(out.copy_from(raw))
+}
+
+/// The smallest piece of a memcpyed chunk copied on a thread of its own: smaller copies take
+/// less time than handing them to another thread.
+#[cfg(feature = "parallel")]
+const COPY_PIECE: usize = 256 << 10;
+
 /// Decodes `chunk` into the first `nbytes` of `out`; returns them.
 fn decode_output<'o>(chunk: &[u8], out: Output<'o>, params: &DParams) -> Result<&'o mut [u8]> {
     let (h, kind) = classify(chunk, &params.limits, params.blockshape)?;
@@ -96,7 +125,7 @@ fn decode_output<'o>(chunk: &[u8], out: Output<'o>, params: &DParams) -> Result<
         available,
     })?;
     Ok(match kind {
-        Kind::Memcpy(raw) => out.copy_from(raw),
+        Kind::Memcpy(raw) => copy_memcpyed(raw, out, h.blocksize(), params.nthreads)?,
         Kind::Blocks(b) => {
             let mut out = out;
             decode_blocks(&b, &mut out, params.nthreads)?;
