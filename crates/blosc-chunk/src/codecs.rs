@@ -179,6 +179,8 @@ pub(crate) fn decompress_stream(
 pub(crate) struct EncodeScratch {
     #[cfg(feature = "zstd")]
     zstd: Option<zstd_safe::CCtx<'static>>,
+    #[cfg(feature = "lz4")]
+    lz4hc: Option<crate::lz4ffi::HcState>,
     pub(crate) htab: Vec<u32>,
     /// Output buffer of one stream.
     pub(crate) stream: Vec<u8>,
@@ -245,8 +247,13 @@ pub(crate) fn compress_stream(
         }
         #[cfg(feature = "lz4")]
         Codec::Lz4Hc => {
-            let mode = lz4::block::CompressionMode::HIGHCOMPRESSION(i32::from(clevel));
-            lz4::block::compress_to_buffer(src, Some(mode), false, dst).unwrap_or(0)
+            if scratch.lz4hc.is_none() {
+                scratch.lz4hc = crate::lz4ffi::HcState::new();
+            }
+            scratch
+                .lz4hc
+                .as_mut()
+                .map_or(0, |hc| hc.compress(src, dst, i32::from(clevel)))
         }
         #[cfg(feature = "zstd")]
         Codec::Zstd => {

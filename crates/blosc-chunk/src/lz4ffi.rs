@@ -12,8 +12,10 @@
 //! not been initialized (the `lz4` crate takes only `&mut [u8]`), so a block decoded straight
 //! into a fresh output buffer need not be zero-filled first.
 //!
+//! [`HcState`] is one-shot LZ4HC with a state that is kept from block to block.
+//!
 //! `unsafe`: the FFI calls. Every pointer/length pair comes from a live Rust slice, the stream
-//! states are owned by [`DictStream`] (created once, freed in `Drop`), and the dictionary is
+//! states are owned by [`DictStream`] and [`HcState`] (created once, freed in `Drop`), and the dictionary is
 //! owned by the same value, so it outlives every call that references it.
 #![allow(unsafe_code, reason = "FFI calls into liblz4; see the SAFETY comments")]
 
@@ -49,6 +51,65 @@ unsafe extern "C" {
         src_size: c_int,
         dst_capacity: c_int,
     ) -> c_int;
+    fn LZ4_compress_HC_extStateHC_fastReset(
+        state: *mut c_void,
+        src: *const c_char,
+        dst: *mut c_char,
+        src_size: c_int,
+        dst_capacity: c_int,
+        level: c_int,
+    ) -> c_int;
+}
+
+/// An LZ4HC state for one-shot compression, kept (in an encoder's per-thread scratch) from one
+/// block to the next: `LZ4_compress_HC` allocates, zero-fills and frees a 256 KiB state on
+/// every call, once per block.
+#[derive(Debug)]
+pub(crate) struct HcState(*mut c_void);
+
+// SAFETY: the state is plain memory that this value owns alone; liblz4 keeps no reference to
+// it and no thread affinity, so it may move to (and be used and freed on) another thread.
+unsafe impl Send for HcState {}
+
+impl HcState {
+    /// A fresh state; `None` if liblz4 cannot allocate it.
+    pub(crate) fn new() -> Option<Self> {
+        // SAFETY: a constructor without arguments (it allocates and initializes the state); a
+        // null result is handled below.
+        let state = unsafe { LZ4_createStreamHC() };
+        (!state.is_null()).then_some(Self(state))
+    }
+
+    /// LZ4HC of `src` at `level` into `dst` (its length is the capacity): the same bytes as
+    /// `LZ4_compress_HC`, through liblz4's fast reset, which instead of clearing the tables
+    /// moves the state's index base past every position it has seen, so no old entry is within
+    /// reach of the new block. Returns the compressed size, 0 if it does not fit.
+    pub(crate) fn compress(&mut self, src: &[u8], dst: &mut [u8], level: i32) -> usize {
+        let (Ok(slen), Ok(dlen)) = (c_int::try_from(src.len()), c_int::try_from(dst.len())) else {
+            return 0;
+        };
+        // SAFETY: `self.0` is a live, initialized LZ4HC state (created in `new`, freed only in
+        // `drop`), which is what the fast reset requires; `src` is readable for `slen` bytes
+        // and `dst` writable for `dlen` bytes, and liblz4 writes at most `dst_capacity` bytes.
+        let n = unsafe {
+            LZ4_compress_HC_extStateHC_fastReset(
+                self.0,
+                src.as_ptr().cast(),
+                dst.as_mut_ptr().cast(),
+                slen,
+                dlen,
+                level,
+            )
+        };
+        usize::try_from(n).unwrap_or(0)
+    }
+}
+
+impl Drop for HcState {
+    fn drop(&mut self) {
+        // SAFETY: the state came from `LZ4_createStreamHC` and is freed exactly once.
+        unsafe { LZ4_freeStreamHC(self.0) };
+    }
 }
 
 /// An LZ4 (fast or HC) stream state plus the dictionary it compresses against.
