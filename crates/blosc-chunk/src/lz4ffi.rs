@@ -83,11 +83,16 @@ impl HcState {
     /// LZ4HC of `src` at `level` into `dst` (its length is the capacity): the same bytes as
     /// `LZ4_compress_HC`, through liblz4's fast reset, which instead of clearing the tables
     /// moves the state's index base past every position it has seen, so no old entry is within
-    /// reach of the new block. Returns the compressed size, 0 if it does not fit.
+    /// reach of the new block. Returns the compressed size, 0 if it does not fit or `src` is
+    /// empty (liblz4's optimal parser, levels 10–12, reads before an empty input; a Blosc
+    /// stream is never empty).
     pub(crate) fn compress(&mut self, src: &[u8], dst: &mut [u8], level: i32) -> usize {
         let (Ok(slen), Ok(dlen)) = (c_int::try_from(src.len()), c_int::try_from(dst.len())) else {
             return 0;
         };
+        if slen == 0 {
+            return 0;
+        }
         // SAFETY: `self.0` is a live, initialized LZ4HC state (created in `new`, freed only in
         // `drop`), which is what the fast reset requires; `src` is readable for `slen` bytes
         // and `dst` writable for `dlen` bytes, and liblz4 writes at most `dst_capacity` bytes.
@@ -229,6 +234,50 @@ pub(crate) fn decompress_uninit(src: &[u8], dst: &mut [MaybeUninit<u8>]) -> bool
 #[allow(clippy::unwrap_used, reason = "test")]
 mod tests {
     use super::*;
+
+    /// One reused state writes what `LZ4_compress_HC` (through the `lz4` crate) writes, call
+    /// after call: across levels and sizes, and after a call whose output did not fit (which
+    /// leaves the state dirty). An empty input is refused at every level.
+    #[test]
+    fn reused_hc_state_writes_what_lz4_compress_hc_writes() {
+        let mut x = 0x1234_5678u32;
+        let mut noise = move |n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 17;
+                    x ^= x << 5;
+                    x.to_le_bytes()[0]
+                })
+                .collect()
+        };
+        let text: Vec<u8> = (0..300_000u32)
+            .map(|i| ((i % 97) ^ (i / 1000) ^ (i % 13 * 7)).to_le_bytes()[0])
+            .collect();
+        let inputs: Vec<Vec<u8>> = vec![
+            text[..70_000].to_vec(),
+            noise(50_000),
+            text[1000..].to_vec(),
+            noise(300),
+            text[5..40_005].to_vec(),
+        ];
+        let mut hc = HcState::new().unwrap();
+        for level in [1, 5, 9, 12] {
+            assert_eq!(hc.compress(&[], &mut [0u8; 16], level), 0);
+            for input in &inputs {
+                for capacity in [input.len() + input.len() / 255 + 16, input.len() / 2] {
+                    let mut ours = vec![0u8; capacity];
+                    let n = hc.compress(input, &mut ours, level);
+                    let mut theirs = vec![0u8; capacity];
+                    let mode = lz4::block::CompressionMode::HIGHCOMPRESSION(level);
+                    let m = lz4::block::compress_to_buffer(input, Some(mode), false, &mut theirs)
+                        .unwrap_or(0);
+                    assert_eq!(n, m, "level {level}, {} bytes into {capacity}", input.len());
+                    assert!(ours[..n] == theirs[..m]);
+                }
+            }
+        }
+    }
 
     #[test]
     fn decodes_into_uninit_memory_exactly_and_refuses_bad_input() {
