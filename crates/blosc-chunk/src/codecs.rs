@@ -1,11 +1,13 @@
 //! Codec dispatch: one stream in, one stream out.
 //!
-//! BloscLZ is ours (always built in); LZ4/LZ4HC go through the `lz4` crate (liblz4 1.10.0,
-//! feature `lz4`), zstd through `zstd-safe` (libzstd 1.5.7, feature `zstd`) and zlib through
+//! BloscLZ is ours (always built in); LZ4/LZ4HC go through liblz4 1.10.0 (compiled by the `lz4`
+//! crate's `lz4-sys`, feature `lz4`), zstd through `zstd-safe` (libzstd 1.5.7, feature `zstd`) and zlib through
 //! `zlib-rs` (Rust, feature `zlib`). LZ4 streams that need a dictionary are decoded by a small safe
 //! decoder in `lz4dict`. A codec whose feature is off never reaches this module: chunks and
 //! parameters naming it are refused with [`Error::CodecDisabled`] first, so its arms here
 //! report failure.
+
+use core::mem::MaybeUninit;
 
 use crate::blosclz;
 use crate::codec::Codec;
@@ -204,9 +206,9 @@ fn zstd_level(clevel: u8) -> i32 {
     }
 }
 
-/// Compresses one stream into `dst` (its length is the capacity), BloscLZ following `lz_flavor`.
-/// Returns the compressed size, or 0 when the codec could not make it fit (the caller then
-/// stores the stream raw).
+/// Compresses one stream into `dst` (its length is the capacity; it need not be initialized),
+/// BloscLZ following `lz_flavor`. Returns the compressed size `n`, with `dst[..n]` initialized,
+/// or 0 when the codec could not make it fit (the caller then stores the stream raw).
 #[cfg_attr(
     not(any(feature = "lz4", feature = "zstd")),
     allow(
@@ -219,7 +221,7 @@ pub(crate) fn compress_stream(
     lz_flavor: blosclz::Flavor,
     clevel: u8,
     src: &[u8],
-    dst: &mut [u8],
+    dst: &mut [MaybeUninit<u8>],
     scratch: &mut EncodeScratch,
 ) -> usize {
     if dst.is_empty() {
@@ -230,7 +232,8 @@ pub(crate) fn compress_stream(
             #[cfg(feature = "zstd")]
             crate::dict::DictEncoder::Zstd(ref cdict) => {
                 let cctx = scratch.zstd.get_or_insert_with(zstd_safe::CCtx::create);
-                cctx.compress_using_cdict(dst, src, cdict).unwrap_or(0)
+                cctx.compress_using_cdict(&mut UninitOut::new(dst), src, cdict)
+                    .unwrap_or(0)
             }
             #[cfg(feature = "lz4")]
             crate::dict::DictEncoder::Lz4(ref mut stream) => {
@@ -241,10 +244,7 @@ pub(crate) fn compress_stream(
     match codec {
         Codec::BloscLz => blosclz::compress(lz_flavor, clevel, src, dst, &mut scratch.htab),
         #[cfg(feature = "lz4")]
-        Codec::Lz4 => {
-            let mode = lz4::block::CompressionMode::FAST(10 - i32::from(clevel));
-            lz4::block::compress_to_buffer(src, Some(mode), false, dst).unwrap_or(0)
-        }
+        Codec::Lz4 => crate::lz4ffi::compress_fast(src, dst, 10 - i32::from(clevel)),
         #[cfg(feature = "lz4")]
         Codec::Lz4Hc => {
             if scratch.lz4hc.is_none() {
@@ -262,15 +262,84 @@ pub(crate) fn compress_stream(
         // a fresh one ties with it.
         #[cfg(feature = "zstd")]
         Codec::Zstd if matches!(lz_flavor, blosclz::Flavor::V2_5_1 { .. }) => {
-            zstd_safe::compress(dst, src, zstd_level(clevel)).unwrap_or(0)
+            zstd_safe::compress(&mut UninitOut::new(dst), src, zstd_level(clevel)).unwrap_or(0)
         }
         #[cfg(feature = "zstd")]
         Codec::Zstd => {
             let cctx = scratch.zstd.get_or_insert_with(zstd_safe::CCtx::create);
-            cctx.compress(dst, src, zstd_level(clevel)).unwrap_or(0)
+            cctx.compress(&mut UninitOut::new(dst), src, zstd_level(clevel))
+                .unwrap_or(0)
         }
         #[cfg(feature = "zlib")]
         Codec::Zlib => crate::zlib::compress(src, dst, clevel).unwrap_or(0),
         _ => 0,
+    }
+}
+
+/// [`compress_stream`] appended to `out`, straight into its spare capacity (no zero-filling,
+/// no copy from a scratch buffer), into at most `maxout` bytes. Returns the stream's size, 0
+/// (and `out` unchanged) when the codec could not make it fit.
+#[allow(
+    unsafe_code,
+    reason = "marks the bytes the codec wrote as `out`'s; see the SAFETY comment"
+)]
+pub(crate) fn append_stream(
+    codec: Codec,
+    lz_flavor: blosclz::Flavor,
+    clevel: u8,
+    src: &[u8],
+    out: &mut Vec<u8>,
+    maxout: usize,
+    scratch: &mut EncodeScratch,
+) -> usize {
+    out.reserve(maxout);
+    let dst = &mut out.spare_capacity_mut()[..maxout];
+    let n = compress_stream(codec, lz_flavor, clevel, src, dst, scratch);
+    if n > maxout {
+        return 0;
+    }
+    // SAFETY: `compress_stream` initialized `dst[..n]` (its contract), the first `n` bytes of
+    // `out`'s spare capacity, and `n <= maxout <= out.capacity() - out.len()`.
+    unsafe { out.set_len(out.len() + n) };
+    n
+}
+
+/// A `zstd_safe` output buffer over memory that need not be initialized: libzstd only stores
+/// into it, and `zstd_safe` reports how many bytes it stored.
+#[cfg(feature = "zstd")]
+struct UninitOut<'a> {
+    buf: &'a mut [MaybeUninit<u8>],
+    filled: usize,
+}
+
+#[cfg(feature = "zstd")]
+impl<'a> UninitOut<'a> {
+    fn new(buf: &'a mut [MaybeUninit<u8>]) -> Self {
+        Self { buf, filled: 0 }
+    }
+}
+
+// SAFETY: `as_slice` covers only the first `filled` bytes, and `filled` is set only by
+// `filled_until`, whose caller guarantees that many bytes were written; `capacity` and
+// `as_mut_ptr` describe `buf`, which is valid for writes of `buf.len()` bytes.
+#[cfg(feature = "zstd")]
+#[allow(unsafe_code, reason = "a zstd_safe output over uninitialized memory")]
+unsafe impl zstd_safe::WriteBuf for UninitOut<'_> {
+    fn as_slice(&self) -> &[u8] {
+        // SAFETY: the first `filled` bytes are initialized (see the impl's SAFETY comment) and
+        // `filled <= buf.len()` (zstd_safe checks the count against the capacity).
+        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.filled) }
+    }
+
+    fn capacity(&self) -> usize {
+        self.buf.len()
+    }
+
+    fn as_mut_ptr(&mut self) -> *mut u8 {
+        self.buf.as_mut_ptr().cast()
+    }
+
+    unsafe fn filled_until(&mut self, n: usize) {
+        self.filled = n;
     }
 }

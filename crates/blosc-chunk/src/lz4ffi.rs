@@ -14,6 +14,11 @@
 //!
 //! [`HcState`] is one-shot LZ4HC with a state that is kept from block to block.
 //!
+//! All compressors here write into memory that need not be initialized (liblz4 only stores
+//! into the destination), so a stream is compressed straight into the spare capacity of the
+//! chunk being built, with no copy from a scratch buffer; [`compress_fast`] is the one-shot
+//! LZ4 call for that (the `lz4` crate takes only `&mut [u8]`).
+//!
 //! `unsafe`: the FFI calls. Every pointer/length pair comes from a live Rust slice, the stream
 //! states are owned by [`DictStream`] and [`HcState`] (created once, freed in `Drop`), and the dictionary is
 //! owned by the same value, so it outlives every call that references it.
@@ -28,6 +33,13 @@ unsafe extern "C" {
         dst: *mut c_char,
         compressed_size: c_int,
         dst_capacity: c_int,
+    ) -> c_int;
+    fn LZ4_compress_fast(
+        src: *const c_char,
+        dst: *mut c_char,
+        src_size: c_int,
+        dst_capacity: c_int,
+        acceleration: c_int,
     ) -> c_int;
     fn LZ4_createStream() -> *mut c_void;
     fn LZ4_freeStream(stream: *mut c_void) -> c_int;
@@ -86,7 +98,12 @@ impl HcState {
     /// reach of the new block. Returns the compressed size, 0 if it does not fit or `src` is
     /// empty (liblz4's optimal parser, levels 10–12, reads before an empty input; a Blosc
     /// stream is never empty).
-    pub(crate) fn compress(&mut self, src: &[u8], dst: &mut [u8], level: i32) -> usize {
+    pub(crate) fn compress(
+        &mut self,
+        src: &[u8],
+        dst: &mut [MaybeUninit<u8>],
+        level: i32,
+    ) -> usize {
         let (Ok(slen), Ok(dlen)) = (c_int::try_from(src.len()), c_int::try_from(dst.len())) else {
             return 0;
         };
@@ -95,7 +112,8 @@ impl HcState {
         }
         // SAFETY: `self.0` is a live, initialized LZ4HC state (created in `new`, freed only in
         // `drop`), which is what the fast reset requires; `src` is readable for `slen` bytes
-        // and `dst` writable for `dlen` bytes, and liblz4 writes at most `dst_capacity` bytes.
+        // and `dst` writable for `dlen` bytes (it may be uninitialized: liblz4 only stores into
+        // it), and liblz4 writes at most `dst_capacity` bytes.
         let n = unsafe {
             LZ4_compress_HC_extStateHC_fastReset(
                 self.0,
@@ -158,7 +176,7 @@ impl DictStream {
     pub(crate) fn compress(
         &mut self,
         src: &[u8],
-        dst: &mut [u8],
+        dst: &mut [MaybeUninit<u8>],
         acceleration: i32,
         level: i32,
     ) -> usize {
@@ -171,8 +189,9 @@ impl DictStream {
         };
         // SAFETY: `state` is a live stream of the right kind (created in `new`, freed only in
         // `drop`); the dictionary pointer/length come from `self.dict`, which lives as long as
-        // `self`; `src` is readable for `slen` bytes and `dst` writable for `dlen` bytes, and
-        // liblz4 writes at most `dst_capacity` bytes.
+        // `self`; `src` is readable for `slen` bytes and `dst` writable for `dlen` bytes (it may
+        // be uninitialized: liblz4 only stores into it), and liblz4 writes at most
+        // `dst_capacity` bytes.
         let n = unsafe {
             if self.hc {
                 LZ4_resetStreamHC_fast(self.state, level);
@@ -211,6 +230,28 @@ impl Drop for DictStream {
             }
         }
     }
+}
+
+/// LZ4 of `src` with `acceleration` into `dst` (its length is the capacity; it may be
+/// uninitialized): `LZ4_compress_fast`, the call C-Blosc makes. Returns the compressed size
+/// (`dst[..n]` is then initialized), 0 if it does not fit.
+pub(crate) fn compress_fast(src: &[u8], dst: &mut [MaybeUninit<u8>], acceleration: i32) -> usize {
+    let (Ok(slen), Ok(dlen)) = (c_int::try_from(src.len()), c_int::try_from(dst.len())) else {
+        return 0;
+    };
+    // SAFETY: `src` is readable for `slen` bytes and `dst` writable for `dlen` bytes;
+    // `LZ4_compress_fast` only stores into `dst`, at most `dst_capacity` bytes, and returns how
+    // many it wrote from the start of `dst` (0 if the block does not fit).
+    let n = unsafe {
+        LZ4_compress_fast(
+            src.as_ptr().cast(),
+            dst.as_mut_ptr().cast(),
+            slen,
+            dlen,
+            acceleration,
+        )
+    };
+    usize::try_from(n).unwrap_or(0)
 }
 
 /// Decodes the LZ4 block `src` into `dst`; `true` only if it decoded to exactly `dst.len()`
@@ -263,18 +304,51 @@ mod tests {
         ];
         let mut hc = HcState::new().unwrap();
         for level in [1, 5, 9, 12] {
-            assert_eq!(hc.compress(&[], &mut [0u8; 16], level), 0);
+            assert_eq!(hc.compress(&[], &mut [MaybeUninit::new(0); 16], level), 0);
             for input in &inputs {
                 for capacity in [input.len() + input.len() / 255 + 16, input.len() / 2] {
-                    let mut ours = vec![0u8; capacity];
+                    let mut ours = vec![MaybeUninit::uninit(); capacity];
                     let n = hc.compress(input, &mut ours, level);
                     let mut theirs = vec![0u8; capacity];
                     let mode = lz4::block::CompressionMode::HIGHCOMPRESSION(level);
                     let m = lz4::block::compress_to_buffer(input, Some(mode), false, &mut theirs)
                         .unwrap_or(0);
                     assert_eq!(n, m, "level {level}, {} bytes into {capacity}", input.len());
-                    assert!(ours[..n] == theirs[..m]);
+                    assert!(written(&ours, n) == theirs[..m]);
                 }
+            }
+        }
+    }
+
+    /// The first `n` bytes of `out`, which the call under test reported as written.
+    fn written(out: &[MaybeUninit<u8>], n: usize) -> Vec<u8> {
+        // SAFETY: the compressors return how many bytes they stored from the start of `out`.
+        #[allow(unsafe_code, reason = "reading what was written")]
+        out[..n]
+            .iter()
+            .map(|b| unsafe { b.assume_init() })
+            .collect()
+    }
+
+    /// `compress_fast` into uninitialized memory writes what the `lz4` crate's one-shot LZ4
+    /// writes, at every acceleration C-Blosc uses, and 0 when the block does not fit.
+    #[test]
+    fn compress_fast_writes_what_lz4_compress_fast_writes() {
+        let data: Vec<u8> = (0..100_000u32)
+            .map(|i| {
+                ((i % 251) ^ (i / 700) ^ (i.wrapping_mul(2_654_435_761) >> 29)).to_le_bytes()[0]
+            })
+            .collect();
+        for accel in 1..=9 {
+            for capacity in [data.len() + data.len() / 255 + 16, data.len() / 3, 0] {
+                let mut ours = vec![MaybeUninit::uninit(); capacity];
+                let n = compress_fast(&data, &mut ours, accel);
+                let mut theirs = vec![0u8; capacity];
+                let mode = lz4::block::CompressionMode::FAST(accel);
+                let m = lz4::block::compress_to_buffer(&data, Some(mode), false, &mut theirs)
+                    .unwrap_or(0);
+                assert_eq!(n, m, "acceleration {accel}, capacity {capacity}");
+                assert!(written(&ours, n) == theirs[..m]);
             }
         }
     }

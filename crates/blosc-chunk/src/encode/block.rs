@@ -196,41 +196,44 @@ pub(super) fn encode_block(
             }
             maxout = p.destsize - ntbytes;
         }
-        // Compress into the reused stream buffer, so that `out` never needs zero-filling.
-        let mut buf = core::mem::take(&mut scratch.stream);
-        if buf.len() < maxout {
-            buf.resize(maxout, 0);
-        }
-        let c = if p.codec.format_code() == Some(crate::codecs::FORMAT_USER) {
-            match user_codec(p, stream, &mut buf[..maxout]) {
+        let kept = if p.codec.format_code() == Some(crate::codecs::FORMAT_USER) {
+            // Plugin codecs write into an initialized buffer: the reused stream buffer.
+            let mut buf = core::mem::take(&mut scratch.stream);
+            if buf.len() < maxout {
+                buf.resize(maxout, 0);
+            }
+            let c = match user_codec(p, stream, &mut buf[..maxout]) {
                 Ok(c) => c,
                 Err(e) => {
                     scratch.stream = buf;
                     return Err(e);
                 }
-            }
+            };
+            let kept = (c != 0 && c < neblock).then(|| {
+                out.extend_from_slice(&buf[..c]);
+                c
+            });
+            scratch.stream = buf;
+            kept
         } else {
-            codecs::compress_stream(
-                p.codec,
-                p.blosclz,
-                p.clevel,
-                stream,
-                &mut buf[..maxout],
-                scratch,
-            )
-        };
-        let cbytes = if c == 0 || c >= neblock {
-            if ntbytes + neblock > p.destsize {
-                scratch.stream = buf;
-                return Ok(BlockResult::GiveUp);
+            // Straight into `out`'s spare capacity: no zero-filling, no copy.
+            let c =
+                codecs::append_stream(p.codec, p.blosclz, p.clevel, stream, out, maxout, scratch);
+            if c >= neblock {
+                out.truncate(ntbytes);
             }
-            out.extend_from_slice(stream);
-            neblock
-        } else {
-            out.extend_from_slice(&buf[..c]);
-            c
+            (c != 0 && c < neblock).then_some(c)
         };
-        scratch.stream = buf;
+        let cbytes = match kept {
+            Some(c) => c,
+            None => {
+                if ntbytes + neblock > p.destsize {
+                    return Ok(BlockResult::GiveUp);
+                }
+                out.extend_from_slice(stream);
+                neblock
+            }
+        };
         let cs = i32::try_from(cbytes).unwrap_or(i32::MAX);
         out[csize_pos..ntbytes].copy_from_slice(&cs.to_le_bytes());
     }

@@ -16,12 +16,11 @@ enum StreamKind {
     Coded(usize),
 }
 
-/// One block encoded as if the chunk budget were unlimited: `bytes[..len]` (the buffer is
-/// reused from block to block, so it is only zeroed when it grows).
+/// One block encoded as if the chunk budget were unlimited: `bytes` (the buffer is reused from
+/// block to block; streams are compressed straight into its spare capacity).
 #[derive(Default)]
 struct EncodedBlock {
     bytes: Vec<u8>,
-    len: usize,
     streams: Vec<StreamKind>,
 }
 
@@ -38,40 +37,37 @@ fn encode_unbounded(
     let bsize = filtered.len();
     let nstreams = p.nstreams(bsize);
     let neblock = bsize / nstreams;
+    blk.bytes.clear();
     // At most 4 + max(neblock, 1) bytes per stream.
-    let cap = bsize + 5 * nstreams;
-    if blk.bytes.len() < cap {
-        blk.bytes.resize(cap, 0);
-    }
+    blk.bytes.reserve(bsize + 5 * nstreams);
     blk.streams.clear();
     let bytes = &mut blk.bytes;
-    let mut pos = 0;
     for stream in filtered.chunks_exact(neblock).take(nstreams) {
         if p.extended && is_run(stream) {
             let v = stream[0];
-            bytes[pos..pos + 4].copy_from_slice(&(-i32::from(v)).to_le_bytes());
-            pos += 4;
+            bytes.extend_from_slice(&(-i32::from(v)).to_le_bytes());
             if v != 0 {
-                bytes[pos] = 1;
-                pos += 1;
+                bytes.push(1);
             }
             blk.streams.push(StreamKind::Run(v));
             continue;
         }
-        let dst = &mut bytes[pos + 4..pos + 4 + neblock];
-        let c = codecs::compress_stream(p.codec, p.blosclz, p.clevel, stream, dst, scratch);
+        let pos = bytes.len();
+        bytes.extend_from_slice(&[0; 4]);
+        let c = codecs::append_stream(
+            p.codec, p.blosclz, p.clevel, stream, bytes, neblock, scratch,
+        );
         let (kind, n) = if c == 0 || c >= neblock {
-            dst.copy_from_slice(stream);
+            bytes.truncate(pos + 4);
+            bytes.extend_from_slice(stream);
             (StreamKind::Raw, neblock)
         } else {
             (StreamKind::Coded(c), c)
         };
         let cs = i32::try_from(n).unwrap_or(i32::MAX);
         bytes[pos..pos + 4].copy_from_slice(&cs.to_le_bytes());
-        pos += 4 + n;
         blk.streams.push(kind);
     }
-    blk.len = pos;
     Ok(())
 }
 
@@ -148,7 +144,7 @@ impl Layout {
         let start = self.out.len();
         if fits_unconstrained(p, blk, p.bsize(j), start).is_some() {
             p.write_bstart_at(&mut self.out, j, start);
-            self.out.extend_from_slice(&blk.bytes[..blk.len]);
+            self.out.extend_from_slice(&blk.bytes);
         } else {
             self.serial_from = Some(j);
             stop.store(true, Ordering::Relaxed);
