@@ -176,6 +176,26 @@ pub(crate) fn decompress_stream(
     got == Some(want)
 }
 
+/// Decodes the zstd stream `src` into `dst`, which may be uninitialized; `true` only if it
+/// decoded to exactly `dst.len()` bytes, in which case libzstd has written every byte of `dst`
+/// (it only stores into its output).
+#[cfg(feature = "zstd")]
+pub(crate) fn zstd_decompress_uninit(
+    src: &[u8],
+    dst: &mut [MaybeUninit<u8>],
+    dict: Option<&Dict<'_>>,
+    scratch: &mut DecodeScratch,
+) -> bool {
+    let want = dst.len();
+    let dctx = scratch.zstd.get_or_insert_with(zstd_safe::DCtx::create);
+    let mut out = UninitOut::new(dst);
+    let r = match dict.and_then(|d| d.zstd.as_ref()) {
+        Some(dd) => dctx.decompress_using_ddict(&mut out, src, dd),
+        None => dctx.decompress(&mut out, src),
+    };
+    r == Ok(want)
+}
+
 /// Per-thread encoder state.
 #[derive(Default)]
 pub(crate) struct EncodeScratch {

@@ -333,6 +333,16 @@ fn decode_stream(
         #[allow(unsafe_code, reason = "see SAFETY")]
         return unsafe { d.written_by(|d| crate::lz4ffi::decompress_uninit(payload, d)) }.is_some();
     }
+    #[cfg(feature = "zstd")]
+    if b.format == codecs::FORMAT_ZSTD {
+        // SAFETY: `zstd_decompress_uninit` returns `true` only after libzstd wrote every byte
+        // of its output, and libzstd stores only initialized bytes.
+        #[allow(unsafe_code, reason = "see SAFETY")]
+        return unsafe {
+            d.written_by(|d| codecs::zstd_decompress_uninit(payload, d, b.dict.as_ref(), scratch))
+        }
+        .is_some();
+    }
     codecs::decompress_stream(b.format, payload, d.init(), b.dict.as_ref(), scratch)
 }
 
