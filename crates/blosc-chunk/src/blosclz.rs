@@ -626,6 +626,7 @@ fn encode_match(out: &mut [MaybeUninit<u8>], mut op: usize, len: usize, d: usize
 )]
 mod tests {
     use super::*;
+    use crate::testutil::written;
 
     /// The decoder with slice indexing everywhere: the oracle for [`decompress`].
     /// Decompresses `input` into `output`; returns the number of bytes written, or `None` when the
@@ -867,16 +868,6 @@ mod tests {
         }
         output[0] |= 1 << 5;
         op
-    }
-
-    /// The bytes a compressor reported as written.
-    fn written(out: &[MaybeUninit<u8>], n: usize) -> Vec<u8> {
-        // SAFETY: the encoders return how many bytes they stored from the start of `out`.
-        #[allow(unsafe_code, reason = "reading what was written")]
-        out[..n]
-            .iter()
-            .map(|b| unsafe { b.assume_init() })
-            .collect()
     }
 
     /// `compress` into uninitialized memory of `capacity` bytes: the stream, empty when the

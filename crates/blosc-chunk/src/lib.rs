@@ -25,6 +25,8 @@ mod shuffle;
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 mod simd;
 mod special;
+#[cfg(test)]
+mod testutil;
 mod truncprec;
 mod tune;
 #[cfg(feature = "zarrs")]

@@ -275,6 +275,7 @@ pub(crate) fn decompress_uninit(src: &[u8], dst: &mut [MaybeUninit<u8>]) -> bool
 #[allow(clippy::unwrap_used, reason = "test")]
 mod tests {
     use super::*;
+    use crate::testutil::written;
 
     /// One reused state writes what `LZ4_compress_HC` (through the `lz4` crate) writes, call
     /// after call: across levels and sizes, and after a call whose output did not fit (which
@@ -318,16 +319,6 @@ mod tests {
                 }
             }
         }
-    }
-
-    /// The first `n` bytes of `out`, which the call under test reported as written.
-    fn written(out: &[MaybeUninit<u8>], n: usize) -> Vec<u8> {
-        // SAFETY: the compressors return how many bytes they stored from the start of `out`.
-        #[allow(unsafe_code, reason = "reading what was written")]
-        out[..n]
-            .iter()
-            .map(|b| unsafe { b.assume_init() })
-            .collect()
     }
 
     /// `compress_fast` into uninitialized memory writes what the `lz4` crate's one-shot LZ4

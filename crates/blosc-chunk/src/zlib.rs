@@ -39,9 +39,7 @@ mod tests {
     fn compress(src: &[u8], capacity: usize, level: u8) -> Option<Vec<u8>> {
         let mut c = vec![MaybeUninit::uninit(); capacity];
         let n = super::compress(src, &mut c, level)?;
-        // SAFETY: `compress` initialized the first `n` bytes.
-        #[allow(unsafe_code, reason = "reading what was written")]
-        Some(c[..n].iter().map(|b| unsafe { b.assume_init() }).collect())
+        Some(crate::testutil::written(&c, n))
     }
 
     #[test]
