@@ -1,9 +1,12 @@
-//! blosc-chunk: compress arbitrary data with arbitrary parameters, then decompress; lossless
-//! pipelines must give the input back, and `getitem` must agree with the full decode.
+//! blosc-chunk: compress arbitrary data with arbitrary parameters (C-Blosc2's format, or
+//! C-Blosc 1.21's with its BloscLZ 2.5.1 encoder), then decompress; lossless pipelines must
+//! give the input back, and `getitem` must agree with the full decode.
 #![no_main]
 
 use arbitrary::Arbitrary;
-use blosc_chunk::{CParams, Codec, Filter, MAX_FILTERS, SplitMode, compress, decompress, getitem};
+use blosc_chunk::{
+    CParams, Codec, Filter, Format, MAX_FILTERS, SplitMode, compress, decompress, getitem,
+};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Debug, Arbitrary)]
@@ -18,6 +21,7 @@ struct Input {
     nthreads: u8,
     blosc1_header: bool,
     use_dict: bool,
+    blosc1_format: bool,
     data: Vec<u8>,
 }
 
@@ -64,6 +68,20 @@ fuzz_target!(|inp: Input| {
     p.use_dict = inp.use_dict
         && !p.blosc1_header
         && matches!(p.codec, Codec::Lz4 | Codec::Lz4Hc | Codec::Zstd);
+    if inp.blosc1_format {
+        // The Blosc1 format: one shuffle or bit shuffle (or none), no metadata, no dictionary.
+        let filter = match inp.filters[0] % 3 {
+            0 => Filter::NoFilter,
+            1 => Filter::Shuffle,
+            _ => Filter::BitShuffle,
+        };
+        let mut b = CParams::blosc1(p.codec, p.clevel, p.typesize, filter);
+        b.blocksize = p.blocksize;
+        b.nthreads = p.nthreads;
+        lossy = false;
+        p = b;
+        debug_assert_eq!(p.format, Format::Blosc1);
+    }
 
     let Ok(chunk) = compress(&inp.data, &p) else {
         return;
