@@ -59,7 +59,11 @@ fuzz_target!(|data: &[u8]| {
             .read([0; 3], [2 * f; 3], Order::Fortran)
             .expect("the C-order read of the same box succeeded");
         assert_eq!(fort.to_order(Order::C).as_bytes(), big.as_bytes());
-        let shape = [2 * f - 1, (2 * f).saturating_sub(2), (2 * f).saturating_sub(3)];
+        let shape = [
+            2 * f - 1,
+            (2 * f).saturating_sub(2),
+            (2 * f).saturating_sub(3),
+        ];
         if shape.iter().all(|&s| s > 0) {
             let fu = ds.read([1, 2, 3], shape, Order::Fortran);
             let cu = ds.read([1, 2, 3], shape, Order::C);
