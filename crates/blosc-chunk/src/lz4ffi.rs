@@ -104,7 +104,7 @@ impl HcState {
         dst: &mut [MaybeUninit<u8>],
         level: i32,
     ) -> usize {
-        let (Ok(slen), Ok(dlen)) = (c_int::try_from(src.len()), c_int::try_from(dst.len())) else {
+        let Some((slen, dlen)) = int_lens(src, dst) else {
             return 0;
         };
         if slen == 0 {
@@ -232,11 +232,19 @@ impl Drop for DictStream {
     }
 }
 
+/// The lengths of a source and a destination as liblz4's `int`s; `None` if either is larger.
+fn int_lens(src: &[u8], dst: &[MaybeUninit<u8>]) -> Option<(c_int, c_int)> {
+    Some((
+        c_int::try_from(src.len()).ok()?,
+        c_int::try_from(dst.len()).ok()?,
+    ))
+}
+
 /// LZ4 of `src` with `acceleration` into `dst` (its length is the capacity; it may be
 /// uninitialized): `LZ4_compress_fast`, the call C-Blosc makes. Returns the compressed size
 /// (`dst[..n]` is then initialized), 0 if it does not fit.
 pub(crate) fn compress_fast(src: &[u8], dst: &mut [MaybeUninit<u8>], acceleration: i32) -> usize {
-    let (Ok(slen), Ok(dlen)) = (c_int::try_from(src.len()), c_int::try_from(dst.len())) else {
+    let Some((slen, dlen)) = int_lens(src, dst) else {
         return 0;
     };
     // SAFETY: `src` is readable for `slen` bytes and `dst` writable for `dlen` bytes;
@@ -257,7 +265,7 @@ pub(crate) fn compress_fast(src: &[u8], dst: &mut [MaybeUninit<u8>], acceleratio
 /// Decodes the LZ4 block `src` into `dst`; `true` only if it decoded to exactly `dst.len()`
 /// bytes, in which case every byte of `dst` has been written. `dst` may be uninitialized.
 pub(crate) fn decompress_uninit(src: &[u8], dst: &mut [MaybeUninit<u8>]) -> bool {
-    let (Ok(slen), Ok(dlen)) = (c_int::try_from(src.len()), c_int::try_from(dst.len())) else {
+    let Some((slen, dlen)) = int_lens(src, dst) else {
         return false;
     };
     // SAFETY: `src` is readable for `slen` bytes and `dst` writable for `dlen` bytes.
