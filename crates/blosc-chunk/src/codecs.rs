@@ -1,11 +1,14 @@
 //! Codec dispatch: one stream in, one stream out.
 //!
-//! BloscLZ is ours (always built in); LZ4/LZ4HC go through liblz4 1.10.0 (compiled by the `lz4`
-//! crate's `lz4-sys`, feature `lz4`), zstd through `zstd-safe` (libzstd 1.5.7, feature `zstd`) and zlib through
-//! `zlib-rs` (Rust, feature `zlib`). LZ4 streams that need a dictionary are decoded by a small safe
-//! decoder in `lz4dict`. A codec whose feature is off never reaches this module: chunks and
-//! parameters naming it are refused with [`Error::CodecDisabled`] first, so its arms here
-//! report failure.
+//! BloscLZ is ours (always built in); LZ4/LZ4HC go through liblz4 1.10.0 (compiled by the
+//! `lz4` crate's `lz4-sys`, feature `lz4`), zstd through `zstd-safe` (libzstd 1.5.7, feature
+//! `zstd`) and zlib through `zlib-rs` (Rust, feature `zlib`). LZ4 streams that need a
+//! dictionary are decoded by a small safe decoder in `lz4dict`. A codec whose feature is off
+//! never reaches this module: chunks and parameters naming it are refused with
+//! [`Error::CodecDisabled`] first, so its arms here report failure.
+//!
+//! Encoders write into memory that need not be initialized: [`append_stream`] compresses a
+//! stream straight into the spare capacity of the chunk being built.
 
 use core::mem::MaybeUninit;
 
@@ -204,7 +207,8 @@ pub(crate) struct EncodeScratch {
     #[cfg(feature = "lz4")]
     lz4hc: Option<crate::lz4ffi::HcState>,
     pub(crate) htab: Vec<u32>,
-    /// Output buffer of one stream.
+    /// Output buffer of one stream of a plugin codec (they write into initialized memory);
+    /// between calls, also where a thread of the parallel encoder keeps its block buffer.
     pub(crate) stream: Vec<u8>,
     /// The dictionary of the chunk being encoded, if it has one.
     pub(crate) dict: Option<crate::dict::DictEncoder>,
