@@ -436,7 +436,7 @@ enum Level {
 }
 
 /// The kernels the CPU can run: detected at run time (the result is cached by `std`), and
-/// capped by [`capped`] in tests.
+/// capped by `capped` in tests.
 #[inline]
 fn level() -> Level {
     use std::arch::is_x86_feature_detected as has;
@@ -760,10 +760,10 @@ mod avx2 {
 /// 128-bit lanes, so one 512-bit vector is one vector of the rotation argument above, with
 /// tiles of 64 elements (`e ++ b`, 6 + t bits) and no lane boundaries:
 ///
-/// * [`zip_step`] interleaves the low / high 32 bytes of vectors `k` and `k + N/2` into
+/// * `zip_step` interleaves the low / high 32 bytes of vectors `k` and `k + N/2` into
 ///   outputs `2k` / `2k+1`: it rotates each byte's `vector ++ byte` address left by one bit,
-///   as [`super::zip_step`] does;
-/// * [`unzip_step`] takes the even / odd bytes of vectors `2k` and `2k+1` into outputs `k` /
+///   as the SSE2 `zip_step` does;
+/// * `unzip_step` takes the even / odd bytes of vectors `2k` and `2k+1` into outputs `k` /
 ///   `k + N/2`: the inverse, a rotation right by one bit.
 ///
 /// Shuffling a tile (`e ++ b` into `b ++ e`) is a rotation right by `t`: `t` unzip steps;
