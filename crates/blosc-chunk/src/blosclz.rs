@@ -431,9 +431,7 @@ pub(crate) fn compress(
         Flavor::V2_5_1 { split } if !split || cratio < 4.0 => RULE_3,
         _ => RULE_4,
     };
-    if length < 16 || output.len() < 66 {
-        return 0;
-    }
+    // `encode` stores nothing for inputs under 16 bytes or outputs under 66 (C's limits).
     htab[..1 << hashlog].fill(0);
     encode(input, output, htab, hashlog, rule, clevel == 9)
 }
