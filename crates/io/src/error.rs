@@ -22,6 +22,21 @@ pub enum Error {
     /// An argument that cannot be honoured (a path without a file name, a malformed URL).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),
+    /// The operation was stopped through its [`Cancel`](crate::Cancel) flag; what it had
+    /// completed stays complete.
+    #[error("cancelled")]
+    Cancelled,
+    /// An output that is its own input, lies inside it or contains it (see
+    /// [`ensure_apart`](crate::ensure_apart)): refused before anything was written or deleted.
+    #[error("refused: {}", how.describe(input, output))]
+    Overlap {
+        /// The input as the caller named it (a URL without credentials).
+        input: String,
+        /// The output as the caller named it (a URL without credentials).
+        output: String,
+        /// How they overlap.
+        how: crate::overlap::Overlap,
+    },
     /// An object-store request failed, for the object at `url` (scheme, bucket and key; never
     /// credentials or a query string). The message quotes the store's error through
     /// [`store_error_message`](crate::store_error_message) (redacted; missing credentials said
@@ -72,7 +87,8 @@ impl Error {
     pub fn into_io(self) -> std::io::Error {
         let kind = match &self {
             Self::Io { source, .. } => source.kind(),
-            Self::InvalidArgument(_) => std::io::ErrorKind::InvalidInput,
+            Self::InvalidArgument(_) | Self::Overlap { .. } => std::io::ErrorKind::InvalidInput,
+            Self::Cancelled => std::io::ErrorKind::Interrupted,
             #[cfg(feature = "object_store")]
             _ => std::io::ErrorKind::Other,
         };

@@ -1,14 +1,19 @@
 #![doc = include_str!("../README.md")]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod cancel;
 mod durable;
 mod error;
+mod overlap;
 mod redact;
 #[cfg(feature = "object_store")]
 mod remote;
+mod replace_dir;
 
+pub use crate::cancel::Cancel;
 pub use crate::durable::{Durability, Staged, commit, sync_dir, write_atomically};
 pub use crate::error::{Error, Result};
+pub use crate::overlap::{Overlap, ensure_apart, is_url, overlap};
 pub use crate::redact::redact;
 #[cfg(feature = "zarrs")]
 pub use crate::remote::zarrs_store::ZarrsStore;
@@ -21,5 +26,6 @@ pub use crate::remote::{
     runtime::{block_on, handle, outside_runtime, runtime},
     store::{Access, StoreUrl, child, is_condition_failure, join_url, store_for_url, store_url},
 };
+pub use crate::replace_dir::{replace_dir, sibling};
 #[cfg(feature = "object_store")]
 pub use object_store;

@@ -69,6 +69,14 @@ pub enum Error {
     /// never credentials.
     #[error(transparent)]
     Remote(Box<scifmt_io::Error>),
+    /// The output would be the source itself, inside it, or around it: refused before anything
+    /// was written or deleted (the message names both and says which contains which).
+    #[error("{0}")]
+    Overlap(Box<scifmt_io::Error>),
+    /// The conversion was stopped through [`ConvertOptions::cancel`](crate::ConvertOptions);
+    /// every shard or file completed so far stays, so it can be resumed.
+    #[error("cancelled (resume it to finish)")]
+    Cancelled,
     /// A broken invariant of this crate (a bug, never the input's fault).
     #[error("internal error: {0}")]
     Internal(String),
@@ -109,6 +117,8 @@ impl From<scifmt_io::Error> for Error {
         match e {
             scifmt_io::Error::Io { path, source } => Self::Io { path, source },
             scifmt_io::Error::InvalidArgument(s) => Self::InvalidArgument(s),
+            scifmt_io::Error::Cancelled => Self::Cancelled,
+            e @ scifmt_io::Error::Overlap { .. } => Self::Overlap(Box::new(e)),
             other => Self::Remote(Box::new(other)),
         }
     }

@@ -19,7 +19,7 @@ pub use crate::{
     location::{Location, StoreLocation},
     meta::ZARR_JSON,
     options::{
-        BlockType, BloscCname, BloscShuffle, ConvertOptions, Durability, Existing, Format,
+        BlockType, BloscCname, BloscShuffle, Cancel, ConvertOptions, Durability, Existing, Format,
         Progress, RemoteOptions, Summary, ZarrCodec,
     },
     plan::{Plan, Unit, convert_units, finish, plan},

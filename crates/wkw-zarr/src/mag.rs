@@ -102,6 +102,7 @@ fn convert_each<T: Send>(
     let total = items.len() as u64;
     let done = AtomicU64::new(0);
     let one = |item: T| -> Result<Summary> {
+        ctx.options.cancel.check()?;
         let s = f(item)?;
         let n = done.fetch_add(1, Ordering::Relaxed) + 1;
         (ctx.progress)(&Progress {
@@ -390,6 +391,7 @@ fn file_to_shard(
         source.blocks.block_count(),
         per_batch,
         |ks| -> Result<Vec<(u64, Vec<u8>)>> {
+            ctx.options.cancel.check()?;
             let ks: Vec<u64> = ks.collect();
             let stored = source.read(&ks)?;
             Ok(ks.into_iter().zip(stored).collect())
@@ -625,6 +627,7 @@ fn shard_to_file(
         header.blocks_per_file(),
         per_batch,
         |ks| -> Result<Vec<(u64, Option<BlockChunks>)>> {
+            ctx.options.cancel.check()?;
             let ks: Vec<u64> = ks.collect();
             let coords = ks
                 .iter()

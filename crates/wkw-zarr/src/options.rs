@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-pub use scifmt_io::{Durability, RemoteOptions};
+pub use scifmt_io::{Cancel, Durability, RemoteOptions};
 pub use wkw::BlockType;
 
 /// The compressor of the Zarr inner chunks a conversion to Zarr writes.
@@ -139,7 +139,10 @@ pub enum Existing {
     /// Refuse: [`Error::TargetExists`](crate::Error::TargetExists).
     #[default]
     Refuse,
-    /// Delete the target first.
+    /// Replace the target: the new one is built complete beside it (a hidden sibling
+    /// `.{name}.scifmt-overwrite`, or that prefix on a store) and put in its place only then, so
+    /// an interruption leaves the old target (and the unfinished new one, which
+    /// [`Existing::Resume`] continues) or the new one. See the crate docs.
     Overwrite,
     /// Continue an interrupted conversion: shards and files already complete are kept, the
     /// rest is written. Refused if the interrupted run used other options.
@@ -166,6 +169,9 @@ pub struct ConvertOptions {
     /// coalescing, read retries, multipart threshold and part size (default: objects from
     /// 8 MiB are multipart uploads in parts of 8 MiB).
     pub remote: RemoteOptions,
+    /// Raised to stop the conversion between batches of blocks ([`Error::Cancelled`](crate::Error::Cancelled));
+    /// what was completed stays, so the conversion can be resumed.
+    pub cancel: Cancel,
 }
 
 impl Default for ConvertOptions {
@@ -178,6 +184,7 @@ impl Default for ConvertOptions {
             existing: Existing::Refuse,
             limits: wkw::Limits::default(),
             remote: RemoteOptions::default().with_multipart(8 << 20, 8 << 20),
+            cancel: Cancel::new(),
         }
     }
 }
@@ -222,6 +229,13 @@ impl ConvertOptions {
     #[must_use]
     pub fn with_remote(mut self, remote: RemoteOptions) -> Self {
         self.remote = remote;
+        self
+    }
+
+    /// Sets the flag that stops the conversion (shared with the caller, who raises it).
+    #[must_use]
+    pub fn with_cancel(mut self, cancel: Cancel) -> Self {
+        self.cancel = cancel;
         self
     }
 

@@ -223,6 +223,7 @@ fn verify_mag(wkw_dir: &Location, zarr_dir: &Location, ctx: &Ctx<'_>) -> Result<
                     .map_err(|e| Error::Internal(format!("block {k}: {e}")))?;
                 coords.push(b);
             }
+            ctx.options.cancel.check()?;
             let left: Vec<Option<Vec<u8>>> = match &source {
                 Some(s) => s.read(&ks)?.into_iter().map(Some).collect(),
                 None => vec![None; ks.len()],
