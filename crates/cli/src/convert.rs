@@ -125,7 +125,9 @@ pub(crate) struct ConvertArgs {
     /// differences, each named with its voxel).
     #[arg(long)]
     verify: bool,
-    /// Delete an existing target first.
+    /// Replace an existing target: the new one is built beside it (hidden `.NAME.scifmt-overwrite`)
+    /// and replaces it only when complete, so an interruption leaves the old target (and --resume
+    /// finishes the new one). Never allowed when DST is SRC, inside it or around it.
     #[arg(long, conflicts_with = "resume")]
     overwrite: bool,
     /// Continue an interrupted conversion into the existing target (same options), keeping
@@ -149,6 +151,41 @@ fn location(path: &std::path::Path) -> CliResult<Location> {
         }
         None => Location::Local(path.to_path_buf()),
     })
+}
+
+/// The message of a failed conversion, in the command's words (its flags).
+fn convert_failure(e: &wkw_zarr::Error) -> Fail {
+    match e {
+        wkw_zarr::Error::TargetExists {
+            path, files, bytes, ..
+        } => Fail::usage(format!(
+            "target exists: {} ({files} files, {}): add --overwrite to replace it (the new target is built beside it and replaces it, everything in it now deleted, only when complete), or --resume to continue an interrupted conversion into it",
+            crate::names::display_name(path),
+            human_bytes(*bytes)
+        )),
+        wkw_zarr::Error::Cancelled => {
+            Fail::usage("interrupted: run the same command with --resume to finish")
+        }
+        e => Fail::usage(describe(e)),
+    }
+}
+
+/// `bytes` as a short size (`23.1 MB`, decimal units as `ls -h --si` prints them).
+fn human_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
+    if bytes < 1000 {
+        return format!("{bytes} bytes");
+    }
+    let mut v = bytes as f64 / 1000.0;
+    let mut unit = UNITS[0];
+    for u in &UNITS[1..] {
+        if v < 1000.0 {
+            break;
+        }
+        v /= 1000.0;
+        unit = u;
+    }
+    format!("{v:.1} {unit}")
 }
 
 /// Runs `scifmt convert`.
@@ -234,7 +271,7 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
     let start = Instant::now();
     let result = wkw_zarr::convert(&src, &dst, to, &options, &on_progress);
     bar.finish_and_clear();
-    let summary = result.map_err(|e| Fail::usage(describe(&e)))?;
+    let summary = result.map_err(|e| convert_failure(&e))?;
     let seconds = start.elapsed().as_secs_f64();
     let mut out = Map::new();
     out.insert("to".into(), json!(to.name()));

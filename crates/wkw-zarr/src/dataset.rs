@@ -375,10 +375,13 @@ pub(crate) fn dataset_arrays(src: &Location, to: Format) -> Result<Vec<DatasetAr
 }
 
 /// Writes the dataset documents of the converted dataset at `dst` (after every mag's
-/// metadata): layer groups and root group (Zarr), then `datasource-properties.json`.
+/// metadata): layer groups and root group (Zarr), then `datasource-properties.json`, whose
+/// `id.name` becomes `name` (the target's directory name: `dst` may be the sibling an
+/// overwrite builds it in).
 pub(crate) fn finish_dataset(
     src: &Location,
     dst: &Location,
+    name: Option<String>,
     to: Format,
     options: &ConvertOptions,
 ) -> Result<()> {
@@ -428,10 +431,7 @@ pub(crate) fn finish_dataset(
     }
     if let Some(obj) = doc.as_object_mut() {
         obj.insert("dataLayers".into(), Value::Array(new_layers));
-        if let (Some(id), Some(name)) = (
-            obj.get_mut("id").and_then(Value::as_object_mut),
-            dst.file_name(),
-        ) {
+        if let (Some(id), Some(name)) = (obj.get_mut("id").and_then(Value::as_object_mut), name) {
             id.insert("name".into(), json!(name));
         }
     }

@@ -46,10 +46,18 @@ pub enum Error {
         what: String,
     },
     /// The target exists and neither overwriting nor resuming was asked for.
-    #[error("target exists: {} (overwrite or resume it explicitly)", path.display())]
+    #[error(
+        "target exists: {} ({files} files, {bytes} bytes): overwriting replaces all of it once the new target is complete; resuming continues an interrupted conversion into it",
+        path.display()
+    )]
+    #[non_exhaustive]
     TargetExists {
         /// The target.
         path: PathBuf,
+        /// Files (objects) in it: what overwriting would delete.
+        files: u64,
+        /// Their bytes.
+        bytes: u64,
     },
     /// An argument is out of its domain (e.g. resuming with options other than the
     /// interrupted run's).

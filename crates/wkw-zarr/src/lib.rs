@@ -23,7 +23,7 @@ pub use crate::{
         Progress, RemoteOptions, Summary, ZarrCodec,
     },
     plan::{Plan, Unit, convert_units, finish, plan},
-    target::MARKER,
+    target::{MARKER, STAGE_TAG},
     verify::{Difference, VerifyReport, verify},
 };
 

@@ -152,6 +152,56 @@ impl Location {
         }
     }
 
+    /// The entry `name` beside this one (in the same directory, or under the same parent
+    /// prefix).
+    pub(crate) fn sibling(&self, name: &str) -> Result<Self> {
+        let none = || Error::InvalidArgument(format!("{self} has no parent to put {name} in"));
+        match self {
+            Self::Local(p) => {
+                if p.file_name().is_none() {
+                    return Err(none());
+                }
+                Ok(Self::Local(p.with_file_name(name)))
+            }
+            Self::Store(s) => {
+                let mut parts: Vec<_> = s.path.parts().collect();
+                if parts.pop().is_none() {
+                    return Err(none());
+                }
+                parts.push(name.into());
+                let url = match s.url.rsplit_once('/') {
+                    Some((head, _)) => format!("{head}/{name}"),
+                    None => return Err(none()),
+                };
+                Ok(Self::Store(StoreLocation {
+                    store: Arc::clone(&s.store),
+                    path: parts.into_iter().collect(),
+                    url,
+                }))
+            }
+        }
+    }
+
+    /// Copies this object to `to` on the same store (a server-side copy, replacing what is
+    /// there); locally, copies the file.
+    pub(crate) fn copy_to(&self, to: &Self) -> Result<()> {
+        match (self, to) {
+            (Self::Store(a), Self::Store(b)) => {
+                scifmt_io::block_on(a.store.copy(&a.path, &b.path))?
+                    .map_err(|e| Self::remote_error(b, e, Access::Write))
+            }
+            (Self::Local(a), Self::Local(b)) => {
+                if let Some(dir) = b.parent() {
+                    fs::create_dir_all(dir).map_err(|e| Error::io(dir, e))?;
+                }
+                fs::copy(a, b).map(drop).map_err(|e| Error::io(b, e))
+            }
+            _ => Err(Error::Internal(format!(
+                "copy from {self} to {to}: not one store"
+            ))),
+        }
+    }
+
     /// The name in messages and progress reports: the path, or the URL without credentials.
     pub(crate) fn name(&self) -> PathBuf {
         match self {

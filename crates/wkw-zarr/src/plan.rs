@@ -40,6 +40,10 @@ pub struct Plan {
     dataset: bool,
     arrays: Vec<PlannedArray>,
     units: Vec<Unit>,
+    /// When the conversion replaces an existing target: the name of the sibling it is built
+    /// in (`.{name}.scifmt-overwrite`), swapped into place by [`finish`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    staged: Option<String>,
 }
 
 /// One array (mag) of a plan.
@@ -107,6 +111,15 @@ impl Plan {
         self.arrays.len()
     }
 
+    /// Where the units are written for the target `dst`: `dst` itself, or the sibling an
+    /// overwrite builds the new target in.
+    fn root(&self, dst: &Location) -> Result<Location> {
+        match &self.staged {
+            None => Ok(dst.clone()),
+            Some(name) => dst.sibling(name),
+        }
+    }
+
     /// The plan as a JSON document.
     #[must_use]
     pub fn to_json(&self) -> String {
@@ -128,6 +141,11 @@ impl Plan {
                 "version {} (this is version {PLAN_VERSION})",
                 plan.version
             )));
+        }
+        if let Some(name) = &plan.staged
+            && !(name.starts_with('.') && plain_segment(name) && !name.contains('/'))
+        {
+            return Err(bad(format!("staging directory {name:?}")));
         }
         if plan.to != "wkw" && plan.to != "zarr3" {
             return Err(bad(format!("to {:?}", plan.to)));
@@ -197,6 +215,7 @@ pub fn plan(
     options: &ConvertOptions,
 ) -> Result<Plan> {
     let (src, dst) = (&src.into(), &dst.into());
+    target::ensure_apart(src, dst)?;
     let kind = detect(src)?;
     match (kind, to) {
         (Source::WkwMag, Format::Zarr3)
@@ -234,10 +253,14 @@ pub(crate) fn plan_for(
         }],
     };
     let recorded = settings(to, options);
-    target::prepare(dst, options, &recorded)?;
+    let staged = target::prepare(src, dst, options, &recorded)?;
+    let root = match &staged {
+        None => dst.clone(),
+        Some(name) => dst.sibling(name)?,
+    };
     let mut units = Vec::new();
     for (i, a) in arrays.iter_mut().enumerate() {
-        let (from, into) = (below(src, &a.src), below(dst, &a.dst));
+        let (from, into) = (below(src, &a.src), below(&root, &a.dst));
         into.create_dir()?;
         let items = match to {
             Format::Zarr3 => {
@@ -263,6 +286,7 @@ pub(crate) fn plan_for(
         dataset: matches!(kind, Source::Dataset(_)),
         arrays,
         units,
+        staged,
     })
 }
 
@@ -276,14 +300,11 @@ fn check(dst: &Location, plan: &Plan, options: &ConvertOptions) -> Result<()> {
             plan.settings
         )));
     }
-    let marker = dst.join(MARKER);
-    let Some(bytes) = marker.read_all()? else {
+    let Some(recorded) = target::recorded_settings(dst)? else {
         return Err(Error::InvalidArgument(format!(
             "{dst} has no conversion in progress (no {MARKER}): plan it first"
         )));
     };
-    let recorded: Value = serde_json::from_slice(&bytes)
-        .map_err(|e| Error::metadata(marker.name(), e.to_string()))?;
     if recorded != plan.settings {
         return Err(Error::InvalidArgument(format!(
             "{dst} is being converted with {recorded}, the plan says {}",
@@ -313,7 +334,7 @@ pub fn convert_units<S: AsRef<str>>(
     options: &ConvertOptions,
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<Summary> {
-    let (src, dst) = (&src.into(), &dst.into());
+    let (src, dst) = (&src.into(), &plan.root(&dst.into())?);
     check(dst, plan, options)?;
     let by_id: std::collections::HashMap<&str, &Unit> =
         plan.units.iter().map(|u| (u.id.as_str(), u)).collect();
@@ -361,8 +382,9 @@ pub fn convert_units<S: AsRef<str>>(
 }
 
 /// Completes the conversion of `plan` once all its units are converted: writes every array's
-/// metadata (`zarr.json` or `header.wkw`), then the dataset's documents, and removes the
-/// marker.
+/// metadata (`zarr.json` or `header.wkw`), then the dataset's documents; a conversion that
+/// replaces an existing target then swaps its new target into place (see the crate docs on
+/// overwriting); last it removes the marker.
 ///
 /// # Errors
 /// As [`convert_units`]; the errors of reading the source's metadata and writing the target's.
@@ -373,10 +395,11 @@ pub fn finish(
     options: &ConvertOptions,
 ) -> Result<()> {
     let (src, dst) = (&src.into(), &dst.into());
-    check(dst, plan, options)?;
+    let root = plan.root(dst)?;
+    check(&root, plan, options)?;
     let to = plan.format();
     for a in &plan.arrays {
-        let (from, into) = (below(src, &a.src), below(dst, &a.dst));
+        let (from, into) = (below(src, &a.src), below(&root, &a.dst));
         match to {
             Format::Zarr3 => {
                 let end = a.end.ok_or_else(|| {
@@ -388,9 +411,9 @@ pub fn finish(
         }
     }
     if plan.dataset {
-        dataset::finish_dataset(src, dst, to, options)?;
+        dataset::finish_dataset(src, &root, dst.file_name(), to, options)?;
     }
-    target::finish(dst)
+    target::finish(&root, dst, plan.staged.is_some(), options)
 }
 
 /// Converts every unit of `plan` and finishes it (the body of [`convert`](crate::convert)).

@@ -23,7 +23,7 @@ fn an_existing_target_is_refused_unless_overwritten_or_resumed() -> TestResult {
 
     let err = convert(&src, &dst, Format::Zarr3, &options, &|_| {}).err();
     assert!(
-        matches!(&err, Some(Error::TargetExists { path }) if *path == dst),
+        matches!(&err, Some(Error::TargetExists { path, .. }) if *path == dst),
         "{err:?}"
     );
 
