@@ -908,6 +908,26 @@ fn convert_between_urls_and_paths_writes_the_local_bytes() {
         &download(&s, "out/multi_zarr3", &d.join("dl2")),
         &local_zarr,
     );
+    // A target key prefix that is the source's, inside it or around it is refused in every
+    // mode, and the source's objects stay as they were.
+    let before = tree(&download(&s, "conv/multi", &d.join("before")));
+    for (from, to, says) in [
+        (remote_src.clone(), remote_src.clone(), "is the input"),
+        (remote_src.clone(), format!("{remote_src}/"), "is the input"),
+        (
+            remote_src.clone(),
+            s.url("conv/multi/sub"),
+            "is inside the input",
+        ),
+        (s.url("conv/multi/color/1"), remote_src.clone(), "is inside"),
+    ] {
+        for mode in [None, Some("--overwrite"), Some("--resume")] {
+            let mut args = vec!["convert", &from, &to, "--to", "zarr3"];
+            args.extend(mode);
+            fails_clean(&s.env(), &os(&args), says, &[&secret]);
+        }
+    }
+    assert_eq!(tree(&download(&s, "conv/multi", &d.join("after"))), before);
 
     // --verify with URLs: S3 ↔ S3, S3 ↔ local, blosc chunks; differences name the URL.
     let out = ok(
