@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 #[cfg(feature = "object_store")]
-use crate::remote::credentials::store_error_message;
+use crate::credentials::store_error_message;
 
 /// Everything this crate reports. Every variant names the file (path) or object (URL, without
 /// credentials) involved.
@@ -35,7 +35,7 @@ pub enum Error {
         /// The output as the caller named it (a URL without credentials).
         output: String,
         /// How they overlap.
-        how: crate::overlap::Overlap,
+        how: Overlap,
     },
     /// An object-store request failed, for the object at `url` (scheme, bucket and key; never
     /// credentials or a query string). The message quotes the store's error through
@@ -98,3 +98,34 @@ impl Error {
 
 /// `Result` with this crate's [`enum@Error`].
 pub type Result<T, E = Error> = core::result::Result<T, E>;
+
+/// How an output relates to an input it must stay apart from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum Overlap {
+    /// The output is the input itself (the same file or directory, whatever the spelling).
+    Same,
+    /// The output lies inside the input (a directory or key prefix).
+    OutputInsideInput,
+    /// The input lies inside the output (a directory or key prefix).
+    InputInsideOutput,
+}
+
+impl Overlap {
+    /// The sentence that says why `output` is refused for `input` (both as the user named
+    /// them).
+    #[must_use]
+    pub fn describe(self, input: &str, output: &str) -> String {
+        match self {
+            Self::Same => format!(
+                "{output} is the input {input} itself (the same file or directory): writing it would destroy the input"
+            ),
+            Self::OutputInsideInput => {
+                format!("{output} is inside the input {input}: writing it would change the input")
+            }
+            Self::InputInsideOutput => format!(
+                "the input {input} is inside {output}: replacing {output} would delete the input"
+            ),
+        }
+    }
+}

@@ -2,6 +2,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod cancel;
+#[cfg(feature = "object_store")]
+mod credentials;
 mod durable;
 mod error;
 mod overlap;
@@ -11,15 +13,17 @@ mod remote;
 mod replace_dir;
 
 pub use crate::cancel::Cancel;
+#[cfg(feature = "object_store")]
+pub use crate::credentials::{credentials_help, store_error_message};
 pub use crate::durable::{Durability, Staged, commit, sync_dir, write_atomically};
+pub use crate::error::Overlap;
 pub use crate::error::{Error, Result};
-pub use crate::overlap::{Overlap, ensure_apart, is_url, overlap};
+pub use crate::overlap::{ensure_apart, is_url, overlap};
 pub use crate::redact::redact;
 #[cfg(feature = "zarrs")]
 pub use crate::remote::zarrs_store::ZarrsStore;
 #[cfg(feature = "object_store")]
 pub use crate::remote::{
-    credentials::{credentials_help, store_error_message},
     options::{FormatOptions, RemoteOptions, WriteMode},
     plan::{Request, assemble, coalesce},
     retry::conflict_backoff,

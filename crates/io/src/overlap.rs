@@ -18,38 +18,7 @@
 
 use std::path::{Component, Path, PathBuf};
 
-use crate::error::{Error, Result};
-
-/// How an output relates to an input it must stay apart from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Overlap {
-    /// The output is the input itself (the same file or directory, whatever the spelling).
-    Same,
-    /// The output lies inside the input (a directory or key prefix).
-    OutputInsideInput,
-    /// The input lies inside the output (a directory or key prefix).
-    InputInsideOutput,
-}
-
-impl Overlap {
-    /// The sentence that says why `output` is refused for `input` (both as the user named
-    /// them).
-    #[must_use]
-    pub fn describe(self, input: &str, output: &str) -> String {
-        match self {
-            Self::Same => format!(
-                "{output} is the input {input} itself (the same file or directory): writing it would destroy the input"
-            ),
-            Self::OutputInsideInput => {
-                format!("{output} is inside the input {input}: writing it would change the input")
-            }
-            Self::InputInsideOutput => format!(
-                "the input {input} is inside {output}: replacing {output} would delete the input"
-            ),
-        }
-    }
-}
+use crate::error::{Error, Overlap, Result};
 
 /// Whether a path argument is a URL (`scheme://…`) rather than a local path.
 #[must_use]

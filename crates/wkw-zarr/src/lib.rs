@@ -2,6 +2,7 @@
 
 mod batches;
 mod codec;
+mod conversion;
 mod dataset;
 mod error;
 mod location;
@@ -14,7 +15,8 @@ mod target;
 mod verify;
 
 pub use crate::{
-    dataset::{PROPERTIES_JSON, Source, convert, convert_mag_to_wkw, convert_mag_to_zarr3, detect},
+    conversion::{convert, convert_mag_to_wkw, convert_mag_to_zarr3},
+    dataset::{PROPERTIES_JSON, Source, detect},
     error::{Error, Result},
     location::{Location, StoreLocation},
     meta::ZARR_JSON,

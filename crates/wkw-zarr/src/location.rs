@@ -23,7 +23,6 @@ use scifmt_io::object_store::{self, ObjectStore, ObjectStoreExt, WriteMultipart}
 use scifmt_io::{Access, Durability, RemoteOptions, Staged};
 
 use crate::error::{Error, Result};
-use crate::shard::read_exact_at;
 
 /// Parts of one object's multipart upload in flight at once.
 const PARTS_IN_FLIGHT: usize = 2;
@@ -696,5 +695,29 @@ impl Drop for Upload {
         if let Some(mp) = self.multipart.take() {
             let _ = scifmt_io::block_on(mp.abort());
         }
+    }
+}
+
+/// Fills `buf` from `offset` of `file` (positional, no shared cursor).
+fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+    #[cfg(unix)]
+    {
+        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
+    }
+    #[cfg(windows)]
+    {
+        let mut done = 0;
+        while done < buf.len() {
+            let n = std::os::windows::fs::FileExt::seek_read(
+                file,
+                &mut buf[done..],
+                offset + done as u64,
+            )?;
+            if n == 0 {
+                return Err(std::io::ErrorKind::UnexpectedEof.into());
+            }
+            done += n;
+        }
+        Ok(())
     }
 }

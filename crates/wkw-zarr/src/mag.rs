@@ -21,9 +21,9 @@ use crate::batches::{blocks_per_batch, run, stream};
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
 use crate::location::{Location, Reader};
-use crate::meta::{Layout, ZARR_JSON};
+use crate::meta::{Layout, ZARR_JSON, index_position};
 use crate::options::{BloscShuffle, ConvertOptions, Durability, Progress, Summary, ZarrCodec};
-use crate::shard::{BlockChunks, ShardReader, ShardWriter, index_position};
+use crate::shard::{BlockChunks, ShardReader, ShardWriter};
 
 /// What a mag conversion runs with.
 pub(crate) struct Ctx<'a> {

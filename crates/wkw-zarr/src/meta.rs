@@ -9,7 +9,6 @@ use wkw::VoxelType;
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
 use crate::options::{BloscCname, BloscShuffle};
-use crate::shard::index_position;
 
 /// Name of a Zarr v3 node's metadata document.
 pub const ZARR_JSON: &str = "zarr.json";
@@ -745,6 +744,13 @@ fn parse_index(cfg: &Value, path: &Path) -> Result<(bool, bool)> {
             ),
         )),
     }
+}
+
+/// The C-order position in the shard index of the block at block coordinates `(x, y, z)`
+/// inside its shard (the channel dimension has one chunk).
+pub(crate) fn index_position(file_len: u32, b: [u32; 3]) -> usize {
+    let f = file_len as usize;
+    (b[0] as usize * f + b[1] as usize) * f + b[2] as usize
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! bytes) and ranged reads of the chunks (coalesced on a store). Writing streams chunks into a staged file
 //! or a multipart upload and appends the index, so a shard appears under its key only complete.
 
-use std::fs::File;
 use std::path::Path;
 
 use scifmt_io::{Durability, RemoteOptions};
@@ -15,13 +14,6 @@ use crate::meta::Layout;
 
 /// Index entry of an absent chunk.
 const ABSENT: u64 = u64::MAX;
-
-/// The C-order position in the shard index of the block at block coordinates `(x, y, z)`
-/// inside its shard (the channel dimension has one chunk).
-pub(crate) fn index_position(file_len: u32, b: [u32; 3]) -> usize {
-    let f = file_len as usize;
-    (b[0] as usize * f + b[1] as usize) * f + b[2] as usize
-}
 
 /// An existing shard opened for reading chunks.
 pub(crate) struct ShardReader {
@@ -215,29 +207,5 @@ impl ShardWriter {
         self.out.write_all(&raw)?;
         self.out.finish(durability)?;
         Ok(self.pos + raw.len() as u64)
-    }
-}
-
-/// Fills `buf` from `offset` of `file` (positional, no shared cursor).
-pub(crate) fn read_exact_at(file: &File, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        std::os::unix::fs::FileExt::read_exact_at(file, buf, offset)
-    }
-    #[cfg(windows)]
-    {
-        let mut done = 0;
-        while done < buf.len() {
-            let n = std::os::windows::fs::FileExt::seek_read(
-                file,
-                &mut buf[done..],
-                offset + done as u64,
-            )?;
-            if n == 0 {
-                return Err(std::io::ErrorKind::UnexpectedEof.into());
-            }
-            done += n;
-        }
-        Ok(())
     }
 }

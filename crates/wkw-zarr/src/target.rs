@@ -198,20 +198,44 @@ fn exists(dst: &Location) -> Result<Error> {
     })
 }
 
-/// Creates `root` and writes its marker (with `"replaces"` for a staged run).
+/// Creates `root` and writes its marker (with `"replaces"` for a staged run). A local
+/// sibling appears only with its marker: it is made under a temporary name and renamed, so a
+/// kill never leaves an unmarked sibling that a later run could not place.
 fn start(
     root: &Location,
     replaces: Option<String>,
     options: &ConvertOptions,
     settings: &Value,
 ) -> Result<Option<String>> {
-    root.create_dir()?;
     let mut marker = settings.clone();
+    let staged = replaces.is_some();
     if let (Some(name), Some(o)) = (replaces, marker.as_object_mut()) {
         o.insert(REPLACES.into(), json!(name));
     }
-    write_marker(root, &marker, options)?;
+    match root {
+        Location::Local(dir) if staged => {
+            let making = Location::Local(making_dir(dir));
+            if making.has_contents()? {
+                making.remove_all()?;
+            }
+            making.create_dir()?;
+            write_marker(&making, &marker, options)?;
+            let from = making_dir(dir);
+            std::fs::rename(&from, dir).map_err(|e| Error::io(dir, e))?;
+        }
+        _ => {
+            root.create_dir()?;
+            write_marker(root, &marker, options)?;
+        }
+    }
     Ok(None)
+}
+
+/// Where a local sibling is made before it is renamed into place: `{sibling}.new`.
+fn making_dir(sibling: &std::path::Path) -> std::path::PathBuf {
+    let mut name = sibling.as_os_str().to_os_string();
+    name.push(".new");
+    std::path::PathBuf::from(name)
 }
 
 fn write_marker(root: &Location, marker: &Value, options: &ConvertOptions) -> Result<()> {

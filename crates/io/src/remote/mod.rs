@@ -1,6 +1,5 @@
 //! Object-store access (feature `object_store`).
 
-pub(crate) mod credentials;
 pub(crate) mod options;
 pub(crate) mod plan;
 pub(crate) mod retry;

@@ -13,7 +13,7 @@ use zarrs_storage::{
     MaybeBytes, MaybeBytesIterator, ReadableStorageTraits, StorageError, StoreKey,
 };
 
-use crate::remote::credentials::store_error_message;
+use crate::credentials::store_error_message;
 use crate::remote::options::RemoteOptions;
 use crate::remote::plan::assemble;
 use crate::remote::runtime::block_on;
