@@ -87,7 +87,7 @@ fn zip_step<const N: usize>(v: &[__m128i; N]) -> [__m128i; N] {
     out
 }
 
-/// [`crate::bitshuffle`]'s 8×8 bit transpose on both 64-bit halves of `x`.
+/// The bit-shuffle filter's 8×8 bit transpose on both 64-bit halves of `x`.
 #[inline]
 #[target_feature(enable = "sse2")]
 fn transpose8x2(x: __m128i) -> __m128i {
@@ -711,7 +711,7 @@ mod avx2 {
         32 * pairs
     }
 
-    /// AVX2 [`super::shuffle`] of whole tile pairs from tile `from` on (lengths checked by
+    /// AVX2 [`shuffle`](crate::simd::shuffle) of whole tile pairs from tile `from` on (lengths checked by
     /// the caller); returns the tile after the last one done.
     #[target_feature(enable = "avx2")]
     pub(super) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize, from: usize) -> usize {
@@ -965,7 +965,7 @@ mod avx512 {
         out
     }
 
-    /// AVX-512 [`super::shuffle`] of whole 64-element tiles from 16-element tile `from` on
+    /// AVX-512 [`shuffle`](crate::simd::shuffle) of whole 64-element tiles from 16-element tile `from` on
     /// (lengths checked by the caller); returns the 16-element tile after the last one done.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     pub(super) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize, from: usize) -> usize {

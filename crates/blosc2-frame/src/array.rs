@@ -6,6 +6,7 @@ use std::path::Path;
 
 use blosc_chunk::CParams;
 
+use crate::b2nd::B2ND_METALAYER;
 use crate::b2nd::{B2ndMeta, copy_box, for_each_cell, linear, pack_chunk, product};
 use crate::bytes::to_usize;
 use crate::element::{Element, check_dtype, to_le_bytes, to_native};
@@ -14,9 +15,6 @@ use crate::limits::Limits;
 use crate::offsets::ChunkLocation;
 use crate::reader::Frame;
 use crate::writer::{FrameParams, FrameWriter};
-
-/// Name of the metalayer that makes a frame a b2nd array.
-pub const B2ND_METALAYER: &str = "b2nd";
 
 /// A frame holding a b2nd (N-dimensional) array.
 #[derive(Debug)]

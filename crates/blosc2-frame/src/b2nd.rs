@@ -15,6 +15,9 @@
 use crate::bytes::Bytes;
 use crate::error::{Error, Result};
 
+/// Name of the metalayer that makes a frame a b2nd array.
+pub const B2ND_METALAYER: &str = "b2nd";
+
 /// Most dimensions a b2nd array may have (`B2ND_MAX_DIM`).
 pub const B2ND_MAX_DIM: usize = 16;
 

@@ -45,8 +45,8 @@ pub use crate::remote::{
     RemoteOptions, WriteMode,
 };
 pub use crate::{
-    array::{B2ND_METALAYER, B2ndArray, b2nd_frame, b2nd_frame_from_slice, b2nd_zeros},
-    b2nd::{B2ND_MAX_DIM, B2ndMeta, DEFAULT_DTYPE},
+    array::{B2ndArray, b2nd_frame, b2nd_frame_from_slice, b2nd_zeros},
+    b2nd::{B2ND_MAX_DIM, B2ND_METALAYER, B2ndMeta, DEFAULT_DTYPE},
     element::Element,
     error::{Error, Result},
     header::{FrameHeader, FrameType, HEADER_FIXED_LEN, MAX_FRAME_FORMAT_VERSION},

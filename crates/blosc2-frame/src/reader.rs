@@ -363,7 +363,7 @@ impl<'a> Frame<'a> {
         let mut p = blosc_chunk::DParams::default();
         p.limits = limits;
         p.blockshape = self
-            .metalayer(crate::array::B2ND_METALAYER)
+            .metalayer(crate::b2nd::B2ND_METALAYER)
             .and_then(|raw| crate::b2nd::B2ndMeta::parse(raw).ok())
             .and_then(|m| blosc_chunk::BlockShape::new(&m.blockshape).ok());
         p
