@@ -8,6 +8,8 @@
 //! * In the library sources (`crates/*/src`): a public `with_*` function is a setter (takes
 //!   `self`), never a constructor; every `pub enum Error` is `#[non_exhaustive]`; modules import
 //!   the crate's `Error` / `Result` from `crate::error`, not through the root re-exports.
+//! * No module cycles: the top-level modules of a crate's `src/` import each other without a
+//!   circle (see [`crate::module_graph`]).
 //! * No file refers to documents outside the repository (the shared notes, specs and test
 //!   data beside a checkout): facts are spelled out or linked to public specifications.
 
@@ -36,6 +38,17 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     for file in tracked_files(&root)? {
         check_text(&root, &file, &mut problems);
     }
+    for src in source_dirs(&root)? {
+        let graph = crate::module_graph::crate_graph(&src)?;
+        for cycle in crate::module_graph::cycles(&graph) {
+            let rel = src.strip_prefix(&root).unwrap_or(&src);
+            problems.push(format!(
+                "{}: module cycle {} (top-level modules must not import each other in a circle)",
+                rel.display(),
+                cycle.join(" <-> ")
+            ));
+        }
+    }
     if problems.is_empty() {
         println!("conventions: ok");
         return Ok(());
@@ -44,6 +57,15 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         eprintln!("{p}");
     }
     Err(format!("{} convention problem(s)", problems.len()))
+}
+
+/// `src/` of every member (the crates and xtask).
+fn source_dirs(root: &Path) -> Result<Vec<PathBuf>, String> {
+    Ok(member_manifests(root)?
+        .into_iter()
+        .filter_map(|m| m.parent().map(|d| d.join("src")))
+        .filter(|d| d.is_dir())
+        .collect())
 }
 
 fn member_manifests(root: &Path) -> Result<Vec<PathBuf>, String> {

@@ -11,6 +11,7 @@ mod convert_bench;
 mod features;
 mod fixtures;
 mod fuzz;
+mod module_graph;
 mod python;
 mod readme_examples;
 mod remote_bench;
