@@ -36,7 +36,7 @@ const TASKS: &[Task] = &[
     (
         "conventions",
         conventions::run,
-        "the mechanical house rules of CONTRIBUTING.md: workspace-pinned dependencies, reasons on allow(unsafe_code), no references to documents outside the repository",
+        "the mechanical house rules of CONTRIBUTING.md: workspace-pinned dependencies, reasons on allow(unsafe_code), no module cycles, no references to documents outside the repository",
     ),
     (
         "conformance",

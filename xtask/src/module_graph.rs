@@ -208,6 +208,21 @@ mod tests {
     }
 
     #[test]
+    fn a_crate_whose_modules_import_each_other_has_a_cycle() {
+        let dir = std::env::temp_dir().join(format!("xtask-modgraph-{}", std::process::id()));
+        let src = dir.join("src");
+        std::fs::create_dir_all(src.join("b")).unwrap();
+        std::fs::write(src.join("lib.rs"), "mod a;\nmod b;\nmod c;\n").unwrap();
+        std::fs::write(src.join("a.rs"), "use crate::b::B;\n").unwrap();
+        std::fs::write(src.join("b/mod.rs"), "mod inner;\n").unwrap();
+        std::fs::write(src.join("b/inner.rs"), "use crate::{c::C, a};\n").unwrap();
+        std::fs::write(src.join("c.rs"), "/// [`crate::a`]\npub struct C;\n").unwrap();
+        let graph = crate_graph(&src).unwrap();
+        std::fs::remove_dir_all(&dir).unwrap();
+        assert_eq!(cycles(&graph), [["a", "b"]]);
+    }
+
+    #[test]
     fn only_code_makes_edges() {
         let code = code_of(
             "use crate::{error::{Error, Result}, plan};\n\
