@@ -7,8 +7,8 @@ use std::time::Instant;
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
 use wkw_zarr::{
-    BloscCname, BloscShuffle, ConvertOptions, Durability, Existing, Format, Location, Progress,
-    ZarrCodec,
+    BloscCname, BloscShuffle, Cancel, ConvertOptions, Durability, Existing, Format, Location,
+    Progress, ZarrCodec,
 };
 
 use crate::fail::{CliResult, Fail, describe};
@@ -153,6 +153,25 @@ fn location(path: &std::path::Path) -> CliResult<Location> {
     })
 }
 
+/// The exit status after Ctrl-C (128 + SIGINT, as shells report it).
+const INTERRUPTED: u8 = 130;
+
+/// A flag Ctrl-C (SIGINT) raises: the conversion stops at its next batch of blocks, keeping
+/// what is complete. A second Ctrl-C ends the process at once.
+fn interrupt_cancels() -> Cancel {
+    let cancel = Cancel::new();
+    let flag = cancel.clone();
+    // Without a handler (one was set already) Ctrl-C ends the process as before: every file
+    // is still replaced atomically, so that is safe too.
+    let _ = ctrlc::set_handler(move || {
+        if flag.is_cancelled() {
+            std::process::exit(i32::from(INTERRUPTED));
+        }
+        flag.cancel();
+    });
+    cancel
+}
+
 /// The message of a failed conversion, in the command's words (its flags).
 fn convert_failure(e: &wkw_zarr::Error) -> Fail {
     match e {
@@ -163,9 +182,10 @@ fn convert_failure(e: &wkw_zarr::Error) -> Fail {
             crate::names::display_name(path),
             human_bytes(*bytes)
         )),
-        wkw_zarr::Error::Cancelled => {
-            Fail::usage("interrupted: run the same command with --resume to finish")
-        }
+        wkw_zarr::Error::Cancelled => Fail {
+            code: INTERRUPTED,
+            msg: "interrupted: every shard or file completed so far is kept (an existing target is untouched); run the same command with --resume to finish".into(),
+        },
         e => Fail::usage(describe(e)),
     }
 }
@@ -245,6 +265,7 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
         Existing::Refuse
     };
     let options = ConvertOptions::default()
+        .with_cancel(interrupt_cancels())
         .with_codec(codec)
         .with_block_type(block_type)
         .with_threads(a.jobs)

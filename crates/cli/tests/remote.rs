@@ -1020,3 +1020,92 @@ fn convert_between_urls_and_paths_writes_the_local_bytes() {
         &[&secret],
     );
 }
+
+/// Ctrl-C stops a conversion cleanly: SIGINT while a source read is held by an injected delay
+/// (so work certainly remains) ends the command with status 130 and a message naming
+/// `--resume`; every completed shard stays, the marker says the target is unfinished, and
+/// `--resume` finishes it with the bytes of an uninterrupted run.
+#[cfg(unix)]
+#[test]
+fn ctrl_c_stops_a_conversion_cleanly_and_resume_finishes_it() {
+    use s3_testserver::{FaultKind, FaultRule};
+    let s = TestServer::start().unwrap();
+    s.upload_dir(&testdata("wkw-zarr/multi/wkw"), "ds").unwrap();
+    let dir = tmp();
+    let d = dir.path();
+    let p = |p: &Path| p.to_str().unwrap().to_owned();
+    // An uninterrupted run, to count its source reads and for its bytes.
+    let clean = d.join("clean").join("out");
+    let src = s.url("ds");
+    let args = ["convert", &src, &p(&clean), "--to", "zarr3", "--jobs", "1"];
+    s.reset_stats();
+    ok(&s, &os(&args));
+    let reads = s
+        .log()
+        .iter()
+        .filter(|r| r.method == "GET" && r.key.ends_with(".wkw") && !r.key.ends_with("header.wkw"))
+        .count();
+    assert!(reads >= 4, "{reads} data-file reads");
+    // The same run, with the read halfway held for 10 s; Ctrl-C once it is held (the command
+    // stops at its next batch, after that read).
+    let out = d.join("out");
+    let faults = s.faults();
+    let before = faults.injected();
+    faults.inject(
+        FaultRule::new(FaultKind::Delay(std::time::Duration::from_secs(10)), 1)
+            .method("GET")
+            .key_contains(".wkw")
+            .after(u32::try_from(reads / 2).unwrap()),
+    );
+    let child = Command::new(env!("CARGO_BIN_EXE_scifmt"))
+        .args(["convert", &src, &p(&out), "--to", "zarr3", "--jobs", "1"])
+        .envs(s.env())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Wait for the held request (a condition, not a time): at most two minutes.
+    let start = std::time::Instant::now();
+    while faults.injected() == before {
+        assert!(
+            start.elapsed().as_secs() < 120,
+            "the delayed read never came"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    let pid = nix::unistd::Pid::from_raw(i32::try_from(child.id()).unwrap());
+    nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT).unwrap();
+    let done = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&done.stderr);
+    assert_eq!(done.status.code(), Some(130), "{err}");
+    assert!(
+        err.contains("interrupted") && err.contains("--resume"),
+        "{err}"
+    );
+    assert!(out.join(".wkw-zarr-conversion.json").exists());
+    faults.clear();
+    // --resume finishes it: the bytes of the uninterrupted run (but for the dataset's name).
+    let resumed = ok(
+        &s,
+        &os(&[
+            "convert",
+            &src,
+            &p(&out),
+            "--to",
+            "zarr3",
+            "--resume",
+            "--json",
+        ]),
+    );
+    let resumed: serde_json::Value = serde_json::from_slice(&resumed).unwrap();
+    assert!(resumed["shards_skipped"].as_u64().unwrap() > 0, "{resumed}");
+    let (a, b) = (tree(&out), tree(&clean));
+    let keys = |t: &[(String, Vec<u8>)]| t.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    assert_eq!(keys(&a), keys(&b));
+    for ((k, x), (_, y)) in a.iter().zip(&b) {
+        if k != "datasource-properties.json" {
+            assert_eq!(x, y, "{k}");
+        }
+    }
+}
