@@ -409,6 +409,87 @@ impl Drop for Staging {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::inout::Output;
+
+    fn names(dir: &Path) -> Vec<String> {
+        let mut v: Vec<String> = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        v.sort();
+        v
+    }
+
+    #[test]
+    fn a_file_created_meanwhile_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.bin");
+        file_output(&[], &target, false).unwrap();
+        let mut out = Output::create(&target, false).unwrap();
+        out.write(b"ours").unwrap();
+        // Another process creates the output between the check and the commit.
+        std::fs::write(&target, b"theirs").unwrap();
+        let fail = out.commit().unwrap_err();
+        assert_eq!(fail.code, 2);
+        assert!(
+            fail.msg.contains("out.bin exists (created while"),
+            "{}",
+            fail.msg
+        );
+        assert_eq!(std::fs::read(&target).unwrap(), b"theirs");
+        assert_eq!(names(dir.path()), ["out.bin"]);
+        // With --overwrite it is replaced.
+        let mut out = Output::create(&target, true).unwrap();
+        out.write(b"ours").unwrap();
+        out.commit().unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"ours");
+    }
+
+    #[test]
+    fn an_object_created_meanwhile_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("out.bin");
+        let url = format!("file://{}", target.display());
+        let url = RemoteUrl::parse(Path::new(&url)).unwrap().unwrap();
+        let local = dir.path().join("local");
+        std::fs::write(&local, b"ours").unwrap();
+        std::fs::write(&target, b"theirs").unwrap();
+        let fail =
+            remote::upload_file(&local, &url, scifmt_io::WriteMode::Conditional).unwrap_err();
+        assert!(fail.msg.contains("exists (created while"), "{}", fail.msg);
+        assert_eq!(std::fs::read(&target).unwrap(), b"theirs");
+        remote::upload_file(&local, &url, scifmt_io::WriteMode::Overwrite).unwrap();
+        assert_eq!(std::fs::read(&target).unwrap(), b"ours");
+    }
+
+    #[test]
+    fn a_directory_created_meanwhile_is_not_replaced() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("ds");
+        assert_eq!(
+            dir_output(&[], &target, DirKind::Wkw, false, false).unwrap(),
+            DirPlan::New
+        );
+        let staging = Staging::new(&target).unwrap();
+        std::fs::write(staging.path().join("header.wkw"), b"ours").unwrap();
+        std::fs::create_dir(&target).unwrap();
+        std::fs::write(target.join("header.wkw"), b"theirs").unwrap();
+        let fail = staging.publish(DirPlan::New).unwrap_err();
+        assert!(
+            fail.msg.contains("ds exists (created while"),
+            "{}",
+            fail.msg
+        );
+        assert_eq!(std::fs::read(target.join("header.wkw")).unwrap(), b"theirs");
+        // The staging directory went with the refusal.
+        assert_eq!(names(dir.path()), ["ds"]);
+        // Replaced whole with --overwrite.
+        let staging = Staging::new(&target).unwrap();
+        std::fs::write(staging.path().join("header.wkw"), b"ours").unwrap();
+        staging.publish(DirPlan::Replace).unwrap();
+        assert_eq!(std::fs::read(target.join("header.wkw")).unwrap(), b"ours");
+        assert_eq!(names(dir.path()), ["ds"]);
+    }
 
     #[test]
     fn sizes_read_like_people_write_them() {
