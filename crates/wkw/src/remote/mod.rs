@@ -999,7 +999,7 @@ impl RemoteDataset {
     ///
     /// The destination must be apart from this dataset: in another store, or at a prefix that
     /// is neither this dataset's nor inside it nor around it (stores are the same when they
-    /// are one object or show the same name, e.g. `AmazonS3(bucket)`).
+    /// are one object or show the same place, e.g. `AmazonS3(bucket)`).
     ///
     /// # Errors
     /// [`Error::Overlap`] if the destination is this dataset, lies inside it or contains it;
@@ -1012,8 +1012,11 @@ impl RemoteDataset {
         block_type: BlockType,
         progress: &(dyn Fn(Progress<'_>) + Sync),
     ) -> Result<RemoteDataset> {
+        // One object, or two clients of one place (`AmazonS3(bucket)`); two in-memory stores,
+        // which show no place, are two stores.
+        let name = self.inner.store.to_string();
         let same_store = Arc::ptr_eq(&self.inner.store, &dst_store)
-            || self.inner.store.to_string() == dst_store.to_string();
+            || (name != "InMemory" && name == dst_store.to_string());
         if same_store {
             let (src, dst) = (&self.inner.prefix, &dst_prefix);
             let how = if src == dst {
