@@ -256,7 +256,24 @@ impl FrameFileWriter {
     /// # Errors
     /// I/O errors (the temporary file, or the chunk files written, are removed and the target
     /// left as it was).
-    pub fn finish(mut self) -> Result<()> {
+    pub fn finish(self) -> Result<()> {
+        self.finish_with(true).map(drop)
+    }
+
+    /// Like [`FrameFileWriter::finish`], but never replaces an existing frame: if the target
+    /// file (contiguous) or the directory's `chunks.b2frame` (sparse) exists when the frame
+    /// would be put in place, nothing is replaced or deleted, the temporary file (or the chunk
+    /// files this writer wrote) is removed and the result is `Ok(false)`. The check and the
+    /// move into place are one step (a hard link or `renameat2(RENAME_NOREPLACE)`), so a file
+    /// another process creates meanwhile is never replaced either.
+    ///
+    /// # Errors
+    /// As [`FrameFileWriter::finish`].
+    pub fn finish_new(self) -> Result<bool> {
+        self.finish_with(false)
+    }
+
+    fn finish_with(mut self, replace: bool) -> Result<bool> {
         let index = self.meta.index_chunk(&self.locs)?;
         let trailer = self.meta.trailer_bytes()?;
         match &mut self.sink {
@@ -276,7 +293,15 @@ impl FrameFileWriter {
                         .header_bytes(FrameType::Contiguous, frame_len, self.cbytes)?;
                 out.seek(SeekFrom::Start(0))?;
                 out.write_all(&header)?;
-                Ok(scifmt_io::commit(out, self.durability)?)
+                if replace {
+                    scifmt_io::commit(out, self.durability)?;
+                    return Ok(true);
+                }
+                let staged = out.into_inner().map_err(|e| {
+                    let (error, staged) = e.into_parts();
+                    scifmt_io::Error::io(staged.get_ref().target(), error)
+                })?;
+                Ok(staged.persist_new(self.durability)?)
             }
             Sink::Sparse {
                 old,
@@ -298,19 +323,35 @@ impl FrameFileWriter {
                 let header = self
                     .meta
                     .header_bytes(FrameType::Sparse, frame_len, self.cbytes)?;
-                write_atomically(&self.target.join(SPARSE_FRAME_FILE), self.durability, |f| {
+                let index_path = self.target.join(SPARSE_FRAME_FILE);
+                if replace {
+                    write_atomically(&index_path, self.durability, |f| {
+                        f.write_all(&header)?;
+                        f.write_all(&index)?;
+                        f.write_all(&trailer)?;
+                        Ok(())
+                    })?;
+                } else {
+                    let mut f = BufWriter::new(Staged::create(&index_path)?);
                     f.write_all(&header)?;
                     f.write_all(&index)?;
                     f.write_all(&trailer)?;
-                    Ok(())
-                })?;
+                    let staged = f.into_inner().map_err(|e| {
+                        let (error, staged) = e.into_parts();
+                        scifmt_io::Error::io(staged.get_ref().target(), error)
+                    })?;
+                    if !staged.persist_new(self.durability)? {
+                        // Not finished: dropping the writer removes the chunk files it wrote.
+                        return Ok(false);
+                    }
+                }
                 // The new frame is in place: from here on the writer's files are its chunks.
                 *finished = true;
                 for &n in old.iter() {
                     fs::remove_file(self.target.join(chunk_file_name(n)))?;
                 }
                 written.clear();
-                Ok(())
+                Ok(true)
             }
         }
     }

@@ -772,3 +772,45 @@ fn abandon_writer(path: &std::path::Path, sparse: bool) {
     .unwrap();
     s.append_data(&i32s(0..1000)).unwrap();
 }
+
+#[test]
+fn finish_new_never_replaces_an_existing_frame() {
+    use blosc2_frame::FrameFileWriter;
+    let dir = tempfile::tempdir().unwrap();
+    let params = || FrameParams::new(py_cparams(Codec::Lz4, 4, &[]), 4000);
+    let names = |d: &std::path::Path| {
+        let mut v: Vec<String> = std::fs::read_dir(d)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().into_string().unwrap())
+            .collect();
+        v.sort();
+        v
+    };
+    // Contiguous: a new name is written; an existing file (created after the writer started)
+    // is left as it is and no temporary file stays.
+    let path = dir.path().join("f.b2frame");
+    let mut s = FrameFileWriter::create(&path, params(), &[], Durability::None).unwrap();
+    s.append_data(&i32s(0..1000)).unwrap();
+    assert!(s.finish_new().unwrap());
+    let first = std::fs::read(&path).unwrap();
+    let mut s = FrameFileWriter::create(&path, params(), &[], Durability::None).unwrap();
+    s.append_data(&i32s(0..2000)).unwrap();
+    assert!(!s.finish_new().unwrap());
+    assert_eq!(std::fs::read(&path).unwrap(), first);
+    assert_eq!(names(dir.path()), ["f.b2frame"]);
+
+    // Sparse: an index that appears meanwhile is kept, with its chunks; ours are removed.
+    let sparse = dir.path().join("sparse");
+    let mut s = FrameFileWriter::create_sparse(&sparse, params(), &[], Durability::None).unwrap();
+    s.append_data(&i32s(0..3000)).unwrap();
+    let mut w = FrameWriter::new(params()).unwrap();
+    w.append_data(&i32s(0..500)).unwrap();
+    w.write_sparse(&sparse, Durability::None).unwrap();
+    let theirs = Frame::open(&sparse).unwrap().decompress_all().unwrap();
+    assert!(!s.finish_new().unwrap());
+    assert_eq!(
+        Frame::open(&sparse).unwrap().decompress_all().unwrap(),
+        theirs
+    );
+    assert_eq!(names(&sparse).len(), 2, "{:?}", names(&sparse));
+}

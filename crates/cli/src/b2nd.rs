@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use crate::args::{Region, parse_region, resolve_region};
 use crate::fail::{At, CliResult, Fail};
 use crate::frame::AnyB2nd;
+use crate::guard::{OverwriteFlag, file_output};
 use crate::inout::{in_name, write_output};
 
 /// `scifmt b2nd`.
@@ -38,14 +39,17 @@ pub(crate) struct ReadArgs {
     /// START:STOP per dimension (STOP exclusive; empty bounds = array edges).
     #[arg(long, value_parser = parse_region)]
     region: Option<Region>,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// `b2nd read IN OUT [--region …]`.
 fn read(a: &ReadArgs) -> CliResult {
+    file_output(&[&a.input], &a.output, a.overwrite.overwrite)?;
     let name = &in_name(&a.input);
     let array = AnyB2nd::new(crate::frame::open(&a.input)?).at(name)?;
     let (start, stop) =
         resolve_region(a.region.as_ref(), array.shape()).map_err(|e| Fail::input(name, e))?;
     let data = array.read_region(&start, &stop)?.at(name)?;
-    write_output(&a.output, &data)
+    write_output(&a.output, &data, a.overwrite.overwrite)
 }

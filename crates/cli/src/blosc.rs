@@ -11,6 +11,7 @@ use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Map, Value, json};
 
 use crate::fail::{At, CliResult, Fail};
+use crate::guard::{OverwriteFlag, file_output};
 use crate::inout::{in_name, read_whole, write_output};
 
 /// `scifmt blosc`.
@@ -50,6 +51,8 @@ pub(crate) struct DecompressArgs {
     /// NDCELL / NDMEAN filters or the ZFP codecs need.
     #[arg(long, value_name = "D0,D1,...", value_parser = parse_blockshape)]
     blockshape: Option<BlockShape>,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// `blosc compress`.
@@ -70,6 +73,8 @@ pub(crate) struct CompressArgs {
     /// C-Blosc 1.x; at most one --filter, shuffle or bitshuffle).
     #[arg(long, value_enum, ignore_case = true, default_value = "blosc2")]
     format: FormatArg,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// A chunk format.
@@ -292,6 +297,8 @@ fn max_chunk_bytes() -> u64 {
 
 /// `blosc decompress IN OUT`.
 fn decompress(a: &DecompressArgs) -> CliResult {
+    let overwrite = a.overwrite.overwrite;
+    file_output(&[&a.input], &a.output, overwrite)?;
     let chunk = read_whole(
         &a.input,
         max_chunk_bytes(),
@@ -300,11 +307,13 @@ fn decompress(a: &DecompressArgs) -> CliResult {
     let mut p = DParams::default();
     p.blockshape = a.blockshape;
     let data = blosc_chunk::decompress_ctx(&chunk, &p).at(in_name(&a.input))?;
-    write_output(&a.output, &data)
+    write_output(&a.output, &data, overwrite)
 }
 
 /// `blosc compress IN OUT …`.
 fn compress(a: &CompressArgs) -> CliResult {
+    let overwrite = a.overwrite.overwrite;
+    file_output(&[&a.input], &a.output, overwrite)?;
     let mut params = a.cparams.cparams()?;
     params.use_dict = a.use_dict;
     params.format = match a.format {
@@ -320,7 +329,7 @@ fn compress(a: &CompressArgs) -> CliResult {
         "the most one Blosc chunk can hold",
     )?;
     let chunk = blosc_chunk::compress(&data, &params).at(in_name(&a.input))?;
-    write_output(&a.output, &chunk)
+    write_output(&a.output, &chunk, overwrite)
 }
 
 /// A codec's C-Blosc2 name (`Codec::name`), or `codec-<id>` for an id the library does not

@@ -7,10 +7,10 @@ use dwe_format::{Dims, DweFile, Layout, OpenOptions, WriteLayout};
 use serde_json::{Map, Number, Value, json};
 
 use crate::fail::{At, CliResult, Fail, describe};
-use crate::inout::{Output, in_name, need_path, read_whole};
+use crate::guard::{OverwriteFlag, file_output};
+use crate::inout::{Output, in_name, need_path, read_whole, write_output};
 use crate::print::{JsonFlag, emit, emit_json, emit_object, to_object};
 use crate::progress::progress;
-use crate::remote::{RemoteUrl, relabel};
 
 /// `scifmt dwe`.
 #[derive(Debug, Subcommand)]
@@ -74,6 +74,8 @@ pub(crate) struct DecodeArgs {
     file: PathBuf,
     /// Output file (`-`: stdout).
     output: PathBuf,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// `dwe vector`.
@@ -151,6 +153,8 @@ pub(crate) struct CreateArgs {
     /// Stream layout with a jump-table row every J words.
     #[arg(long, value_name = "J", group = "layout")]
     jump_interval: Option<u32>,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// Reads and opens a `.dwe` file (stdin for `-`), at most `dwe_format::Limits`'
@@ -211,10 +215,12 @@ pub(crate) fn info_map(path: &Path) -> CliResult<Map<String, Value>> {
 
 /// `dwe decode FILE OUT`: time step by time step.
 fn decode(a: &DecodeArgs) -> CliResult {
+    let overwrite = a.overwrite.overwrite;
+    file_output(&[&a.file], &a.output, overwrite)?;
     let f = open(&a.file)?;
     let t_count = f.num_timesteps();
     let bar = progress(u64::from(t_count), "decode");
-    let mut out = Output::create(&a.output)?;
+    let mut out = Output::create(&a.output, overwrite)?;
     let mut bytes = Vec::new();
     for t in 0..t_count {
         let values = f.timestep(t).map_err(|e| {
@@ -324,6 +330,8 @@ fn trajectories(a: &TrajectoriesArgs) -> CliResult {
 /// `dwe create IN.i16 OUT --shape T,V,K --scale S (--chunk-size C | --jump-interval J)`.
 fn create(a: &CreateArgs) -> CliResult {
     need_path(&a.output, "the output of dwe create")?;
+    let overwrite = a.overwrite.overwrite;
+    file_output(&[&a.input], &a.output, overwrite)?;
     let &[t, v, k] = a.shape.as_slice() else {
         return Err(Fail::usage(format!(
             "--shape needs T,V,K, got {} values",
@@ -374,34 +382,16 @@ fn create(a: &CreateArgs) -> CliResult {
         .collect();
     // Two steps per time step: its entropy model, then its encoding.
     let bar = progress(2 * u64::from(t), "encode");
-    // A URL output is written on local scratch space and uploaded when complete.
-    let target = RemoteUrl::parse(&a.output)?;
-    let scratch = match &target {
-        Some(url) => Some(tempfile::tempdir().at(url.name())?),
-        None => None,
-    };
-    let local = scratch
-        .as_ref()
-        .map_or_else(|| a.output.clone(), |d| d.path().join("out.dwe"));
-    let result = dwe_format::write_file_with_progress(
-        &local,
+    let result = dwe_format::encode_with_progress(
         &values,
         Dims::new(t, v, k),
         a.scale,
         layout,
-        dwe_format::Durability::None,
         &mut |done, _| bar.set_position(done),
     );
     bar.finish_and_clear();
-    result.map_err(|e| {
-        let fail = match e {
-            dwe_format::Error::Io(_) => Fail::input(&a.output, describe(&e)),
-            other => Fail::input(input, describe(&other)),
-        };
-        relabel(fail, &local, &crate::names::display_name(&a.output))
-    })?;
-    match &target {
-        Some(url) => crate::remote::upload_file(&local, url),
-        None => Ok(()),
-    }
+    let bytes = result.map_err(|e| Fail::input(input, describe(&e)))?;
+    // Written atomically (a URL: uploaded when complete), never over an existing file or
+    // object without --overwrite.
+    write_output(&a.output, &bytes, overwrite)
 }

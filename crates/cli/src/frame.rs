@@ -14,9 +14,10 @@ use serde_json::{Map, Value, json};
 
 use crate::blosc::{CParamArgs, codec_name, filter_names, special_name};
 use crate::fail::{At, CliResult, Fail, describe};
+use crate::guard::{DirKind, DirPlan, OverwriteFlag, Staging, appeared, dir_output, file_output};
 use crate::inout::{
     MAX_WHOLE_INPUT, Output, in_name, is_std, open_input, out_name, read_full, read_whole,
-    stdout_error,
+    stdout_error, write_mode,
 };
 use crate::msgpack::{bytes_to_json, parse_layer};
 use crate::print::{JsonFlag, emit, emit_json, to_object};
@@ -43,6 +44,7 @@ pub(crate) enum Cmd {
     Meta(ListArgs),
     /// Build a frame from raw bytes, CHUNKSIZE bytes per chunk (the last may be shorter).
     #[command(
+        mut_arg("overwrite", |a| a.help("Replace an existing output: a frame file or object, or with --sparse a sparse frame (a directory: the new one is built beside it and swapped in when complete; at a URL: the new chunk files are uploaded, then the index, then the old chunk files are deleted). Without it an existing output is refused. An output that is, contains or lies inside IN is refused either way")),
         after_help = "Examples:\n  cat data.raw | scifmt frame create - - --typesize 4 --chunksize 40000 > data.b2frame\n  scifmt frame create data.raw data.b2frame --typesize 8 --chunksize 8000 --codec zstd --filter delta --filter shuffle --meta 'm=[1,2,3]' --vlmeta 'info={\"a\":1}'\n  scifmt frame create data.raw s3://bucket/data.b2frame --typesize 4 --chunksize 40000 --codec zstd"
     )]
     Create(CreateArgs),
@@ -67,6 +69,8 @@ pub(crate) struct ExtractArgs {
     input: PathBuf,
     /// Output file (`-`: stdout).
     output: PathBuf,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// `frame chunks` and `frame meta`.
@@ -99,6 +103,8 @@ pub(crate) struct CreateArgs {
     /// Write a sparse frame (a directory) instead of a contiguous file.
     #[arg(long)]
     sparse: bool,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// A frame read from a local file or directory (or stdin), or from an object store through
@@ -312,10 +318,12 @@ pub(crate) fn open(path: &Path) -> CliResult<AnyFrame> {
 
 /// `frame extract IN OUT`: chunk by chunk, so memory holds one decompressed chunk.
 fn extract(a: &ExtractArgs) -> CliResult {
+    let overwrite = a.overwrite.overwrite;
+    file_output(&[&a.input], &a.output, overwrite)?;
     let frame = open(&a.input)?;
     let n = frame.nchunks();
     let bar = progress(u64::try_from(n).unwrap_or(u64::MAX), "extract");
-    let mut out = Output::create(&a.output)?;
+    let mut out = Output::create(&a.output, overwrite)?;
     // Locally one chunk at a time; from a URL a batch per round of requests.
     let batch = match &frame {
         AnyFrame::Local(_) => 1,
@@ -552,9 +560,10 @@ fn frame_fields(m: &mut Map<String, Value>, frame: &AnyFrame, path: &Path) -> Cl
 
 /// `frame create IN OUT …`: reads the input one chunk at a time. To a file, the frame streams
 /// to disk with `FrameFileWriter` (one chunk in memory): a contiguous frame through a temporary
-/// file renamed at the end, a sparse frame as chunk files plus `chunks.b2frame` written at the
-/// end. To stdout (`-`), the compressed chunks are held until the input ends (a contiguous
-/// frame starts with its lengths), then written with `FrameWriter::write_to`.
+/// file renamed at the end (only onto a free name without --overwrite), a sparse frame built in
+/// a directory beside OUT and put in its place when complete. To stdout (`-`), the compressed
+/// chunks are held until the input ends (a contiguous frame starts with its lengths), then
+/// written with `FrameWriter::write_to`.
 fn create(a: &CreateArgs) -> CliResult {
     if a.chunksize == 0 || a.chunksize > blosc_chunk::MAX_BUFFERSIZE {
         return Err(Fail::usage(format!(
@@ -562,56 +571,115 @@ fn create(a: &CreateArgs) -> CliResult {
             blosc_chunk::MAX_BUFFERSIZE
         )));
     }
-    let params = FrameParams::new(a.cparams.cparams()?, a.chunksize);
-    let meta: Vec<(&str, &[u8])> = a
-        .meta
-        .iter()
-        .map(|(n, b)| (n.as_str(), b.as_slice()))
-        .collect();
+    let overwrite = a.overwrite.overwrite;
     if is_std(&a.output) {
         if a.sparse {
             return Err(Fail::usage(
                 "a sparse frame is a directory: --sparse needs a path, not `-`",
             ));
         }
+    } else if a.sparse {
+        let plan = dir_output(
+            &[&a.input],
+            &a.output,
+            DirKind::SparseFrame,
+            overwrite,
+            false,
+        )?;
+        return create_sparse(a, plan);
+    } else {
+        file_output(&[&a.input], &a.output, overwrite)?;
+    }
+    let params = FrameParams::new(a.cparams.cparams()?, a.chunksize);
+    let meta = layers(a);
+    if is_std(&a.output) {
         return create_to_stdout(a, params, &meta);
     }
     if let Some(url) = RemoteUrl::parse(&a.output)? {
-        // Built on local scratch space exactly as a local frame, then uploaded (the index file
-        // of a sparse frame last).
+        // Built on local scratch space exactly as a local frame, then uploaded.
         let dir = tempfile::tempdir().at(url.name())?;
-        let local = dir
-            .path()
-            .join(if a.sparse { "frame" } else { "frame.b2frame" });
-        create_at(a, params, &meta, &local).map_err(|f| remote::relabel(f, &local, url.shown()))?;
-        return if a.sparse {
-            remote::upload_dir(&local, &url, blosc2_frame::SPARSE_FRAME_FILE)
-        } else {
-            remote::upload_file(&local, &url)
-        };
+        let local = dir.path().join("frame.b2frame");
+        let w = FrameFileWriter::create(&local, params, &meta, blosc2_frame::Durability::None)
+            .at(url.name())?;
+        feed_frame(a, w, &local, true).map_err(|f| remote::relabel(f, &local, url.shown()))?;
+        return remote::upload_file(&local, &url, write_mode(overwrite));
     }
-    create_at(a, params, &meta, &a.output)
+    let w = FrameFileWriter::create(&a.output, params, &meta, blosc2_frame::Durability::None)
+        .at(&a.output)?;
+    feed_frame(a, w, &a.output, overwrite)
 }
 
-/// `frame create` into the local file or directory `output`.
-fn create_at(
-    a: &CreateArgs,
-    params: FrameParams,
-    meta: &[(&str, &[u8])],
-    output: &Path,
-) -> CliResult {
+/// The `--meta` layers as `FrameWriter` takes them.
+fn layers(a: &CreateArgs) -> Vec<(&str, &[u8])> {
+    a.meta
+        .iter()
+        .map(|(n, b)| (n.as_str(), b.as_slice()))
+        .collect()
+}
+
+/// `frame create --sparse`: the frame is built in a directory beside OUT (or, for a URL, on
+/// local scratch space), then put in OUT's place: renamed (never onto an existing frame), or
+/// swapped with the old frame for --overwrite. At a URL the new chunk files are numbered above
+/// every chunk file there, the index is uploaded after them, and only then are the old chunk
+/// files deleted: a reader sees the old frame or the new one.
+fn create_sparse(a: &CreateArgs, plan: DirPlan) -> CliResult {
+    let params = FrameParams::new(a.cparams.cparams()?, a.chunksize);
+    let meta = layers(a);
     let durability = blosc2_frame::Durability::None;
-    let mut w = if a.sparse {
-        FrameFileWriter::create_sparse(output, params, meta, durability)
+    let Some(url) = RemoteUrl::parse(&a.output)? else {
+        let staging = Staging::new(&a.output)?;
+        let w = FrameFileWriter::create_sparse(staging.path(), params, &meta, durability)
+            .map_err(|e| staging.relabel(Fail::input(staging.path(), describe(&e))))?;
+        feed_frame(a, w, staging.path(), true).map_err(|f| staging.relabel(f))?;
+        return staging.publish(plan);
+    };
+    let old: Vec<String> = if plan == DirPlan::Replace {
+        remote::list_prefix(&url)?
+            .into_iter()
+            .map(|(rel, _)| rel)
+            .filter(|rel| chunk_number(rel).is_some())
+            .collect()
     } else {
-        FrameFileWriter::create(output, params, meta, durability)
+        Vec::new()
+    };
+    let dir = tempfile::tempdir().at(url.name())?;
+    let local = dir.path().join("frame");
+    std::fs::create_dir(&local).at(url.name())?;
+    if let Some(max) = old.iter().filter_map(|rel| chunk_number(rel)).max() {
+        // The new chunk files are numbered above every old one: the writer numbers above the
+        // files it finds, and deletes this placeholder when it finishes.
+        std::fs::write(local.join(format!("{max:08X}.chunk")), b"").at(url.name())?;
     }
-    .at(output)?;
+    let w = FrameFileWriter::create_sparse(&local, params, &meta, durability)
+        .map_err(|e| remote::relabel(Fail::input(&local, describe(&e)), &local, url.shown()))?;
+    feed_frame(a, w, &local, true).map_err(|f| remote::relabel(f, &local, url.shown()))?;
+    let mode = write_mode(plan == DirPlan::Replace);
+    remote::upload_dir(&local, &url, blosc2_frame::SPARSE_FRAME_FILE, mode)?;
+    remote::delete_below(&url, &old)
+}
+
+/// The number of a sparse frame's chunk file `%08X.chunk` (a direct child).
+fn chunk_number(rel: &str) -> Option<u64> {
+    let hex = rel.strip_suffix(".chunk")?;
+    (hex.len() == 8 && !rel.contains('/'))
+        .then(|| u64::from_str_radix(hex, 16).ok())
+        .flatten()
+}
+
+/// Feeds the input to a frame writer for `output`, sets the vlmetalayers and finishes: over
+/// an existing frame only if `overwrite`, otherwise [`appeared`] if one is there by now.
+fn feed_frame(a: &CreateArgs, mut w: FrameFileWriter, output: &Path, overwrite: bool) -> CliResult {
     feed_chunks(a, |piece| w.append_data(piece).at(output))?;
     for (name, bytes) in &a.vlmeta {
         w.set_vlmetalayer(name, bytes).at(output)?;
     }
-    w.finish().at(output)
+    if overwrite {
+        w.finish().at(output)
+    } else if w.finish_new().at(output)? {
+        Ok(())
+    } else {
+        Err(appeared(output))
+    }
 }
 
 /// `frame create IN - …`: the frame built in memory (at most [`MAX_WHOLE_INPUT`] bytes of

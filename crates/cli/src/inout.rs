@@ -2,7 +2,8 @@
 //!
 //! Outputs named by a path are written atomically: a `scifmt_io::Staged` file in the target
 //! directory, persisted (renamed) over the target only when complete, so an interrupted or
-//! failed command never leaves a partial file. `-` writes to stdout as the data comes; a reader
+//! failed command never leaves a partial file; without `--overwrite` it is moved into place only
+//! if the name is still free (see [`crate::guard`]). `-` writes to stdout as the data comes; a reader
 //! that closes the pipe early (`| head`) ends the command quietly ([`Fail::closed_stdout`]).
 //!
 //! Inputs read whole into memory are read through [`read_whole`], which stops one byte past a
@@ -139,11 +140,13 @@ enum Sink {
     File {
         path: PathBuf,
         w: BufWriter<scifmt_io::Staged>,
+        overwrite: bool,
     },
     /// A temporary file uploaded to `url` by [`Output::commit`].
     Remote {
         url: RemoteUrl,
         w: BufWriter<tempfile::NamedTempFile>,
+        overwrite: bool,
     },
     /// Stdout, written in order (`pos` bytes so far).
     Stdout {
@@ -158,8 +161,11 @@ enum Sink {
 pub(crate) struct Output(Sink);
 
 impl Output {
-    /// Starts writing `path` (stdout for `-`, an object for a URL).
-    pub(crate) fn create(path: &Path) -> CliResult<Self> {
+    /// Starts writing `path` (stdout for `-`, an object for a URL). [`Output::commit`]
+    /// replaces an existing file or object only if `overwrite`; otherwise it fails with
+    /// [`crate::guard::appeared`] and leaves it as it is (the command checked with
+    /// [`crate::guard::file_output`] before; this catches one created meanwhile).
+    pub(crate) fn create(path: &Path, overwrite: bool) -> CliResult<Self> {
         if is_std(path) {
             return Ok(Self(Sink::Stdout {
                 w: BufWriter::with_capacity(1 << 20, std::io::stdout()),
@@ -174,6 +180,7 @@ impl Output {
             return Ok(Self(Sink::Remote {
                 url,
                 w: BufWriter::with_capacity(1 << 20, tmp),
+                overwrite,
             }));
         }
         // Beside the target, with the permissions a plain `File::create` gives.
@@ -181,6 +188,7 @@ impl Output {
         Ok(Self(Sink::File {
             path: path.to_path_buf(),
             w: BufWriter::with_capacity(1 << 20, tmp),
+            overwrite,
         }))
     }
 
@@ -193,8 +201,8 @@ impl Output {
     /// Appends bytes.
     pub(crate) fn write(&mut self, bytes: &[u8]) -> CliResult {
         match &mut self.0 {
-            Sink::File { path, w } => w.write_all(bytes).at(path),
-            Sink::Remote { url, w } => w.write_all(bytes).at(url.name()),
+            Sink::File { path, w, .. } => w.write_all(bytes).at(path),
+            Sink::Remote { url, w, .. } => w.write_all(bytes).at(url.name()),
             Sink::Stdout { w, pos } => {
                 w.write_all(bytes).map_err(|e| stdout_error(&e))?;
                 *pos += bytes.len() as u64;
@@ -207,11 +215,11 @@ impl Output {
     /// position it has reached).
     pub(crate) fn write_at(&mut self, offset: u64, bytes: &[u8]) -> CliResult {
         match &mut self.0 {
-            Sink::File { path, w } => {
+            Sink::File { path, w, .. } => {
                 w.seek(SeekFrom::Start(offset)).at(&*path)?;
                 w.write_all(bytes).at(&*path)
             }
-            Sink::Remote { url, w } => {
+            Sink::Remote { url, w, .. } => {
                 w.seek(SeekFrom::Start(offset)).at(url.name())?;
                 w.write_all(bytes).at(url.name())
             }
@@ -222,27 +230,54 @@ impl Output {
         }
     }
 
-    /// Flushes, and renames a file into place or uploads the object.
+    /// Flushes, and renames a file into place or uploads the object (neither replacing an
+    /// existing one without `overwrite`).
     pub(crate) fn commit(self) -> CliResult {
         match self.0 {
-            Sink::File { path, w } => scifmt_io::commit(w, scifmt_io::Durability::None)
-                .map_err(|e| Fail::input(&path, describe(&e))),
-            Sink::Remote { url, w } => {
+            Sink::File { path, w, overwrite } => {
+                let staged = w
+                    .into_inner()
+                    .map_err(|e| Fail::input(&path, describe(e.error())))?;
+                let durability = scifmt_io::Durability::None;
+                if overwrite {
+                    staged
+                        .persist(durability)
+                        .map_err(|e| Fail::input(&path, describe(&e)))
+                } else if staged
+                    .persist_new(durability)
+                    .map_err(|e| Fail::input(&path, describe(&e)))?
+                {
+                    Ok(())
+                } else {
+                    Err(crate::guard::appeared(&path))
+                }
+            }
+            Sink::Remote { url, w, overwrite } => {
                 let tmp = w
                     .into_inner()
                     .map_err(|e| Fail::input(url.name(), describe(e.error())))?;
-                remote::upload_file(tmp.path(), &url)
+                remote::upload_file(tmp.path(), &url, write_mode(overwrite))
             }
             Sink::Stdout { mut w, .. } => w.flush().map_err(|e| stdout_error(&e)),
         }
     }
 }
 
-/// Writes `bytes` to `path` atomically (or to stdout for `-`).
-pub(crate) fn write_output(path: &Path, bytes: &[u8]) -> CliResult {
-    let mut out = Output::create(path)?;
+/// Writes `bytes` to `path` atomically (or to stdout for `-`), replacing an existing file or
+/// object only if `overwrite`.
+pub(crate) fn write_output(path: &Path, bytes: &[u8], overwrite: bool) -> CliResult {
+    let mut out = Output::create(path, overwrite)?;
     out.write(bytes)?;
     out.commit()
+}
+
+/// How uploads put objects: replacing (`--overwrite`) or create-only.
+pub(crate) fn write_mode(overwrite: bool) -> scifmt_io::WriteMode {
+    if overwrite {
+        scifmt_io::WriteMode::Overwrite
+    } else {
+        scifmt_io::WriteMode::Conditional
+    }
 }
 
 /// Reads until `buf` is full or the input ends; returns the bytes read.

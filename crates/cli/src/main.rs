@@ -7,6 +7,7 @@ mod convert;
 mod dwe;
 mod fail;
 mod frame;
+mod guard;
 mod info;
 mod inout;
 mod msgpack;
@@ -30,7 +31,7 @@ use crate::fail::CliResult;
 #[command(
     name = "scifmt",
     version,
-    after_help = "Examples:\n  scifmt info data.b2frame\n  scifmt frame extract data.b2frame data.raw\n  scifmt blosc decompress chunk.cdata - | sha256sum\n  scifmt wkw read dataset/ out.raw --offset 0,0,0 --shape 64,64,64\n\n`-` as a data file argument means stdin (inputs) or stdout (outputs) where the command's\nhelp says so.\n\nURLs: data arguments (and the outputs of wkw create|write|compress, frame create, dwe create\nand the raw outputs) may be s3://, gs://, az://, abfs://, http(s):// or file:// URLs, configured\nfrom the environment as object_store reads it (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,\nAWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ALLOW_HTTP, ...; GOOGLE_*, AZURE_*):\n  scifmt wkw read s3://bucket/volume box.raw --offset 0,0,0 --shape 64,64,64\n\nJSON output: `--json` prints exactly one JSON value on one line: an object for commands\nthat describe one thing (`info`, `wkw info|verify`, `dwe info|vector`, `frame meta`), an array\nof objects with the same keys for commands that list items (`frame chunks`, `dwe\nrelated|trajectories`). Keys are snake_case, numbers are numbers, missing values null,\nmsgpack binary {\"$bin\": \"<hex>\"}.\n\nExit status: 0 success (also when a reader closes stdout early), 1 `verify` found problems,\n2 bad usage or bad input."
+    after_help = "Examples:\n  scifmt info data.b2frame\n  scifmt frame extract data.b2frame data.raw\n  scifmt blosc decompress chunk.cdata - | sha256sum\n  scifmt wkw read dataset/ out.raw --offset 0,0,0 --shape 64,64,64\n\n`-` as a data file argument means stdin (inputs) or stdout (outputs) where the command's\nhelp says so.\n\nURLs: data arguments (and the outputs of wkw create|write|compress, frame create, dwe create\nand the raw outputs) may be s3://, gs://, az://, abfs://, http(s):// or file:// URLs, configured\nfrom the environment as object_store reads it (AWS_ENDPOINT_URL, AWS_ACCESS_KEY_ID,\nAWS_SECRET_ACCESS_KEY, AWS_REGION, AWS_ALLOW_HTTP, ...; GOOGLE_*, AZURE_*):\n  scifmt wkw read s3://bucket/volume box.raw --offset 0,0,0 --shape 64,64,64\n\nOutputs: an existing output file, object or dataset is replaced only with --overwrite (a\ndataset is built beside the old one and swapped in when complete); an output that is an\ninput, lies inside one or contains one is refused in every case, whatever the spelling\n(symlinks, `..`, hard links, URLs).\n\nJSON output: `--json` prints exactly one JSON value on one line: an object for commands\nthat describe one thing (`info`, `wkw info|verify`, `dwe info|vector`, `frame meta`), an array\nof objects with the same keys for commands that list items (`frame chunks`, `dwe\nrelated|trajectories`). Keys are snake_case, numbers are numbers, missing values null,\nmsgpack binary {\"$bin\": \"<hex>\"}.\n\nExit status: 0 success (also when a reader closes stdout early), 1 `verify` found problems,\n2 bad usage or bad input."
 )]
 struct Cli {
     #[command(subcommand)]

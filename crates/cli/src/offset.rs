@@ -6,6 +6,7 @@ use clap::{Args, Subcommand};
 use offset_codec::{CodecConfiguration, OffsetCodec};
 
 use crate::fail::{At, CliResult, Fail, describe};
+use crate::guard::{OverwriteFlag, file_output};
 use crate::inout::{MAX_WHOLE_INPUT, in_name, read_whole, write_output};
 
 /// `scifmt offset`.
@@ -43,6 +44,8 @@ pub(crate) struct CodecArgs {
     /// One zarr.json codec entry ({"name":"offset",...} or {"name":"pad",...}).
     #[arg(long, value_name = "JSON")]
     codec: String,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// Parses the `--codec` zarr.json entry.
@@ -57,13 +60,15 @@ fn codec(json: &str) -> CliResult<OffsetCodec> {
 /// `offset decode|encode IN OUT --codec JSON`.
 fn run(a: &CodecArgs, encode: bool) -> CliResult {
     let codec = codec(&a.codec)?;
+    let overwrite = a.overwrite.overwrite;
+    file_output(&[&a.input], &a.output, overwrite)?;
     let data = read_whole(&a.input, MAX_WHOLE_INPUT, "the most one chunk may have")?;
     let input = &in_name(&a.input);
     if encode {
         let stored = codec.encode(&data).at(input)?;
-        write_output(&a.output, &stored)
+        write_output(&a.output, &stored, overwrite)
     } else {
         let payload = codec.decode(&data).at(input)?;
-        write_output(&a.output, payload)
+        write_output(&a.output, payload, overwrite)
     }
 }

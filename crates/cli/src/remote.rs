@@ -17,7 +17,8 @@
 //! - **Uploads** ([`upload_file`], [`upload_dir`]): outputs are spooled to local temporary
 //!   files and uploaded only when complete (multipart above [`MULTIPART_THRESHOLD`]: the
 //!   object appears only when the last part is committed), so a failed command never leaves a
-//!   partial object under the real key.
+//!   partial object under the real key. Without `--overwrite` an upload is create-only
+//!   (`WriteMode::Conditional`): it never replaces an object.
 //! - **Names in messages** are the `names` module's: a URL is shown without user info, query
 //!   string or fragment, and credentials are masked in every message the tool prints.
 
@@ -30,7 +31,10 @@ use std::sync::Arc;
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use object_store::path::Path as ObjPath;
-use object_store::{ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutPayload, WriteMultipart};
+use object_store::{
+    ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutPayload, WriteMultipart,
+};
+use scifmt_io::WriteMode;
 
 use crate::fail::{CliResult, Fail, describe};
 use crate::names::{remember_secrets, scheme_of, shown_url};
@@ -325,23 +329,79 @@ pub(crate) fn relabel(mut fail: Fail, tmp: &Path, shown: &str) -> Fail {
 
 /// Uploads the local file `path` as the object at `url`: one `PUT` below
 /// [`MULTIPART_THRESHOLD`], else a multipart upload (aborted on failure), so the object
-/// appears only complete.
-pub(crate) fn upload_file(path: &Path, url: &RemoteUrl) -> CliResult {
+/// appears only complete. [`WriteMode::Conditional`] never replaces an object: the `PUT` is
+/// create-only (`PutMode::Create`; a store without conditional puts, and a multipart upload,
+/// which cannot be conditional, get a `HEAD` check just before instead); an existing object
+/// is the [`appeared`](crate::guard::appeared) refusal.
+pub(crate) fn upload_file(path: &Path, url: &RemoteUrl, mode: WriteMode) -> CliResult {
     let (store, key) = url.store()?;
-    block_on(put_file(store.as_ref(), &key, path))?.map_err(|e| Fail::input(url.name(), e))
+    match block_on(put_file(store.as_ref(), &key, path, mode))? {
+        Ok(()) => Ok(()),
+        Err(Put::Exists) => Err(crate::guard::appeared(url.name())),
+        Err(Put::Failed(e)) => Err(Fail::input(url.name(), e)),
+    }
 }
 
-async fn put_file(store: &dyn ObjectStore, key: &ObjPath, path: &Path) -> Result<(), String> {
+/// Why an upload failed.
+enum Put {
+    /// A create-only upload found an object.
+    Exists,
+    /// Anything else (the message).
+    Failed(String),
+}
+
+impl From<String> for Put {
+    fn from(s: String) -> Self {
+        Self::Failed(s)
+    }
+}
+
+/// `Err(Put::Exists)` if the object at `key` exists.
+async fn refuse_existing(store: &dyn ObjectStore, key: &ObjPath) -> Result<(), Put> {
+    match store.head(key).await {
+        Ok(_) => Err(Put::Exists),
+        Err(object_store::Error::NotFound { .. }) => Ok(()),
+        Err(e) => Err(Put::Failed(describe(&e))),
+    }
+}
+
+async fn put_file(
+    store: &dyn ObjectStore,
+    key: &ObjPath,
+    path: &Path,
+    mode: WriteMode,
+) -> Result<(), Put> {
+    let conditional = mode == WriteMode::Conditional;
     let mut file = File::open(path).map_err(|e| e.to_string())?;
     let len = file.metadata().map_err(|e| e.to_string())?.len();
     if len < MULTIPART_THRESHOLD {
         let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
         file.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-        store
-            .put(key, PutPayload::from(bytes))
+        let payload = PutPayload::from(bytes);
+        if !conditional {
+            store.put(key, payload).await.map_err(|e| describe(&e))?;
+            return Ok(());
+        }
+        return match store
+            .put_opts(key, payload.clone(), PutMode::Create.into())
             .await
-            .map_err(|e| describe(&e))?;
-        return Ok(());
+        {
+            Ok(_) => Ok(()),
+            Err(e) if scifmt_io::is_condition_failure(&e) => Err(Put::Exists),
+            Err(object_store::Error::NotImplemented { .. }) => {
+                // No create-only put on this store: check, then put.
+                refuse_existing(store, key).await?;
+                store
+                    .put(key, payload)
+                    .await
+                    .map(|_| ())
+                    .map_err(|e| Put::Failed(describe(&e)))
+            }
+            Err(e) => Err(Put::Failed(describe(&e))),
+        };
+    }
+    if conditional {
+        refuse_existing(store, key).await?;
     }
     let upload = store.put_multipart(key).await.map_err(|e| describe(&e))?;
     let mut w = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
@@ -352,7 +412,7 @@ async fn put_file(store: &dyn ObjectStore, key: &ObjPath, path: &Path) -> Result
             Ok(n) => n,
             Err(e) => {
                 let _ = w.abort().await;
-                return Err(e.to_string());
+                return Err(Put::Failed(e.to_string()));
             }
         };
         if n == 0 {
@@ -361,18 +421,61 @@ async fn put_file(store: &dyn ObjectStore, key: &ObjPath, path: &Path) -> Result
         if let Err(e) = w.wait_for_capacity(PART_CONCURRENCY).await {
             // Drop the parts already uploaded; nothing appears under the key.
             let _ = w.abort().await;
-            return Err(describe(&e));
+            return Err(Put::Failed(describe(&e)));
         }
         w.write(&buf);
     }
     // `finish` aborts the upload itself when a part or the completion fails.
-    w.finish().await.map(|_| ()).map_err(|e| describe(&e))
+    w.finish()
+        .await
+        .map(|_| ())
+        .map_err(|e| Put::Failed(describe(&e)))
+}
+
+/// The objects below the prefix `url` names (segment-wise: `ds` holds `ds/x`, not `ds2`), as
+/// (key relative to the prefix, size), sorted by key.
+pub(crate) fn list_prefix(url: &RemoteUrl) -> CliResult<Vec<(String, u64)>> {
+    let (store, prefix) = url.store()?;
+    let listed: Vec<object_store::Result<object_store::ObjectMeta>> =
+        block_on(store.list(Some(&prefix)).collect::<Vec<_>>())?;
+    let mut out = Vec::new();
+    for meta in listed {
+        let meta = match meta {
+            Ok(m) => m,
+            // A `file://` prefix that is a file, or below one: nothing is under it.
+            Err(e) if below_a_file(&e) => continue,
+            Err(object_store::Error::NotFound { .. }) => continue,
+            Err(e) => return Err(Fail::input(url.name(), describe(&e))),
+        };
+        let Some(rest) = meta.location.prefix_match(&prefix) else {
+            continue;
+        };
+        let rel: Vec<String> = rest.map(|p| p.as_ref().to_owned()).collect();
+        if !rel.is_empty() {
+            out.push((rel.join("/"), meta.size));
+        }
+    }
+    out.sort();
+    Ok(out)
+}
+
+/// Deletes the objects `rels` below the prefix `url` (a missing one is no error).
+pub(crate) fn delete_below(url: &RemoteUrl, rels: &[String]) -> CliResult {
+    let (store, prefix) = url.store()?;
+    for rel in rels {
+        let key = scifmt_io::child(&prefix, rel);
+        match block_on(store.delete(&key))? {
+            Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
+            Err(e) => return Err(Fail::input(url.join(rel).name(), describe(&e))),
+        }
+    }
+    Ok(())
 }
 
 /// Uploads every file below the local directory `dir` under the prefix `url`, in sorted order
 /// except that the files named `last` go last (a sparse frame's `chunks.b2frame`, so that a
 /// reader never finds the index before the chunks it names).
-pub(crate) fn upload_dir(dir: &Path, url: &RemoteUrl, last: &str) -> CliResult {
+pub(crate) fn upload_dir(dir: &Path, url: &RemoteUrl, last: &str, mode: WriteMode) -> CliResult {
     let mut files = Vec::new();
     collect_files(dir, dir, &mut files).map_err(|e| Fail::input(url.name(), e))?;
     files.sort_by(|a, b| {
@@ -382,7 +485,7 @@ pub(crate) fn upload_dir(dir: &Path, url: &RemoteUrl, last: &str) -> CliResult {
     });
     for rel in files {
         let local = dir.join(&rel);
-        upload_file(&local, &url.join(&rel))?;
+        upload_file(&local, &url.join(&rel), mode)?;
     }
     Ok(())
 }

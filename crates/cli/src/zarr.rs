@@ -15,6 +15,7 @@ use zarrs_object_store::AsyncObjectStore;
 
 use crate::args::{Region, parse_region, resolve_region};
 use crate::fail::{At, CliResult, Fail, describe};
+use crate::guard::{OverwriteFlag, file_output};
 use crate::inout::write_output;
 use crate::remote::{self, RemoteUrl};
 
@@ -47,6 +48,8 @@ pub(crate) struct ReadArgs {
     /// START:STOP per dimension (STOP exclusive; empty bounds = array edges).
     #[arg(long, value_parser = parse_region)]
     region: Option<Region>,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// Blocks on zarrs' async storage futures with the process's tokio runtime (zarrs calls the
@@ -78,6 +81,7 @@ fn read(a: &ReadArgs) -> CliResult {
     if cfg!(target_endian = "big") {
         return Err(Fail::usage("zarr read needs a little-endian host"));
     }
+    file_output(&[store], &a.output, a.overwrite.overwrite)?;
     // Runtime registration takes precedence over (and does not depend on) link-time
     // `inventory` registration; kept for the whole command.
     let _registration = offset_codec::register(offset_codec::ZarrsOptions::default());
@@ -100,5 +104,5 @@ fn read(a: &ReadArgs) -> CliResult {
             format!("variable-length data type: {}", describe(&e)),
         )
     })?;
-    write_output(&a.output, &raw)
+    write_output(&a.output, &raw, a.overwrite.overwrite)
 }

@@ -28,6 +28,7 @@ fn blosc_decompress_matches_every_manifest_sha() {
             "decompress".as_ref(),
             testdata(&rel).as_os_str(),
             out.as_os_str(),
+            "--overwrite".as_ref(),
         ]);
         let mut bytes = std::fs::read(&out).unwrap();
         assert_eq!(
@@ -104,12 +105,14 @@ fn blosc_compress_is_byte_identical_to_c_blosc2_on_the_chunk_matrix() {
             "decompress".as_ref(),
             fixture.as_os_str(),
             raw.as_os_str(),
+            "--overwrite".as_ref(),
         ]);
         let mut args: Vec<std::ffi::OsString> = vec![
             "blosc".into(),
             "compress".into(),
             raw.clone().into(),
             out.clone().into(),
+            "--overwrite".into(),
         ];
         args.extend(matrix_flags(stem).into_iter().map(Into::into));
         ok(&args);
@@ -135,12 +138,14 @@ fn blosc_compress_use_dict_is_byte_identical_to_c_blosc2() {
             "decompress".as_ref(),
             fixture.as_os_str(),
             raw.as_os_str(),
+            "--overwrite".as_ref(),
         ]);
         ok(&[
             "blosc".as_ref(),
             "compress".as_ref(),
             raw.as_os_str(),
             out.as_os_str(),
+            "--overwrite".as_ref(),
             "--typesize=1".as_ref(),
             format!("--codec={codec}").as_ref(),
             "--filter=none".as_ref(),
@@ -325,6 +330,7 @@ fn frame_extract_matches_every_manifest_sha() {
             "extract".as_ref(),
             testdata(&rel).as_os_str(),
             out.as_os_str(),
+            "--overwrite".as_ref(),
         ]);
         let bytes = std::fs::read(&out).unwrap();
         assert_eq!(
@@ -458,6 +464,7 @@ fn frame_create_rebuilds_python_blosc2_frames_byte_for_byte() {
                 "create",
                 raw.to_str().unwrap(),
                 out.to_str().unwrap(),
+                "--overwrite",
             ][..],
             recipe.flags,
         ]
@@ -539,6 +546,7 @@ fn b2nd_read_whole_arrays_and_regions() {
             "read",
             testdata(&rel).to_str().unwrap(),
             out.to_str().unwrap(),
+            "--overwrite",
         ]);
         assert_eq!(
             sha_file(&out),
@@ -553,6 +561,7 @@ fn b2nd_read_whole_arrays_and_regions() {
         "read",
         f.to_str().unwrap(),
         out.to_str().unwrap(),
+        "--overwrite",
         "--region",
         "2:5,1:9,3:4",
     ]);
@@ -571,6 +580,7 @@ fn b2nd_read_whole_arrays_and_regions() {
         "read",
         f.to_str().unwrap(),
         out.to_str().unwrap(),
+        "--overwrite",
         "--region",
         "6:,:,:1",
     ]);
@@ -581,6 +591,7 @@ fn b2nd_read_whole_arrays_and_regions() {
             "read",
             f.to_str().unwrap(),
             out.to_str().unwrap(),
+            "--overwrite",
             "--region",
             "0:8,:,:",
         ],
@@ -593,6 +604,7 @@ fn b2nd_read_whole_arrays_and_regions() {
             "read",
             f.to_str().unwrap(),
             out.to_str().unwrap(),
+            "--overwrite",
             "--region",
             "0:2,:",
         ],
@@ -605,6 +617,7 @@ fn b2nd_read_whole_arrays_and_regions() {
             "read",
             f.to_str().unwrap(),
             out.to_str().unwrap(),
+            "--overwrite",
             "--region",
             "5:2,:,:",
         ],

@@ -99,6 +99,7 @@ fn plugin_chunks_compress_byte_identical_and_decompress() {
             .display()
             .to_string(),
             dir.path().join("c.cdata").display().to_string(),
+            "--overwrite".into(),
             "--typesize".into(),
             ts.to_string(),
             "--codec".into(),
@@ -136,6 +137,7 @@ fn plugin_chunks_compress_byte_identical_and_decompress() {
             "decompress",
             dir.path().join("c.cdata").to_str().unwrap(),
             out.to_str().unwrap(),
+            "--overwrite",
             "--blockshape",
             &shape,
         ]);

@@ -67,6 +67,7 @@ fn dwe_info_and_decode_every_fixture() {
                 "decode",
                 path.to_str().unwrap(),
                 out.to_str().unwrap(),
+                "--overwrite",
             ]);
             assert_eq!(
                 sha_file(&out),
@@ -377,6 +378,7 @@ fn zarr_read_every_good_store_and_regions() {
             "read",
             store.to_str().unwrap(),
             out.to_str().unwrap(),
+            "--overwrite",
         ]);
         let mut want = Vec::new();
         for i0 in 0..shape[0] {
@@ -392,6 +394,7 @@ fn zarr_read_every_good_store_and_regions() {
         "read",
         store.to_str().unwrap(),
         out.to_str().unwrap(),
+        "--overwrite",
         "--region",
         "60:70,65:",
     ]);
@@ -416,6 +419,7 @@ fn zarr_read_every_good_store_and_regions() {
             "read",
             store.to_str().unwrap(),
             out.to_str().unwrap(),
+            "--overwrite",
             "--region",
             "0:200,:",
         ],
@@ -428,6 +432,7 @@ fn zarr_read_every_good_store_and_regions() {
             "read",
             dir.path().to_str().unwrap(),
             out.to_str().unwrap(),
+            "--overwrite",
         ],
         2,
         dir.path().to_str().unwrap(),
@@ -449,6 +454,7 @@ fn offset_decode_and_encode_chunks() {
         "decode",
         chunk.to_str().unwrap(),
         payload.to_str().unwrap(),
+        "--overwrite",
         "--codec",
         codec,
     ]);
@@ -459,6 +465,7 @@ fn offset_decode_and_encode_chunks() {
         "offset",
         "encode",
         payload.to_str().unwrap(),
+        "--overwrite",
         stored.to_str().unwrap(),
         "--codec",
         codec,
@@ -472,6 +479,7 @@ fn offset_decode_and_encode_chunks() {
         "decode",
         chunk.to_str().unwrap(),
         payload.to_str().unwrap(),
+        "--overwrite",
         "--codec",
         pad,
     ]);
@@ -479,6 +487,7 @@ fn offset_decode_and_encode_chunks() {
         "offset",
         "encode",
         payload.to_str().unwrap(),
+        "--overwrite",
         stored.to_str().unwrap(),
         "--codec",
         pad,
@@ -494,6 +503,7 @@ fn offset_decode_and_encode_chunks() {
         "decode",
         chunk.to_str().unwrap(),
         payload.to_str().unwrap(),
+        "--overwrite",
         "--codec",
         end,
     ]);
@@ -503,6 +513,7 @@ fn offset_decode_and_encode_chunks() {
         "offset",
         "encode",
         payload.to_str().unwrap(),
+        "--overwrite",
         stored.to_str().unwrap(),
         "--codec",
         end,
@@ -515,6 +526,7 @@ fn offset_decode_and_encode_chunks() {
         "decode",
         tiff.to_str().unwrap(),
         payload.to_str().unwrap(),
+        "--overwrite",
         "--codec",
         r#"{"name":"offset","configuration":{"offset":110}}"#,
     ]);

@@ -149,7 +149,11 @@ fn frame_extract_b2nd_read_and_frame_create_through_pipes() {
         let out = dir.path().join("out.b2frame");
         let create = |input: &str, output: &str| {
             ok_stdin(
-                &[&["frame", "create", input, output][..], recipe.flags].concat(),
+                &[
+                    &["frame", "create", input, output, "--overwrite"][..],
+                    recipe.flags,
+                ]
+                .concat(),
                 &recipe.data,
             )
         };
@@ -248,6 +252,7 @@ fn offset_and_dwe_and_zarr_through_pipes() {
             "read".into(),
             store.to_str().unwrap().into(),
             file_out.to_str().unwrap().into(),
+            "--overwrite".into(),
         ];
         if let Some(r) = region {
             args.extend(["--region".into(), r.into()]);

@@ -58,7 +58,13 @@ fn write(dir: &Path, metadata: Value, shape: [u64; 4], u16s: bool) -> Vec<u8> {
 /// Reads the array whole and a region through the binary and compares.
 fn check(dir: &Path, all: &[u8], shape: [u64; 4], item: usize) {
     let out = dir.parent().unwrap().join("out.raw");
-    ok(&["zarr", "read", dir.to_str().unwrap(), out.to_str().unwrap()]);
+    ok(&[
+        "zarr",
+        "read",
+        dir.to_str().unwrap(),
+        out.to_str().unwrap(),
+        "--overwrite",
+    ]);
     assert!(
         std::fs::read(&out).unwrap() == all,
         "{}: whole",
@@ -70,6 +76,7 @@ fn check(dir: &Path, all: &[u8], shape: [u64; 4], item: usize) {
         "read",
         dir.to_str().unwrap(),
         out.to_str().unwrap(),
+        "--overwrite",
         "--region",
         "0:1,5:37,30:33,17:50",
     ]);

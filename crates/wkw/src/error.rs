@@ -152,6 +152,19 @@ pub enum Error {
         #[source]
         source: std::io::Error,
     },
+    /// An output that is its own input, lies inside it or contains it ([`crate::compress`] from
+    /// a dataset into itself, into a folder inside it or into one around it; the same for the
+    /// remote `compress_to`): refused before anything was written. `input` and `output` are
+    /// named as the caller gave them (URLs without credentials).
+    #[error("refused: {}", how.describe(input, output))]
+    Overlap {
+        /// The input (source dataset).
+        input: String,
+        /// The output (destination dataset).
+        output: String,
+        /// How they overlap.
+        how: scifmt_io::Overlap,
+    },
     /// `Dataset::create` found an existing `header.wkw`.
     #[error("dataset already exists: {}", path.display())]
     AlreadyExists {
@@ -269,6 +282,9 @@ impl From<scifmt_io::Error> for Error {
         match e {
             scifmt_io::Error::Io { path, source } => Self::Io { path, source },
             scifmt_io::Error::InvalidArgument(m) => Self::InvalidArgument(m),
+            scifmt_io::Error::Overlap { input, output, how } => {
+                Self::Overlap { input, output, how }
+            }
             #[cfg(feature = "object_store")]
             scifmt_io::Error::Remote { url, source } => Self::Remote { url, source },
             #[cfg(feature = "object_store")]

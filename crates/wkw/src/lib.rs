@@ -32,6 +32,9 @@ pub use crate::remote::{
     BlockingRemoteDataset, RemoteDataset, RemoteDatasetOptions, RemoteOptions,
 };
 
+/// How an output overlaps its input ([`Error::Overlap`]; shared by the scifmt crates).
+pub use scifmt_io::Overlap;
+
 /// How remote writes put objects (shared by the scifmt crates; see [`RemoteOptions`]).
 #[cfg(feature = "object_store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]

@@ -202,7 +202,9 @@ fn lock_files_live_only_in_the_lock_directory_and_are_never_listed() {
         let report = wkw::verify(dir.path(), wkw::Options::default(), &|_| {}).unwrap();
         assert_eq!(report.files.len(), 3);
         assert!(report.is_ok());
-        let dst = dir.path().join("converted");
+        // Beside the dataset: a destination inside it would change the source (refused).
+        let beside = tempfile::tempdir().unwrap();
+        let dst = beside.path().join("converted");
         let out = wkw::compress(
             dir.path(),
             &dst,

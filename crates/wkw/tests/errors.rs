@@ -407,3 +407,82 @@ fn hostile_geometry_is_refused_without_allocating() {
         Err(FormatError::Geometry { .. })
     ));
 }
+
+/// Every file below `root` with its bytes, sorted by path.
+fn tree(root: &Path) -> Vec<(std::path::PathBuf, Vec<u8>)> {
+    fn walk(dir: &Path, out: &mut Vec<(std::path::PathBuf, Vec<u8>)>) {
+        for e in std::fs::read_dir(dir).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                walk(&p, out);
+            } else {
+                let bytes = std::fs::read(&p).unwrap();
+                out.push((p, bytes));
+            }
+        }
+    }
+    let mut v = Vec::new();
+    walk(root, &mut v);
+    v.sort();
+    v
+}
+
+#[test]
+fn compress_refuses_a_destination_that_overlaps_the_source() {
+    let dir = copy_fixture(F3);
+    let src = dir.path();
+    let before = tree(src);
+    let parent = src.parent().unwrap();
+    let name = src.file_name().unwrap();
+    let cases = [
+        (src.to_path_buf(), wkw::Overlap::Same),
+        (src.join("."), wkw::Overlap::Same),
+        (src.join("z1/..").join(""), wkw::Overlap::Same),
+        (src.join("sub"), wkw::Overlap::OutputInsideInput),
+        (src.join("z1"), wkw::Overlap::OutputInsideInput),
+        (parent.to_path_buf(), wkw::Overlap::InputInsideOutput),
+        (parent.join(name).join("..").join(name), wkw::Overlap::Same),
+    ];
+    for (dst, want) in cases {
+        match wkw::compress(src, &dst, wkw::BlockType::Raw, Options::default(), &|_| {}) {
+            Err(e @ Error::Overlap { .. }) => {
+                let Error::Overlap { how, .. } = &e else {
+                    unreachable!()
+                };
+                assert_eq!(*how, want, "{}", dst.display());
+                let m = e.to_string();
+                assert!(
+                    m.contains(&src.display().to_string())
+                        && m.contains(&dst.display().to_string()),
+                    "{m}"
+                );
+            }
+            other => panic!("{}: {other:?}", dst.display()),
+        }
+        assert_eq!(tree(src), before, "{}", dst.display());
+    }
+    #[cfg(unix)]
+    {
+        let other = tempfile::tempdir().unwrap();
+        let link = other.path().join("link");
+        std::os::unix::fs::symlink(src, &link).unwrap();
+        assert!(matches!(
+            wkw::compress(src, &link, wkw::BlockType::Raw, Options::default(), &|_| {}),
+            Err(Error::Overlap {
+                how: wkw::Overlap::Same,
+                ..
+            })
+        ));
+        assert_eq!(tree(src), before);
+    }
+    // Apart: converted.
+    let out = tempfile::tempdir().unwrap();
+    wkw::compress(
+        src,
+        out.path().join("raw"),
+        wkw::BlockType::Raw,
+        Options::default(),
+        &|_| {},
+    )
+    .unwrap();
+}

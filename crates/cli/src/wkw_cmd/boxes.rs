@@ -16,6 +16,7 @@ use wkw::{ArrayView, ArrayViewMut, Header, Order};
 
 use crate::args::parse_xyz;
 use crate::fail::{At, CliResult, Fail};
+use crate::guard::{OverwriteFlag, apart, file_output};
 use crate::inout::{Output, in_name, is_std, open_input, out_name, read_at, spool_stdin};
 use crate::progress::progress;
 use crate::remote::RemoteUrl;
@@ -55,6 +56,8 @@ pub(crate) struct ReadArgs {
     output: PathBuf,
     #[command(flatten)]
     bx: BoxArgs,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// `wkw write`.
@@ -62,7 +65,7 @@ pub(crate) struct ReadArgs {
 pub(crate) struct WriteArgs {
     /// Dataset root (a directory or URL).
     dataset: PathBuf,
-    /// Input file (`-`: stdin).
+    /// Input file (`-`: stdin); never a file inside the dataset.
     input: PathBuf,
     #[command(flatten)]
     bx: BoxArgs,
@@ -220,11 +223,13 @@ impl SlabPlan {
 /// `wkw read DATASET OUT --offset --shape [--order]`.
 pub(crate) fn read(a: &ReadArgs) -> CliResult {
     let (dataset, output) = (a.dataset.as_path(), &*out_name(&a.output));
+    let overwrite = a.overwrite.overwrite;
+    file_output(&[dataset], &a.output, overwrite)?;
     let ds = super::open(dataset)?;
     let h = *ds.header();
     box_bytes(&h, a.bx.shape).ok_or_else(|| Fail::usage("--shape is too large"))?;
     let plan = SlabPlan::new(&h, &a.bx, false);
-    let mut out = Output::create(&a.output)?;
+    let mut out = Output::create(&a.output, overwrite)?;
     // A file takes every run of a slab in one pass; stdout takes the runs in file order, so
     // multi-channel C order reads the box once per channel.
     let passes: Vec<Option<usize>> = if out.is_seekable() || plan.runs == 1 {
@@ -289,6 +294,8 @@ fn box_input(input: &Path, total: u64, describe_box: impl Fn() -> String) -> Cli
 /// `wkw write DATASET IN --offset --shape [--order]`.
 pub(crate) fn write(a: &WriteArgs) -> CliResult {
     let (dataset, input) = (a.dataset.as_path(), &*in_name(&a.input));
+    // The dataset is this command's output: the raw input must not be one of its files.
+    apart(&[&a.input], dataset)?;
     let ds = super::open(dataset)?;
     let h = *ds.header();
     let [sx, sy, sz] = a.bx.shape;

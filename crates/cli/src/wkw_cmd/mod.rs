@@ -11,6 +11,7 @@ use wkw::{
 };
 
 use crate::fail::{At, CliResult, Fail, describe};
+use crate::guard::{DirKind, DirPlan, OverwriteFlag, Staging, dir_output};
 use crate::inout::need_path;
 use crate::print::{JsonFlag, emit, emit_json, emit_object, fields_text, to_object};
 use crate::progress::progress;
@@ -26,6 +27,7 @@ pub(crate) enum Cmd {
     Info(DatasetArgs),
     /// Create an empty dataset (header.wkw).
     #[command(
+        mut_arg("overwrite", |a| a.help("Replace an existing dataset (a local directory holding header.wkw, with all its data files): the new one is built beside it and replaces it in one step. Without it an existing dataset is refused; a directory that is not a dataset gets header.wkw added (never replaced)")),
         after_help = "Examples:\n  scifmt wkw create dataset/ --voxel-type u16 --channels 3 --block-type lz4\n  scifmt wkw create s3://bucket/volume --voxel-type u8 --block-type lz4"
     )]
     Create(CreateArgs),
@@ -42,6 +44,7 @@ pub(crate) enum Cmd {
     /// Convert every data file of SRC into a new dataset DST with another block type (`raw`
     /// decompresses).
     #[command(
+        mut_arg("overwrite", |a| a.help("Replace an existing dataset DST (a local directory): the new one is built beside it and replaces it only when complete. Without it an existing DST is refused. A dataset at a URL is never replaced")),
         after_help = "Examples:\n  scifmt wkw compress raw_ds/ lz4_ds/ --block-type lz4hc --threads 4\n  scifmt wkw compress lz4_ds/ raw_ds/ --block-type raw\n  scifmt wkw compress raw_ds/ s3://bucket/volume_lz4 --block-type lz4"
     )]
     Compress(CompressArgs),
@@ -96,6 +99,8 @@ pub(crate) struct CreateArgs {
     /// Block storage.
     #[arg(long, value_enum, ignore_case = true, default_value = "raw")]
     block_type: BlockArg,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// `wkw compress`.
@@ -103,7 +108,8 @@ pub(crate) struct CreateArgs {
 pub(crate) struct CompressArgs {
     /// Source dataset (a directory or URL).
     src: PathBuf,
-    /// New dataset, a directory or URL (must not exist as a dataset).
+    /// New dataset, a directory or URL (must not exist unless --overwrite; never inside or
+    /// around SRC).
     dst: PathBuf,
     /// Block type of DST (`raw` decompresses).
     #[arg(long, value_enum, ignore_case = true, default_value = "lz4")]
@@ -111,6 +117,8 @@ pub(crate) struct CompressArgs {
     /// Worker threads (default: all cores).
     #[arg(long, value_name = "N")]
     threads: Option<usize>,
+    #[command(flatten)]
+    overwrite: OverwriteFlag,
 }
 
 /// The name of a voxel type: its serde form in wkw (`u8`, `u16`, …, `f64`).
@@ -337,7 +345,9 @@ fn info(a: &DatasetArgs) -> CliResult {
     emit_object(dataset_info(&a.dataset)?, a.json)
 }
 
-/// `wkw create DATASET …`.
+/// `wkw create DATASET …`: `header.wkw` written create-only into a new (or empty, or
+/// non-dataset) directory or prefix; with --overwrite over a local dataset, a new dataset built
+/// beside it and swapped in.
 fn create(a: &CreateArgs) -> CliResult {
     need_path(&a.dataset, "DATASET")?;
     let header = Header::new(
@@ -348,6 +358,7 @@ fn create(a: &CreateArgs) -> CliResult {
         block_type(a.block_type),
     )
     .map_err(|e| Fail::input(&a.dataset, describe(&e)))?;
+    let plan = dir_output(&[], &a.dataset, DirKind::Wkw, a.overwrite.overwrite, true)?;
     if let Some(url) = RemoteUrl::parse(&a.dataset)? {
         remote::block_on(RemoteDataset::create_url(
             url.as_str(),
@@ -357,8 +368,14 @@ fn create(a: &CreateArgs) -> CliResult {
         .at(url.name())?;
         return Ok(());
     }
-    Dataset::create(&a.dataset, header).at(&a.dataset)?;
-    Ok(())
+    if plan != DirPlan::Replace {
+        Dataset::create(&a.dataset, header).at(&a.dataset)?;
+        return Ok(());
+    }
+    let staging = Staging::new(&a.dataset)?;
+    Dataset::create(staging.path(), header)
+        .map_err(|e| staging.relabel(Fail::input(&a.dataset, describe(&e))))?;
+    staging.publish(plan)
 }
 
 /// Runs `f` on a thread pool of `threads` workers (or the default pool).
@@ -379,18 +396,28 @@ where
     }
 }
 
-/// `wkw compress SRC DST [--block-type] [--threads]`.
+/// `wkw compress SRC DST [--block-type] [--threads]`: into a directory beside a local DST,
+/// put in its place when complete (swapped with an existing dataset for --overwrite); into a
+/// new (empty) prefix for a URL.
 fn compress(a: &CompressArgs) -> CliResult {
     need_path(&a.dst, "DST")?;
+    let plan = dir_output(
+        &[&a.src],
+        &a.dst,
+        DirKind::Wkw,
+        a.overwrite.overwrite,
+        false,
+    )?;
     if crate::names::is_url(&a.src) || crate::names::is_url(&a.dst) {
-        return compress_remote(a);
+        return compress_remote(a, plan);
     }
     let total = open(&a.src)?.num_files(&a.src)?;
+    let staging = Staging::new(&a.dst)?;
     let bar = progress(total as u64, "compress");
     let result = with_threads(a.threads, || {
         wkw::compress(
             &a.src,
-            &a.dst,
+            staging.path(),
             block_type(a.block_type),
             wkw::Options::default(),
             &|p: wkw::Progress<'_>| {
@@ -399,27 +426,46 @@ fn compress(a: &CompressArgs) -> CliResult {
         )
     })?;
     bar.finish_and_clear();
-    result.map(drop).map_err(|e| src_or_dst(a, &e))
+    result
+        .map(drop)
+        .map_err(|e| src_or_dst(a, &e, &[staging.path().display().to_string()]))?;
+    staging.publish(plan)
 }
 
 /// A `wkw compress` error, named by the dataset it is about: DST when the message names a
-/// path inside DST (a destination that cannot be written), SRC otherwise.
-fn src_or_dst(a: &CompressArgs, e: &(dyn std::error::Error + 'static)) -> Fail {
-    let msg = describe(e);
+/// path inside DST (a destination that cannot be written), SRC otherwise. `staged`: names of
+/// the directory DST is built in, each replaced by DST's.
+fn src_or_dst(a: &CompressArgs, e: &(dyn std::error::Error + 'static), staged: &[String]) -> Fail {
     let dst = crate::names::display_name(&a.dst);
+    let mut msg = describe(e);
+    for s in staged.iter().filter(|s| !s.is_empty()) {
+        msg = msg.replace(s.as_str(), &dst);
+    }
     let about_dst = msg.contains(&format!(" on {dst}")) || msg.starts_with(&dst);
     Fail::input(if about_dst { &a.dst } else { &a.src }, msg)
 }
 
 /// `wkw compress` with a URL as source or destination, through wkw's remote API (a local side
 /// is addressed as a `file://` URL): files are converted one by one on local scratch space and
-/// uploaded whole.
-fn compress_remote(a: &CompressArgs) -> CliResult {
+/// uploaded whole. A local DST is built beside its place and put there when complete.
+fn compress_remote(a: &CompressArgs, plan: DirPlan) -> CliResult {
     let src_url = url_of(&a.src)?;
-    let dst_url = url_of(&a.dst)?;
-    if !crate::names::is_url(&a.dst) {
-        std::fs::create_dir_all(&a.dst).at(&a.dst)?;
-    }
+    let staging = if crate::names::is_url(&a.dst) {
+        None
+    } else {
+        Some(Staging::new(&a.dst)?)
+    };
+    let (dst_url, staged) = match &staging {
+        Some(s) => {
+            let u = url_of(s.path())?;
+            let names = vec![
+                u.trim_end_matches('/').to_owned(),
+                s.path().display().to_string(),
+            ];
+            (u, names)
+        }
+        None => (url_of(&a.dst)?, Vec::new()),
+    };
     let src =
         remote::block_on(RemoteDataset::open_url(&src_url, RemoteOptions::default()))?.at(&a.src)?;
     let total = remote::block_on(src.list_files())?.at(&a.src)?.len();
@@ -434,7 +480,11 @@ fn compress_remote(a: &CompressArgs) -> CliResult {
         ))
     })?;
     bar.finish_and_clear();
-    result?.map(drop).map_err(|e| src_or_dst(a, &e))
+    result?.map(drop).map_err(|e| src_or_dst(a, &e, &staged))?;
+    match staging {
+        Some(s) => s.publish(plan),
+        None => Ok(()),
+    }
 }
 
 /// `wkw verify DATASET [--json]`: exit 1 if a file has a problem.

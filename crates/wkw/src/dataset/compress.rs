@@ -99,7 +99,12 @@ impl VerifyReport {
 /// always an error, whatever [`Options::missing_or_corrupt`] says: converting it to zeros would
 /// lose its data for good (run [`verify`] first to find such files).
 ///
+/// `dst` must be apart from `src`: not the same directory (whatever the spelling: symlinks,
+/// `..`, relative or absolute), not inside it and not around it (checked by
+/// `scifmt_io::ensure_apart` before anything is written).
+///
 /// # Errors
+/// [`Error::Overlap`] if `dst` is `src`, lies inside it or contains it;
 /// [`Error::AlreadyExists`] if `dst` is a dataset already; any read error of a source file
 /// (corrupt files are errors); [`Error::Io`].
 pub fn compress(
@@ -109,6 +114,7 @@ pub fn compress(
     options: Options,
     progress: &(dyn Fn(Progress<'_>) + Sync),
 ) -> Result<Dataset> {
+    scifmt_io::ensure_apart(src.as_ref(), dst.as_ref())?;
     let source = Dataset::open_with(src, options)?;
     let header = source.header().with_block_type(block_type);
     let target = Dataset::create_with(dst, header, options)?;

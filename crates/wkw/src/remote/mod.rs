@@ -997,7 +997,12 @@ impl RemoteDataset {
     /// destination may be a local directory through `object_store::local::LocalFileSystem`
     /// (or a `file://` URL).
     ///
+    /// The destination must be apart from this dataset: in another store, or at a prefix that
+    /// is neither this dataset's nor inside it nor around it (stores are the same when they
+    /// are one object or show the same place, e.g. `AmazonS3(bucket)`).
+    ///
     /// # Errors
+    /// [`Error::Overlap`] if the destination is this dataset, lies inside it or contains it;
     /// [`Error::AlreadyExists`] if the destination is a dataset already; any read error of a
     /// source file; [`Error::Remote`]; [`Error::Io`] for the scratch space.
     pub async fn compress_to(
@@ -1007,6 +1012,30 @@ impl RemoteDataset {
         block_type: BlockType,
         progress: &(dyn Fn(Progress<'_>) + Sync),
     ) -> Result<RemoteDataset> {
+        // One object, or two clients of one place (`AmazonS3(bucket)`); two in-memory stores,
+        // which show no place, are two stores.
+        let name = self.inner.store.to_string();
+        let same_store = Arc::ptr_eq(&self.inner.store, &dst_store)
+            || (name != "InMemory" && name == dst_store.to_string());
+        if same_store {
+            let (src, dst) = (&self.inner.prefix, &dst_prefix);
+            let how = if src == dst {
+                Some(scifmt_io::Overlap::Same)
+            } else if dst.prefix_matches(src) {
+                Some(scifmt_io::Overlap::OutputInsideInput)
+            } else if src.prefix_matches(dst) {
+                Some(scifmt_io::Overlap::InputInsideOutput)
+            } else {
+                None
+            };
+            if let Some(how) = how {
+                return Err(Error::Overlap {
+                    input: self.inner.url.clone(),
+                    output: store_url(dst_store.as_ref(), &dst_prefix),
+                    how,
+                });
+            }
+        }
         let header = self.header().with_block_type(block_type);
         let target =
             Self::create(dst_store, dst_prefix, header, self.inner.options.clone()).await?;
@@ -1014,7 +1043,9 @@ impl RemoteDataset {
         Ok(target)
     }
 
-    /// [`RemoteDataset::compress_to`] to a URL (see [`RemoteDataset::open_url`]).
+    /// [`RemoteDataset::compress_to`] to a URL (see [`RemoteDataset::open_url`]). The URLs are
+    /// compared by store and normalised key prefix (`file://` URLs as local paths, by
+    /// identity: symlinks and `..` are seen through), see `scifmt_io::ensure_apart`.
     ///
     /// # Errors
     /// As [`RemoteDataset::compress_to`].
@@ -1024,6 +1055,10 @@ impl RemoteDataset {
         block_type: BlockType,
         progress: &(dyn Fn(Progress<'_>) + Sync),
     ) -> Result<RemoteDataset> {
+        scifmt_io::ensure_apart(
+            std::path::Path::new(&self.inner.url),
+            std::path::Path::new(dst_url),
+        )?;
         let header = self.header().with_block_type(block_type);
         let target = Self::create_url(dst_url, header, self.inner.options.clone()).await?;
         self.compress_into(&target, progress).await?;

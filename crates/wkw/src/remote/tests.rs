@@ -309,3 +309,67 @@ fn compress_remote_to_remote_keeps_the_voxels() {
     assert_eq!(got.as_bytes(), data.as_bytes());
     assert!(dst.verify(&|_| {}).unwrap().is_ok());
 }
+
+#[test]
+fn compress_to_refuses_the_source_and_prefixes_inside_or_around_it() {
+    let h = Header::new(VoxelType::U8, 1, 8, 2, BlockType::Raw).unwrap();
+    let store: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+    let src = BlockingRemoteDataset::create(
+        Arc::clone(&store),
+        Path::from("data/raw"),
+        h,
+        RemoteOptions::default(),
+    )
+    .unwrap();
+    src.write([0; 3], &pattern(&h, [8, 8, 8], 1, Order::Fortran).view())
+        .unwrap();
+    let before = src.list_files().unwrap();
+    for (prefix, want) in [
+        ("data/raw", scifmt_io::Overlap::Same),
+        ("data/raw/lz4", scifmt_io::Overlap::OutputInsideInput),
+        ("data", scifmt_io::Overlap::InputInsideOutput),
+        ("", scifmt_io::Overlap::InputInsideOutput),
+    ] {
+        match src.compress_to(
+            Arc::clone(&store),
+            Path::from(prefix),
+            BlockType::Lz4,
+            &|_| {},
+        ) {
+            Err(e @ Error::Overlap { .. }) => {
+                let Error::Overlap { how, .. } = &e else {
+                    unreachable!()
+                };
+                assert_eq!(*how, want, "{prefix}");
+                assert!(e.to_string().contains("data/raw"), "{e}");
+            }
+            other => panic!("{prefix}: {other:?}"),
+        }
+    }
+    assert_eq!(src.list_files().unwrap(), before);
+    // By URL: the same prefix spelled differently.
+    let mem =
+        BlockingRemoteDataset::create_url("memory:///ds", h, RemoteOptions::default()).unwrap();
+    assert!(matches!(
+        mem.compress_to_url("memory:///./ds/x/..", BlockType::Lz4, &|_| {}),
+        Err(Error::Overlap {
+            how: scifmt_io::Overlap::Same,
+            ..
+        })
+    ));
+    // A sibling prefix, and another in-memory store at the same prefix, are apart.
+    src.compress_to(
+        Arc::clone(&store),
+        Path::from("data/raw2"),
+        BlockType::Lz4,
+        &|_| {},
+    )
+    .unwrap();
+    src.compress_to(
+        Arc::new(InMemory::new()),
+        Path::from("data/raw"),
+        BlockType::Lz4,
+        &|_| {},
+    )
+    .unwrap();
+}
