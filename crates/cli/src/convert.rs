@@ -180,7 +180,7 @@ fn convert_failure(e: &wkw_zarr::Error) -> Fail {
         } => Fail::usage(format!(
             "target exists: {} ({files} files, {}): add --overwrite to replace it (the new target is built beside it and replaces it, everything in it now deleted, only when complete), or --resume to continue an interrupted conversion into it",
             crate::names::display_name(path),
-            human_bytes(*bytes)
+            crate::guard::size_text(*bytes)
         )),
         wkw_zarr::Error::Cancelled => Fail {
             code: INTERRUPTED,
@@ -188,24 +188,6 @@ fn convert_failure(e: &wkw_zarr::Error) -> Fail {
         },
         e => Fail::usage(describe(e)),
     }
-}
-
-/// `bytes` as a short size (`23.1 MB`, decimal units as `ls -h --si` prints them).
-fn human_bytes(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
-    if bytes < 1000 {
-        return format!("{bytes} bytes");
-    }
-    let mut v = bytes as f64 / 1000.0;
-    let mut unit = UNITS[0];
-    for u in &UNITS[1..] {
-        if v < 1000.0 {
-            break;
-        }
-        v /= 1000.0;
-        unit = u;
-    }
-    format!("{v:.1} {unit}")
 }
 
 /// Runs `scifmt convert`.

@@ -244,7 +244,7 @@ fn count(n: u64, what: &str) -> String {
 }
 
 /// A byte count for people: `812 bytes`, `23.1 MB` (powers of 1000).
-fn size_text(n: u64) -> String {
+pub(crate) fn size_text(n: u64) -> String {
     const UNITS: [&str; 5] = ["kB", "MB", "GB", "TB", "PB"];
     if n < 1000 {
         return count(n, "byte");
