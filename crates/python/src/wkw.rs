@@ -430,7 +430,10 @@ fn placement(py: Python<'_>, dst: &Path, overwrite: bool, staged: bool) -> PyRes
         )),
         Output::OtherDir => Ok(Placement::Direct),
         Output::Dataset | Output::File => Ok(Placement::Staged(staging(dst)?)),
-        Output::Missing | Output::EmptyDir if staged => Ok(Placement::Staged(staging(dst)?)),
+        // A target without a name of its own (`.`) has no sibling: written directly.
+        Output::Missing | Output::EmptyDir if staged => {
+            Ok(staging(dst).map_or(Placement::Direct, Placement::Staged))
+        }
         Output::Missing | Output::EmptyDir => Ok(Placement::Direct),
     }
 }
