@@ -1,9 +1,18 @@
 //! Helpers shared by every format module: running Rust code without the GIL and without
-//! letting a panic reach Python.
+//! letting a panic reach Python ([`detached`], [`guarded`]), long calls that honour Ctrl-C
+//! ([`interruptible`]), exception classes with two bases ([`TwoBaseException`]) and the
+//! overlap and existing-output checks of every writing call ([`ensure_apart`]).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::path::Path;
+use std::sync::mpsc::{RecvTimeoutError, sync_channel};
+use std::time::Duration;
 
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyTuple, PyType};
+use scifmt_io::Cancel;
 
 /// Adds `child` as submodule `name` of `parent`, also under its dotted name in `sys.modules`
 /// (`scifmt._scifmt.<name>`), so `import scifmt._scifmt.<name>` works.
@@ -50,6 +59,174 @@ pub(crate) fn detached<T: Send>(py: Python<'_>, f: impl FnOnce() -> T + Send) ->
             )
         })
     })
+}
+
+/// The message for work of an [`interruptible`] call that is not there to run (a bug).
+const LOST_WORK: &str =
+    "internal error (a bug in scifmt, please report it): the work of an interruptible call is gone";
+
+/// How long a call waiting for its worker ([`interruptible`]) sleeps between two looks for
+/// signals (Ctrl-C): the delay between a signal and the stop request to the worker.
+const SIGNAL_POLL: Duration = Duration::from_millis(50);
+
+/// Runs `f` on a new worker thread while the calling thread, with the GIL released, waits for
+/// it and runs Python's signal handlers every [`SIGNAL_POLL`] (`Python::check_signals`; they
+/// only run on the main thread). When a handler raises (Ctrl-C: `KeyboardInterrupt`),
+/// `cancel` is raised, the worker is joined (it stops at its next [`Cancel::check`], between
+/// units of work; what it completed stays complete) and the handler's exception is the outer
+/// `Err`, whatever the worker returned. A panic in `f` is the inner `Err(message)`, as with
+/// [`detached`]. The worker may take the GIL (progress callbacks): the caller never waits for
+/// it while holding the GIL. If no thread can be started, `f` runs like [`detached`] (no
+/// Ctrl-C until it returns).
+///
+/// # Errors
+/// The exception a signal handler raised.
+pub(crate) fn interruptible<T: Send>(
+    py: Python<'_>,
+    cancel: &Cancel,
+    f: impl FnOnce() -> T + Send,
+) -> PyResult<Result<T, String>> {
+    let job = std::sync::Mutex::new(Some(f));
+    std::thread::scope(|s| {
+        let (done, finished) = sync_channel::<()>(1);
+        let job = &job;
+        let work = move || {
+            // Dropped when the work ends (also by a panic): the waiting caller wakes up.
+            let _done = done;
+            let f = job
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .take();
+            match f {
+                Some(f) => catch_unwind(AssertUnwindSafe(f)).map_err(|p| panic_text(p.as_ref())),
+                None => Err(LOST_WORK.into()),
+            }
+        };
+        let worker = match std::thread::Builder::new()
+            .name("scifmt-call".into())
+            .spawn_scoped(s, work)
+        {
+            Ok(worker) => worker,
+            Err(_) => {
+                let f = job
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                return Ok(match f {
+                    Some(f) => detached(py, f),
+                    None => Err(LOST_WORK.into()),
+                });
+            }
+        };
+        let mut finished = finished;
+        loop {
+            let (rx, r) = py.detach(move || {
+                let r = finished.recv_timeout(SIGNAL_POLL);
+                (finished, r)
+            });
+            finished = rx;
+            if !matches!(r, Err(RecvTimeoutError::Timeout)) {
+                break;
+            }
+            if let Err(e) = py.check_signals() {
+                // Raised before the GIL is released again: a worker that was waiting for the
+                // GIL (a progress callback) finds the flag raised at its next check.
+                cancel.cancel();
+                let _ = py.detach(move || worker.join());
+                return Err(e);
+            }
+        }
+        Ok(py
+            .detach(move || worker.join())
+            .unwrap_or_else(|p| Err(panic_text(p.as_ref()))))
+    })
+}
+
+/// The message for a panic caught in our code.
+fn panic_text(payload: &(dyn std::any::Any + Send)) -> String {
+    format!(
+        "internal error (a bug in scifmt, please report it): panic: {}",
+        panic_message(payload)
+    )
+}
+
+/// An exception class with two bases, made on first use (once per process): a module's own
+/// exception and the built-in one for the same event, e.g. `WKWException` + `FileExistsError`,
+/// so code written for either catches it.
+pub(crate) struct TwoBaseException {
+    class: PyOnceLock<Py<PyType>>,
+    module: &'static str,
+    name: &'static str,
+    doc: &'static str,
+    bases: for<'py> fn(Python<'py>) -> [Bound<'py, PyType>; 2],
+}
+
+impl TwoBaseException {
+    /// The class `module.name` deriving from `bases` (the module's exception first).
+    pub(crate) const fn new(
+        module: &'static str,
+        name: &'static str,
+        doc: &'static str,
+        bases: for<'py> fn(Python<'py>) -> [Bound<'py, PyType>; 2],
+    ) -> Self {
+        Self {
+            class: PyOnceLock::new(),
+            module,
+            name,
+            doc,
+            bases,
+        }
+    }
+
+    /// The class.
+    ///
+    /// # Errors
+    /// A Python error if it cannot be made.
+    pub(crate) fn class<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyType>> {
+        let class = self.class.get_or_try_init(py, || -> PyResult<Py<PyType>> {
+            let namespace = PyDict::new(py);
+            namespace.set_item("__module__", self.module)?;
+            namespace.set_item("__doc__", self.doc)?;
+            let bases = PyTuple::new(py, (self.bases)(py))?;
+            let class = py
+                .import("builtins")?
+                .getattr("type")?
+                .call1((self.name, bases, namespace))?
+                .cast_into::<PyType>()?;
+            Ok(class.unbind())
+        })?;
+        Ok(class.bind(py).clone())
+    }
+
+    /// An exception of this class with `message` (or the error of making the class).
+    pub(crate) fn err(&self, py: Python<'_>, message: impl Into<String>) -> PyErr {
+        match self.class(py) {
+            Ok(class) => PyErr::from_type(class, message.into()),
+            Err(e) => e,
+        }
+    }
+}
+
+/// `Err(message)` of [`scifmt_io::ensure_apart`] when `output` is `input`, lies inside it or
+/// contains it (compared by file identity: symlinks, `..` and hard links see through; URLs by
+/// store and key prefix); also its error when a path cannot be resolved.
+pub(crate) fn apart(input: &Path, output: &Path) -> Result<(), String> {
+    scifmt_io::ensure_apart(input, output).map_err(|e| e.to_string())
+}
+
+/// `scifmt._scifmt.ensure_apart(input, output)`: `ValueError` (with the message of
+/// `scifmt_io::ensure_apart`) when `output` is `input`, inside it or around it, for the writers
+/// written in Python.
+///
+/// # Errors
+/// `ValueError`.
+#[pyfunction]
+pub(crate) fn ensure_apart(py: Python<'_>, input: String, output: String) -> PyResult<()> {
+    let (i, o) = (Path::new(&input), Path::new(&output));
+    match detached(py, || apart(i, o)) {
+        Ok(r) => r.map_err(PyValueError::new_err),
+        Err(panic) => Err(PyValueError::new_err(panic)),
+    }
 }
 
 /// Runs `f`, which needs the GIL (it builds Python values or reads them), with any panic

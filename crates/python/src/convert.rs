@@ -4,26 +4,54 @@
 //!
 //! Every call releases the GIL and runs under `catch_unwind`. Conversion failures raise
 //! `scifmt.ConvertError` with `wkw-zarr`'s message (it names the file or URL, never
-//! credentials); invalid option values raise `ValueError`, wrong types `TypeError`.
+//! credentials): an existing target as `TargetExistsError` (also a `FileExistsError`), a target
+//! that is the source, inside it or around it as `OverlapError` (also a `ValueError`); invalid
+//! option values raise `ValueError`, wrong types `TypeError`. `convert_units` and `verify` run
+//! on a worker thread and honour Ctrl-C (`common::interruptible`): the conversion stops between
+//! batches of blocks, its completed shards stay, and the `KeyboardInterrupt` propagates.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use pyo3::exceptions::{PyException, PyValueError};
+use pyo3::exceptions::{PyException, PyFileExistsError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use wkw_zarr::{
-    BlockType, BloscCname, BloscShuffle, ConvertOptions, Durability, Existing, Format, Location,
-    Plan, Progress, Summary, ZarrCodec,
+    BlockType, BloscCname, BloscShuffle, Cancel, ConvertOptions, Durability, Existing, Format,
+    Location, Plan, Progress, Summary, ZarrCodec,
 };
 
-use crate::common::detached;
+use crate::common::{TwoBaseException, detached, interruptible};
 
 pyo3::create_exception!(
     scifmt,
     ConvertError,
     PyException,
     "Raised when a conversion (``scifmt.convert``) fails: the message names the file or URL."
+);
+
+/// The target exists (neither `overwrite=True` nor `resume=True`): a `ConvertError` and a
+/// `FileExistsError`.
+static TARGET_EXISTS: TwoBaseException = TwoBaseException::new(
+    "scifmt._scifmt.convert",
+    "TargetExistsError",
+    "The target of ``scifmt.convert`` exists: ``overwrite=True`` replaces it, ``resume=True`` \
+     continues an interrupted conversion (a ``ConvertError`` and a ``FileExistsError``).",
+    |py| {
+        [
+            py.get_type::<ConvertError>(),
+            py.get_type::<PyFileExistsError>(),
+        ]
+    },
+);
+
+/// The target is the source, inside it or around it: a `ConvertError` and a `ValueError`.
+static OVERLAP: TwoBaseException = TwoBaseException::new(
+    "scifmt._scifmt.convert",
+    "OverlapError",
+    "The target of ``scifmt.convert`` is its source, lies inside it or contains it (a \
+     ``ConvertError`` and a ``ValueError``).",
+    |py| [py.get_type::<ConvertError>(), py.get_type::<PyValueError>()],
 );
 
 /// Adds the `convert` submodule to `parent`.
@@ -33,6 +61,8 @@ pyo3::create_exception!(
 pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::common::add_submodule(parent, "convert", |m| {
         m.add("ConvertError", m.py().get_type::<ConvertError>())?;
+        m.add("TargetExistsError", TARGET_EXISTS.class(m.py())?)?;
+        m.add("OverlapError", OVERLAP.class(m.py())?)?;
         m.add_function(wrap_pyfunction!(plan, m)?)?;
         m.add_function(wrap_pyfunction!(convert_units, m)?)?;
         m.add_function(wrap_pyfunction!(finish, m)?)?;
@@ -211,11 +241,46 @@ fn choice<T: Copy>(what: &str, name: &str, choices: &[(&str, T)]) -> PyResult<T>
         })
 }
 
-/// Runs `f` without the GIL; its error or panic becomes a `ConvertError`.
+/// The Python exception for `e`: `TargetExistsError` (naming the target and the keywords that
+/// replace or continue it), `OverlapError`, else `ConvertError`.
+fn convert_err(py: Python<'_>, e: &wkw_zarr::Error) -> PyErr {
+    match e {
+        wkw_zarr::Error::TargetExists {
+            path, files, bytes, ..
+        } => TARGET_EXISTS.err(
+            py,
+            format!(
+                "target exists: {} ({files} files, {bytes} bytes): overwrite=True replaces it \
+                 (the new target is built beside it and replaces it only when complete), \
+                 resume=True continues an interrupted conversion",
+                path.display()
+            ),
+        ),
+        wkw_zarr::Error::Overlap(_) => OVERLAP.err(py, e.to_string()),
+        _ => ConvertError::new_err(e.to_string()),
+    }
+}
+
+/// Runs `f` without the GIL; its error or panic becomes a `ConvertError` (see
+/// [`convert_err`]).
 fn run<T: Send>(py: Python<'_>, f: impl FnOnce() -> wkw_zarr::Result<T> + Send) -> PyResult<T> {
     match detached(py, f) {
         Ok(Ok(v)) => Ok(v),
-        Ok(Err(e)) => Err(ConvertError::new_err(e.to_string())),
+        Ok(Err(e)) => Err(convert_err(py, &e)),
+        Err(panic) => Err(ConvertError::new_err(panic)),
+    }
+}
+
+/// [`run`] on a worker thread that `cancel` stops when a signal handler raises (Ctrl-C): then
+/// the handler's exception (`KeyboardInterrupt`) is raised.
+fn run_interruptible<T: Send>(
+    py: Python<'_>,
+    cancel: &Cancel,
+    f: impl FnOnce() -> wkw_zarr::Result<T> + Send,
+) -> PyResult<T> {
+    match interruptible(py, cancel, f)? {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(convert_err(py, &e)),
         Err(panic) => Err(ConvertError::new_err(panic)),
     }
 }
@@ -288,7 +353,8 @@ fn summary_dict<'py>(py: Python<'py>, s: &Summary) -> PyResult<Bound<'py, PyDict
 
 /// Converts the units `ids` of the plan `plan_json` on `jobs` threads; `progress(done, total)`
 /// is called after each unit (with the GIL; its first exception is raised at the end). The
-/// summary's `arrays` counts the arrays touched.
+/// summary's `arrays` counts the arrays touched. Ctrl-C stops it between batches of blocks
+/// (`KeyboardInterrupt`; the completed shards stay, the target stays resumable).
 #[pyfunction]
 #[pyo3(signature = (src, dst, plan_json, ids, *, codec="auto", zstd_level=None, blosc=None, block_type="lz4", fsync=false, jobs=None, storage_options=None, progress=None))]
 #[allow(
@@ -310,7 +376,9 @@ fn convert_units<'py>(
     storage_options: Option<Vec<(String, String)>>,
     progress: Option<Py<PyAny>>,
 ) -> PyResult<Bound<'py, PyDict>> {
-    let opts = options(codec, zstd_level, blosc, block_type, fsync, jobs, "refuse")?;
+    let cancel = Cancel::new();
+    let opts = options(codec, zstd_level, blosc, block_type, fsync, jobs, "refuse")?
+        .with_cancel(cancel.clone());
     let plan = Plan::from_json(plan_json).map_err(|e| PyValueError::new_err(e.to_string()))?;
     let total = ids.len() as u64;
     let done = AtomicU64::new(0);
@@ -327,7 +395,7 @@ fn convert_units<'py>(
             *failed = Some(e);
         }
     };
-    let summary = run(py, || {
+    let summary = run_interruptible(py, &cancel, || {
         let (src, dst) = locations(&src, &dst, storage_options)?;
         wkw_zarr::convert_units(src, dst, &plan, &ids, &opts, &report)
     })?;
@@ -369,7 +437,8 @@ fn finish(
 }
 
 /// Compares the WKW and Zarr sides (paths or URLs) block by block: `(blocks compared,
-/// differing blocks, descriptions of the first differences)`.
+/// differing blocks, descriptions of the first differences)`. Ctrl-C stops it between batches
+/// of blocks (`KeyboardInterrupt`).
 #[pyfunction]
 #[pyo3(signature = (src, dst, *, jobs=None, storage_options=None))]
 fn verify(
@@ -379,8 +448,10 @@ fn verify(
     jobs: Option<i64>,
     storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<(u64, u64, Vec<String>)> {
-    let opts = options("auto", None, None, "lz4", false, jobs, "refuse")?;
-    run(py, move || {
+    let cancel = Cancel::new();
+    let opts =
+        options("auto", None, None, "lz4", false, jobs, "refuse")?.with_cancel(cancel.clone());
+    run_interruptible(py, &cancel, move || {
         let (src, dst) = locations(&src, &dst, storage_options)?;
         let report = wkw_zarr::verify(src, dst, &opts, &|_| {})?;
         Ok((

@@ -25,5 +25,6 @@ fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dwe::register(m)?;
     convert::register(m)?;
     m.add_function(wrap_pyfunction!(common::_panic_for_tests, m)?)?;
+    m.add_function(wrap_pyfunction!(common::ensure_apart, m)?)?;
     Ok(())
 }

@@ -9,20 +9,46 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use numpy::{PyArray4, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::PyException;
+use pyo3::exceptions::{PyException, PyFileExistsError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyList;
 use wkw::{
-    BlockType, Dataset, Header, HeaderCheck, MissingOrCorrupt, Options, Order, Threads, VoxelType,
+    BlockType, Cancel, Dataset, Durability, Header, HeaderCheck, MissingOrCorrupt, Options, Order,
+    Threads, VoxelType,
 };
 
-use crate::common::{ThreadChoice, detached, in_pool};
+use crate::common::{ThreadChoice, TwoBaseException, apart, detached, in_pool, interruptible};
 
 pyo3::create_exception!(
     scifmt.wkw,
     WKWException,
     PyException,
     "Raised for every error of a WKW dataset operation (the reference package's exception)."
+);
+
+/// An output (dataset or data file) exists and `overwrite=True` was not given: a
+/// `WKWException` (what the reference raises for an existing dataset) and a `FileExistsError`.
+pub(crate) static OUTPUT_EXISTS: TwoBaseException = TwoBaseException::new(
+    "scifmt.wkw",
+    "OutputExistsError",
+    "The output exists: ``overwrite=True`` replaces it (a ``WKWException`` and a \
+     ``FileExistsError``).",
+    |py| {
+        [
+            py.get_type::<WKWException>(),
+            py.get_type::<PyFileExistsError>(),
+        ]
+    },
+);
+
+/// An output is its own input, lies inside it or contains it: a `WKWException` and a
+/// `ValueError`.
+pub(crate) static OVERLAP: TwoBaseException = TwoBaseException::new(
+    "scifmt.wkw",
+    "OverlapError",
+    "The output is its own input, lies inside it or contains it (a ``WKWException`` and a \
+     ``ValueError``).",
+    |py| [py.get_type::<WKWException>(), py.get_type::<PyValueError>()],
 );
 
 /// Adds the `wkw` submodule to `parent`.
@@ -32,6 +58,8 @@ pyo3::create_exception!(
 pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
     crate::common::add_submodule(parent, "wkw", |m| {
         m.add("WKWException", m.py().get_type::<WKWException>())?;
+        m.add("OutputExistsError", OUTPUT_EXISTS.class(m.py())?)?;
+        m.add("OverlapError", OVERLAP.class(m.py())?)?;
         m.add_class::<RawDataset>()?;
         m.add_function(wrap_pyfunction!(verify, m)?)?;
         m.add_function(wrap_pyfunction!(compress, m)?)?;
@@ -49,7 +77,14 @@ pub(crate) fn exc(msg: impl Into<String>) -> PyErr {
 /// with `root` for errors that name no file.
 fn wkw_err(e: &wkw::Error, root: &Path) -> PyErr {
     if let Some(msg) = reference_message(e, &|p: &Path| p.display().to_string()) {
+        if matches!(e, wkw::Error::AlreadyExists { .. }) {
+            return Python::attach(|py| OUTPUT_EXISTS.err(py, msg));
+        }
         return exc(msg);
+    }
+    if matches!(e, wkw::Error::Overlap { .. }) {
+        // The message names both paths and says which contains which.
+        return Python::attach(|py| OVERLAP.err(py, e.to_string()));
     }
     let names_a_path = matches!(
         e,
@@ -127,12 +162,18 @@ pub(crate) fn reference_message(e: &wkw::Error, name: &dyn Fn(&Path) -> String) 
                 )
             })
         }
-        wkw::Error::AlreadyExists { path } => Some(format!(
-            "Header \"{}\" file already exists: a dataset exists there",
-            name(path)
-        )),
+        wkw::Error::AlreadyExists { path } => Some(dataset_exists(&name(path))),
         _ => None,
     }
+}
+
+/// The message for an existing dataset whose `header.wkw` is `header`: the reference's words
+/// (`Header "…" file already exists`), then ours.
+pub(crate) fn dataset_exists(header: &str) -> String {
+    format!(
+        "Header \"{header}\" file already exists: a dataset exists there (overwrite=True \
+         replaces it)"
+    )
 }
 
 /// The blockType byte of the local data file at `path` (1 raw, 2 LZ4, 3 LZ4HC), for the
@@ -252,6 +293,208 @@ pub(crate) fn parse_order(order: &str, root: &Path) -> PyResult<Order> {
     }
 }
 
+/// Runs `f` on a worker thread that `cancel` stops when a signal handler raises (Ctrl-C; see
+/// `common::interruptible`): then the handler's exception (`KeyboardInterrupt`) is raised;
+/// otherwise a `wkw` error or a panic becomes a `WKWException`.
+fn run_interruptible<T: Send>(
+    py: Python<'_>,
+    root: &Path,
+    cancel: &Cancel,
+    f: impl FnOnce() -> wkw::Result<T> + Send,
+) -> PyResult<T> {
+    match interruptible(py, cancel, f)? {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(wkw_err(&e, root)),
+        Err(panic) => Err(exc(format!("{}: {panic}", root.display()))),
+    }
+}
+
+/// Boxes of at least this many bytes are read and written on a worker thread that Ctrl-C
+/// stops between block rows (reads) or files (writes): such a call takes tens of milliseconds
+/// or more, next to which the worker thread and reopening the dataset with the call's own
+/// cancel flag (a read of `header.wkw`) cost little.
+pub(crate) const INTERRUPTIBLE_BYTES: u64 = 64 << 20;
+
+/// The bytes of a box of `shape` voxels of `header`'s voxel size (saturating).
+pub(crate) fn box_bytes(header: &Header, shape: [u32; 3]) -> u64 {
+    shape
+        .iter()
+        .fold(u64::from(header.voxel_size()), |acc, &n| {
+            acc.saturating_mul(u64::from(n))
+        })
+}
+
+/// A Python progress callback `progress(done, total)` called from worker threads (with the
+/// GIL); its first exception is kept and raised when the call ends.
+pub(crate) struct Callback {
+    callback: Option<Py<PyAny>>,
+    failed: Mutex<Option<PyErr>>,
+}
+
+impl Callback {
+    pub(crate) fn new(callback: Option<Py<PyAny>>) -> Self {
+        Self {
+            callback,
+            failed: Mutex::new(None),
+        }
+    }
+
+    /// Calls the callback (unless an earlier call failed).
+    pub(crate) fn call(&self, done: usize, total: usize) {
+        let Some(cb) = &self.callback else { return };
+        let mut failed = self.failed.lock().unwrap_or_else(PoisonError::into_inner);
+        if failed.is_none()
+            && let Err(e) = Python::attach(|py| cb.call1(py, (done, total)).map(drop))
+        {
+            *failed = Some(e);
+        }
+    }
+
+    /// The first exception of the callback, if any.
+    pub(crate) fn finish(self) -> PyResult<()> {
+        match self
+            .failed
+            .into_inner()
+            .unwrap_or_else(PoisonError::into_inner)
+        {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+}
+
+/// What is at the path a dataset is written to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Output {
+    /// Nothing (or a dangling symlink).
+    Missing,
+    /// An empty directory.
+    EmptyDir,
+    /// A dataset (`header.wkw` inside).
+    Dataset,
+    /// A directory with other content.
+    OtherDir,
+    /// Not a directory (a file).
+    File,
+}
+
+/// What is at `path` (symlinks followed).
+fn output_state(path: &Path) -> std::io::Result<Output> {
+    let meta = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Output::Missing),
+        Err(e) => return Err(e),
+        Ok(m) => m,
+    };
+    if !meta.is_dir() {
+        return Ok(Output::File);
+    }
+    if std::fs::symlink_metadata(path.join(wkw::HEADER_FILE_NAME)).is_ok() {
+        return Ok(Output::Dataset);
+    }
+    Ok(if std::fs::read_dir(path)?.next().is_none() {
+        Output::EmptyDir
+    } else {
+        Output::OtherDir
+    })
+}
+
+/// How a dataset is written to `dst`.
+enum Placement {
+    /// Straight into `dst`.
+    Direct,
+    /// Complete in the hidden sibling, then put in place of `dst` (`scifmt_io::replace_dir`):
+    /// an interrupted or failed call leaves `dst` as it was (the sibling is removed).
+    Staged(PathBuf),
+}
+
+/// Decides how a whole dataset is written to `dst` (the checks of every dataset writer): a
+/// dataset or a file there is refused without `overwrite` and replaced with it (the new
+/// dataset is built beside `dst` and put in its place complete); a new dataset (`staged`) is
+/// built beside `dst` too; a directory with other content is written into (as the reference
+/// does: nothing in it is replaced).
+///
+/// # Errors
+/// `OutputExistsError` for a dataset or a file without `overwrite`; `WKWException` if `dst`
+/// cannot be inspected.
+fn placement(py: Python<'_>, dst: &Path, overwrite: bool, staged: bool) -> PyResult<Placement> {
+    let state = detached(py, || output_state(dst))
+        .map_err(|m| exc(format!("{}: {m}", dst.display())))?
+        .map_err(|e| exc(format!("{}: {e}", dst.display())))?;
+    match state {
+        Output::File if !overwrite => Err(OUTPUT_EXISTS.err(
+            py,
+            format!(
+                "{} exists (a file, not a dataset): overwrite=True replaces it",
+                dst.display()
+            ),
+        )),
+        Output::Dataset if !overwrite => Err(OUTPUT_EXISTS.err(
+            py,
+            dataset_exists(&dst.join(wkw::HEADER_FILE_NAME).display().to_string()),
+        )),
+        Output::OtherDir => Ok(Placement::Direct),
+        Output::Dataset | Output::File => Ok(Placement::Staged(staging(dst)?)),
+        // A target without a name of its own (`.`) has no sibling: written directly.
+        Output::Missing | Output::EmptyDir if staged => {
+            Ok(staging(dst).map_or(Placement::Direct, Placement::Staged))
+        }
+        Output::Missing | Output::EmptyDir => Ok(Placement::Direct),
+    }
+}
+
+/// A new hidden sibling of `dst` to build a replacement in (`.{name}.scifmt-new-{pid}-{n}`).
+fn staging(dst: &Path) -> PyResult<PathBuf> {
+    static COUNT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = COUNT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let tag = format!("scifmt-new-{}-{n}", std::process::id());
+    scifmt_io::sibling(dst, &tag).map_err(|e| exc(e.to_string()))
+}
+
+/// Writes a dataset at `dst` through `place`: `build(path)` makes it at the path to use, then
+/// a staged dataset is put in place of `dst` (a failed or cancelled build is removed).
+fn place_dataset<T>(
+    place: &Placement,
+    dst: &Path,
+    build: impl FnOnce(&Path) -> wkw::Result<T>,
+) -> wkw::Result<T> {
+    match place {
+        Placement::Direct => build(dst),
+        Placement::Staged(stage) => {
+            let built = build(stage).map_err(|e| relabel(e, stage, dst));
+            if built.is_ok() {
+                scifmt_io::replace_dir(stage, dst, Durability::None)?;
+            } else {
+                let _ = std::fs::remove_dir_all(stage);
+            }
+            built
+        }
+    }
+}
+
+/// `e` with paths below `from` (a staging directory) shown below `to` (the target).
+fn relabel(e: wkw::Error, from: &Path, to: &Path) -> wkw::Error {
+    let moved = |p: PathBuf| match p.strip_prefix(from) {
+        Ok(rest) => to.join(rest),
+        Err(_) => p,
+    };
+    match e {
+        wkw::Error::Io { path, source } => wkw::Error::Io {
+            path: moved(path),
+            source,
+        },
+        wkw::Error::Format { path, source } => wkw::Error::Format {
+            path: moved(path),
+            source,
+        },
+        wkw::Error::Lock { path, source } => wkw::Error::Lock {
+            path: moved(path),
+            source,
+        },
+        wkw::Error::AlreadyExists { path } => wkw::Error::AlreadyExists { path: moved(path) },
+        e => e,
+    }
+}
+
 /// Boxes touching at most this many blocks (a 2×2×2 neighbourhood) run on the calling thread
 /// even when the dataset has a pool: handing a few block decodes to a pool and waiting for them
 /// costs more than it saves (measured on 2 busy cores, 32³-voxel u8 LZ4 blocks: a 1-voxel read
@@ -265,6 +508,8 @@ struct Open {
     /// The same dataset with `Threads::Caller`, for small boxes (`None` when `ds` is already
     /// single-threaded).
     inline: Option<Dataset>,
+    /// The options `ds` was opened with, to open it again with a call's own cancel flag.
+    opts: Options,
 }
 
 impl Open {
@@ -274,10 +519,24 @@ impl Open {
         } else {
             Some(Dataset::open_with(
                 ds.root(),
-                opts.with_threads(Threads::Caller),
+                opts.clone().with_threads(Threads::Caller),
             )?)
         };
-        Ok(Self { ds, inline })
+        Ok(Self { ds, inline, opts })
+    }
+
+    /// Runs `f` on the dataset opened again with a new cancel flag, on a worker thread that
+    /// Ctrl-C stops (see [`run_interruptible`]); for boxes of [`INTERRUPTIBLE_BYTES`] or more.
+    fn run_interruptible<T: Send>(
+        &self,
+        py: Python<'_>,
+        root: &Path,
+        f: impl FnOnce(&Dataset) -> wkw::Result<T> + Send,
+    ) -> PyResult<T> {
+        let cancel = Cancel::new();
+        let opts = self.opts.clone().with_cancel(cancel.clone());
+        let at = self.ds.root();
+        run_interruptible(py, root, &cancel, || f(&Dataset::open_with(at, opts)?))
     }
 
     /// Number of blocks the box touches (saturating).
@@ -424,14 +683,16 @@ impl RawDataset {
         let opts = options(threads_mode(threads)?, corrupt_as_zeros, strict_headers);
         let r = root.clone();
         let open = run(py, &root, move || {
-            Open::new(Dataset::open_with(r, opts)?, threads, opts)
+            Open::new(Dataset::open_with(r, opts.clone())?, threads, opts)
         })?;
         Ok(Self::new(root, open))
     }
 
     /// Creates a dataset at `root`: `voxel_type` is the on-disk code 1..=10, `block_type` 1..=3.
+    /// An existing dataset is `OutputExistsError` unless `overwrite` (then a new empty dataset
+    /// replaces it whole); a file at `root` is `NotADirectoryError`.
     #[staticmethod]
-    #[pyo3(signature = (root, voxel_type, num_channels, block_len, file_len, block_type, threads=None, corrupt_as_zeros=false, strict_headers=false))]
+    #[pyo3(signature = (root, voxel_type, num_channels, block_len, file_len, block_type, threads=None, corrupt_as_zeros=false, strict_headers=false, overwrite=false))]
     #[allow(clippy::too_many_arguments)] // the header fields and the options
     fn create(
         py: Python<'_>,
@@ -444,6 +705,7 @@ impl RawDataset {
         threads: Option<usize>,
         corrupt_as_zeros: bool,
         strict_headers: bool,
+        overwrite: bool,
     ) -> PyResult<Self> {
         let vt = VoxelType::from_u8(voxel_type).map_err(|e| exc(e.to_string()))?;
         let bt = BlockType::from_u8(block_type).map_err(|e| exc(e.to_string()))?;
@@ -451,9 +713,13 @@ impl RawDataset {
             .map_err(|e| wkw_err(&e, &root))?;
         let threads = thread_choice(threads)?;
         let opts = options(threads_mode(threads)?, corrupt_as_zeros, strict_headers);
+        let place = placement(py, &root, overwrite, false)?;
         let r = root.clone();
         let open = run(py, &root, move || {
-            Open::new(Dataset::create_with(r, header, opts)?, threads, opts)
+            place_dataset(&place, &r, |at| {
+                Dataset::create_with(at, header, opts.clone()).map(drop)
+            })?;
+            Open::new(Dataset::open_with(&r, opts.clone())?, threads, opts)
         })?;
         Ok(Self::new(root, open))
     }
@@ -483,11 +749,15 @@ impl RawDataset {
         let order = parse_order(order, &self.root)?;
         let open = self.get()?;
         let vt = open.ds.header().voxel_type();
+        let large = box_bytes(open.ds.header(), shape) >= INTERRUPTIBLE_BYTES;
         with_voxel!(vt, T => {
-            let small = open.blocks_touched(offset, shape) <= INLINE_MAX_BLOCKS;
-            let arr = open.run(py, &self.root, small, |ds| {
-                ds.read(offset, shape, order)?.into_ndarray::<T>()
-            })?;
+            let read = |ds: &Dataset| ds.read(offset, shape, order)?.into_ndarray::<T>();
+            let arr = if large {
+                open.run_interruptible(py, &self.root, read)?
+            } else {
+                let small = open.blocks_touched(offset, shape) <= INLINE_MAX_BLOCKS;
+                open.run(py, &self.root, small, read)?
+            };
             Ok(PyArray4::from_owned_array(py, arr).into_any())
         })
     }
@@ -505,6 +775,9 @@ impl RawDataset {
             // recompressed whole, which the pool speeds up whatever the box.
             let shape = [view.dim().1, view.dim().2, view.dim().3]
                 .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+            if box_bytes(open.ds.header(), shape) >= INTERRUPTIBLE_BYTES {
+                return open.run_interruptible(py, &self.root, |ds| ds.write_ndarray(offset, view));
+            }
             let small = !open.ds.header().block_type().is_compressed()
                 && open.blocks_touched(offset, shape) <= INLINE_MAX_BLOCKS;
             open.run(py, &self.root, small, |ds| ds.write_ndarray(offset, view))
@@ -531,38 +804,61 @@ impl RawDataset {
 }
 
 /// Converts every data file of the dataset at `src` into a new dataset at `dst` with block type
-/// `block_type` (1..=3).
+/// `block_type` (1..=3); `progress(done, total)` is called after each file. `dst` must not be
+/// `src`, inside it or around it (`OverlapError`); an existing dataset there is
+/// `OutputExistsError` unless `overwrite`. A new dataset (or one replacing an old one) is built
+/// beside `dst` and put in place complete, so an interrupted or failed call leaves `dst` as it
+/// was. Ctrl-C stops it between files and batches of blocks (`KeyboardInterrupt`).
 #[pyfunction]
-#[pyo3(signature = (src, dst, block_type, threads=None))]
+#[pyo3(signature = (src, dst, block_type, threads=None, overwrite=false, progress=None))]
 fn compress(
     py: Python<'_>,
     src: PathBuf,
     dst: PathBuf,
     block_type: u8,
     threads: Option<usize>,
+    overwrite: bool,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<()> {
     let bt = BlockType::from_u8(block_type).map_err(|e| exc(e.to_string()))?;
     let threads = thread_choice(threads)?;
-    let opts = options(threads_mode(threads)?, false, false);
+    let cancel = Cancel::new();
+    let opts = options(threads_mode(threads)?, false, false).with_cancel(cancel.clone());
     let pool = threads.pool().map_err(exc)?;
-    let work = || -> wkw::Result<()> { wkw::compress(&src, &dst, bt, opts, &|_| {}).map(drop) };
-    run(py, &src, || in_pool(pool, work))
+    detached(py, || apart(&src, &dst))
+        .map_err(exc)?
+        .map_err(|m| OVERLAP.err(py, m))?;
+    let place = placement(py, &dst, overwrite, true)?;
+    let callback = Callback::new(progress);
+    let report = |p: wkw::Progress<'_>| callback.call(p.done, p.total);
+    let work = || -> wkw::Result<()> {
+        place_dataset(&place, &dst, |at| {
+            wkw::compress(&src, at, bt, opts, &report).map(drop)
+        })
+    };
+    run_interruptible(py, &src, &cancel, || in_pool(pool, work))?;
+    callback.finish()
 }
 
 /// Checks every data file of the dataset at `root`: a list of `(path, problem)` for the files
-/// with a problem (empty when all are sound).
+/// with a problem (empty when all are sound); `progress(done, total)` is called after each
+/// file. Ctrl-C stops it between files and blocks (`KeyboardInterrupt`).
 #[pyfunction]
-#[pyo3(signature = (root, threads=None))]
+#[pyo3(signature = (root, threads=None, progress=None))]
 fn verify(
     py: Python<'_>,
     root: PathBuf,
     threads: Option<usize>,
+    progress: Option<Py<PyAny>>,
 ) -> PyResult<Vec<(PathBuf, String)>> {
     let threads = thread_choice(threads)?;
-    let opts = options(threads_mode(threads)?, false, false);
+    let cancel = Cancel::new();
+    let opts = options(threads_mode(threads)?, false, false).with_cancel(cancel.clone());
     let pool = threads.pool().map_err(exc)?;
+    let callback = Callback::new(progress);
+    let report = |p: wkw::Progress<'_>| callback.call(p.done, p.total);
     let work = || -> wkw::Result<Vec<(PathBuf, String)>> {
-        let report = wkw::verify(&root, opts, &|_| {})?;
+        let report = wkw::verify(&root, opts, &report)?;
         Ok(report
             .problems()
             .map(|f| {
@@ -574,5 +870,7 @@ fn verify(
             })
             .collect())
     };
-    run(py, &root, || in_pool(pool, work))
+    let problems = run_interruptible(py, &root, &cancel, || in_pool(pool, work))?;
+    callback.finish()?;
+    Ok(problems)
 }

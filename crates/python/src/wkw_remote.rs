@@ -13,11 +13,12 @@ use std::sync::Arc;
 use numpy::PyArray4;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use wkw::{BlockType, BlockingRemoteDataset, Header, RemoteOptions, VoxelType};
+use wkw::{BlockType, BlockingRemoteDataset, Cancel, Header, RemoteOptions, VoxelType};
 
-use crate::common::{ThreadChoice, detached};
+use crate::common::{ThreadChoice, apart, detached, interruptible};
 use crate::wkw::{
-    Closable, aligned_4d, exc, header_fields, options, parse_order, thread_choice, threads_mode,
+    Callback, Closable, INTERRUPTIBLE_BYTES, OUTPUT_EXISTS, OVERLAP, aligned_4d, box_bytes,
+    dataset_exists, exc, header_fields, options, parse_order, thread_choice, threads_mode,
     typed_4d, with_voxel,
 };
 
@@ -43,12 +44,56 @@ fn remote_err(e: &wkw::Error, url: &str) -> PyErr {
     {
         return exc(msg);
     }
+    if let wkw::Error::AlreadyExists { path } = e {
+        let msg = dataset_exists(&path.display().to_string());
+        return Python::attach(|py| OUTPUT_EXISTS.err(py, msg));
+    }
     let msg = e.to_string();
     if msg.contains(url) {
         exc(msg)
     } else {
         exc(format!("{url}: {msg}"))
     }
+}
+
+/// Whether a dataset (`header.wkw`) is at the URL `url`.
+fn remote_dataset_exists(url: &str, config: &[(String, String)]) -> wkw::Result<bool> {
+    use wkw::object_store::{Error as StoreError, ObjectStoreExt};
+    let at = scifmt_io::store_for_url(url, config)?;
+    let header = scifmt_io::child(&at.path, wkw::HEADER_FILE_NAME);
+    match scifmt_io::block_on(at.store.head(&header))? {
+        Ok(_) => Ok(true),
+        Err(StoreError::NotFound { .. }) => Ok(false),
+        Err(source) => Err(wkw::Error::Remote {
+            url: scifmt_io::join_url(&at.url, wkw::HEADER_FILE_NAME),
+            source,
+        }),
+    }
+}
+
+/// `overwrite=True` for a dataset at a URL: refused when one is there. An object store cannot
+/// swap a whole prefix in one step, so replacing it would pass through a state with neither
+/// the old dataset nor a complete new one; the caller deletes it deliberately instead.
+fn refuse_replacing(
+    py: Python<'_>,
+    url: &str,
+    config: &[(String, String)],
+    name: &str,
+) -> PyResult<()> {
+    let exists = detached(py, || remote_dataset_exists(url, config))
+        .map_err(exc)?
+        .map_err(|e| remote_err(&e, name))?;
+    if exists {
+        return Err(OUTPUT_EXISTS.err(
+            py,
+            format!(
+                "{name}: a dataset exists there, and a dataset at a URL is never replaced, even \
+                 with overwrite=True (an object store cannot swap it in one step, so an \
+                 interruption would lose both): delete it first, or choose another URL"
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The URL as messages show it: without user info, query or fragment (where keys may hide).
@@ -67,10 +112,29 @@ fn shown(url: &str) -> String {
     }
 }
 
-/// An open remote dataset (its options name the pool its decoding runs on).
+/// An open remote dataset (its options name the pool its decoding runs on), with what opens
+/// it again with a call's own cancel flag.
 #[derive(Debug)]
 struct Open {
     ds: BlockingRemoteDataset,
+    /// The URL as given (it may carry what the store needs).
+    url: String,
+    /// `storage_options`.
+    config: Vec<(String, String)>,
+    /// The options `ds` was opened with.
+    opts: RemoteOptions,
+}
+
+impl Open {
+    /// The dataset opened again with the flag `cancel` (one `header.wkw` request), for a call
+    /// Ctrl-C may stop.
+    fn with_cancel(&self, cancel: &Cancel) -> wkw::Result<BlockingRemoteDataset> {
+        let opts = self.opts.clone().map_format(|mut f| {
+            f.dataset = f.dataset.with_cancel(cancel.clone());
+            f
+        });
+        BlockingRemoteDataset::open_url_with_config(&self.url, &self.config, opts)
+    }
 }
 
 /// The Rust side of `scifmt.wkw.Dataset` for URLs (closed by `close`).
@@ -115,10 +179,30 @@ impl RawRemoteDataset {
         }
     }
 
+    /// Runs `f` on the dataset opened again with a new cancel flag, on a worker thread that
+    /// Ctrl-C stops (`common::interruptible`: then `KeyboardInterrupt` is raised); errors and
+    /// panics become `WKWException`s naming the URL.
+    fn run_interruptible<T: Send>(
+        &self,
+        py: Python<'_>,
+        f: impl FnOnce(&BlockingRemoteDataset) -> wkw::Result<T> + Send,
+    ) -> PyResult<T> {
+        let open = self.get()?;
+        let cancel = Cancel::new();
+        let work = || f(&open.with_cancel(&cancel)?);
+        match interruptible(py, &cancel, work)? {
+            Ok(Ok(v)) => Ok(v),
+            Ok(Err(e)) => Err(remote_err(&e, &self.url)),
+            Err(panic) => Err(exc(format!("{}: {panic}", self.url))),
+        }
+    }
+
     /// Opens (or creates) in a fresh runtime, without the GIL.
     fn build(
         py: Python<'_>,
         url: &str,
+        config: Vec<(String, String)>,
+        opts: RemoteOptions,
         make: impl FnOnce() -> wkw::Result<BlockingRemoteDataset> + Send,
     ) -> PyResult<Self> {
         let name = shown(url);
@@ -129,7 +213,12 @@ impl RawRemoteDataset {
         };
         Ok(Self {
             url: ds.url().to_string(),
-            inner: Closable::new(Open { ds }),
+            inner: Closable::new(Open {
+                ds,
+                url: url.to_owned(),
+                config,
+                opts,
+            }),
         })
     }
 }
@@ -150,15 +239,17 @@ impl RawRemoteDataset {
         let threads = thread_choice(threads)?;
         let opts = remote_options(threads, corrupt_as_zeros, strict_headers)?;
         let config = storage_options.unwrap_or_default();
-        let u = url.clone();
-        Self::build(py, &url, move || {
-            BlockingRemoteDataset::open_url_with_config(&u, &config, opts)
+        let (u, c, o) = (url.clone(), config.clone(), opts.clone());
+        Self::build(py, &url, config, opts, move || {
+            BlockingRemoteDataset::open_url_with_config(&u, &c, o)
         })
     }
 
-    /// Creates a dataset at `url` (uploads `header.wkw`; `WKWException` if one exists).
+    /// Creates a dataset at `url` (uploads `header.wkw`). An existing dataset is
+    /// `OutputExistsError`, also with `overwrite` (a dataset at a URL is never replaced: an
+    /// object store cannot swap it in one step).
     #[staticmethod]
-    #[pyo3(signature = (url, voxel_type, num_channels, block_len, file_len, block_type, storage_options=None, threads=None, corrupt_as_zeros=false, strict_headers=false))]
+    #[pyo3(signature = (url, voxel_type, num_channels, block_len, file_len, block_type, storage_options=None, threads=None, corrupt_as_zeros=false, strict_headers=false, overwrite=false))]
     #[allow(clippy::too_many_arguments)] // the header fields and the options
     fn create(
         py: Python<'_>,
@@ -172,6 +263,7 @@ impl RawRemoteDataset {
         threads: Option<usize>,
         corrupt_as_zeros: bool,
         strict_headers: bool,
+        overwrite: bool,
     ) -> PyResult<Self> {
         let name = shown(&url);
         let vt = VoxelType::from_u8(voxel_type).map_err(|e| exc(e.to_string()))?;
@@ -181,9 +273,12 @@ impl RawRemoteDataset {
         let threads = thread_choice(threads)?;
         let opts = remote_options(threads, corrupt_as_zeros, strict_headers)?;
         let config = storage_options.unwrap_or_default();
-        let u = url.clone();
-        Self::build(py, &url, move || {
-            BlockingRemoteDataset::create_url_with_config(&u, &config, header, opts)
+        if overwrite {
+            refuse_replacing(py, &url, &config, &name)?;
+        }
+        let (u, c, o) = (url.clone(), config.clone(), opts.clone());
+        Self::build(py, &url, config, opts, move || {
+            BlockingRemoteDataset::create_url_with_config(&u, &c, header, o)
         })
     }
 
@@ -208,9 +303,12 @@ impl RawRemoteDataset {
         order: &str,
     ) -> PyResult<Bound<'py, PyAny>> {
         let order = parse_order(order, Path::new(&self.url))?;
-        let vt = self.get()?.ds.header().voxel_type();
+        let header = *self.get()?.ds.header();
+        let vt = header.voxel_type();
+        let large = box_bytes(&header, shape) >= INTERRUPTIBLE_BYTES;
         with_voxel!(vt, T => {
-            let arr = self.run(py, |ds| ds.read_ndarray::<T>(offset, shape, order))?;
+            let read = |ds: &BlockingRemoteDataset| ds.read_ndarray::<T>(offset, shape, order);
+            let arr = if large { self.run_interruptible(py, read)? } else { self.run(py, read)? };
             Ok(PyArray4::from_owned_array(py, arr).into_any())
         })
     }
@@ -218,12 +316,19 @@ impl RawRemoteDataset {
     /// Writes a 4-D numpy array (C, X, Y, Z) of the dataset's dtype at `offset`; each file
     /// touched is a conditional read-modify-write, so concurrent writers lose no update.
     fn write(&self, py: Python<'_>, offset: [u32; 3], data: &Bound<'_, PyAny>) -> PyResult<()> {
-        let vt = self.get()?.ds.header().voxel_type();
+        let header = *self.get()?.ds.header();
+        let vt = header.voxel_type();
         let data = aligned_4d(data)?;
         with_voxel!(vt, T => {
             let ro = typed_4d::<T>(&data, vt)?;
             let view = ro.as_array();
-            self.run(py, |ds| ds.write_ndarray(offset, view))
+            let shape = [view.dim().1, view.dim().2, view.dim().3]
+                .map(|n| u32::try_from(n).unwrap_or(u32::MAX));
+            if box_bytes(&header, shape) >= INTERRUPTIBLE_BYTES {
+                self.run_interruptible(py, |ds| ds.write_ndarray(offset, view))
+            } else {
+                self.run(py, |ds| ds.write_ndarray(offset, view))
+            }
         })
     }
 
@@ -233,10 +338,19 @@ impl RawRemoteDataset {
         PyList::new(py, files.into_iter().map(|(_, p)| p))
     }
 
-    /// Checks every data file: `(url, problem)` for the files with a problem.
-    fn verify(&self, py: Python<'_>) -> PyResult<Vec<(String, String)>> {
-        self.run(py, |ds| {
-            let report = ds.verify(&|_| {})?;
+    /// Checks every data file: `(url, problem)` for the files with a problem;
+    /// `progress(done, total)` after each file. Ctrl-C stops it between files
+    /// (`KeyboardInterrupt`).
+    #[pyo3(signature = (progress=None))]
+    fn verify(
+        &self,
+        py: Python<'_>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Vec<(String, String)>> {
+        let callback = Callback::new(progress);
+        let report = |p: wkw::Progress<'_>| callback.call(p.done, p.total);
+        let problems = self.run_interruptible(py, |ds| {
+            let report = ds.verify(&report)?;
             Ok(report
                 .problems()
                 .map(|f| {
@@ -247,14 +361,38 @@ impl RawRemoteDataset {
                     (f.path.display().to_string(), msg)
                 })
                 .collect())
-        })
+        })?;
+        callback.finish()?;
+        Ok(problems)
     }
 
     /// Converts every data file into a new dataset at `dst_url` (configured from the
-    /// environment) with block type `block_type` (1..=3).
-    fn compress(&self, py: Python<'_>, dst_url: String, block_type: u8) -> PyResult<()> {
+    /// environment) with block type `block_type` (1..=3); `progress(done, total)` after each
+    /// file. `dst_url` must not be this dataset, inside it or around it (`OverlapError`); an
+    /// existing dataset there is `OutputExistsError`, also with `overwrite` (a dataset at a URL
+    /// is never replaced: an object store cannot swap it in one step). Ctrl-C stops it between files (`KeyboardInterrupt`).
+    #[pyo3(signature = (dst_url, block_type, overwrite=false, progress=None))]
+    fn compress(
+        &self,
+        py: Python<'_>,
+        dst_url: String,
+        block_type: u8,
+        overwrite: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
         let bt = BlockType::from_u8(block_type).map_err(|e| exc(e.to_string()))?;
-        self.run(py, |ds| ds.compress_to_url(&dst_url, bt, &|_| {}).map(drop))
+        let open = self.get()?;
+        let (src, dst) = (Path::new(&open.url), Path::new(&dst_url));
+        detached(py, || apart(src, dst))
+            .map_err(exc)?
+            .map_err(|m| OVERLAP.err(py, m))?;
+        if overwrite {
+            refuse_replacing(py, &dst_url, &open.config, &shown(&dst_url))?;
+        }
+        let callback = Callback::new(progress);
+        let report = |p: wkw::Progress<'_>| callback.call(p.done, p.total);
+        self.run_interruptible(py, |ds| ds.compress_to_url(&dst_url, bt, &report).map(drop))?;
+        callback.finish()
     }
 
     /// Closes the dataset; later calls raise `WKWException`. Closing twice is allowed.

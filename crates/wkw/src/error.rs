@@ -246,6 +246,11 @@ pub enum Error {
         /// The object.
         url: String,
     },
+    /// The operation was stopped through its [`Options::cancel`](crate::Options::cancel) flag
+    /// (between files or batches of blocks): what it completed stays complete, every file it
+    /// replaced is old or new, never a mix.
+    #[error("cancelled")]
+    Cancelled,
     /// A broken internal invariant: a bug in this crate, whatever the input. Please report it
     /// (with the message and, if possible, the dataset's `header.wkw` and the call that failed)
     /// at the crate's repository. The operation stopped there, with the same guarantees as
@@ -285,6 +290,7 @@ impl From<scifmt_io::Error> for Error {
             scifmt_io::Error::Overlap { input, output, how } => {
                 Self::Overlap { input, output, how }
             }
+            scifmt_io::Error::Cancelled => Self::Cancelled,
             #[cfg(feature = "object_store")]
             scifmt_io::Error::Remote { url, source } => Self::Remote { url, source },
             #[cfg(feature = "object_store")]

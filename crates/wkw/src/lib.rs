@@ -23,7 +23,7 @@ pub use crate::{
     io::lock::LOCK_DIR_NAME,
     io::storage::{Stamp, Storage, StorageFile},
     limits::Limits,
-    options::{Durability, HeaderCheck, MissingOrCorrupt, Options, Threads},
+    options::{Cancel, Durability, HeaderCheck, MissingOrCorrupt, Options, Threads},
 };
 
 #[cfg(feature = "object_store")]

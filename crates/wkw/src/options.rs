@@ -2,7 +2,7 @@
 //! which threads do its work.
 
 use crate::limits::Limits;
-pub use scifmt_io::Durability;
+pub use scifmt_io::{Cancel, Durability};
 
 /// What a read does with data files that are missing or cannot be parsed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -72,8 +72,10 @@ impl PartialEq for Threads {
 
 impl Eq for Threads {}
 
-/// Options of a [`crate::Dataset`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Options of a [`crate::Dataset`] (and of [`crate::compress`] / [`crate::verify`]).
+///
+/// Not `Copy` since 0.2.0 (it holds the shared [`Cancel`] flag): clone it to reuse it.
+#[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Options {
     /// Allocation bounds.
@@ -88,6 +90,14 @@ pub struct Options {
     pub cache_capacity: usize,
     /// Which threads do the work.
     pub threads: Threads,
+    /// Raised to stop a long operation between units of work: [`crate::compress`] and
+    /// [`crate::verify`] between files and batches of blocks, reads and writes between block
+    /// rows and files (also of remote datasets, between files). The operation then fails with
+    /// [`Error::Cancelled`](crate::Error::Cancelled); what it completed stays complete (every
+    /// compressed or converted file is still replaced whole, never half-written). A dataset
+    /// opened with a flag keeps it: once raised, every later long call fails, so open a
+    /// dataset per cancellable call (or per flag).
+    pub cancel: Cancel,
 }
 
 impl Default for Options {
@@ -99,6 +109,7 @@ impl Default for Options {
             durability: Durability::default(),
             cache_capacity: 64,
             threads: Threads::default(),
+            cancel: Cancel::new(),
         }
     }
 }
@@ -138,6 +149,13 @@ impl Options {
     #[must_use]
     pub fn with_threads(mut self, threads: Threads) -> Self {
         self.threads = threads;
+        self
+    }
+    /// Sets [`Options::cancel`], the flag (shared with the caller, who raises it) that stops
+    /// long operations.
+    #[must_use]
+    pub fn with_cancel(mut self, cancel: Cancel) -> Self {
+        self.cancel = cancel;
         self
     }
 }

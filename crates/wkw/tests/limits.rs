@@ -94,7 +94,7 @@ fn huge_blocks_of_header_wkw_are_refused_at_open_and_create() {
     dataset(dir.path(), &hdr, b"not a wkw file");
     let opts = Options::default().with_missing_or_corrupt(MissingOrCorrupt::Zeros);
     let (peak, r) = peak_during(|| {
-        Dataset::open_with(dir.path(), opts)
+        Dataset::open_with(dir.path(), opts.clone())
             .and_then(|ds| ds.read([0; 3], [4, 4, 4], Order::Fortran))
     });
     assert!(
@@ -111,7 +111,7 @@ fn huge_blocks_of_header_wkw_are_refused_at_open_and_create() {
     let h = Header::parse(&hdr).unwrap();
     let other = tempfile::tempdir().unwrap();
     assert!(matches!(
-        Dataset::create_with(other.path().join("ds"), h, opts),
+        Dataset::create_with(other.path().join("ds"), h, opts.clone()),
         Err(wkw::Error::LimitExceeded { .. })
     ));
     assert!(!other.path().join("ds").exists(), "nothing created");

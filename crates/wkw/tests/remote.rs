@@ -773,7 +773,7 @@ fn empty_and_corrupt_objects_follow_the_local_policy() {
     server.upload_dir(&root, "bad").unwrap();
     for policy in [wkw::MissingOrCorrupt::Error, wkw::MissingOrCorrupt::Zeros] {
         let options = wkw::Options::default().with_missing_or_corrupt(policy);
-        let local = Dataset::open_with(&root, options).unwrap();
+        let local = Dataset::open_with(&root, options.clone()).unwrap();
         let remote = open(
             &server,
             "bad",

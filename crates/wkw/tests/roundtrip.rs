@@ -74,7 +74,7 @@ proptest! {
         };
         let opts = wkw::Options::default().with_threads(threads);
         let dir = tempfile::tempdir().unwrap();
-        let ds = Dataset::create_with(dir.path().join("ds"), h, opts).unwrap();
+        let ds = Dataset::create_with(dir.path().join("ds"), h, opts.clone()).unwrap();
         let vs = usize::from(h.voxel_size());
         let ts = usize::from(h.voxel_type().size());
         let nc = usize::from(h.num_channels());
@@ -101,7 +101,7 @@ proptest! {
         // Whole model region, both orders, from a fresh handle too.
         let whole = ds.read([0; 3], [SIDE; 3], Order::Fortran).unwrap();
         prop_assert!(whole.as_bytes() == &model[..]);
-        let fresh = Dataset::open_with(dir.path().join("ds"), opts).unwrap();
+        let fresh = Dataset::open_with(dir.path().join("ds"), opts.clone()).unwrap();
         let c = fresh.read([0; 3], [SIDE; 3], Order::C).unwrap();
         prop_assert!(c.to_order(Order::Fortran).as_bytes() == &model[..]);
         // A random box via read_into in the op's order.
@@ -181,7 +181,7 @@ fn fsync_durability_writes_and_reads_back() {
         let dir = tempfile::tempdir().unwrap();
         let opts = wkw::Options::default().with_durability(wkw::Durability::Fsync);
         let h = Header::new(VoxelType::U32, 2, 4, 2, bt).unwrap();
-        let ds = Dataset::create_with(dir.path(), h, opts).unwrap();
+        let ds = Dataset::create_with(dir.path(), h, opts.clone()).unwrap();
         let bytes: Vec<u8> = (0..5 * 6 * 7 * 8u32).map(|i| (i % 251) as u8).collect();
         let a = Array::from_bytes(VoxelType::U32, 2, [5, 6, 7], Order::C, bytes).unwrap();
         ds.write([6, 7, 3], &a.view()).unwrap();

@@ -244,7 +244,16 @@ def convert(
 
     Returns a ``ConvertSummary``. Raises ``ConvertError`` when the conversion fails (the
     message names the file or URL, and with a client the units), ``ValueError`` /
-    ``TypeError`` for invalid arguments. The GIL is released while converting.
+    ``TypeError`` for invalid arguments. An existing target without ``overwrite`` or ``resume``
+    is a ``ConvertError`` that is also a ``FileExistsError`` (its message names the target and
+    says ``overwrite=True`` replaces it); a target that is the source, lies inside it or
+    contains it (also through symlinks or ``..``) is refused before anything is written, with
+    a ``ConvertError`` that is also a ``ValueError``. The GIL is released while converting.
+
+    Ctrl-C (``SIGINT``) stops the conversion between batches of blocks, also during ``verify``:
+    the workers stop, every shard or file completed so far stays, the target keeps its
+    unfinished-conversion marker, and ``KeyboardInterrupt`` is raised; run the same call with
+    ``resume=True`` to finish it.
     """
     src = _location(src, "src")
     dst = _location(dst, "dst")
@@ -280,6 +289,8 @@ def convert(
         src, dst, to, existing=existing, storage_options=pairs, **opts
     )
     ids = [uid for uid, _ in units]
+    # A KeyboardInterrupt (Ctrl-C) or failure below propagates before `finish`: the target
+    # stays marked unfinished, and `resume=True` continues it.
     if client is None:
         counts = _core.convert_units(
             src, dst, plan_json, ids, jobs=jobs, storage_options=pairs, progress=progress, **opts

@@ -38,6 +38,7 @@ from typing import Any, Dict, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 
+from scifmt._outputs import check_file_output
 from scifmt._scifmt import b2nd as _core
 from scifmt.blosc import Codec, Filter, SplitMode, _enum_number, _threads
 
@@ -466,10 +467,16 @@ def _build(
 
 
 def save(array: Any, path: "os.PathLike[str] | str", chunks: Optional[Sequence[int]] = None,
-         blocks: Optional[Sequence[int]] = None, *, fsync: bool = False, **kwargs: Any) -> None:
+         blocks: Optional[Sequence[int]] = None, *, overwrite: bool = False, fsync: bool = False,
+         **kwargs: Any) -> None:
     """Writes ``array`` (anything ``np.asarray`` takes) as a b2nd frame file that python-blosc2
-    opens with ``blosc2.open``, replacing ``path`` atomically (``fsync=True`` also flushes it to
-    disk).
+    opens with ``blosc2.open``, written beside ``path`` and renamed into place (``fsync=True``
+    also flushes it to disk).
+
+    An existing ``path`` is ``FileExistsError`` unless ``overwrite=True`` (then it is replaced
+    atomically), a directory there ``IsADirectoryError``; ``path`` naming the file ``array``
+    was opened from (a :class:`B2ndArray`), also through a symlink, ``..`` or a hard link, is
+    ``ValueError``.
 
     Keyword arguments: ``codec``, ``clevel``, ``filters``, ``filters_meta``, ``splitmode``,
     ``nthreads``, ``use_dict``, ``codec_meta`` (as in :func:`scifmt.blosc.compress`; the plugins
@@ -482,7 +489,12 @@ def save(array: Any, path: "os.PathLike[str] | str", chunks: Optional[Sequence[i
     its chunk). Chunks are padded and laid out block by block like C-Blosc2 and compressed with
     the item size as typesize and the block's byte size as blocksize.
     """
-    _build(array, chunks, blocks, **kwargs).write(os.fspath(path), bool(fsync))
+    path = os.fspath(path)
+    source = None
+    if isinstance(array, B2ndArray) and array._reopen is not None and not _is_url(array._reopen[0]):
+        source = array._reopen[0]
+    check_file_output(path, overwrite, source)
+    _build(array, chunks, blocks, **kwargs).write(path, bool(fsync))
 
 
 def to_cframe(array: Any, chunks: Optional[Sequence[int]] = None,

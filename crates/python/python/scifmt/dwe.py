@@ -33,6 +33,7 @@ from typing import Any, Dict, List, Optional, Sequence
 
 import numpy as np
 
+from scifmt._outputs import check_file_output
 from scifmt._scifmt import dwe as _core
 
 __all__ = ["DweError", "DweFile", "open", "write"]
@@ -230,11 +231,20 @@ def open(path: "os.PathLike[str] | str", layout: Optional[str] = None,  # noqa: 
 
 def write(path: "os.PathLike[str] | str", values: Any, scale_factor: float,
           chunk_size: Optional[int] = None, jump_interval: Optional[int] = None,
-          fsync: bool = False) -> None:
+          fsync: bool = False, *, overwrite: bool = False) -> None:
     """Encodes ``values`` (shape ``(T, V, K)``, T ≥ 2, converted to int16 only if every value
-    fits) into a ``.dwe`` file, replacing ``path`` atomically. Give ``jump_interval`` for the
-    stream layout (what real files use) or ``chunk_size`` (dividing V) for the block layout.
+    fits) into a ``.dwe`` file, written beside ``path`` and renamed into place. Give
+    ``jump_interval`` for the stream layout (what real files use) or ``chunk_size`` (dividing V)
+    for the block layout.
+
+    An existing ``path`` is ``FileExistsError`` unless ``overwrite=True`` (then it is replaced
+    atomically), a directory there ``IsADirectoryError``; ``path`` naming the file ``values``
+    was opened from (a :class:`DweFile`), also through a symlink, ``..`` or a hard link, is
+    ``ValueError``.
     """
+    path = os.fspath(path)
+    source = values._args[0] if isinstance(values, DweFile) else None
+    check_file_output(path, overwrite, source)
     a = np.asarray(values)
     if a.ndim != 3:
         raise ValueError(f"values must have shape (T, V, K), got {a.shape}")
@@ -243,7 +253,7 @@ def write(path: "os.PathLike[str] | str", values: Any, scale_factor: float,
             raise TypeError(f"values must be int16 (or integers that fit), not {a.dtype}")
         a = a.astype(np.int16)
     flat = np.ascontiguousarray(a).reshape(-1)
-    _core.write(os.fspath(path), flat, tuple(int(s) for s in a.shape), float(scale_factor),
+    _core.write(path, flat, tuple(int(s) for s in a.shape), float(scale_factor),
                 chunk_size, jump_interval, bool(fsync))
 
 

@@ -97,7 +97,8 @@ impl VerifyReport {
 /// `options` apply to both datasets: limits, header check and threads to reading the source,
 /// durability ([`crate::Durability::Fsync`]) to every file written. A corrupt source file is
 /// always an error, whatever [`Options::missing_or_corrupt`] says: converting it to zeros would
-/// lose its data for good (run [`verify`] first to find such files).
+/// lose its data for good (run [`verify`] first to find such files). [`Options::cancel`] is
+/// checked before each file and each batch of blocks.
 ///
 /// `dst` must be apart from `src`: not the same directory (whatever the spelling: symlinks,
 /// `..`, relative or absolute), not inside it and not around it (checked by
@@ -106,7 +107,8 @@ impl VerifyReport {
 /// # Errors
 /// [`Error::Overlap`] if `dst` is `src`, lies inside it or contains it;
 /// [`Error::AlreadyExists`] if `dst` is a dataset already; any read error of a source file
-/// (corrupt files are errors); [`Error::Io`].
+/// (corrupt files are errors); [`Error::Io`]; [`Error::Cancelled`] once [`Options::cancel`] is
+/// raised (the files converted so far stay in `dst`, each complete).
 pub fn compress(
     src: impl AsRef<Path>,
     dst: impl AsRef<Path>,
@@ -115,13 +117,14 @@ pub fn compress(
     progress: &(dyn Fn(Progress<'_>) + Sync),
 ) -> Result<Dataset> {
     scifmt_io::ensure_apart(src.as_ref(), dst.as_ref())?;
-    let source = Dataset::open_with(src, options)?;
+    let source = Dataset::open_with(src, options.clone())?;
     let header = source.header().with_block_type(block_type);
     let target = Dataset::create_with(dst, header, options)?;
     let files = source.list_files()?;
     let total = files.len();
     let done = AtomicUsize::new(0);
     crate::kernels::par::try_for_each(source.options().threads, files, |(idx, path)| {
+        source.options().cancel.check()?;
         convert_file(&source, &target, idx, &path)?;
         let d = done.fetch_add(1, Ordering::Relaxed) + 1;
         progress(Progress {
@@ -168,6 +171,7 @@ pub(crate) fn convert_file(
     let mut pos = out_header.data_offset();
     let mut k0 = 0;
     while k0 < n {
+        source.options().cancel.check()?;
         let k1 = (k0 + per_chunk).min(n);
         let blocks =
             crate::kernels::par::try_map(source.options().threads, (k0..k1).collect(), |k| {
@@ -198,10 +202,11 @@ pub(crate) fn convert_file(
 /// Checks every data file of the dataset at `root`: header (and agreement with `header.wkw`),
 /// dataOffset, jump table, raw file length, and that every block reads/decodes to exactly one
 /// raw block. Files are checked in parallel; `progress` is called after each.
+/// [`Options::cancel`] is checked before each file and each block.
 ///
 /// # Errors
-/// Only for problems with the dataset itself (no `header.wkw`, unlistable directories); file
-/// problems are reported in the [`VerifyReport`].
+/// Only for problems with the dataset itself (no `header.wkw`, unlistable directories) and
+/// [`Error::Cancelled`]; file problems are reported in the [`VerifyReport`].
 pub fn verify(
     root: impl AsRef<Path>,
     options: Options,
@@ -212,7 +217,11 @@ pub fn verify(
     let total = files.len();
     let done = AtomicUsize::new(0);
     let files = crate::kernels::par::try_map(ds.options().threads, files, |(index, path)| {
+        ds.options().cancel.check()?;
         let problem = verify_file(&ds, &path).err();
+        if matches!(problem, Some(Error::Cancelled)) {
+            return Err(Error::Cancelled);
+        }
         let d = done.fetch_add(1, Ordering::Relaxed) + 1;
         progress(Progress {
             done: d,
@@ -263,6 +272,7 @@ pub(crate) fn verify_file(ds: &Dataset, path: &Path) -> Result<()> {
     let mut block = vec![0u8; block_len];
     let mut scratch = Vec::new();
     for k in 0..meta.header.blocks_per_file() {
+        ds.options().cancel.check()?;
         meta.read_block(&f, k, &mut scratch, &mut block, path)?;
     }
     Ok(())

@@ -106,7 +106,8 @@ impl Dataset {
     /// # Errors
     /// [`Error::ArrayMismatch`] if `dst` has another voxel type or channel count;
     /// [`Error::Format`] for a corrupt data file (unless [`crate::MissingOrCorrupt::Zeros`]
-    /// applies); [`Error::Io`] on I/O failure.
+    /// applies); [`Error::Io`] on I/O failure; [`Error::Cancelled`] once
+    /// [`crate::Options::cancel`] is raised (checked before each block row or column).
     pub fn read_into(&self, offset: [u32; 3], dst: &mut ArrayViewMut<'_>) -> Result<()> {
         self.read_into_resolved(offset, dst, |bx| self.resolve_files(bx))
     }
@@ -144,6 +145,7 @@ impl Dataset {
         let done = if layout.order == Order::Fortran {
             let units = split_units(bx, layout, data, bs)?;
             crate::kernels::par::try_map(threads, units, |unit| {
+                self.options.cancel.check()?;
                 BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
                     self.fill_unit(unit, bx, files, buf, scratch, stage)
                 })
@@ -151,6 +153,7 @@ impl Dataset {
         } else {
             let units = split_columns(bx, layout, data, bs)?;
             crate::kernels::par::try_map(threads, units, |unit| {
+                self.options.cancel.check()?;
                 BUFFERS.with_borrow_mut(|(buf, scratch, stage)| {
                     self.fill_column(unit, files, buf, scratch, stage)
                 })

@@ -45,7 +45,9 @@ impl Dataset {
     /// [`Error::ArrayMismatch`] for another voxel type or channel count; [`Error::BoxOutOfRange`];
     /// [`Error::Format`] if an existing file is corrupt (unless [`MissingOrCorrupt::Zeros`], which
     /// rewrites it like the reference) or its header does not match; [`Error::Io`];
-    /// [`Error::Unsupported`] for a dataset opened with [`Dataset::open_storage`].
+    /// [`Error::Unsupported`] for a dataset opened with [`Dataset::open_storage`];
+    /// [`Error::Cancelled`] once [`crate::Options::cancel`] is raised (checked before each
+    /// file; the files written so far stay written).
     pub fn write(&self, offset: [u32; 3], data: &ArrayView<'_>) -> Result<()> {
         self.check_local()?;
         self.check_layout(&data.layout)?;
@@ -59,11 +61,13 @@ impl Dataset {
         // one file's blocks are spread over threads of this call, several files over the pool,
         // each file's blocks on the thread that locked it.
         if let [idx] = files[..] {
+            self.options.cancel.check()?;
             let r = self.write_file(idx, &bx, data, Workers::locked(self.options.threads));
             self.cache.invalidate(idx);
             return r;
         }
         crate::kernels::par::try_for_each(self.options.threads, files, |idx| {
+            self.options.cancel.check()?;
             let r = self.write_file(idx, &bx, data, Workers::Caller);
             self.cache.invalidate(idx);
             r

@@ -373,7 +373,7 @@ impl RemoteDataset {
         header: Header,
         options: RemoteOptions,
     ) -> Self {
-        let local = Dataset::detached(PathBuf::from(&url), header, options.format.dataset);
+        let local = Dataset::detached(PathBuf::from(&url), header, options.format.dataset.clone());
         Self {
             inner: Arc::new(Inner {
                 cache: MetaCache::new(options.format.dataset.cache_capacity),
@@ -853,8 +853,12 @@ impl RemoteDataset {
         let (lo, hi) = bx.cube_range(self.header().file_len_vx_log2());
         let scratch = &scratch;
         let bx = &bx;
+        let cancel = &inner.options.format.dataset.cancel;
         futures::stream::iter(files_in(lo, hi))
-            .map(|idx| async move { self.write_file(scratch, idx, bx, data).await })
+            .map(|idx| async move {
+                cancel.check()?;
+                self.write_file(scratch, idx, bx, data).await
+            })
             .buffer_unordered(inner.options.format.file_concurrency.max(1))
             .try_collect::<Vec<()>>()
             .await?;
@@ -1076,8 +1080,10 @@ impl RemoteDataset {
         let src = Scratch::new(self.header(), &self.inner.options.format.dataset)?;
         let dst = Scratch::new(target.header(), &target.inner.options.format.dataset)?;
         let (src, dst, done) = (&src, &dst, &done);
+        let cancel = &self.inner.options.format.dataset.cancel;
         futures::stream::iter(files)
             .map(|(idx, url)| async move {
+                cancel.check()?;
                 let local = src.ds.file_path(idx);
                 let converted = dst.ds.file_path(idx);
                 if self.download(idx, &local).await?.is_none() {
@@ -1117,7 +1123,8 @@ impl RemoteDataset {
     /// after each. The report's paths are the files' URLs.
     ///
     /// # Errors
-    /// Only for problems with the dataset itself (listing fails, no scratch space); file
+    /// Only for problems with the dataset itself (listing fails, no scratch space) and
+    /// [`Error::Cancelled`] ([`Options::cancel`] is checked before each file and block); file
     /// problems, including failed downloads, are reported in the [`VerifyReport`].
     pub async fn verify(&self, progress: &(dyn Fn(Progress<'_>) + Sync)) -> Result<VerifyReport> {
         let files = self.list_files().await?;
@@ -1125,13 +1132,19 @@ impl RemoteDataset {
         let done = AtomicUsize::new(0);
         let scratch = Scratch::new(self.header(), &self.inner.options.format.dataset)?;
         let (scratch, done) = (&scratch, &done);
+        let cancel = &self.inner.options.format.dataset.cancel;
         let files = futures::stream::iter(files)
             .map(|(index, url)| async move {
+                cancel.check()?;
                 let local = scratch.ds.file_path(index);
                 let problem = match self.download(index, &local).await {
-                    Ok(Some(_)) => verify_file(&scratch.ds, &local)
-                        .map_err(|e| relabel(e, &local, &url))
-                        .err(),
+                    Ok(Some(_)) => match verify_file(&scratch.ds, &local) {
+                        Err(Error::Cancelled) => {
+                            let _ = std::fs::remove_file(&local);
+                            return Err(Error::Cancelled);
+                        }
+                        r => r.map_err(|e| relabel(e, &local, &url)).err(),
+                    },
                     Ok(None) => Some(Error::Remote {
                         url: url.clone(),
                         source: object_store::Error::NotFound {
@@ -1149,15 +1162,15 @@ impl RemoteDataset {
                     total,
                     path: &path,
                 });
-                FileReport {
+                Ok(FileReport {
                     path,
                     index,
                     problem,
-                }
+                })
             })
             .buffered(self.inner.options.format.file_concurrency.max(1))
-            .collect()
-            .await;
+            .try_collect()
+            .await?;
         Ok(VerifyReport { files })
     }
 }
@@ -1185,7 +1198,7 @@ impl Scratch {
         let ds = Dataset::create_with(
             dir.path().join("ds"),
             *header,
-            options.with_durability(Durability::None),
+            options.clone().with_durability(Durability::None),
         )
         .map_err(|e| match e {
             Error::Io { source, .. } => Error::io(std::env::temp_dir(), source),

@@ -4,9 +4,11 @@ See ``scifmt.wkw.wkw`` for the differences from the reference and ``scifmt.wkw.d
 Dask arrays.
 """
 
-from .wkw import Dataset, File, Header, WKWException, verify
+from .wkw import Dataset, File, Header, OutputExistsError, OverlapError, WKWException, verify
 
-__all__ = ["Header", "Dataset", "File", "WKWException", "verify"]
+__all__ = [
+    "Header", "Dataset", "File", "WKWException", "OutputExistsError", "OverlapError", "verify",
+]
 
 
 def __dir__() -> list:

@@ -15,6 +15,16 @@ Extras: ``read(..., order="C")``, ``threads=`` on ``open``/``create``, ``Dataset
 URL (``s3://bucket/prefix``, ``gs://``, ``az://``, ``http(s)://``, ``memory://``) opens the
 dataset there, configured from the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) and
 ``storage_options=`` (a dict with the same keys, e.g. ``{"aws_endpoint_url": ...}``).
+
+Safety (keyword arguments the reference does not have): every call that writes a dataset or a
+data file (``Dataset.create``, ``Dataset.compress``, ``File.compress``) refuses an existing
+output unless ``overwrite=True`` (``OutputExistsError``: a ``WKWException`` and a
+``FileExistsError``; the reference's ``File.compress`` replaces an existing file silently) and
+refuses an output that is its input, lies inside it or contains it, also through symlinks,
+``..`` or hard links (``OverlapError``: a ``WKWException`` and a ``ValueError``). Long calls
+(``compress``, ``verify``, reads and writes of 64 MiB or more) stop at Ctrl-C between files or
+blocks and raise ``KeyboardInterrupt``; a compressed dataset appears under its name complete,
+so an interrupted ``compress`` leaves nothing behind.
 """
 
 import operator
@@ -33,7 +43,15 @@ _core = _scifmt.wkw
 #: Raised for every error a dataset operation reports (the message names the file).
 WKWException = _core.WKWException
 
-__all__ = ["Header", "Dataset", "File", "WKWException", "verify"]
+#: An output exists and ``overwrite=True`` was not given (also a ``FileExistsError``).
+OutputExistsError = _core.OutputExistsError
+
+#: An output is its own input, lies inside it or contains it (also a ``ValueError``).
+OverlapError = _core.OverlapError
+
+__all__ = [
+    "Header", "Dataset", "File", "WKWException", "OutputExistsError", "OverlapError", "verify",
+]
 
 _U32_MAX = 2**32 - 1
 
@@ -145,6 +163,27 @@ class Header:
         )
 
 
+def _flag(value, what):
+    if not isinstance(value, bool):
+        raise TypeError(f"{what} must be a bool, not {type(value).__name__}")
+    return value
+
+
+def _callback(progress):
+    if progress is not None and not callable(progress):
+        raise TypeError(f"progress must be callable, not {type(progress).__name__}")
+    return progress
+
+
+def _apart(src, dst):
+    """``OverlapError`` when ``dst`` is ``src``, inside it or around it (compared by file
+    identity; URLs by store and key prefix)."""
+    try:
+        _scifmt.ensure_apart(src, dst)
+    except ValueError as e:
+        raise OverlapError(str(e)) from None
+
+
 def _check(ok, message):
     # The reference uses `assert`; raising explicitly keeps the checks under `python -O`.
     if not ok:
@@ -212,10 +251,26 @@ class File:
     """Single data files, as ``wkw.File``."""
 
     @staticmethod
-    def compress(src_path: str, dst_path: str):
-        """Writes the data file ``src_path`` LZ4HC-compressed to ``dst_path``."""
+    def compress(src_path: str, dst_path: str, *, overwrite: bool = False):
+        """Writes the data file ``src_path`` LZ4HC-compressed to ``dst_path`` (written beside it
+        and renamed into place).
+
+        Unlike the reference, an existing ``dst_path`` is refused (``OutputExistsError``, also a
+        ``FileExistsError``) unless ``overwrite=True``, a directory there is
+        ``IsADirectoryError``, and ``dst_path`` naming ``src_path`` itself (also through a
+        symlink, ``..`` or a hard link) is ``OverlapError`` (also a ``ValueError``).
+        """
         src_path = os.fspath(src_path)
         dst_path = os.fspath(dst_path)
+        overwrite = _flag(overwrite, "overwrite")
+        _apart(src_path, dst_path)
+        if os.path.isdir(dst_path):
+            raise IsADirectoryError(
+                f"{dst_path} is a directory: a data file never replaces it (also not with "
+                "overwrite=True)"
+            )
+        if not overwrite and os.path.lexists(dst_path):
+            raise OutputExistsError(f"{dst_path} exists: overwrite=True replaces it")
         try:
             with open(src_path, "rb") as f:
                 head = f.read(16)
@@ -297,10 +352,20 @@ class Dataset:
 
     @staticmethod
     def create(root, header, *, threads=None, corrupt_as_zeros=False, strict_headers=False,
-               storage_options=None):
-        """Creates a dataset with ``header`` at ``root`` (``WKWException`` if one exists); a
-        URL ``root`` creates it on the object store (see ``open``)."""
+               storage_options=None, overwrite=False):
+        """Creates a dataset with ``header`` at ``root``; a URL ``root`` creates it on the
+        object store (see ``open``).
+
+        A dataset at ``root`` is ``OutputExistsError`` (a ``WKWException``, as the reference
+        raises, and a ``FileExistsError``) unless ``overwrite=True``: then a new empty dataset
+        replaces it whole (locally built beside it and swapped in, so an interruption leaves
+        the old or the new one; on an object store the old dataset's objects are deleted
+        first). A file at ``root`` is refused the same way (and replaced with
+        ``overwrite=True``); into a directory without ``header.wkw`` the header is written as
+        by the reference.
+        """
         root = os.fspath(root)
+        overwrite = _flag(overwrite, "overwrite")
         _check(
             header.voxel_type in Header.VALID_VOXEL_TYPES,
             f"voxel_type must be one of {Header.VALID_VOXEL_TYPES}, but is {header.voxel_type}",
@@ -327,10 +392,11 @@ class Dataset:
             int(header.block_type),
         )
         if _is_url(root):
-            raw = _core.RawRemoteDataset.create(root, *fields, _pairs(storage_options), **opts)
+            raw = _core.RawRemoteDataset.create(root, *fields, _pairs(storage_options), **opts,
+                                                overwrite=overwrite)
         else:
             _local_only(storage_options, root)
-            raw = _core.RawDataset.create(root, *fields, **opts)
+            raw = _core.RawDataset.create(root, *fields, **opts, overwrite=overwrite)
         if storage_options is not None:
             opts["storage_options"] = storage_options
         return Dataset(root, raw, opts)
@@ -371,23 +437,37 @@ class Dataset:
 
     # -- files ------------------------------------------------------------------------------
 
-    def compress(self, dst_path, compress_files: bool = False):
+    def compress(self, dst_path, compress_files: bool = False, *, overwrite: bool = False,
+                 progress=None):
         """Creates an LZ4HC dataset at ``dst_path`` with this header and, with
-        ``compress_files``, converts every data file into it (in parallel). Returns it."""
+        ``compress_files``, converts every data file into it (in parallel). Returns it.
+
+        Beyond the reference: ``dst_path`` must not be this dataset, lie inside it or contain
+        it (``OverlapError``, also a ``ValueError``); an existing dataset there is
+        ``OutputExistsError`` (also a ``FileExistsError``) unless ``overwrite=True``, which
+        replaces it. A local dataset is converted beside ``dst_path`` and put in place
+        complete, so a failed or interrupted call (Ctrl-C stops it between files and batches
+        of blocks, raising ``KeyboardInterrupt``) leaves ``dst_path`` as it was.
+        ``progress(done, total)`` is called after each data file.
+        """
         dst_path = os.fspath(dst_path)
+        overwrite = _flag(overwrite, "overwrite")
+        progress = _callback(progress)
+        _apart(self.root, dst_path)
         if not compress_files:
             header = Header._from_fields(self._raw.header_fields())
             header.block_type = Header.BLOCK_TYPE_LZ4HC
-            return Dataset.create(dst_path, header, **self._options)
+            return Dataset.create(dst_path, header, **self._options, overwrite=overwrite)
         if _is_url(self.root) != _is_url(dst_path):
             raise self._error("compress_files=True needs source and destination both local "
                               f"or both URLs (destination {dst_path})")
         if _is_url(self.root):
             # The destination is configured from the environment.
-            self._raw.compress(dst_path, Header.BLOCK_TYPE_LZ4HC)
+            self._raw.compress(dst_path, Header.BLOCK_TYPE_LZ4HC, overwrite, progress)
         else:
             _core.compress(
-                self.root, dst_path, Header.BLOCK_TYPE_LZ4HC, self._options.get("threads")
+                self.root, dst_path, Header.BLOCK_TYPE_LZ4HC, self._options.get("threads"),
+                overwrite, progress,
             )
         return Dataset.open(dst_path, **self._options)
 
@@ -396,11 +476,14 @@ class Dataset:
         (``z*/y*/x*.wkw``)."""
         return iter([os.fspath(p) for p in self._raw.list_files()])
 
-    def verify(self):
-        """Checks every data file: a list of ``(path, problem)`` for the broken ones."""
+    def verify(self, *, progress=None):
+        """Checks every data file: a list of ``(path, problem)`` for the broken ones;
+        ``progress(done, total)`` is called after each file. Ctrl-C stops it
+        (``KeyboardInterrupt``)."""
+        progress = _callback(progress)
         if _is_url(self.root):
-            return self._raw.verify()
-        return verify(self.root, threads=self._options.get("threads"))
+            return self._raw.verify(progress)
+        return verify(self.root, threads=self._options.get("threads"), progress=progress)
 
     def close(self):
         """Closes the dataset (later reads and writes raise ``WKWException``)."""
@@ -425,16 +508,18 @@ def _reopen(root, options):
     return Dataset.open(root, **options)
 
 
-def verify(root, threads=None, storage_options=None):
+def verify(root, threads=None, storage_options=None, *, progress=None):
     """Checks every data file of the dataset at ``root`` (headers, jump tables, every block):
     a list of ``(path, problem)`` for the files with a problem, empty when all are sound. A URL
-    ``root`` is checked on its object store."""
+    ``root`` is checked on its object store. ``progress(done, total)`` is called after each
+    file; Ctrl-C stops the check between files and blocks (``KeyboardInterrupt``)."""
     root = os.fspath(root)
+    progress = _callback(progress)
     if _is_url(root):
         with Dataset.open(root, threads=threads, storage_options=storage_options) as ds:
-            return ds._raw.verify()
+            return ds._raw.verify(progress)
     _local_only(storage_options, root)
-    return [(os.fspath(p), msg) for p, msg in _core.verify(root, threads)]
+    return [(os.fspath(p), msg) for p, msg in _core.verify(root, threads, progress)]
 
 
 def _local_only(storage_options, root):
