@@ -9,12 +9,11 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{TestResult, tree};
+use common::{TestResult, at, objects, tree};
 use s3_testserver::TestServer;
-use scifmt_io::object_store::path::Path as ObjectPath;
 use testkit::{Lcg, run_and_kill};
 use wkw_zarr::{
-    Cancel, ConvertOptions, Error, Existing, Format, Location, MARKER, ZarrCodec, convert, verify,
+    Cancel, ConvertOptions, Error, Existing, Format, MARKER, ZarrCodec, convert, verify,
 };
 
 /// The webKNOSSOS dataset webknossos-libs 4.3.3 made (two layers, several mags).
@@ -402,24 +401,6 @@ fn a_swap_interrupted_before_its_clean_up_is_finished_by_the_next_run() -> TestR
     same(&tree(&out)?, &old)?;
     assert!(!stage.exists());
     Ok(())
-}
-
-/// `prefix` on the server.
-fn at(server: &TestServer, prefix: &str) -> Location {
-    Location::store(
-        server.store(),
-        ObjectPath::from(prefix),
-        &server.url(prefix),
-    )
-}
-
-fn objects(
-    server: &TestServer,
-    prefix: &str,
-) -> Result<BTreeMap<String, Vec<u8>>, Box<dyn std::error::Error>> {
-    let dir = tempfile::tempdir()?;
-    server.download_prefix(prefix, dir.path())?;
-    Ok(tree(dir.path())?)
 }
 
 #[test]

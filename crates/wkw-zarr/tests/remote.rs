@@ -7,10 +7,9 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{TestResult, lz4_mag_and_its_zarr3, tree};
+use common::{TestResult, at, lz4_mag_and_its_zarr3, objects, tree};
 use s3_testserver::{FaultKind, FaultRule, TestServer};
 use scifmt_io::object_store::path::Path as ObjectPath;
 use testkit::{Lcg, run_and_kill};
@@ -38,25 +37,6 @@ fn big_raw_mag(root: &Path) -> Result<(), Box<dyn std::error::Error>> {
     let array = wkw::Array::from_vec(1, [256, 256, 256], wkw::Order::Fortran, values)?;
     ds.write([0, 0, 0], &array.view())?;
     Ok(())
-}
-
-/// `prefix` on the server, through its client (3 quick retries per request).
-fn at(server: &TestServer, prefix: &str) -> Location {
-    Location::store(
-        server.store(),
-        ObjectPath::from(prefix),
-        &server.url(prefix),
-    )
-}
-
-/// Every object under `prefix` (relative key → bytes).
-fn objects(
-    server: &TestServer,
-    prefix: &str,
-) -> Result<BTreeMap<String, Vec<u8>>, Box<dyn std::error::Error>> {
-    let dir = tempfile::tempdir()?;
-    server.download_prefix(prefix, dir.path())?;
-    Ok(tree(dir.path())?)
 }
 
 /// The local sources and their local conversions: `(wkw, zarr, wkw→zarr, zarr→wkw)`.

@@ -63,3 +63,22 @@ pub(crate) fn lz4_mag_and_its_zarr3(
     )?;
     Ok((wkw_src, zarr_src))
 }
+
+/// `prefix` on the server, through its client (3 quick retries per request).
+pub(crate) fn at(server: &s3_testserver::TestServer, prefix: &str) -> wkw_zarr::Location {
+    wkw_zarr::Location::store(
+        server.store(),
+        scifmt_io::object_store::path::Path::from(prefix),
+        &server.url(prefix),
+    )
+}
+
+/// Every object under `prefix` (relative key → bytes).
+pub(crate) fn objects(
+    server: &s3_testserver::TestServer,
+    prefix: &str,
+) -> Result<std::collections::BTreeMap<String, Vec<u8>>, Box<dyn std::error::Error>> {
+    let dir = tempfile::tempdir()?;
+    server.download_prefix(prefix, dir.path())?;
+    Ok(tree(dir.path())?)
+}
