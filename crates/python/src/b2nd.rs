@@ -739,9 +739,16 @@ impl Writer {
     }
 
     /// Writes the frame to `path` (atomically: a temporary file renamed into place; with
-    /// `fsync`, flushed to disk first). The writer cannot be used afterwards.
-    #[pyo3(signature = (path, fsync=false))]
-    fn write(&mut self, py: Python<'_>, path: PathBuf, fsync: bool) -> PyResult<()> {
+    /// `fsync`, flushed to disk first; without `overwrite`, only onto a free name). The writer
+    /// cannot be used afterwards.
+    #[pyo3(signature = (path, fsync=false, overwrite=true))]
+    fn write(
+        &mut self,
+        py: Python<'_>,
+        path: PathBuf,
+        fsync: bool,
+        overwrite: bool,
+    ) -> PyResult<()> {
         let name = path.display().to_string();
         let w = self
             .writer
@@ -760,9 +767,16 @@ impl Writer {
         } else {
             Durability::None
         };
-        detached(py, || w.write_file(&path, durability))
-            .map_err(|m| err(format!("{name}: {m}")))?
-            .map_err(|e| frame_err(&name, &e))
+        let written = detached(py, || {
+            crate::common::write_file(&path, durability, overwrite, |f| w.write_to(f))
+        })
+        .map_err(|m| err(format!("{name}: {m}")))?
+        .map_err(|e| frame_err(&name, &e))?;
+        if written {
+            Ok(())
+        } else {
+            Err(crate::common::appeared(&name))
+        }
     }
 }
 

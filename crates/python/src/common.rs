@@ -229,6 +229,40 @@ pub(crate) fn ensure_apart(py: Python<'_>, input: String, output: String) -> PyR
     }
 }
 
+/// Writes what `body` writes to the file `path` through a staged file beside it: with
+/// `overwrite` it replaces whatever is there; without it the file is renamed into place only if
+/// the name is still free, so a file another process created after the caller's check is never
+/// replaced (`Ok(false)`, and nothing written).
+///
+/// # Errors
+/// `body`'s error; the staged file's I/O errors (converted).
+pub(crate) fn write_file<E: From<scifmt_io::Error>>(
+    path: &Path,
+    durability: scifmt_io::Durability,
+    overwrite: bool,
+    body: impl FnOnce(&mut std::io::BufWriter<scifmt_io::Staged>) -> Result<(), E>,
+) -> Result<bool, E> {
+    let mut out = std::io::BufWriter::new(scifmt_io::Staged::create(path)?);
+    body(&mut out)?;
+    if overwrite {
+        scifmt_io::commit(out, durability)?;
+        return Ok(true);
+    }
+    let staged = out.into_inner().map_err(|e| {
+        let (error, staged) = e.into_parts();
+        scifmt_io::Error::io(staged.get_ref().target(), error)
+    })?;
+    Ok(staged.persist_new(durability)?)
+}
+
+/// The `FileExistsError` for an output that appeared between the check and the write.
+pub(crate) fn appeared(name: &str) -> PyErr {
+    pyo3::exceptions::PyFileExistsError::new_err(format!(
+        "{name} exists (it appeared while the output was written; nothing was replaced): \
+         overwrite=True replaces it"
+    ))
+}
+
 /// Runs `f`, which needs the GIL (it builds Python values or reads them), with any panic
 /// caught like [`detached`]: `Err(message)` for the caller's module exception.
 pub(crate) fn guarded<T>(f: impl FnOnce() -> T) -> Result<T, String> {

@@ -308,12 +308,13 @@ impl File {
     }
 }
 
-/// Encodes `values` (flat T·V·K i16, C order) into a `.dwe` file at `path` (atomically).
+/// Encodes `values` (flat T·V·K i16, C order) into a `.dwe` file at `path` (atomically;
+/// without `overwrite`, only onto a free name).
 ///
 /// # Errors
 /// `DweError` for bad shapes or parameters, `OSError` for I/O errors.
 #[pyfunction]
-#[pyo3(signature = (path, values, shape, scale_factor, chunk_size=None, jump_interval=None, fsync=false))]
+#[pyo3(signature = (path, values, shape, scale_factor, chunk_size=None, jump_interval=None, fsync=false, overwrite=true))]
 #[allow(clippy::too_many_arguments)]
 fn write(
     py: Python<'_>,
@@ -324,6 +325,7 @@ fn write(
     chunk_size: Option<i64>,
     jump_interval: Option<i64>,
     fsync: bool,
+    overwrite: bool,
 ) -> PyResult<()> {
     let name = path.display().to_string();
     let dim = |v: i64, what: &str| {
@@ -351,11 +353,19 @@ fn write(
     } else {
         Durability::None
     };
-    detached(py, || {
-        dwe_format::write_file(&path, data, dims, scale_factor, layout, durability)
+    let written = detached(py, || {
+        let bytes = dwe_format::encode(data, dims, scale_factor, layout)?;
+        crate::common::write_file(&path, durability, overwrite, |f| {
+            std::io::Write::write_all(f, &bytes).map_err(dwe_format::Error::Io)
+        })
     })
     .map_err(|m| DweError::new_err(format!("{name}: {m}")))?
-    .map_err(|e| dwe_err(&name, &e))
+    .map_err(|e| dwe_err(&name, &e))?;
+    if written {
+        Ok(())
+    } else {
+        Err(crate::common::appeared(&name))
+    }
 }
 
 /// Adds the `dwe` submodule to `parent`.

@@ -274,6 +274,28 @@ def test_file_writers_keep_the_source(tmp_path, writer, case, overwrite):
     assert snapshot(work) == before
 
 
+def test_a_file_that_appears_after_the_check_is_not_replaced(tmp_path, monkeypatch):
+    """The check before writing can be outrun by another process; without overwrite=True the
+    file is then renamed into place only onto a free name, so what appeared is kept."""
+    for module in (b2nd, dwe):
+        monkeypatch.setattr(module, "check_file_output", lambda *args, **kwargs: None)
+    writers = {
+        "x.b2nd": lambda p, **kw: b2nd.save(np.arange(100, dtype=np.int32), p, **kw),
+        "x.dwe": lambda p, **kw: dwe.write(
+            p, np.zeros((2, 3, 4), np.int16), scale_factor=0.5, jump_interval=1, **kw),
+    }
+    for name, write in writers.items():
+        path = tmp_path / name
+        path.write_bytes(b"someone else's")
+        with pytest.raises(FileExistsError) as e:
+            write(path)
+        assert "appeared" in str(e.value) and "overwrite=True" in str(e.value)
+        assert path.read_bytes() == b"someone else's"
+        assert sorted(os.listdir(tmp_path)) == sorted(n for n in writers if (tmp_path / n).exists())
+        write(path, overwrite=True)
+        assert path.read_bytes() != b"someone else's"
+
+
 def test_the_refusals_are_also_the_modules_own_errors(tmp_path):
     """Code written for the reference (or for earlier versions) catches WKWException and
     ConvertError; the new refusals are both those and the built-in exception."""

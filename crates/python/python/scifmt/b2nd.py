@@ -494,7 +494,7 @@ def save(array: Any, path: "os.PathLike[str] | str", chunks: Optional[Sequence[i
     if isinstance(array, B2ndArray) and array._reopen is not None and not _is_url(array._reopen[0]):
         source = array._reopen[0]
     check_file_output(path, overwrite, source)
-    _build(array, chunks, blocks, **kwargs).write(path, bool(fsync))
+    _build(array, chunks, blocks, **kwargs).write(path, bool(fsync), overwrite=bool(overwrite))
 
 
 def to_cframe(array: Any, chunks: Optional[Sequence[int]] = None,

@@ -254,7 +254,7 @@ def write(path: "os.PathLike[str] | str", values: Any, scale_factor: float,
         a = a.astype(np.int16)
     flat = np.ascontiguousarray(a).reshape(-1)
     _core.write(path, flat, tuple(int(s) for s in a.shape), float(scale_factor),
-                chunk_size, jump_interval, bool(fsync))
+                chunk_size, jump_interval, bool(fsync), overwrite=bool(overwrite))
 
 
 def __dir__() -> list:
