@@ -26,6 +26,15 @@ impl Fail {
         }
     }
 
+    /// An output that appeared between the check and the write (another process created it):
+    /// nothing was replaced (exit 2).
+    pub(crate) fn appeared(output: &Path) -> Self {
+        Self::usage(format!(
+            "{} exists (created while this command ran; it was left as it is): add --overwrite to replace it",
+            crate::names::display_name(output)
+        ))
+    }
+
     /// Bad usage (exit 2).
     pub(crate) fn usage(msg: impl Display) -> Self {
         Self {

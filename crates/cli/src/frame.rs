@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::blosc::{CParamArgs, codec_name, filter_names, special_name};
 use crate::fail::{At, CliResult, Fail, describe};
-use crate::guard::{DirKind, DirPlan, OverwriteFlag, Staging, appeared, dir_output, file_output};
+use crate::guard::{DirKind, DirPlan, OverwriteFlag, Staging, dir_output, file_output};
 use crate::inout::{
     MAX_WHOLE_INPUT, Output, in_name, is_std, open_input, out_name, read_full, read_whole,
     stdout_error, write_mode,
@@ -667,7 +667,7 @@ fn chunk_number(rel: &str) -> Option<u64> {
 }
 
 /// Feeds the input to a frame writer for `output`, sets the vlmetalayers and finishes: over
-/// an existing frame only if `overwrite`, otherwise [`appeared`] if one is there by now.
+/// an existing frame only if `overwrite`, otherwise [`Fail::appeared`] if one is there by now.
 fn feed_frame(a: &CreateArgs, mut w: FrameFileWriter, output: &Path, overwrite: bool) -> CliResult {
     feed_chunks(a, |piece| w.append_data(piece).at(output))?;
     for (name, bytes) in &a.vlmeta {
@@ -678,7 +678,7 @@ fn feed_frame(a: &CreateArgs, mut w: FrameFileWriter, output: &Path, overwrite: 
     } else if w.finish_new().at(output)? {
         Ok(())
     } else {
-        Err(appeared(output))
+        Err(Fail::appeared(output))
     }
 }
 

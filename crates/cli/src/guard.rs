@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use clap::Args;
 
 use crate::fail::{CliResult, Fail, describe};
-use crate::inout::{is_std, out_name};
+use crate::inout::is_std;
 use crate::names::display_name;
 use crate::remote::{self, RemoteUrl};
 
@@ -141,15 +141,6 @@ pub(crate) fn file_output(inputs: &[&Path], output: &Path, overwrite: bool) -> C
 fn exists(name: &str, what: &str) -> Fail {
     Fail::usage(format!(
         "{name} exists ({what}): add --overwrite to replace it"
-    ))
-}
-
-/// The failure when an output appeared between the check and the write (another process
-/// created it): nothing was replaced.
-pub(crate) fn appeared(output: &Path) -> Fail {
-    Fail::usage(format!(
-        "{} exists (created while this command ran; it was left as it is): add --overwrite to replace it",
-        out_name(output).display()
     ))
 }
 
@@ -385,7 +376,7 @@ impl Staging {
         } else {
             std::fs::rename(&self.path, &self.target).map_err(|e| {
                 if std::fs::symlink_metadata(&self.target).is_ok() {
-                    appeared(&self.target)
+                    Fail::appeared(&self.target)
                 } else {
                     Fail::input(&self.target, describe(&e))
                 }

@@ -3,7 +3,7 @@
 //! Outputs named by a path are written atomically: a `scifmt_io::Staged` file in the target
 //! directory, persisted (renamed) over the target only when complete, so an interrupted or
 //! failed command never leaves a partial file; without `--overwrite` it is moved into place only
-//! if the name is still free (see [`crate::guard`]). `-` writes to stdout as the data comes; a reader
+//! if the name is still free (see the `guard` module). `-` writes to stdout as the data comes; a reader
 //! that closes the pipe early (`| head`) ends the command quietly ([`Fail::closed_stdout`]).
 //!
 //! Inputs read whole into memory are read through [`read_whole`], which stops one byte past a
@@ -163,8 +163,8 @@ pub(crate) struct Output(Sink);
 impl Output {
     /// Starts writing `path` (stdout for `-`, an object for a URL). [`Output::commit`]
     /// replaces an existing file or object only if `overwrite`; otherwise it fails with
-    /// [`crate::guard::appeared`] and leaves it as it is (the command checked with
-    /// [`crate::guard::file_output`] before; this catches one created meanwhile).
+    /// [`Fail::appeared`] and leaves it as it is (the command checked with
+    /// `guard::file_output` before; this catches one created meanwhile).
     pub(crate) fn create(path: &Path, overwrite: bool) -> CliResult<Self> {
         if is_std(path) {
             return Ok(Self(Sink::Stdout {
@@ -249,7 +249,7 @@ impl Output {
                 {
                     Ok(())
                 } else {
-                    Err(crate::guard::appeared(&path))
+                    Err(Fail::appeared(&path))
                 }
             }
             Sink::Remote { url, w, overwrite } => {

@@ -332,12 +332,12 @@ pub(crate) fn relabel(mut fail: Fail, tmp: &Path, shown: &str) -> Fail {
 /// appears only complete. [`WriteMode::Conditional`] never replaces an object: the `PUT` is
 /// create-only (`PutMode::Create`; a store without conditional puts, and a multipart upload,
 /// which cannot be conditional, get a `HEAD` check just before instead); an existing object
-/// is the [`appeared`](crate::guard::appeared) refusal.
+/// is the [`Fail::appeared`] refusal.
 pub(crate) fn upload_file(path: &Path, url: &RemoteUrl, mode: WriteMode) -> CliResult {
     let (store, key) = url.store()?;
     match block_on(put_file(store.as_ref(), &key, path, mode))? {
         Ok(()) => Ok(()),
-        Err(Put::Exists) => Err(crate::guard::appeared(url.name())),
+        Err(Put::Exists) => Err(Fail::appeared(url.name())),
         Err(Put::Failed(e)) => Err(Fail::input(url.name(), e)),
     }
 }
