@@ -34,8 +34,8 @@ pub fn is_url(path: &Path) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
 }
 
-/// How `output` relates to `input`, each a local path or a URL (see the [module
-/// docs](self)); `None` when they are apart.
+/// How `output` relates to `input`, each a local path or a URL (see the crate
+/// docs); `None` when they are apart.
 ///
 /// # Errors
 /// [`Error::Io`] if a path's existing part cannot be resolved or opened (other than not
@@ -231,7 +231,7 @@ fn resolve(path: &Path) -> Result<Resolved> {
     })
 }
 
-/// How local `output` relates to local `input`, by identity (see the [module docs](self)).
+/// How local `output` relates to local `input`, by identity (see the crate docs).
 fn local_overlap(input: &Path, output: &Path) -> Result<Option<Overlap>> {
     let (i, o) = (resolve(input)?, resolve(output)?);
     match (i.exists, o.exists) {

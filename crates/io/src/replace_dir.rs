@@ -42,8 +42,8 @@ pub fn sibling(target: &Path, tag: &str) -> Result<PathBuf> {
     Ok(target.with_file_name(sib))
 }
 
-/// Puts the complete directory `new` in place of `target` (a sibling of it; see the [module
-/// docs](self)), deleting the old content of `target` if there was one. With
+/// Puts the complete directory `new` in place of `target` (a sibling of it; see the crate
+/// docs), deleting the old content of `target` if there was one. With
 /// [`Durability::Fsync`] the parent directory is fsynced after the rename (the files inside
 /// `new` must have been made durable by whoever wrote them).
 ///

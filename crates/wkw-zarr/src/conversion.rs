@@ -17,8 +17,8 @@ use crate::plan::{plan, plan_for, run_all};
 /// [`finish`](crate::finish).
 ///
 /// # Errors
-/// [`Error::TargetExists`] if `dst` exists and `options` neither overwrites nor resumes it;
-/// [`Error::InvalidArgument`] if `src` is already in format `to`; the errors of reading the
+/// [`Error::TargetExists`](crate::Error::TargetExists) if `dst` exists and `options` neither overwrites nor resumes it;
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) if `src` is already in format `to`; the errors of reading the
 /// source (naming its file or URL) and writing the target.
 pub fn convert(
     src: impl Into<Location>,
@@ -52,7 +52,7 @@ pub fn convert_mag_to_zarr3(
 /// directory (one file per shard present).
 ///
 /// # Errors
-/// As [`convert`]; [`Error::Unsupported`] for arrays whose inner chunks are not WKW blocks.
+/// As [`convert`]; [`Error::Unsupported`](crate::Error::Unsupported) for arrays whose inner chunks are not WKW blocks.
 pub fn convert_mag_to_wkw(
     src: impl Into<Location>,
     dst: impl Into<Location>,
