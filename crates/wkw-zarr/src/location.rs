@@ -226,7 +226,15 @@ impl Location {
         match self {
             Self::Local(p) => match fs::read(p) {
                 Ok(b) => Ok(Some(b)),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                // `file/x` where `file` is not a directory: no such file either.
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::NotFound | std::io::ErrorKind::NotADirectory
+                    ) =>
+                {
+                    Ok(None)
+                }
                 Err(e) => Err(Error::io(p, e)),
             },
             Self::Store(s) => {

@@ -221,6 +221,33 @@ fn an_overwrite_keeps_the_old_target_until_the_new_one_is_complete() -> TestResu
     convert(&ds, &out, Format::Zarr3, &options, &|_| {})?;
     same(&tree(&out)?, &new)?;
     assert_eq!(names(d)?, ["clean", "ds", "out"]);
+    // A file where the target goes: refused as an existing target, replaced with overwrite.
+    let file = d.join("file");
+    std::fs::write(&file, b"not a dataset")?;
+    let err = convert(
+        &ds,
+        &file,
+        Format::Zarr3,
+        &ConvertOptions::default(),
+        &|_| {},
+    )
+    .err();
+    assert!(
+        matches!(
+            err,
+            Some(Error::TargetExists {
+                files: 1,
+                bytes: 13,
+                ..
+            })
+        ),
+        "{err:?}"
+    );
+    assert_eq!(std::fs::read(&file)?, b"not a dataset");
+    let options = ConvertOptions::default().with_existing(Existing::Overwrite);
+    convert(&ds, &file, Format::Zarr3, &options, &|_| {})?;
+    same(&tree(&file)?, &new)?;
+    std::fs::remove_dir_all(&file)?;
     // The dataset is named after the target, not the sibling it was built in.
     let props: serde_json::Value =
         serde_json::from_slice(&std::fs::read(out.join(wkw_zarr::PROPERTIES_JSON))?)?;
