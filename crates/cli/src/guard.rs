@@ -402,14 +402,7 @@ mod tests {
     use super::*;
     use crate::inout::Output;
 
-    fn names(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
+    use testkit::dir_names as names;
 
     #[test]
     fn a_file_created_meanwhile_is_not_replaced() {

@@ -265,14 +265,7 @@ mod tests {
 
     use super::*;
 
-    fn names(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
+    use testkit::dir_names as names;
 
     #[test]
     fn persist_replaces_the_target_and_leaves_no_temporary_file() {

@@ -134,14 +134,7 @@ mod tests {
 
     use super::*;
 
-    fn names(dir: &Path) -> Vec<String> {
-        let mut v: Vec<String> = std::fs::read_dir(dir)
-            .unwrap()
-            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-            .collect();
-        v.sort();
-        v
-    }
+    use testkit::dir_names as names;
 
     #[test]
     fn a_directory_is_replaced_by_its_staged_sibling() {

@@ -194,3 +194,25 @@ pub fn assert_ordinary_mode(path: &std::path::Path) {
         path.display()
     );
 }
+
+/// The names in `dir`, sorted (to see what a write left beside its target).
+///
+/// # Panics
+/// If `dir` cannot be listed.
+#[allow(
+    clippy::expect_used,
+    reason = "test support: an unreadable directory is a failed test"
+)]
+pub fn dir_names(dir: &std::path::Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .expect("list the directory")
+        .map(|e| {
+            e.expect("a directory entry")
+                .file_name()
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
+    v.sort();
+    v
+}
