@@ -20,7 +20,6 @@ pub use scifmt_io::Durability;
 
 #[cfg(feature = "object_store")]
 mod remote;
-mod source;
 mod stream;
 mod trailer;
 mod writer;
@@ -54,10 +53,12 @@ pub use crate::{
     limits::Limits,
     offsets::ChunkLocation,
     reader::{Frame, Layer, SPARSE_FRAME_FILE},
-    source::ReadAt,
     stream::FrameFileWriter,
     writer::{Fill, FrameParams, FrameWriter},
 };
 /// The `object_store` version this crate's `object_store` feature uses.
 #[cfg(feature = "object_store")]
 pub use object_store;
+/// The positional reads frames are read through (implemented for byte slices, `Vec<u8>` and
+/// files), shared by the scifmt crates.
+pub use scifmt_io::ReadAt;

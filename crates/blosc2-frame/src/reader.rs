@@ -14,8 +14,8 @@ use crate::header::{FrameHeader, FrameType, HEADER_FIXED_LEN};
 use crate::layers::{self, Section};
 use crate::limits::Limits;
 use crate::offsets::{ChunkLocation, decode_index};
-use crate::source::ReadAt;
 use crate::trailer::{self, TAIL_LEN, TRAILER_MIN_LEN};
+use scifmt_io::ReadAt;
 
 /// Name of the frame file inside a sparse-frame directory.
 pub const SPARSE_FRAME_FILE: &str = "chunks.b2frame";

@@ -6,7 +6,11 @@ mod cancel;
 mod credentials;
 mod durable;
 mod error;
+#[cfg(feature = "object_store")]
+mod location;
 mod overlap;
+mod prefetched;
+mod read_at;
 mod redact;
 #[cfg(feature = "object_store")]
 mod remote;
@@ -18,18 +22,25 @@ pub use crate::credentials::{credentials_help, store_error_message};
 pub use crate::durable::{Durability, Staged, commit, sync_dir, write_atomically};
 pub use crate::error::Overlap;
 pub use crate::error::{Error, Result};
+#[cfg(feature = "object_store")]
+pub use crate::location::{Listed, Location, RangeReader, SCHEMES, Sink, StoreLocation};
 pub use crate::overlap::{ensure_apart, is_url, overlap};
+pub use crate::prefetched::Prefetched;
+pub use crate::read_at::ReadAt;
 pub use crate::redact::redact;
 #[cfg(feature = "zarrs")]
 pub use crate::remote::zarrs_store::ZarrsStore;
 #[cfg(feature = "object_store")]
 pub use crate::remote::{
+    object::{Object, Response},
     options::{FormatOptions, RemoteOptions, WriteMode},
     plan::{Request, assemble, coalesce},
     retry::conflict_backoff,
     runtime::{block_on, handle, outside_runtime, runtime},
     store::{Access, StoreUrl, child, is_condition_failure, join_url, store_for_url, store_url},
+    upload::{Upload, put},
 };
 pub use crate::replace_dir::{replace_dir, sibling};
+pub use bytes;
 #[cfg(feature = "object_store")]
 pub use object_store;

@@ -3,9 +3,9 @@
 
 use crate::dataset::Source;
 use crate::error::Result;
-use crate::location::Location;
 use crate::options::{ConvertOptions, Format, Progress, Summary};
 use crate::plan::{plan, plan_for, run_all};
+use scifmt_io::Location;
 
 /// Converts `src` (a webKNOSSOS dataset, a WKW mag or a Zarr v3 array) into `to` at `dst`:
 /// a dataset into a dataset, a mag or array into an array or mag. `progress` is called after

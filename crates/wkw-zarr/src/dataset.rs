@@ -6,10 +6,10 @@ use std::path::Path;
 use serde_json::{Map, Value, json};
 
 use crate::error::{Error, Result};
-use crate::location::Location;
 use crate::mag;
 use crate::meta::ZARR_JSON;
 use crate::options::{ConvertOptions, Format, ZarrCodec};
+use scifmt_io::Location;
 
 /// Name of a webKNOSSOS dataset's layer list.
 pub const PROPERTIES_JSON: &str = "datasource-properties.json";
@@ -379,6 +379,7 @@ pub(crate) fn finish_dataset(
         }
     }
     let text = serde_json::to_vec_pretty(&doc).map_err(|e| Error::Internal(e.to_string()))?;
-    dst.join(PROPERTIES_JSON)
-        .write_small(&text, options.durability)
+    Ok(dst
+        .join(PROPERTIES_JSON)
+        .write_small(&text, options.durability)?)
 }

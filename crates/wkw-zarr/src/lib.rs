@@ -5,7 +5,6 @@ mod codec;
 mod conversion;
 mod dataset;
 mod error;
-mod location;
 mod mag;
 mod meta;
 mod options;
@@ -18,7 +17,6 @@ pub use crate::{
     conversion::{convert, convert_mag_to_wkw, convert_mag_to_zarr3},
     dataset::{PROPERTIES_JSON, Source, detect},
     error::{Error, Result},
-    location::{Location, StoreLocation},
     meta::ZARR_JSON,
     options::{
         BlockType, BloscCname, BloscShuffle, Cancel, ConvertOptions, Durability, Existing, Format,
@@ -28,6 +26,9 @@ pub use crate::{
     target::{MARKER, STAGE_TAG},
     verify::{Difference, VerifyReport, verify},
 };
+
+/// Where a conversion reads and writes: a local path or a key prefix on an object store.
+pub use scifmt_io::{Location, StoreLocation};
 
 /// The `object_store` crate [`Location::store`] takes a store of (the version `scifmt-io`
 /// builds on).

@@ -20,10 +20,10 @@ use wkw::{BlockReader, BlockWriter, Header};
 use crate::batches::{blocks_per_batch, run, stream};
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
-use crate::location::{Location, Reader};
 use crate::meta::{Layout, ZARR_JSON, index_position};
 use crate::options::{BloscShuffle, ConvertOptions, Durability, Progress, Summary, ZarrCodec};
 use crate::shard::{BlockChunks, ShardReader, ShardWriter};
+use scifmt_io::{Location, RangeReader};
 
 /// What a mag conversion runs with.
 pub(crate) struct Ctx<'a> {
@@ -181,7 +181,7 @@ fn wkw_file_key(idx: [u32; 3]) -> String {
 /// A WKW data file being read: its header and jump table (one read), then blocks on demand.
 pub(crate) struct WkwSource {
     pub(crate) blocks: BlockReader,
-    data: Reader,
+    data: RangeReader,
 }
 
 /// The first bytes of a file (header and jump table), for [`BlockReader::open_storage`].
@@ -236,7 +236,10 @@ impl WkwSource {
         let head = len.min(16u64.saturating_add(table));
         let bytes = data.read_range(0, head)?;
         let blocks = BlockReader::open_storage(
-            Box::new(Prefix { len, bytes }),
+            Box::new(Prefix {
+                len,
+                bytes: bytes.to_vec(),
+            }),
             at.name(),
             &ctx.options.limits,
         )?;
@@ -249,7 +252,12 @@ impl WkwSource {
             .iter()
             .map(|&k| self.blocks.stored_range(k).map(|(s, e)| s..e))
             .collect::<Result<Vec<_>, _>>()?;
-        self.data.read_ranges(&ranges)
+        Ok(self
+            .data
+            .read_ranges(&ranges)?
+            .into_iter()
+            .map(|b| b.to_vec())
+            .collect())
     }
 }
 
@@ -337,7 +345,7 @@ pub(crate) fn finish_zarr(
 /// Writes a JSON document atomically (compact, as tensorstore writes `zarr.json`).
 pub(crate) fn write_json(at: &Location, doc: &Value, durability: Durability) -> Result<()> {
     let text = serde_json::to_vec(doc).map_err(|e| Error::Internal(e.to_string()))?;
-    at.write_small(&text, durability)
+    Ok(at.write_small(&text, durability)?)
 }
 
 /// Converts one WKW file into the shard `target` (skipped if a complete shard is there).
@@ -563,8 +571,9 @@ pub(crate) fn zarr_to_wkw(
 /// Writes the `header.wkw` of the WKW mag `dst` converted from the Zarr array at `src`.
 pub(crate) fn finish_wkw(src: &Location, dst: &Location, options: &ConvertOptions) -> Result<()> {
     let (_, header) = wkw_target(src, options)?;
-    dst.join(wkw::HEADER_FILE_NAME)
-        .write_small(&header.with_data_offset(0).to_bytes(), options.durability)
+    Ok(dst
+        .join(wkw::HEADER_FILE_NAME)
+        .write_small(&header.with_data_offset(0).to_bytes(), options.durability)?)
 }
 
 /// Converts one shard into the WKW file `target` (skipped if a complete file is there). A
@@ -724,5 +733,5 @@ fn upload_file(local: &std::path::Path, target: &Location, ctx: &Ctx<'_>) -> Res
         }
         sink.write_all(&buf[..n])?;
     }
-    sink.finish(ctx.options.durability)
+    Ok(sink.finish(ctx.options.durability)?)
 }

@@ -19,10 +19,10 @@ use serde_json::Value;
 
 use crate::dataset::{self, Source, detect, settings};
 use crate::error::{Error, Result};
-use crate::location::Location;
 use crate::mag::{self, Ctx, Item};
 use crate::options::{ConvertOptions, Format, Progress, Summary};
 use crate::target::{self, MARKER};
+use scifmt_io::Location;
 
 /// The version of the plan document [`Plan::to_json`] writes.
 const PLAN_VERSION: u32 = 1;
@@ -116,7 +116,7 @@ impl Plan {
     fn root(&self, dst: &Location) -> Result<Location> {
         match &self.staged {
             None => Ok(dst.clone()),
-            Some(name) => dst.sibling(name),
+            Some(name) => Ok(dst.sibling(name)?),
         }
     }
 

@@ -9,15 +9,15 @@ use scifmt_io::{Durability, RemoteOptions};
 
 use crate::codec::crc32c;
 use crate::error::{Error, Result};
-use crate::location::{Location, Reader, Sink};
 use crate::meta::Layout;
+use scifmt_io::{Location, RangeReader, Sink};
 
 /// Index entry of an absent chunk.
 const ABSENT: u64 = u64::MAX;
 
 /// An existing shard opened for reading chunks.
 pub(crate) struct ShardReader {
-    reader: Reader,
+    reader: RangeReader,
     /// `(offset, nbytes)` per chunk in C order; `None` for absent chunks.
     index: Vec<Option<(u64, u64)>>,
 }
@@ -30,7 +30,7 @@ impl ShardReader {
     /// # Errors
     /// [`Error::Io`] / [`Error::Remote`] if it cannot be read; [`Error::Corrupt`] for a bad
     /// index.
-    pub(crate) fn open(reader: Reader, layout: &Layout, max_chunk: u64) -> Result<Self> {
+    pub(crate) fn open(reader: RangeReader, layout: &Layout, max_chunk: u64) -> Result<Self> {
         let path = reader.name().to_path_buf();
         let len = reader.len();
         let n = layout.chunks_per_shard();
@@ -126,7 +126,11 @@ impl ShardReader {
             .flatten()
             .map(|&(offset, nbytes)| offset..offset + nbytes)
             .collect();
-        let mut got = self.reader.read_ranges(&ranges)?.into_iter();
+        let mut got = self
+            .reader
+            .read_ranges(&ranges)?
+            .into_iter()
+            .map(|b| b.to_vec());
         Ok(entries.iter().map(|e| e.and_then(|_| got.next())).collect())
     }
 }

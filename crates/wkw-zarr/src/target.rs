@@ -37,8 +37,8 @@
 use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
-use crate::location::Location;
 use crate::options::{ConvertOptions, Existing};
+use scifmt_io::Location;
 
 /// Name of the file marking an unfinished conversion in the target's root.
 pub const MARKER: &str = ".wkw-zarr-conversion.json";
@@ -65,7 +65,7 @@ pub(crate) fn stage_of(dst: &Location) -> Result<Location> {
             "{dst} has no name to build its replacement beside: give a directory or prefix below it"
         ))
     })?;
-    dst.sibling(&format!(".{name}.{STAGE_TAG}"))
+    Ok(dst.sibling(&format!(".{name}.{STAGE_TAG}"))?)
 }
 
 /// The marker of the conversion at `root`, if there is one.
@@ -240,7 +240,7 @@ fn making_dir(sibling: &std::path::Path) -> std::path::PathBuf {
 
 fn write_marker(root: &Location, marker: &Value, options: &ConvertOptions) -> Result<()> {
     let text = serde_json::to_vec_pretty(marker).map_err(|e| Error::Internal(e.to_string()))?;
-    root.join(MARKER).write_small(&text, options.durability)
+    Ok(root.join(MARKER).write_small(&text, options.durability)?)
 }
 
 /// Resumes the conversion at `root` (the target, or the sibling of a staged run).
@@ -293,7 +293,7 @@ pub(crate) fn finish(
             }
         }
     }
-    dst.join(MARKER).remove_file()
+    Ok(dst.join(MARKER).remove_file()?)
 }
 
 /// Finishes a swap that was done (or, on a store, begun) but not cleaned up: `dst` holds the
@@ -307,7 +307,7 @@ fn complete_swap(dst: &Location, stage: Option<&Location>, marker: Option<&Value
             s.remove_all()?;
         }
     }
-    dst.join(MARKER).remove_file()
+    Ok(dst.join(MARKER).remove_file()?)
 }
 
 /// Makes the objects under `dst` those under `stage` (server-side copies; old objects the new
@@ -328,7 +328,7 @@ fn copy_over(stage: &Location, dst: &Location) -> Result<()> {
             dst.join(&key).remove_file()?;
         }
     }
-    stage.remove_all()
+    Ok(stage.remove_all()?)
 }
 
 /// Deletes the temporary files (`.{name}.{random}.tmp`) a killed run left below `dir` (a

@@ -9,13 +9,13 @@ use rayon::prelude::*;
 
 use crate::dataset::{PROPERTIES_JSON, Source, detect, layer_name, mags, read_json};
 use crate::error::{Error, Result};
-use crate::location::Location;
 use crate::mag::{
     Ctx, Known, WkwSource, all_zero, list_shards, list_wkw_files, read_layout, read_wkw_header,
 };
 use crate::meta::Layout;
 use crate::options::{ConvertOptions, Format, Progress};
 use crate::shard::ShardReader;
+use scifmt_io::Location;
 
 /// A differing block: the first differing byte and the block's coordinates in its shard.
 type Found = Option<(u64, [u32; 3])>;

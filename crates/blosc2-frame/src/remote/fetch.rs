@@ -11,8 +11,8 @@ use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore};
 
 use super::RemoteOptions;
 use crate::error::{Error, Result};
-use crate::source::ReadAt;
 use scifmt_io::Access;
+use scifmt_io::ReadAt;
 
 /// A store plus the printable root of its URLs (no credentials).
 #[derive(Debug, Clone)]

@@ -700,7 +700,7 @@ fn parent(path: &Path) -> Path {
 
 /// The fixed header from the prefetched bytes.
 fn peek_header(pre: &Prefetched) -> Result<FrameHeader> {
-    use crate::source::ReadAt;
+    use scifmt_io::ReadAt;
     if pre.size < HEADER_FIXED_LEN as u64 {
         return Err(Error::Truncated {
             what: "frame header",

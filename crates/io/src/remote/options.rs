@@ -162,6 +162,22 @@ impl<F> RemoteOptions<F> {
         self
     }
 
+    /// The shared knobs without the format's own options.
+    #[must_use]
+    pub fn shared(&self) -> RemoteOptions {
+        RemoteOptions {
+            concurrency: self.concurrency,
+            coalesce_gap: self.coalesce_gap,
+            max_request_bytes: self.max_request_bytes,
+            read_retries: self.read_retries,
+            conflict_retries: self.conflict_retries,
+            write_mode: self.write_mode,
+            multipart_threshold: self.multipart_threshold,
+            part_size: self.part_size,
+            format: (),
+        }
+    }
+
     /// [`RemoteOptions::concurrency`], at least 1.
     #[must_use]
     pub fn in_flight(&self) -> usize {

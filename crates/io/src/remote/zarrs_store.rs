@@ -1,21 +1,18 @@
 //! [`ZarrsStore`]: zarrs' readable storage over an object store, with byte-range reads planned
 //! by the range planner and fetched concurrently.
 
-use std::ops::Range;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
+use object_store::ObjectStore;
 use object_store::path::Path;
-use object_store::{GetOptions, GetRange, ObjectStore, ObjectStoreExt};
 use zarrs_storage::byte_range::{ByteRange, ByteRangeIterator};
 use zarrs_storage::{
     MaybeBytes, MaybeBytesIterator, ReadableStorageTraits, StorageError, StoreKey,
 };
 
-use crate::credentials::store_error_message;
+use crate::remote::object::Object;
 use crate::remote::options::RemoteOptions;
-use crate::remote::plan::assemble;
 use crate::remote::runtime::block_on;
 use crate::remote::store::{child, store_url};
 
@@ -28,8 +25,8 @@ use crate::remote::store::{child, store_url};
 /// request first. `object_store`'s own `get_ranges` (which `zarrs_object_store` uses) merges
 /// ranges less than 1 MiB apart and asks for the object's size before every read.
 ///
-/// A response body cut short is fetched again, up to
-/// [`read_retries`](RemoteOptions::read_retries) times.
+/// Every read is an [`Object`] read: checked, version-pinned within one call, a response body
+/// cut short fetched again up to [`read_retries`](RemoteOptions::read_retries) times.
 ///
 /// Call it from threads outside any tokio runtime (zarrs' sync API; it blocks).
 #[derive(Debug, Clone)]
@@ -60,63 +57,13 @@ impl ZarrsStore {
         child(&self.prefix, key.as_str())
     }
 
-    fn error(&self, path: &Path, e: &object_store::Error) -> StorageError {
-        StorageError::Other(format!(
-            "{}: {}",
-            store_url(self.store.as_ref(), path),
-            store_error_message(e)
-        ))
-    }
-
     fn run<T>(&self, f: impl Future<Output = T>) -> Result<T, StorageError> {
         block_on(f).map_err(|e| StorageError::Other(e.to_string()))
     }
 
-    /// `range` of the object at `path` (`None`: no such object), fetched again while the
-    /// body comes short or fails while streaming.
-    async fn fetch(&self, path: &Path, range: Range<u64>) -> Result<Option<Bytes>, StorageError> {
-        let want = range.end - range.start;
-        let mut attempt = 0;
-        loop {
-            let options = GetOptions {
-                range: Some(GetRange::Bounded(range.clone())),
-                ..GetOptions::default()
-            };
-            let result = match self.store.get_opts(path, options).await {
-                Ok(r) => r,
-                Err(object_store::Error::NotFound { .. }) => return Ok(None),
-                Err(e) => return Err(self.error(path, &e)),
-            };
-            // A store serves a range reaching past the end up to the end: not what was asked
-            // for, and asking again would not change it.
-            if result.range.end < range.end && result.range.end == result.meta.size {
-                return Err(StorageError::Other(format!(
-                    "{}: byte range {range:?} past the end of the object ({} bytes)",
-                    store_url(self.store.as_ref(), path),
-                    result.meta.size
-                )));
-            }
-            let problem = match result.bytes().await {
-                Ok(body) if body.len() as u64 == want => return Ok(Some(body)),
-                Ok(body) => format!("{} bytes for range {range:?}", body.len()),
-                Err(e) => store_error_message(&e),
-            };
-            if attempt >= self.options.read_retries {
-                return Err(StorageError::Other(format!(
-                    "{}: {problem}",
-                    store_url(self.store.as_ref(), path)
-                )));
-            }
-            attempt += 1;
-        }
-    }
-
-    async fn size(&self, path: &Path) -> Result<Option<u64>, StorageError> {
-        match self.store.head(path).await {
-            Ok(meta) => Ok(Some(meta.size)),
-            Err(object_store::Error::NotFound { .. }) => Ok(None),
-            Err(e) => Err(self.error(path, &e)),
-        }
+    fn object(&self, path: Path) -> Object {
+        let url = store_url(self.store.as_ref(), &path);
+        Object::new(Arc::clone(&self.store), path, url)
     }
 
     async fn get_ranges(
@@ -124,14 +71,16 @@ impl ZarrsStore {
         path: &Path,
         wanted: Vec<ByteRange>,
     ) -> Result<Option<Vec<Bytes>>, StorageError> {
+        let object = self.object(path.clone());
         let bounded = wanted
             .iter()
             .all(|r| matches!(r, ByteRange::FromStart(_, Some(_))));
         let size = if bounded {
             0
         } else {
-            match self.size(path).await? {
-                Some(size) => size,
+            // Pins the object: the ranges below are read from the version measured here.
+            match object.head().await.map_err(other)? {
+                Some(meta) => meta.size,
                 None => return Ok(None),
             }
         };
@@ -150,47 +99,28 @@ impl ZarrsStore {
                 _ => {
                     return Err(StorageError::Other(format!(
                         "{}: byte range {r} outside the object ({size} bytes)",
-                        store_url(self.store.as_ref(), path)
+                        object.url()
                     )));
                 }
             }
         }
-        let requests = self.options.plan(core::slice::from_ref(&ranges)).remove(0);
-        let bodies =
-            futures::stream::iter(requests.iter().map(|q| self.fetch(path, q.range.clone())))
-                .buffered(self.options.in_flight())
-                .try_collect::<Vec<Option<Bytes>>>()
-                .await?;
-        let Some(bodies) = bodies.into_iter().collect::<Option<Vec<Bytes>>>() else {
-            return Ok(None);
-        };
-        assemble(&ranges, &requests, &bodies)
-            .map(Some)
-            .map_err(|e| StorageError::Other(e.to_string()))
+        object
+            .get_ranges(&ranges, &self.options)
+            .await
+            .map_err(other)
     }
+}
+
+/// A storage error with this crate's message (which names the object, without credentials).
+fn other(e: crate::error::Error) -> StorageError {
+    StorageError::Other(e.to_string())
 }
 
 impl ReadableStorageTraits for ZarrsStore {
     fn get(&self, key: &StoreKey) -> Result<MaybeBytes, StorageError> {
-        let path = self.path(key);
-        self.run(async {
-            let mut attempt = 0;
-            loop {
-                let result = match self.store.get(&path).await {
-                    Ok(r) => r,
-                    Err(object_store::Error::NotFound { .. }) => return Ok(None),
-                    Err(e) => return Err(self.error(&path, &e)),
-                };
-                match result.bytes().await {
-                    Ok(body) => return Ok(Some(body)),
-                    Err(e) if attempt < self.options.read_retries => {
-                        drop(e);
-                        attempt += 1;
-                    }
-                    Err(e) => return Err(self.error(&path, &e)),
-                }
-            }
-        })?
+        let object = self.object(self.path(key));
+        self.run(object.get_all(u64::MAX, &self.options))?
+            .map_err(other)
     }
 
     fn get_partial_many<'a>(
@@ -205,8 +135,8 @@ impl ReadableStorageTraits for ZarrsStore {
     }
 
     fn size_key(&self, key: &StoreKey) -> Result<Option<u64>, StorageError> {
-        let path = self.path(key);
-        self.run(self.size(&path))?
+        let object = self.object(self.path(key));
+        Ok(self.run(object.head())?.map_err(other)?.map(|m| m.size))
     }
 
     fn supports_get_partial(&self) -> bool {
@@ -218,6 +148,7 @@ impl ReadableStorageTraits for ZarrsStore {
 mod tests {
     #![allow(clippy::unwrap_used)]
 
+    use object_store::ObjectStoreExt;
     use object_store::memory::InMemory;
 
     use super::*;

@@ -1,12 +1,26 @@
-//! Positional reads: the frame reader never loads a whole file to read one chunk.
+//! [`ReadAt`]: the one positional-read trait of the scifmt crates (frame readers, WKW files,
+//! conversions), so that a reader never loads a whole file to read one part of it.
 
 use std::fs::File;
 use std::io;
 
 /// A byte source read at explicit positions (like `pread`), shareable between threads.
 ///
-/// Implemented for byte slices, `Vec<u8>` and [`File`]; implement it for anything else (an
-/// object store client, a counting wrapper in tests, …).
+/// Implemented for byte slices, `Vec<u8>`, [`File`] and [`Prefetched`](crate::Prefetched)
+/// (byte ranges fetched from an object store); implement it for anything else (an archive
+/// member, a counting wrapper in tests, …). Reading past the end is an error, never a short
+/// read.
+///
+/// ```
+/// use scifmt_io::ReadAt;
+/// let data = vec![1u8, 2, 3, 4, 5];
+/// let mut buf = [0u8; 2];
+/// data.read_exact_at(&mut buf, 3)?;
+/// assert_eq!(buf, [4, 5]);
+/// assert_eq!(data.size()?, 5);
+/// assert!(data.read_exact_at(&mut buf, 4).is_err());
+/// # Ok::<(), std::io::Error>(())
+/// ```
 pub trait ReadAt {
     /// Fills `buf` with the bytes at `offset..offset + buf.len()`.
     ///
@@ -82,6 +96,16 @@ impl ReadAt for File {
 }
 
 impl<T: ReadAt + ?Sized> ReadAt for &T {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        (**self).read_exact_at(buf, offset)
+    }
+
+    fn size(&self) -> io::Result<u64> {
+        (**self).size()
+    }
+}
+
+impl<T: ReadAt + ?Sized> ReadAt for Box<T> {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         (**self).read_exact_at(buf, offset)
     }
