@@ -15,7 +15,7 @@ use crate::fail::{CliResult, Fail, describe};
 use crate::inout::need_path;
 use crate::print::{JsonFlag, emit, emit_json, fields_text};
 use crate::progress::progress;
-use crate::remote::RemoteUrl;
+use crate::remote;
 
 /// The format `--to` names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -144,11 +144,8 @@ pub(crate) struct ConvertArgs {
 /// A local path, or a URL's store and prefix (configured from the `AWS_*`, `GOOGLE_*`,
 /// `AZURE_*` environment like every command; named without credentials).
 fn location(path: &std::path::Path) -> CliResult<Location> {
-    Ok(match RemoteUrl::parse(path)? {
-        Some(url) => {
-            let (store, prefix) = url.store()?;
-            Location::store(store, prefix, url.shown())
-        }
+    Ok(match remote::parse_url(path)? {
+        Some(url) => Location::Store(url),
         None => Location::Local(path.to_path_buf()),
     })
 }

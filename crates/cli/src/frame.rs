@@ -22,7 +22,7 @@ use crate::inout::{
 use crate::msgpack::{bytes_to_json, parse_layer};
 use crate::print::{JsonFlag, emit, emit_json, to_object};
 use crate::progress::{progress, progress_bytes};
-use crate::remote::{self, RemoteUrl};
+use crate::remote;
 
 /// `scifmt frame`.
 #[derive(Debug, Subcommand)]
@@ -305,12 +305,12 @@ pub(crate) fn open(path: &Path) -> CliResult<AnyFrame> {
             .map(AnyFrame::Local)
             .at(in_name(path));
     }
-    if let Some(url) = RemoteUrl::parse(path)? {
+    if let Some(url) = remote::parse_url(path)? {
         let frame = remote::block_on(RemoteFrame::open_url(
-            url.as_str(),
+            &path.to_string_lossy(),
             RemoteOptions::default(),
         ))?
-        .at(url.name())?;
+        .at(remote::name(&url))?;
         return Ok(AnyFrame::Remote(Box::new(frame)));
     }
     Frame::open(path).map(AnyFrame::Local).at(path)
@@ -595,13 +595,13 @@ fn create(a: &CreateArgs) -> CliResult {
     if is_std(&a.output) {
         return create_to_stdout(a, params, &meta);
     }
-    if let Some(url) = RemoteUrl::parse(&a.output)? {
+    if let Some(url) = remote::parse_url(&a.output)? {
         // Built on local scratch space exactly as a local frame, then uploaded.
-        let dir = tempfile::tempdir().at(url.name())?;
+        let dir = tempfile::tempdir().at(remote::name(&url))?;
         let local = dir.path().join("frame.b2frame");
         let w = FrameFileWriter::create(&local, params, &meta, blosc2_frame::Durability::None)
-            .at(url.name())?;
-        feed_frame(a, w, &local, true).map_err(|f| remote::relabel(f, &local, url.shown()))?;
+            .at(remote::name(&url))?;
+        feed_frame(a, w, &local, true).map_err(|f| remote::relabel(f, &local, url.url()))?;
         return remote::upload_file(&local, &url, write_mode(overwrite));
     }
     let w = FrameFileWriter::create(&a.output, params, &meta, blosc2_frame::Durability::None)
@@ -626,7 +626,7 @@ fn create_sparse(a: &CreateArgs, plan: DirPlan) -> CliResult {
     let params = FrameParams::new(a.cparams.cparams()?, a.chunksize);
     let meta = layers(a);
     let durability = blosc2_frame::Durability::None;
-    let Some(url) = RemoteUrl::parse(&a.output)? else {
+    let Some(url) = remote::parse_url(&a.output)? else {
         let staging = Staging::new(&a.output)?;
         let w = FrameFileWriter::create_sparse(staging.path(), params, &meta, durability)
             .map_err(|e| staging.relabel(Fail::input(staging.path(), describe(&e))))?;
@@ -642,17 +642,17 @@ fn create_sparse(a: &CreateArgs, plan: DirPlan) -> CliResult {
     } else {
         Vec::new()
     };
-    let dir = tempfile::tempdir().at(url.name())?;
+    let dir = tempfile::tempdir().at(remote::name(&url))?;
     let local = dir.path().join("frame");
-    std::fs::create_dir(&local).at(url.name())?;
+    std::fs::create_dir(&local).at(remote::name(&url))?;
     if let Some(max) = old.iter().filter_map(|rel| chunk_number(rel)).max() {
         // The new chunk files are numbered above every old one: the writer numbers above the
         // files it finds, and deletes this placeholder when it finishes.
-        std::fs::write(local.join(format!("{max:08X}.chunk")), b"").at(url.name())?;
+        std::fs::write(local.join(format!("{max:08X}.chunk")), b"").at(remote::name(&url))?;
     }
     let w = FrameFileWriter::create_sparse(&local, params, &meta, durability)
-        .map_err(|e| remote::relabel(Fail::input(&local, describe(&e)), &local, url.shown()))?;
-    feed_frame(a, w, &local, true).map_err(|f| remote::relabel(f, &local, url.shown()))?;
+        .map_err(|e| remote::relabel(Fail::input(&local, describe(&e)), &local, url.url()))?;
+    feed_frame(a, w, &local, true).map_err(|f| remote::relabel(f, &local, url.url()))?;
     let mode = write_mode(plan == DirPlan::Replace);
     remote::upload_dir(&local, &url, blosc2_frame::SPARSE_FRAME_FILE, mode)?;
     remote::delete_below(&url, &old)
@@ -719,7 +719,7 @@ fn feed_chunks(a: &CreateArgs, mut append: impl FnMut(&[u8]) -> CliResult) -> Cl
     let (mut source, bar, cap): (Box<dyn Read>, _, _) = if is_std(&a.input) {
         let bar = indicatif::ProgressBar::hidden();
         (Box::new(std::io::stdin().lock()), bar, a.chunksize)
-    } else if let Some(url) = RemoteUrl::parse(&a.input)? {
+    } else if let Some(url) = remote::parse_url(&a.input)? {
         let reader = remote::ObjectReader::open(&url)?;
         let total = reader.size;
         let cap = usize::try_from(total)

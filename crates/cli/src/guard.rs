@@ -24,7 +24,8 @@ use clap::Args;
 use crate::fail::{CliResult, Fail, describe};
 use crate::inout::is_std;
 use crate::names::display_name;
-use crate::remote::{self, RemoteUrl};
+use crate::remote;
+use scifmt_io::StoreLocation;
 
 /// `--overwrite`, the same on every command that writes an output.
 #[derive(Debug, Clone, Copy, Args)]
@@ -103,10 +104,10 @@ pub(crate) fn file_output(inputs: &[&Path], output: &Path, overwrite: bool) -> C
     if is_std(output) {
         return Ok(());
     }
-    if let Some(url) = RemoteUrl::parse(output)? {
+    if let Some(url) = remote::parse_url(output)? {
         return match remote::head_size(&url)? {
             Some(n) if !overwrite => Err(exists(
-                url.shown(),
+                url.url(),
                 &format!("an object of {}", count(n, "byte")),
             )),
             _ => Ok(()),
@@ -157,7 +158,7 @@ pub(crate) fn dir_output(
     fill: bool,
 ) -> CliResult<DirPlan> {
     apart(inputs, output)?;
-    let (found, remote) = match RemoteUrl::parse(output)? {
+    let (found, remote) = match remote::parse_url(output)? {
         Some(url) => (describe_prefix(&url)?, true),
         None => match std::fs::symlink_metadata(output) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(DirPlan::New),
@@ -303,7 +304,7 @@ fn describe_dir(dir: &Path) -> CliResult<Found> {
 }
 
 /// Describes the objects under a URL prefix (`None` if there are none).
-fn describe_prefix(url: &RemoteUrl) -> CliResult<Option<Found>> {
+fn describe_prefix(url: &StoreLocation) -> CliResult<Option<Found>> {
     let objects = remote::list_prefix(url)?;
     if objects.is_empty() {
         return Ok(None);
@@ -434,7 +435,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let target = dir.path().join("out.bin");
         let url = format!("file://{}", target.display());
-        let url = RemoteUrl::parse(Path::new(&url)).unwrap().unwrap();
+        let url = remote::parse_url(Path::new(&url)).unwrap().unwrap();
         let local = dir.path().join("local");
         std::fs::write(&local, b"ours").unwrap();
         std::fs::write(&target, b"theirs").unwrap();

@@ -17,7 +17,8 @@ use serde_json::{Map, Value};
 
 use crate::fail::{At, CliResult, Fail, describe};
 use crate::print::{JsonFlag, emit_object};
-use crate::remote::{self, RemoteUrl};
+use crate::remote;
+use scifmt_io::StoreLocation;
 
 /// `scifmt info`.
 #[derive(Debug, Args)]
@@ -35,7 +36,16 @@ pub(crate) fn run(a: &InfoArgs) -> CliResult {
 
 /// The fields of whatever `path` holds.
 fn detect(path: &Path) -> CliResult<Map<String, Value>> {
-    if let Some(url) = RemoteUrl::parse(path)? {
+    let shown = crate::names::display_name(path);
+    let url = remote::parse_url(path).map_err(|f| {
+        // A store that cannot be configured: the object cannot be read.
+        if f.msg.starts_with(&format!("{shown}: ")) {
+            cannot_read(&shown, f)
+        } else {
+            f
+        }
+    })?;
+    if let Some(url) = url {
         return detect_remote(path, &url);
     }
     let meta = std::fs::metadata(path).at(path)?;
@@ -82,11 +92,11 @@ fn read_prefix(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> 
 /// frame) or a Zarr metadata file. Datasets and frames are read through the libraries' remote
 /// APIs; a `.dwe` file, a single `.wkw` data file or a Blosc chunk is read whole (bounded by
 /// its library's limit). Every failure names the URL the user gave.
-fn detect_remote(path: &Path, url: &RemoteUrl) -> CliResult<Map<String, Value>> {
-    let Some(len) = remote::head_size(url).map_err(|f| cannot_read(url, f))? else {
+fn detect_remote(path: &Path, url: &StoreLocation) -> CliResult<Map<String, Value>> {
+    let Some(len) = remote::head_size(url).map_err(|f| cannot_read(url.url(), f))? else {
         return detect_remote_prefix(path, url);
     };
-    let head = remote::read_prefix(url, 32, len).map_err(|f| cannot_read(url, f))?;
+    let head = remote::read_prefix(url, 32, len).map_err(|f| cannot_read(url.url(), f))?;
     if head.starts_with(&dwe_format::MAGIC) {
         crate::dwe::info_map(path)
     } else if head.starts_with(&wkw::MAGIC) {
@@ -109,11 +119,11 @@ fn detect_remote(path: &Path, url: &RemoteUrl) -> CliResult<Map<String, Value>> 
             return Ok(crate::blosc::chunk_info(&h, len));
         }
         Err(Fail::input(
-            url.name(),
+            remote::name(url),
             format!(
                 "not a recognised format (no .dwe or WKW magic, not a Blosc2 frame: {}, not a Blosc chunk of this length)",
                 frame_err
-                    .strip_prefix(&format!("{}: ", url.shown()))
+                    .strip_prefix(&format!("{}: ", url.url()))
                     .unwrap_or(&frame_err)
             ),
         ))
@@ -121,8 +131,8 @@ fn detect_remote(path: &Path, url: &RemoteUrl) -> CliResult<Map<String, Value>> 
 }
 
 /// A URL that names no object: a prefix holding a WKW dataset, a sparse frame or a Zarr node.
-fn detect_remote_prefix(path: &Path, url: &RemoteUrl) -> CliResult<Map<String, Value>> {
-    let has = |name: &str| remote::exists(&url.join(name)).map_err(|f| cannot_read(url, f));
+fn detect_remote_prefix(path: &Path, url: &StoreLocation) -> CliResult<Map<String, Value>> {
+    let has = |name: &str| remote::exists(&url.join(name)).map_err(|f| cannot_read(url.url(), f));
     if has(wkw::HEADER_FILE_NAME)? {
         return crate::wkw_cmd::dataset_info(path);
     }
@@ -136,12 +146,12 @@ fn detect_remote_prefix(path: &Path, url: &RemoteUrl) -> CliResult<Map<String, V
                 MAX_ZARR_METADATA,
                 "too much for Zarr metadata",
             )
-            .map_err(|f| cannot_read(url, f))?;
-            return zarr_info(url.name(), file, &text);
+            .map_err(|f| cannot_read(url.url(), f))?;
+            return zarr_info(remote::name(url), file, &text);
         }
     }
     Err(Fail::input(
-        url.name(),
+        remote::name(url),
         format!(
             "no such object, and {}",
             NOT_A_DATASET.replacen("not ", "no ", 1)
@@ -151,15 +161,15 @@ fn detect_remote_prefix(path: &Path, url: &RemoteUrl) -> CliResult<Map<String, V
 
 /// A failed request while probing `url`: the message names `url` (the object the user gave),
 /// not the file the probe asked for, and says the object could not be read.
-fn cannot_read(url: &RemoteUrl, fail: Fail) -> Fail {
+fn cannot_read(shown: &str, fail: Fail) -> Fail {
     let msg = fail
         .msg
         .split_once(": ")
-        .filter(|(name, _)| name.starts_with(url.shown()))
+        .filter(|(name, _)| name.starts_with(shown))
         .map_or(fail.msg.as_str(), |(_, rest)| rest);
     Fail {
         code: fail.code,
-        msg: format!("{}: cannot be read: {msg}", url.shown()),
+        msg: format!("{shown}: cannot be read: {msg}"),
     }
 }
 

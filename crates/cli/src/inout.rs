@@ -21,7 +21,8 @@ use std::path::{Path, PathBuf};
 
 use crate::fail::{At, CliResult, Fail, describe};
 use crate::names;
-use crate::remote::{self, RemoteUrl};
+use crate::remote;
+use scifmt_io::StoreLocation;
 
 /// The most bytes read into memory from an input whose format crate sets no input limit (an
 /// `offset` chunk, a frame or b2nd array from stdin): 4 GiB, blosc2-frame's default
@@ -78,7 +79,7 @@ pub(crate) fn stdout_error(e: &std::io::Error) -> Fail {
 /// Reads a whole input (a file, or stdin for `-`) of at most `limit` bytes; `what` says what
 /// the limit is in the error message.
 pub(crate) fn read_whole(path: &Path, limit: u64, what: &str) -> CliResult<Vec<u8>> {
-    if let Some(url) = RemoteUrl::parse(path)? {
+    if let Some(url) = remote::parse_url(path)? {
         return remote::read_object(&url, limit, what);
     }
     let name = in_name(path);
@@ -144,7 +145,7 @@ enum Sink {
     },
     /// A temporary file uploaded to `url` by [`Output::commit`].
     Remote {
-        url: RemoteUrl,
+        url: StoreLocation,
         w: BufWriter<tempfile::NamedTempFile>,
         overwrite: bool,
     },
@@ -172,11 +173,11 @@ impl Output {
                 pos: 0,
             }));
         }
-        if let Some(url) = RemoteUrl::parse(path)? {
+        if let Some(url) = remote::parse_url(path)? {
             let tmp = tempfile::Builder::new()
                 .prefix(".scifmt-upload-")
                 .tempfile()
-                .at(url.name())?;
+                .at(remote::name(&url))?;
             return Ok(Self(Sink::Remote {
                 url,
                 w: BufWriter::with_capacity(1 << 20, tmp),
@@ -202,7 +203,7 @@ impl Output {
     pub(crate) fn write(&mut self, bytes: &[u8]) -> CliResult {
         match &mut self.0 {
             Sink::File { path, w, .. } => w.write_all(bytes).at(path),
-            Sink::Remote { url, w, .. } => w.write_all(bytes).at(url.name()),
+            Sink::Remote { url, w, .. } => w.write_all(bytes).at(remote::name(url)),
             Sink::Stdout { w, pos } => {
                 w.write_all(bytes).map_err(|e| stdout_error(&e))?;
                 *pos += bytes.len() as u64;
@@ -220,8 +221,8 @@ impl Output {
                 w.write_all(bytes).at(&*path)
             }
             Sink::Remote { url, w, .. } => {
-                w.seek(SeekFrom::Start(offset)).at(url.name())?;
-                w.write_all(bytes).at(url.name())
+                w.seek(SeekFrom::Start(offset)).at(remote::name(url))?;
+                w.write_all(bytes).at(remote::name(url))
             }
             Sink::Stdout { pos, .. } if *pos != offset => Err(Fail::usage(format!(
                 "internal error: stdout is at byte {pos}, not {offset}"
@@ -255,7 +256,7 @@ impl Output {
             Sink::Remote { url, w, overwrite } => {
                 let tmp = w
                     .into_inner()
-                    .map_err(|e| Fail::input(url.name(), describe(e.error())))?;
+                    .map_err(|e| Fail::input(remote::name(&url), describe(e.error())))?;
                 remote::upload_file(tmp.path(), &url, write_mode(overwrite))
             }
             Sink::Stdout { mut w, .. } => w.flush().map_err(|e| stdout_error(&e)),

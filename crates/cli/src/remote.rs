@@ -3,8 +3,9 @@
 //!
 //! - **Recognition**: an argument is a URL when it starts with `SCHEME://`; a scheme the tool
 //!   does not know is a usage error (write `./name` for a local path that looks like one).
-//! - **Stores** are built by `scifmt_io::store_for_url`, the function the libraries' `open_url`
-//!   use, from the environment variables `AWS_*` (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
+//! - **Locations**: a URL argument is a `scifmt_io::StoreLocation` (`scifmt_io::Location::parse`,
+//!   whose scheme rules these are); its store is built by `scifmt_io::store_for_url`, the
+//!   function the libraries' `open_url` use, from the environment variables `AWS_*` (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`,
 //!   `AWS_SECRET_ACCESS_KEY`, `AWS_SESSION_TOKEN`, `AWS_REGION`, `AWS_ALLOW_HTTP`, …),
 //!   `GOOGLE_*` and `AZURE_*`; `HttpBuilder` for other `http(s)://` hosts, `LocalFileSystem`
 //!   for `file://`.
@@ -15,10 +16,11 @@
 //! - **Whole-object reads** ([`read_object`], [`ObjectReader`]) stream the body and stop one
 //!   byte past a limit, whatever length the server announces.
 //! - **Uploads** ([`upload_file`], [`upload_dir`]): outputs are spooled to local temporary
-//!   files and uploaded only when complete (multipart above [`MULTIPART_THRESHOLD`]: the
-//!   object appears only when the last part is committed), so a failed command never leaves a
-//!   partial object under the real key. Without `--overwrite` an upload is create-only
-//!   (`WriteMode::Conditional`): it never replaces an object.
+//!   files and uploaded only when complete by `scifmt_io::Upload` with the default
+//!   `RemoteOptions` (multipart from 64 MiB in 16 MiB parts: the object appears only when the
+//!   last part is committed, and a failed upload is aborted), so a failed command never leaves
+//!   a partial object under the real key. Without `--overwrite` an upload is create-only
+//!   (`PutMode::Create`): it never replaces an object.
 //! - **Names in messages** are the `names` module's: a URL is shown without user info, query
 //!   string or fragment, and credentials are masked in every message the tool prints.
 
@@ -30,110 +32,45 @@ use std::sync::Arc;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
-use object_store::path::Path as ObjPath;
-use object_store::{
-    ObjectStore, ObjectStoreExt, ObjectStoreScheme, PutMode, PutPayload, WriteMultipart,
-};
-use scifmt_io::WriteMode;
+use object_store::{ObjectStoreExt, PutMode};
+use scifmt_io::bytes::Bytes;
+use scifmt_io::{Location, RemoteOptions, StoreLocation, Upload, WriteMode};
 
 use crate::fail::{CliResult, Fail, describe};
-use crate::names::{remember_secrets, scheme_of, shown_url};
+use crate::names::remember_secrets;
 
-/// Uploads of at least this many bytes use a multipart upload (16 MiB parts).
-pub(crate) const MULTIPART_THRESHOLD: u64 = 64 << 20;
-
-/// Size of one part of a multipart upload (S3 needs at least 5 MiB for all parts but the last).
-const PART_SIZE: usize = 16 << 20;
-
-/// Parts uploaded concurrently.
-const PART_CONCURRENCY: usize = 4;
-
-/// The schemes the tool accepts.
-const SCHEMES: &[&str] = &[
-    "s3", "s3a", "gs", "az", "adl", "azure", "abfs", "abfss", "http", "https", "file",
-];
-
-/// A data argument that is a URL.
-#[derive(Clone)]
-pub(crate) struct RemoteUrl {
-    /// The URL as given (may carry credentials: only for building the store).
-    url: url::Url,
-    /// The URL without user info, query and fragment, and without a trailing `/`.
-    shown: String,
-}
-
-impl std::fmt::Debug for RemoteUrl {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_tuple("RemoteUrl").field(&self.shown).finish()
-    }
-}
-
-impl RemoteUrl {
-    /// The URL `path` is written as, or `None` for a local path (or `-`).
-    ///
-    /// # Errors
-    /// A usage error for an unknown scheme or a malformed URL (the message does not repeat the
-    /// URL, which may hold credentials).
-    pub(crate) fn parse(path: &Path) -> CliResult<Option<Self>> {
-        let Some(s) = path.to_str() else {
-            return Ok(None);
-        };
-        let Some(scheme) = scheme_of(s) else {
-            return Ok(None);
-        };
-        let scheme = scheme.to_ascii_lowercase();
-        if !SCHEMES.contains(&scheme.as_str()) {
-            return Err(Fail::usage(format!(
-                "`{scheme}://` URLs are not supported (s3, gs, az, abfs, http, https, file; write ./{scheme}:… for a local path)"
-            )));
-        }
-        let url = url::Url::parse(s)
-            .map_err(|e| Fail::usage(format!("{scheme}://…: not a valid URL: {e}")))?;
+/// The store location `path` is written as, or `None` for a local path (or `-`).
+///
+/// # Errors
+/// A usage error for an unknown scheme or a malformed URL (the message does not repeat the
+/// URL, which may hold credentials); an input error for a store that cannot be configured.
+pub(crate) fn parse_url(path: &Path) -> CliResult<Option<StoreLocation>> {
+    let Some(text) = path.to_str().filter(|_| scifmt_io::is_url(path)) else {
+        return Ok(None);
+    };
+    if let Ok(url) = url::Url::parse(text) {
         remember_secrets(&url);
-        let shown = shown_url(&url);
-        Ok(Some(Self { url, shown }))
     }
-
-    /// The URL for messages (no credentials).
-    pub(crate) fn shown(&self) -> &str {
-        &self.shown
+    match Location::parse(text, &[]) {
+        Ok(Location::Store(s)) => Ok(Some(s)),
+        Ok(Location::Local(_)) => Ok(None),
+        Err(scifmt_io::Error::InvalidArgument(m)) => Err(Fail::usage(m)),
+        Err(e) => Err(Fail::input(crate::names::display_name(path), describe(&e))),
     }
+}
 
-    /// The URL for messages, as a path for [`Fail::input`].
-    pub(crate) fn name(&self) -> &Path {
-        Path::new(&self.shown)
-    }
+/// The URL of a location for messages, as a path for [`Fail::input`].
+pub(crate) fn name(url: &StoreLocation) -> &Path {
+    Path::new(url.url())
+}
 
-    /// The URL as given, for the libraries' `open_url` (they redact it in their messages).
-    pub(crate) fn as_str(&self) -> &str {
-        self.url.as_str()
-    }
-
-    /// The URL of `rel` below this one (`rel` uses `/`).
-    pub(crate) fn join(&self, rel: &str) -> Self {
-        let mut url = self.url.clone();
-        let path = format!("{}/{rel}", url.path().trim_end_matches('/'));
-        url.set_path(&path);
-        Self {
-            shown: shown_url(&url),
-            url,
-        }
-    }
-
-    /// The store the URL points into and the key (or prefix) inside it.
-    ///
-    /// # Errors
-    /// The store's configuration error (naming the URL).
-    pub(crate) fn store(&self) -> CliResult<(Arc<dyn ObjectStore>, ObjPath)> {
-        if ObjectStoreScheme::parse(&self.url).is_err() {
-            return Err(Fail::usage(format!(
-                "{}: not an object-store URL",
-                self.shown
-            )));
-        }
-        let s = scifmt_io::store_for_url(self.url.as_str(), &[])
-            .map_err(|e| Fail::input(self.name(), describe(&e)))?;
-        Ok((s.store, s.path))
+/// A store error on `url` as a failure naming it: the store's own words for a failed request
+/// (said once), [`Fail::appeared`] for a create-only put that found an object.
+pub(crate) fn store_fail(url: &StoreLocation, e: &scifmt_io::Error) -> Fail {
+    match e {
+        scifmt_io::Error::Remote { source, .. } => Fail::input(name(url), describe(source)),
+        scifmt_io::Error::Conflict { .. } => Fail::appeared(name(url)),
+        e => Fail::input(name(url), describe(e)),
     }
 }
 
@@ -155,19 +92,18 @@ pub(crate) fn handle() -> CliResult<tokio::runtime::Handle> {
 }
 
 /// Whether an object exists (a `HEAD` request).
-pub(crate) fn exists(url: &RemoteUrl) -> CliResult<bool> {
+pub(crate) fn exists(url: &StoreLocation) -> CliResult<bool> {
     Ok(head_size(url)?.is_some())
 }
 
 /// The object's size, or `None` when there is no such object (a `HEAD` request).
-pub(crate) fn head_size(url: &RemoteUrl) -> CliResult<Option<u64>> {
-    let (store, key) = url.store()?;
-    match block_on(store.head(&key))? {
+pub(crate) fn head_size(url: &StoreLocation) -> CliResult<Option<u64>> {
+    match block_on(url.store().head(url.path()))? {
         Ok(m) => Ok(Some(m.size)),
         Err(object_store::Error::NotFound { .. }) => Ok(None),
         // A `file://` key below a file (`x.b2frame/header.wkw`): no such object either.
         Err(e) if below_a_file(&e) => Ok(None),
-        Err(e) => Err(Fail::input(url.name(), describe(&e))),
+        Err(e) => Err(Fail::input(name(url), describe(&e))),
     }
 }
 
@@ -187,15 +123,19 @@ fn below_a_file(e: &(dyn std::error::Error + 'static)) -> bool {
 }
 
 /// The first bytes of the object (at most `n`).
-pub(crate) fn read_prefix(url: &RemoteUrl, n: u64, len: u64) -> CliResult<Vec<u8>> {
-    let (store, key) = url.store()?;
+pub(crate) fn read_prefix(url: &StoreLocation, n: u64, len: u64) -> CliResult<Vec<u8>> {
     let end = n.min(len);
     if end == 0 {
         return Ok(Vec::new());
     }
-    block_on(store.get_range(&key, 0..end))?
-        .map(|b| b.to_vec())
-        .map_err(|e| Fail::input(url.name(), describe(&e)))
+    match block_on(
+        url.object()
+            .get_range(0..end, &RemoteOptions::<()>::default()),
+    )? {
+        Ok(Some(b)) => Ok(b.to_vec()),
+        Ok(None) => Err(Fail::input(name(url), "does not exist")),
+        Err(e) => Err(store_fail(url, &e)),
+    }
 }
 
 /// A blocking reader of a whole object's body, streamed from one `GET`.
@@ -221,12 +161,12 @@ impl ObjectReader {
     ///
     /// # Errors
     /// The request's error (a missing object, no permission, …), naming the URL.
-    pub(crate) fn open(url: &RemoteUrl) -> CliResult<Self> {
-        let (store, key) = url.store()?;
-        let got = block_on(store.get(&key))?.map_err(|e| Fail::input(url.name(), describe(&e)))?;
+    pub(crate) fn open(url: &StoreLocation) -> CliResult<Self> {
+        let got = block_on(url.store().get(url.path()))?
+            .map_err(|e| Fail::input(name(url), describe(&e)))?;
         let size = got.meta.size;
         Ok(Self {
-            name: url.shown().to_owned(),
+            name: url.url().to_owned(),
             stream: got.into_stream(),
             buf: bytes::Bytes::new(),
             size,
@@ -255,7 +195,7 @@ impl Read for ObjectReader {
 
 /// Reads a whole object of at most `limit` bytes (stops one byte past the limit whatever
 /// length the server announced).
-pub(crate) fn read_object(url: &RemoteUrl, limit: u64, what: &str) -> CliResult<Vec<u8>> {
+pub(crate) fn read_object(url: &StoreLocation, limit: u64, what: &str) -> CliResult<Vec<u8>> {
     let reader = ObjectReader::open(url)?;
     if reader.size > limit {
         return Err(too_long(url, limit, what));
@@ -264,26 +204,26 @@ pub(crate) fn read_object(url: &RemoteUrl, limit: u64, what: &str) -> CliResult<
     reader
         .take(limit.saturating_add(1))
         .read_to_end(&mut data)
-        .map_err(|e| Fail::input(url.name(), e))?;
+        .map_err(|e| Fail::input(name(url), e))?;
     if data.len() as u64 > limit {
         return Err(too_long(url, limit, what));
     }
     Ok(data)
 }
 
-fn too_long(url: &RemoteUrl, limit: u64, what: &str) -> Fail {
-    Fail::input(url.name(), format!("holds more than {limit} bytes, {what}"))
+fn too_long(url: &StoreLocation, limit: u64, what: &str) -> Fail {
+    Fail::input(name(url), format!("holds more than {limit} bytes, {what}"))
 }
 
 /// Copies an object into an anonymous temporary file, at most `limit + 1` bytes; returns the
 /// file (positioned at its start) and the bytes copied.
-pub(crate) fn spool(url: &RemoteUrl, limit: u64) -> CliResult<(File, u64)> {
+pub(crate) fn spool(url: &StoreLocation, limit: u64) -> CliResult<(File, u64)> {
     use std::io::{Seek, SeekFrom};
     let mut reader = ObjectReader::open(url)?.take(limit.saturating_add(1));
-    let mut file = tempfile::tempfile().map_err(|e| Fail::input(url.name(), e))?;
-    let n = std::io::copy(&mut reader, &mut file).map_err(|e| Fail::input(url.name(), e))?;
+    let mut file = tempfile::tempfile().map_err(|e| Fail::input(name(url), e))?;
+    let n = std::io::copy(&mut reader, &mut file).map_err(|e| Fail::input(name(url), e))?;
     file.seek(SeekFrom::Start(0))
-        .map_err(|e| Fail::input(url.name(), e))?;
+        .map_err(|e| Fail::input(name(url), e))?;
     Ok((file, n))
 }
 
@@ -291,31 +231,21 @@ pub(crate) fn spool(url: &RemoteUrl, limit: u64) -> CliResult<(File, u64)> {
 /// bytes (the rest reads as zeros), for a library that reads only the start of a file but
 /// checks its length; every mention of the temporary path in a failure is replaced by the URL.
 pub(crate) fn with_prefix_copy<T>(
-    url: &RemoteUrl,
+    url: &StoreLocation,
     len: u64,
     prefix: u64,
     f: impl FnOnce(&Path) -> CliResult<T>,
 ) -> CliResult<T> {
     use std::io::Write;
     let bytes = read_prefix(url, prefix, len)?;
-    let dir = tempfile::tempdir().map_err(|e| Fail::input(url.name(), e))?;
-    let path = dir.path().join(file_name(url));
-    let mut file = File::create(&path).map_err(|e| Fail::input(url.name(), e))?;
+    let dir = tempfile::tempdir().map_err(|e| Fail::input(name(url), e))?;
+    let path = dir.path().join(url.path().filename().unwrap_or("object"));
+    let mut file = File::create(&path).map_err(|e| Fail::input(name(url), e))?;
     file.write_all(&bytes)
         .and_then(|()| file.set_len(len))
-        .map_err(|e| Fail::input(url.name(), e))?;
+        .map_err(|e| Fail::input(name(url), e))?;
     drop(file);
-    f(&path).map_err(|e| relabel(e, &path, url.shown()))
-}
-
-/// The last segment of the URL's path (`object` if empty).
-fn file_name(url: &RemoteUrl) -> String {
-    url.url
-        .path_segments()
-        .and_then(|mut s| s.next_back())
-        .filter(|s| !s.is_empty())
-        .unwrap_or("object")
-        .to_owned()
+    f(&path).map_err(|e| relabel(e, &path, url.url()))
 }
 
 /// `fail` with every mention of the local path `tmp` replaced by `shown`.
@@ -327,117 +257,50 @@ pub(crate) fn relabel(mut fail: Fail, tmp: &Path, shown: &str) -> Fail {
     fail
 }
 
-/// Uploads the local file `path` as the object at `url`: one `PUT` below
-/// [`MULTIPART_THRESHOLD`], else a multipart upload (aborted on failure), so the object
-/// appears only complete. [`WriteMode::Conditional`] never replaces an object: the `PUT` is
-/// create-only (`PutMode::Create`; a store without conditional puts, and a multipart upload,
-/// which cannot be conditional, get a `HEAD` check just before instead); an existing object
-/// is the [`Fail::appeared`] refusal.
-pub(crate) fn upload_file(path: &Path, url: &RemoteUrl, mode: WriteMode) -> CliResult {
-    let (store, key) = url.store()?;
-    match block_on(put_file(store.as_ref(), &key, path, mode))? {
-        Ok(()) => Ok(()),
-        Err(Put::Exists) => Err(Fail::appeared(url.name())),
-        Err(Put::Failed(e)) => Err(Fail::input(url.name(), e)),
-    }
-}
-
-/// Why an upload failed.
-enum Put {
-    /// A create-only upload found an object.
-    Exists,
-    /// Anything else (the message).
-    Failed(String),
-}
-
-impl From<String> for Put {
-    fn from(s: String) -> Self {
-        Self::Failed(s)
-    }
-}
-
-/// `Err(Put::Exists)` if the object at `key` exists.
-async fn refuse_existing(store: &dyn ObjectStore, key: &ObjPath) -> Result<(), Put> {
-    match store.head(key).await {
-        Ok(_) => Err(Put::Exists),
-        Err(object_store::Error::NotFound { .. }) => Ok(()),
-        Err(e) => Err(Put::Failed(describe(&e))),
-    }
-}
-
-async fn put_file(
-    store: &dyn ObjectStore,
-    key: &ObjPath,
-    path: &Path,
-    mode: WriteMode,
-) -> Result<(), Put> {
-    let conditional = mode == WriteMode::Conditional;
-    let mut file = File::open(path).map_err(|e| e.to_string())?;
-    let len = file.metadata().map_err(|e| e.to_string())?.len();
-    if len < MULTIPART_THRESHOLD {
-        let mut bytes = Vec::with_capacity(usize::try_from(len).unwrap_or(0));
-        file.read_to_end(&mut bytes).map_err(|e| e.to_string())?;
-        let payload = PutPayload::from(bytes);
-        if !conditional {
-            store.put(key, payload).await.map_err(|e| describe(&e))?;
-            return Ok(());
-        }
-        return match store
-            .put_opts(key, payload.clone(), PutMode::Create.into())
-            .await
-        {
-            Ok(_) => Ok(()),
-            Err(e) if scifmt_io::is_condition_failure(&e) => Err(Put::Exists),
-            Err(object_store::Error::NotImplemented { .. }) => {
-                // No create-only put on this store: check, then put.
-                refuse_existing(store, key).await?;
-                store
-                    .put(key, payload)
-                    .await
-                    .map(|_| ())
-                    .map_err(|e| Put::Failed(describe(&e)))
+/// Uploads the local file `path` as the object at `url` through `scifmt_io::Upload` (one
+/// `PUT` below the default multipart threshold, else a multipart upload that is aborted on
+/// failure), so the object appears only complete. [`WriteMode::Conditional`] never replaces an
+/// object: the upload is create-only (`PutMode::Create`; a store without create-only puts, and
+/// a multipart upload, which cannot be conditional, get a `HEAD` check just before instead);
+/// an existing object is the [`Fail::appeared`] refusal.
+pub(crate) fn upload_file(path: &Path, url: &StoreLocation, mode: WriteMode) -> CliResult {
+    let options = RemoteOptions::<()>::default();
+    let put_mode = match mode {
+        WriteMode::Conditional => PutMode::Create,
+        _ => PutMode::Overwrite,
+    };
+    let mut file = File::open(path).map_err(|e| Fail::input(name(url), e))?;
+    let part = usize::try_from(options.part_size).unwrap_or(16 << 20);
+    let mut upload = Upload::new(
+        Arc::clone(url.store()),
+        url.path().clone(),
+        url.url(),
+        put_mode,
+        &options,
+    );
+    let sent = block_on(async {
+        loop {
+            let mut buf = Vec::with_capacity(part);
+            match (&mut file).take(part as u64).read_to_end(&mut buf) {
+                Ok(0) => break,
+                Ok(_) => upload.write(Bytes::from(buf)).await?,
+                Err(e) => {
+                    upload.abort().await;
+                    return Err(scifmt_io::Error::io(path, e));
+                }
             }
-            Err(e) => Err(Put::Failed(describe(&e))),
-        };
-    }
-    if conditional {
-        refuse_existing(store, key).await?;
-    }
-    let upload = store.put_multipart(key).await.map_err(|e| describe(&e))?;
-    let mut w = WriteMultipart::new_with_chunk_size(upload, PART_SIZE);
-    let mut buf = Vec::with_capacity(PART_SIZE);
-    loop {
-        buf.clear();
-        let n = match (&mut file).take(PART_SIZE as u64).read_to_end(&mut buf) {
-            Ok(n) => n,
-            Err(e) => {
-                let _ = w.abort().await;
-                return Err(Put::Failed(e.to_string()));
-            }
-        };
-        if n == 0 {
-            break;
         }
-        if let Err(e) = w.wait_for_capacity(PART_CONCURRENCY).await {
-            // Drop the parts already uploaded; nothing appears under the key.
-            let _ = w.abort().await;
-            return Err(Put::Failed(describe(&e)));
-        }
-        w.write(&buf);
-    }
-    // `finish` aborts the upload itself when a part or the completion fails.
-    w.finish()
-        .await
-        .map(|_| ())
-        .map_err(|e| Put::Failed(describe(&e)))
+        upload.finish().await
+    })?;
+    sent.map_err(|e| store_fail(url, &e))
 }
 
 /// The objects below the prefix `url` names (segment-wise: `ds` holds `ds/x`, not `ds2`), as
 /// (key relative to the prefix, size), sorted by key.
-pub(crate) fn list_prefix(url: &RemoteUrl) -> CliResult<Vec<(String, u64)>> {
-    let (store, prefix) = url.store()?;
+pub(crate) fn list_prefix(url: &StoreLocation) -> CliResult<Vec<(String, u64)>> {
+    let prefix = url.path();
     let listed: Vec<object_store::Result<object_store::ObjectMeta>> =
-        block_on(store.list(Some(&prefix)).collect::<Vec<_>>())?;
+        block_on(url.store().list(Some(prefix)).collect::<Vec<_>>())?;
     let mut out = Vec::new();
     for meta in listed {
         let meta = match meta {
@@ -445,9 +308,9 @@ pub(crate) fn list_prefix(url: &RemoteUrl) -> CliResult<Vec<(String, u64)>> {
             // A `file://` prefix that is a file, or below one: nothing is under it.
             Err(e) if below_a_file(&e) => continue,
             Err(object_store::Error::NotFound { .. }) => continue,
-            Err(e) => return Err(Fail::input(url.name(), describe(&e))),
+            Err(e) => return Err(Fail::input(name(url), describe(&e))),
         };
-        let Some(rest) = meta.location.prefix_match(&prefix) else {
+        let Some(rest) = meta.location.prefix_match(prefix) else {
             continue;
         };
         let rel: Vec<String> = rest.map(|p| p.as_ref().to_owned()).collect();
@@ -460,13 +323,12 @@ pub(crate) fn list_prefix(url: &RemoteUrl) -> CliResult<Vec<(String, u64)>> {
 }
 
 /// Deletes the objects `rels` below the prefix `url` (a missing one is no error).
-pub(crate) fn delete_below(url: &RemoteUrl, rels: &[String]) -> CliResult {
-    let (store, prefix) = url.store()?;
+pub(crate) fn delete_below(url: &StoreLocation, rels: &[String]) -> CliResult {
     for rel in rels {
-        let key = scifmt_io::child(&prefix, rel);
-        match block_on(store.delete(&key))? {
+        let at = url.join(rel);
+        match block_on(at.store().delete(at.path()))? {
             Ok(()) | Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(Fail::input(url.join(rel).name(), describe(&e))),
+            Err(e) => return Err(Fail::input(name(&at), describe(&e))),
         }
     }
     Ok(())
@@ -475,9 +337,14 @@ pub(crate) fn delete_below(url: &RemoteUrl, rels: &[String]) -> CliResult {
 /// Uploads every file below the local directory `dir` under the prefix `url`, in sorted order
 /// except that the files named `last` go last (a sparse frame's `chunks.b2frame`, so that a
 /// reader never finds the index before the chunks it names).
-pub(crate) fn upload_dir(dir: &Path, url: &RemoteUrl, last: &str, mode: WriteMode) -> CliResult {
+pub(crate) fn upload_dir(
+    dir: &Path,
+    url: &StoreLocation,
+    last: &str,
+    mode: WriteMode,
+) -> CliResult {
     let mut files = Vec::new();
-    collect_files(dir, dir, &mut files).map_err(|e| Fail::input(url.name(), e))?;
+    collect_files(dir, dir, &mut files).map_err(|e| Fail::input(name(url), e))?;
     files.sort_by(|a, b| {
         let la = a.rsplit('/').next() == Some(last);
         let lb = b.rsplit('/').next() == Some(last);
@@ -524,18 +391,13 @@ mod tests {
         );
         assert_eq!(display_name(Path::new("s3://bucket/ds/")), "s3://bucket/ds");
         assert_eq!(display_name(Path::new("dir/x")), "dir/x");
-        assert!(RemoteUrl::parse(Path::new("ftp://x/y")).is_err());
-        let u = RemoteUrl::parse(Path::new("s3://bucket/ds"))
+        assert!(parse_url(Path::new("ftp://x/y")).is_err());
+        let u = parse_url(Path::new("s3://bucket/ds")).unwrap().unwrap();
+        assert_eq!(u.join("z0/y0/x0.wkw").url(), "s3://bucket/ds/z0/y0/x0.wkw");
+        let u = parse_url(Path::new("https://u:hunter22@h/x?token=abcdefgh"))
             .unwrap()
             .unwrap();
-        assert_eq!(
-            u.join("z0/y0/x0.wkw").shown(),
-            "s3://bucket/ds/z0/y0/x0.wkw"
-        );
-        let u = RemoteUrl::parse(Path::new("https://u:hunter22@h/x?token=abcdefgh"))
-            .unwrap()
-            .unwrap();
-        assert_eq!(u.shown(), "https://h/x");
+        assert_eq!(u.url(), "https://h/x");
         let s = scrub("failed: hunter22 abcdefgh true");
         assert!(!s.contains("hunter22") && !s.contains("abcdefgh"), "{s}");
         assert!(s.ends_with("true"), "{s}");

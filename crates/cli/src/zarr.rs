@@ -17,7 +17,8 @@ use crate::args::{Region, parse_region, resolve_region};
 use crate::fail::{At, CliResult, Fail, describe};
 use crate::guard::{OverwriteFlag, file_output};
 use crate::inout::write_output;
-use crate::remote::{self, RemoteUrl};
+use crate::remote;
+use scifmt_io::StoreLocation;
 
 /// `scifmt zarr`.
 #[derive(Debug, Subcommand)]
@@ -64,8 +65,8 @@ impl AsyncToSyncBlockOn for TokioBlockOn {
 
 /// The array store at a URL: zarrs' `object_store` storage (async) rooted at the URL's prefix,
 /// wrapped for zarrs' sync API.
-fn object_storage(url: &RemoteUrl) -> CliResult<Arc<dyn ReadableStorageTraits>> {
-    let (store, prefix) = url.store()?;
+fn object_storage(url: &StoreLocation) -> CliResult<Arc<dyn ReadableStorageTraits>> {
+    let (store, prefix) = (Arc::clone(url.store()), url.path().clone());
     let rooted = object_store::prefix::PrefixStore::new(store, prefix);
     let storage = Arc::new(AsyncObjectStore::new(rooted));
     Ok(Arc::new(AsyncToSyncStorageAdapter::new(
@@ -88,7 +89,7 @@ fn read(a: &ReadArgs) -> CliResult {
     // Our `blosc` codec (Blosc1 and Blosc2 chunks, partial decoding of regions); zarrs is built
     // without its C-Blosc one.
     let _blosc = blosc_chunk::register(blosc_chunk::ZarrsOptions::default());
-    let storage: Arc<dyn ReadableStorageTraits> = match RemoteUrl::parse(store)? {
+    let storage: Arc<dyn ReadableStorageTraits> = match remote::parse_url(store)? {
         Some(url) => object_storage(&url)?,
         None => Arc::new(FilesystemStore::new(store).at(store)?),
     };

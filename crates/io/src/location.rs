@@ -14,6 +14,7 @@ use object_store::{ObjectStore, ObjectStoreExt, PutMode};
 
 use crate::durable::{Durability, Staged, commit, write_atomically};
 use crate::error::{Error, Result};
+use crate::overlap::scheme_of;
 use crate::read_at::ReadAt;
 use crate::redact::redact;
 use crate::remote::object::Object;
@@ -70,6 +71,16 @@ impl StoreLocation {
     #[must_use]
     pub fn url(&self) -> &str {
         &self.url
+    }
+
+    /// `self/key` (`key` with `/` separators).
+    #[must_use]
+    pub fn join(&self, key: &str) -> Self {
+        Self {
+            store: Arc::clone(&self.store),
+            path: child(&self.path, key),
+            url: join_url(&self.url, key),
+        }
     }
 
     /// The object at this key, read version-pinned.
@@ -151,7 +162,7 @@ impl Location {
     /// [`Error::InvalidArgument`] for an unknown scheme or a malformed URL, [`Error::Remote`]
     /// for a store that cannot be configured (the messages never hold credentials).
     pub fn parse(text: &str, config: &[(String, String)]) -> Result<Self> {
-        let Some(scheme) = url_scheme(text) else {
+        let Some(scheme) = scheme_of(text) else {
             return Ok(Self::Local(PathBuf::from(text)));
         };
         let lower = scheme.to_ascii_lowercase();
@@ -203,11 +214,7 @@ impl Location {
     pub fn join(&self, key: &str) -> Self {
         match self {
             Self::Local(p) => Self::Local(p.join(key)),
-            Self::Store(s) => Self::Store(StoreLocation {
-                store: Arc::clone(&s.store),
-                path: child(&s.path, key),
-                url: join_url(&s.url, key),
-            }),
+            Self::Store(s) => Self::Store(s.join(key)),
         }
     }
 
@@ -572,15 +579,6 @@ pub struct RangeReader {
 enum Source {
     Local(File, u64),
     Store(Object, u64, RemoteOptions),
-}
-
-/// Whether `text` starts with `SCHEME://`; the scheme.
-fn url_scheme(text: &str) -> Option<&str> {
-    let (scheme, _) = text.split_once("://")?;
-    let mut chars = scheme.chars();
-    (chars.next()?.is_ascii_alphabetic()
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
-    .then_some(scheme)
 }
 
 impl RangeReader {

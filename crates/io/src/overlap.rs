@@ -23,15 +23,17 @@ use crate::error::{Error, Overlap, Result};
 /// Whether a path argument is a URL (`scheme://…`) rather than a local path.
 #[must_use]
 pub fn is_url(path: &Path) -> bool {
-    let Some(text) = path.to_str() else {
-        return false;
-    };
-    let Some((scheme, _)) = text.split_once("://") else {
-        return false;
-    };
+    path.to_str().and_then(scheme_of).is_some()
+}
+
+/// The scheme of text that starts with `SCHEME://` (a letter, then letters, digits, `+`, `-`,
+/// `.`), the rule by which an argument is a URL.
+pub(crate) fn scheme_of(text: &str) -> Option<&str> {
+    let (scheme, _) = text.split_once("://")?;
     let mut chars = scheme.chars();
-    chars.next().is_some_and(|c| c.is_ascii_alphabetic())
-        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.'))
+    (chars.next()?.is_ascii_alphabetic()
+        && chars.all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.')))
+    .then_some(scheme)
 }
 
 /// How `output` relates to `input`, each a local path or a URL (see the crate

@@ -19,7 +19,7 @@ use crate::fail::{At, CliResult, Fail};
 use crate::guard::{OverwriteFlag, apart, file_output};
 use crate::inout::{Output, in_name, is_std, open_input, out_name, read_at, spool_stdin};
 use crate::progress::progress;
-use crate::remote::RemoteUrl;
+use crate::remote;
 
 /// Target size of one slab of a streamed read or write.
 const SLAB_BUDGET: u64 = 32 << 20;
@@ -270,7 +270,7 @@ pub(crate) fn read(a: &ReadArgs) -> CliResult {
 fn box_input(input: &Path, total: u64, describe_box: impl Fn() -> String) -> CliResult<File> {
     let (file, len) = if is_std(input) {
         spool_stdin(total)?
-    } else if let Some(url) = RemoteUrl::parse(input)? {
+    } else if let Some(url) = remote::parse_url(input)? {
         crate::remote::spool(&url, total)?
     } else {
         let file = open_input(input)?;

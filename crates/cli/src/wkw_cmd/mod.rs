@@ -15,7 +15,7 @@ use crate::guard::{DirKind, DirPlan, OverwriteFlag, Staging, dir_output};
 use crate::inout::need_path;
 use crate::print::{JsonFlag, emit, emit_json, emit_object, fields_text, to_object};
 use crate::progress::progress;
-use crate::remote::{self, RemoteUrl};
+use crate::remote;
 
 /// `scifmt wkw`.
 #[derive(Debug, Subcommand)]
@@ -262,12 +262,12 @@ impl AnyDataset {
 
 /// Opens the dataset at a local path or a URL.
 pub(crate) fn open(dataset: &Path) -> CliResult<AnyDataset> {
-    if let Some(url) = RemoteUrl::parse(dataset)? {
+    if let Some(url) = remote::parse_url(dataset)? {
         let ds = remote::block_on(RemoteDataset::open_url(
-            url.as_str(),
+            &dataset.to_string_lossy(),
             RemoteOptions::default(),
         ))?
-        .at(url.name())?;
+        .at(remote::name(&url))?;
         return Ok(AnyDataset::Remote(ds));
     }
     if dataset.is_file() {
@@ -284,8 +284,8 @@ pub(crate) fn open(dataset: &Path) -> CliResult<AnyDataset> {
 
 /// The URL of `path`: as given for a URL, `file://` of the absolute path for a local one.
 fn url_of(path: &Path) -> CliResult<String> {
-    if let Some(url) = RemoteUrl::parse(path)? {
-        return Ok(url.as_str().to_owned());
+    if remote::parse_url(path)?.is_some() {
+        return Ok(path.to_string_lossy().into_owned());
     }
     let abs = std::path::absolute(path).at(path)?;
     url::Url::from_file_path(&abs)
@@ -359,13 +359,13 @@ fn create(a: &CreateArgs) -> CliResult {
     )
     .map_err(|e| Fail::input(&a.dataset, describe(&e)))?;
     let plan = dir_output(&[], &a.dataset, DirKind::Wkw, a.overwrite.overwrite, true)?;
-    if let Some(url) = RemoteUrl::parse(&a.dataset)? {
+    if let Some(url) = remote::parse_url(&a.dataset)? {
         remote::block_on(RemoteDataset::create_url(
-            url.as_str(),
+            &a.dataset.to_string_lossy(),
             header,
             RemoteOptions::default(),
         ))?
-        .at(url.name())?;
+        .at(remote::name(&url))?;
         return Ok(());
     }
     if plan != DirPlan::Replace {
