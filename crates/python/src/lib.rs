@@ -19,7 +19,6 @@ mod wkw_remote;
 fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     wkw::register(m)?;
-    wkw_remote::register(m)?;
     blosc::register(m)?;
     b2nd::register(m)?;
     dwe::register(m)?;

@@ -18,6 +18,7 @@ use wkw::{
 };
 
 use crate::common::{ThreadChoice, TwoBaseException, apart, detached, in_pool, interruptible};
+use crate::wkw_remote::Remote;
 
 pyo3::create_exception!(
     scifmt.wkw,
@@ -198,52 +199,11 @@ fn run<T: Send>(
     }
 }
 
-/// Calls `$body` with `$t` bound to the Rust type of voxel type `$vt`.
+/// Calls `$body` with `$t` bound to the Rust type of voxel type `$vt`
+/// (`wkw::with_voxel_type`); a voxel type this build does not know is a `WKWException`.
 macro_rules! with_voxel {
     ($vt:expr, $t:ident => $body:expr) => {
-        match $vt {
-            VoxelType::U8 => {
-                type $t = u8;
-                $body
-            }
-            VoxelType::U16 => {
-                type $t = u16;
-                $body
-            }
-            VoxelType::U32 => {
-                type $t = u32;
-                $body
-            }
-            VoxelType::U64 => {
-                type $t = u64;
-                $body
-            }
-            VoxelType::F32 => {
-                type $t = f32;
-                $body
-            }
-            VoxelType::F64 => {
-                type $t = f64;
-                $body
-            }
-            VoxelType::I8 => {
-                type $t = i8;
-                $body
-            }
-            VoxelType::I16 => {
-                type $t = i16;
-                $body
-            }
-            VoxelType::I32 => {
-                type $t = i32;
-                $body
-            }
-            VoxelType::I64 => {
-                type $t = i64;
-                $body
-            }
-            other => Err(exc(format!("unsupported voxel type {other:?}"))),
-        }
+        wkw::with_voxel_type!($vt, $t => $body, other => Err(exc(format!("unsupported voxel type {other:?}"))))
     };
 }
 pub(crate) use with_voxel;
@@ -646,15 +606,14 @@ pub(crate) fn header_fields(h: &Header) -> (u8, u32, u32, u8, u8, u8) {
     )
 }
 
-/// The Rust side of `scifmt.wkw.Dataset`: an open dataset (closed by `close`).
-#[pyclass(module = "scifmt._scifmt.wkw", frozen)]
+/// A dataset in a local directory (closed by `close`): one backend of [`RawDataset`].
 #[derive(Debug)]
-pub(crate) struct RawDataset {
+struct Local {
     root: PathBuf,
     inner: Closable<Open>,
 }
 
-impl RawDataset {
+impl Local {
     fn get(&self) -> PyResult<Arc<Open>> {
         self.inner.get(&self.root.display())
     }
@@ -665,13 +624,8 @@ impl RawDataset {
             inner: Closable::new(open),
         }
     }
-}
 
-#[pymethods]
-impl RawDataset {
     /// Opens the dataset at `root`.
-    #[staticmethod]
-    #[pyo3(signature = (root, threads=None, corrupt_as_zeros=false, strict_headers=false))]
     fn open(
         py: Python<'_>,
         root: PathBuf,
@@ -691,8 +645,6 @@ impl RawDataset {
     /// Creates a dataset at `root`: `voxel_type` is the on-disk code 1..=10, `block_type` 1..=3.
     /// An existing dataset is `OutputExistsError` unless `overwrite` (then a new empty dataset
     /// replaces it whole); a file at `root` is `NotADirectoryError`.
-    #[staticmethod]
-    #[pyo3(signature = (root, voxel_type, num_channels, block_len, file_len, block_type, threads=None, corrupt_as_zeros=false, strict_headers=false, overwrite=false))]
     #[allow(clippy::too_many_arguments)] // the header fields and the options
     fn create(
         py: Python<'_>,
@@ -724,12 +676,6 @@ impl RawDataset {
         Ok(Self::new(root, open))
     }
 
-    /// The dataset root as given.
-    #[getter]
-    fn root(&self) -> PathBuf {
-        self.root.clone()
-    }
-
     /// `(version, block_len, file_len, block_type, voxel_type, num_channels)` with the on-disk
     /// codes of block and voxel type.
     fn header_fields(&self) -> PyResult<(u8, u32, u32, u8, u8, u8)> {
@@ -738,7 +684,6 @@ impl RawDataset {
 
     /// Reads the box at `offset` of `shape` voxels as a numpy array of shape (C, X, Y, Z) in
     /// `order` ("F": Fortran-contiguous like the reference, "C": C-contiguous).
-    #[pyo3(signature = (offset, shape, order="F"))]
     fn read<'py>(
         &self,
         py: Python<'py>,
@@ -790,16 +735,255 @@ impl RawDataset {
         let files = open.run(py, &self.root, true, Dataset::list_files)?;
         PyList::new(py, files.into_iter().map(|(_, p)| p))
     }
+}
+
+/// The Rust side of `scifmt.wkw.Dataset`: one open dataset, in a local directory or at an
+/// object-store URL (`s3://`, `gs://`, `az://`, `http(s)://`, `memory://`; see
+/// `scifmt_io::Location::parse`), closed by `close`.
+#[pyclass(module = "scifmt._scifmt.wkw", frozen)]
+#[derive(Debug)]
+pub(crate) struct RawDataset {
+    backend: Backend,
+}
+
+#[derive(Debug)]
+enum Backend {
+    Local(Local),
+    Remote(Remote),
+}
+
+#[pymethods]
+impl RawDataset {
+    /// Opens the dataset at `root`, a directory or a URL (the prefix holding `header.wkw`;
+    /// `storage_options` are store settings applied after the environment's, URLs only).
+    #[staticmethod]
+    #[pyo3(signature = (root, storage_options=None, threads=None, corrupt_as_zeros=false, strict_headers=false))]
+    fn open(
+        py: Python<'_>,
+        root: PathBuf,
+        storage_options: Option<Vec<(String, String)>>,
+        threads: Option<usize>,
+        corrupt_as_zeros: bool,
+        strict_headers: bool,
+    ) -> PyResult<Self> {
+        let backend = match url_text(&root) {
+            Some(url) => Backend::Remote(Remote::open(
+                py,
+                url,
+                storage_options,
+                threads,
+                corrupt_as_zeros,
+                strict_headers,
+            )?),
+            None => {
+                local_only(storage_options.as_deref(), &root)?;
+                Backend::Local(Local::open(
+                    py,
+                    root,
+                    threads,
+                    corrupt_as_zeros,
+                    strict_headers,
+                )?)
+            }
+        };
+        Ok(Self { backend })
+    }
+
+    /// Creates a dataset at `root` (a directory or a URL): `voxel_type` is the on-disk code
+    /// 1..=10, `block_type` 1..=3. An existing dataset is `OutputExistsError` unless
+    /// `overwrite` (then a new empty local dataset replaces it whole; a dataset at a URL is
+    /// never replaced: an object store cannot swap it in one step).
+    #[staticmethod]
+    #[pyo3(signature = (root, voxel_type, num_channels, block_len, file_len, block_type, storage_options=None, threads=None, corrupt_as_zeros=false, strict_headers=false, overwrite=false))]
+    #[allow(clippy::too_many_arguments)] // the header fields and the options
+    fn create(
+        py: Python<'_>,
+        root: PathBuf,
+        voxel_type: u8,
+        num_channels: u8,
+        block_len: u32,
+        file_len: u32,
+        block_type: u8,
+        storage_options: Option<Vec<(String, String)>>,
+        threads: Option<usize>,
+        corrupt_as_zeros: bool,
+        strict_headers: bool,
+        overwrite: bool,
+    ) -> PyResult<Self> {
+        let backend = match url_text(&root) {
+            Some(url) => Backend::Remote(Remote::create(
+                py,
+                url,
+                voxel_type,
+                num_channels,
+                block_len,
+                file_len,
+                block_type,
+                storage_options,
+                threads,
+                corrupt_as_zeros,
+                strict_headers,
+                overwrite,
+            )?),
+            None => {
+                local_only(storage_options.as_deref(), &root)?;
+                Backend::Local(Local::create(
+                    py,
+                    root,
+                    voxel_type,
+                    num_channels,
+                    block_len,
+                    file_len,
+                    block_type,
+                    threads,
+                    corrupt_as_zeros,
+                    strict_headers,
+                    overwrite,
+                )?)
+            }
+        };
+        Ok(Self { backend })
+    }
+
+    /// The dataset root: the path as given, or the URL without credentials.
+    #[getter]
+    fn root(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        match &self.backend {
+            Backend::Local(l) => Ok(l.root.clone().into_pyobject(py)?.into_any().unbind()),
+            Backend::Remote(r) => Ok(r.root().into_pyobject(py)?.into_any().unbind()),
+        }
+    }
+
+    /// Whether the dataset is at a URL.
+    #[getter]
+    fn remote(&self) -> bool {
+        matches!(self.backend, Backend::Remote(_))
+    }
+
+    /// `(version, block_len, file_len, block_type, voxel_type, num_channels)` with the on-disk
+    /// codes of block and voxel type.
+    fn header_fields(&self) -> PyResult<(u8, u32, u32, u8, u8, u8)> {
+        match &self.backend {
+            Backend::Local(l) => l.header_fields(),
+            Backend::Remote(r) => r.header_fields(),
+        }
+    }
+
+    /// Reads the box at `offset` of `shape` voxels as a numpy array of shape (C, X, Y, Z) in
+    /// `order` ("F": Fortran-contiguous like the reference, "C": C-contiguous).
+    #[pyo3(signature = (offset, shape, order="F"))]
+    fn read<'py>(
+        &self,
+        py: Python<'py>,
+        offset: [u32; 3],
+        shape: [u32; 3],
+        order: &str,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match &self.backend {
+            Backend::Local(l) => l.read(py, offset, shape, order),
+            Backend::Remote(r) => r.read(py, offset, shape, order),
+        }
+    }
+
+    /// Writes a 4-D numpy array (C, X, Y, Z) of the dataset's dtype at `offset`, from any
+    /// strides (contiguous arrays without a copy); at a URL each file touched is a conditional
+    /// read-modify-write, so concurrent writers lose no update.
+    fn write(&self, py: Python<'_>, offset: [u32; 3], data: &Bound<'_, PyAny>) -> PyResult<()> {
+        match &self.backend {
+            Backend::Local(l) => l.write(py, offset, data),
+            Backend::Remote(r) => r.write(py, offset, data),
+        }
+    }
+
+    /// Paths (or URLs) of every data file, sorted by z, y, x.
+    fn list_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        match &self.backend {
+            Backend::Local(l) => l.list_files(py),
+            Backend::Remote(r) => r.list_files(py),
+        }
+    }
+
+    /// Checks every data file: `(path or url, problem)` for the files with a problem;
+    /// `progress(done, total)` after each file. Ctrl-C stops it (`KeyboardInterrupt`).
+    #[pyo3(signature = (threads=None, progress=None))]
+    fn verify(
+        &self,
+        py: Python<'_>,
+        threads: Option<usize>,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<Vec<(String, String)>> {
+        match &self.backend {
+            Backend::Local(l) => Ok(verify(py, l.root.clone(), threads, progress)?
+                .into_iter()
+                .map(|(p, m)| (p.display().to_string(), m))
+                .collect()),
+            Backend::Remote(r) => r.verify(py, progress),
+        }
+    }
+
+    /// Converts every data file into a new dataset at `dst` (a directory for a local dataset,
+    /// a URL for one at a URL) with block type `block_type` (1..=3); see the module function
+    /// `compress` and, for URLs, `wkw::RemoteDataset::compress_to`.
+    #[pyo3(signature = (dst, block_type, threads=None, overwrite=false, progress=None))]
+    fn compress(
+        &self,
+        py: Python<'_>,
+        dst: PathBuf,
+        block_type: u8,
+        threads: Option<usize>,
+        overwrite: bool,
+        progress: Option<Py<PyAny>>,
+    ) -> PyResult<()> {
+        match (&self.backend, url_text(&dst)) {
+            (Backend::Local(l), None) => compress(
+                py,
+                l.root.clone(),
+                dst,
+                block_type,
+                threads,
+                overwrite,
+                progress,
+            ),
+            (Backend::Remote(r), Some(url)) => r.compress(py, url, block_type, overwrite, progress),
+            _ => Err(exc(
+                "compress: a local dataset compresses into a directory, one at a URL into a URL",
+            )),
+        }
+    }
 
     /// Closes the dataset; later calls raise `WKWException`. Closing twice is allowed.
     fn close(&self) {
-        self.inner.close();
+        match &self.backend {
+            Backend::Local(l) => l.inner.close(),
+            Backend::Remote(r) => r.close(),
+        }
     }
 
     /// Whether `close` was called.
     #[getter]
     fn closed(&self) -> bool {
-        self.inner.is_closed()
+        match &self.backend {
+            Backend::Local(l) => l.inner.is_closed(),
+            Backend::Remote(r) => r.closed(),
+        }
+    }
+}
+
+/// `root` as a URL, if it is written as one (`scifmt_io::is_url`).
+fn url_text(root: &Path) -> Option<String> {
+    scifmt_io::is_url(root)
+        .then(|| root.to_str().map(str::to_owned))
+        .flatten()
+}
+
+/// `storage_options` are for URLs: given with a local path, a `ValueError`.
+fn local_only(storage_options: Option<&[(String, String)]>, root: &Path) -> PyResult<()> {
+    match storage_options {
+        Some(o) if !o.is_empty() => Err(exc(format!(
+            "{}: storage_options apply to URLs only",
+            root.display()
+        ))),
+        _ => Ok(()),
     }
 }
 

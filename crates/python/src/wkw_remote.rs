@@ -1,6 +1,5 @@
-//! `scifmt._scifmt.wkw.RawRemoteDataset`: WKW datasets on object stores (`s3://`, `gs://`,
-//! `az://`, `http(s)://`, `memory://` URLs) through `wkw::BlockingRemoteDataset`, behind the
-//! same Python `Dataset` as local ones.
+//! The object-store backend of `scifmt._scifmt.wkw.RawDataset`: WKW datasets at `s3://`,
+//! `gs://`, `az://`, `http(s)://`, `memory://` URLs through `wkw::BlockingRemoteDataset`.
 //!
 //! Credentials and endpoints come from the environment (`AWS_*`, `GOOGLE_*`, `AZURE_*`, as
 //! `object_store` reads them) and from `storage_options` (the same keys, applied after the
@@ -21,18 +20,6 @@ use crate::wkw::{
     dataset_exists, exc, header_fields, options, parse_order, thread_choice, threads_mode,
     typed_4d, with_voxel,
 };
-
-/// Adds `RawRemoteDataset` to the existing `wkw` submodule of `parent`.
-///
-/// # Errors
-/// A Python error if the submodule is missing.
-pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
-    let m = parent.getattr("wkw")?;
-    m.setattr(
-        "RawRemoteDataset",
-        parent.py().get_type::<RawRemoteDataset>(),
-    )
-}
 
 /// A `WKWException` for `e` on the dataset at `url` (credentials already removed); messages
 /// that name no URL get it in front.
@@ -96,22 +83,6 @@ fn refuse_replacing(
     Ok(())
 }
 
-/// The URL as messages show it: without user info, query or fragment (where keys may hide).
-fn shown(url: &str) -> String {
-    let cut = url.find(['?', '#']).unwrap_or(url.len());
-    let url = &url[..cut];
-    let Some(s) = url.find("://") else {
-        return url.to_string();
-    };
-    let (scheme, rest) = url.split_at(s + 3);
-    let authority = &rest[..rest.find('/').unwrap_or(rest.len())];
-    // The last `@` of the authority ends the user info (a raw `@` in a password comes before).
-    match authority.rfind('@') {
-        Some(at) => format!("{scheme}{}", &rest[at + 1..]),
-        None => url.to_string(),
-    }
-}
-
 /// An open remote dataset (its options name the pool its decoding runs on), with what opens
 /// it again with a call's own cancel flag.
 #[derive(Debug)]
@@ -137,10 +108,9 @@ impl Open {
     }
 }
 
-/// The Rust side of `scifmt.wkw.Dataset` for URLs (closed by `close`).
-#[pyclass(module = "scifmt._scifmt.wkw", frozen)]
+/// A dataset at a URL (closed by `close`): one backend of `RawDataset`.
 #[derive(Debug)]
-pub(crate) struct RawRemoteDataset {
+pub(crate) struct Remote {
     url: String,
     inner: Closable<Open>,
 }
@@ -155,7 +125,7 @@ fn remote_options(
     Ok(RemoteOptions::default().map_format(|f| f.with_dataset(dataset)))
 }
 
-impl RawRemoteDataset {
+impl Remote {
     fn get(&self) -> PyResult<Arc<Open>> {
         self.inner.get(&self.url)
     }
@@ -205,7 +175,7 @@ impl RawRemoteDataset {
         opts: RemoteOptions,
         make: impl FnOnce() -> wkw::Result<BlockingRemoteDataset> + Send,
     ) -> PyResult<Self> {
-        let name = shown(url);
+        let name = scifmt_io::redact(url);
         let ds = match detached(py, make) {
             Ok(Ok(ds)) => ds,
             Ok(Err(e)) => return Err(remote_err(&e, &name)),
@@ -223,12 +193,9 @@ impl RawRemoteDataset {
     }
 }
 
-#[pymethods]
-impl RawRemoteDataset {
+impl Remote {
     /// Opens the dataset at `url` (the prefix holding `header.wkw`).
-    #[staticmethod]
-    #[pyo3(signature = (url, storage_options=None, threads=None, corrupt_as_zeros=false, strict_headers=false))]
-    fn open(
+    pub(crate) fn open(
         py: Python<'_>,
         url: String,
         storage_options: Option<Vec<(String, String)>>,
@@ -248,10 +215,8 @@ impl RawRemoteDataset {
     /// Creates a dataset at `url` (uploads `header.wkw`). An existing dataset is
     /// `OutputExistsError`, also with `overwrite` (a dataset at a URL is never replaced: an
     /// object store cannot swap it in one step).
-    #[staticmethod]
-    #[pyo3(signature = (url, voxel_type, num_channels, block_len, file_len, block_type, storage_options=None, threads=None, corrupt_as_zeros=false, strict_headers=false, overwrite=false))]
     #[allow(clippy::too_many_arguments)] // the header fields and the options
-    fn create(
+    pub(crate) fn create(
         py: Python<'_>,
         url: String,
         voxel_type: u8,
@@ -265,7 +230,7 @@ impl RawRemoteDataset {
         strict_headers: bool,
         overwrite: bool,
     ) -> PyResult<Self> {
-        let name = shown(&url);
+        let name = scifmt_io::redact(&url);
         let vt = VoxelType::from_u8(voxel_type).map_err(|e| exc(e.to_string()))?;
         let bt = BlockType::from_u8(block_type).map_err(|e| exc(e.to_string()))?;
         let header = Header::new(vt, num_channels, block_len, file_len, bt)
@@ -283,19 +248,17 @@ impl RawRemoteDataset {
     }
 
     /// The dataset URL (without credentials).
-    #[getter]
-    fn root(&self) -> String {
+    pub(crate) fn root(&self) -> String {
         self.url.clone()
     }
 
     /// `(version, block_len, file_len, block_type, voxel_type, num_channels)`.
-    fn header_fields(&self) -> PyResult<(u8, u32, u32, u8, u8, u8)> {
+    pub(crate) fn header_fields(&self) -> PyResult<(u8, u32, u32, u8, u8, u8)> {
         Ok(header_fields(self.get()?.ds.header()))
     }
 
     /// Reads the box at `offset` of `shape` voxels as a (C, X, Y, Z) array in `order`.
-    #[pyo3(signature = (offset, shape, order="F"))]
-    fn read<'py>(
+    pub(crate) fn read<'py>(
         &self,
         py: Python<'py>,
         offset: [u32; 3],
@@ -315,7 +278,12 @@ impl RawRemoteDataset {
 
     /// Writes a 4-D numpy array (C, X, Y, Z) of the dataset's dtype at `offset`; each file
     /// touched is a conditional read-modify-write, so concurrent writers lose no update.
-    fn write(&self, py: Python<'_>, offset: [u32; 3], data: &Bound<'_, PyAny>) -> PyResult<()> {
+    pub(crate) fn write(
+        &self,
+        py: Python<'_>,
+        offset: [u32; 3],
+        data: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let header = *self.get()?.ds.header();
         let vt = header.voxel_type();
         let data = aligned_4d(data)?;
@@ -333,7 +301,7 @@ impl RawRemoteDataset {
     }
 
     /// URLs of every data file, sorted by z, y, x.
-    fn list_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+    pub(crate) fn list_files<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
         let files = self.run(py, BlockingRemoteDataset::list_files)?;
         PyList::new(py, files.into_iter().map(|(_, p)| p))
     }
@@ -341,8 +309,7 @@ impl RawRemoteDataset {
     /// Checks every data file: `(url, problem)` for the files with a problem;
     /// `progress(done, total)` after each file. Ctrl-C stops it between files
     /// (`KeyboardInterrupt`).
-    #[pyo3(signature = (progress=None))]
-    fn verify(
+    pub(crate) fn verify(
         &self,
         py: Python<'_>,
         progress: Option<Py<PyAny>>,
@@ -371,8 +338,7 @@ impl RawRemoteDataset {
     /// file. `dst_url` must not be this dataset, inside it or around it (`OverlapError`); an
     /// existing dataset there is `OutputExistsError`, also with `overwrite` (a dataset at a URL
     /// is never replaced: an object store cannot swap it in one step). Ctrl-C stops it between files (`KeyboardInterrupt`).
-    #[pyo3(signature = (dst_url, block_type, overwrite=false, progress=None))]
-    fn compress(
+    pub(crate) fn compress(
         &self,
         py: Python<'_>,
         dst_url: String,
@@ -387,7 +353,7 @@ impl RawRemoteDataset {
             .map_err(exc)?
             .map_err(|m| OVERLAP.err(py, m))?;
         if overwrite {
-            refuse_replacing(py, &dst_url, &open.config, &shown(&dst_url))?;
+            refuse_replacing(py, &dst_url, &open.config, &scifmt_io::redact(&dst_url))?;
         }
         let callback = Callback::new(progress);
         let report = |p: wkw::Progress<'_>| callback.call(p.done, p.total);
@@ -396,13 +362,12 @@ impl RawRemoteDataset {
     }
 
     /// Closes the dataset; later calls raise `WKWException`. Closing twice is allowed.
-    fn close(&self) {
+    pub(crate) fn close(&self) {
         self.inner.close();
     }
 
     /// Whether `close` was called.
-    #[getter]
-    fn closed(&self) -> bool {
+    pub(crate) fn closed(&self) -> bool {
         self.inner.is_closed()
     }
 }

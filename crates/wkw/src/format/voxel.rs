@@ -44,6 +44,69 @@ voxel! {
     i64 => I64,
 }
 
+/// Runs `$body` with the type name `$t` bound to the [`Voxel`] type of the [`VoxelType`]
+/// `$vt`, for code that is generic over the voxel type but gets it at run time; the last arm
+/// (`other => …`) takes voxel types this version does not know (the enum is
+/// `#[non_exhaustive]`).
+///
+/// ```
+/// use wkw::{Voxel, VoxelType, with_voxel_type};
+/// fn size(vt: VoxelType) -> Option<usize> {
+///     with_voxel_type!(vt, T => Some(std::mem::size_of::<T>()), _ => None)
+/// }
+/// assert_eq!(size(VoxelType::F32), Some(4));
+/// assert_eq!(with_voxel_type!(VoxelType::I16, T => T::VOXEL_TYPE, _ => VoxelType::U8), VoxelType::I16);
+/// ```
+#[macro_export]
+macro_rules! with_voxel_type {
+    ($vt:expr, $t:ident => $body:expr, $other:pat => $fallback:expr) => {
+        match $vt {
+            $crate::VoxelType::U8 => {
+                type $t = u8;
+                $body
+            }
+            $crate::VoxelType::U16 => {
+                type $t = u16;
+                $body
+            }
+            $crate::VoxelType::U32 => {
+                type $t = u32;
+                $body
+            }
+            $crate::VoxelType::U64 => {
+                type $t = u64;
+                $body
+            }
+            $crate::VoxelType::F32 => {
+                type $t = f32;
+                $body
+            }
+            $crate::VoxelType::F64 => {
+                type $t = f64;
+                $body
+            }
+            $crate::VoxelType::I8 => {
+                type $t = i8;
+                $body
+            }
+            $crate::VoxelType::I16 => {
+                type $t = i16;
+                $body
+            }
+            $crate::VoxelType::I32 => {
+                type $t = i32;
+                $body
+            }
+            $crate::VoxelType::I64 => {
+                type $t = i64;
+                $body
+            }
+            #[allow(unreachable_patterns)]
+            $other => $fallback,
+        }
+    };
+}
+
 /// Checks that `T` is the array's voxel type and that the target is little-endian.
 pub(crate) fn check<T: Voxel>(voxel_type: VoxelType) -> Result<()> {
     if cfg!(target_endian = "big") {

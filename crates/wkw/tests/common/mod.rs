@@ -145,53 +145,11 @@ pub(crate) fn fixture_reads() -> Vec<FixtureRead> {
     out
 }
 
-/// Runs `$body` with `$t` bound to the Rust type of voxel type `$vt`.
+/// Runs `$body` with `$t` bound to the Rust type of voxel type `$vt` (`wkw::with_voxel_type`).
 #[allow(unused_macros)]
 macro_rules! with_voxel {
     ($vt:expr, $t:ident => $body:expr) => {
-        match $vt {
-            VoxelType::U8 => {
-                type $t = u8;
-                $body
-            }
-            VoxelType::U16 => {
-                type $t = u16;
-                $body
-            }
-            VoxelType::U32 => {
-                type $t = u32;
-                $body
-            }
-            VoxelType::U64 => {
-                type $t = u64;
-                $body
-            }
-            VoxelType::F32 => {
-                type $t = f32;
-                $body
-            }
-            VoxelType::F64 => {
-                type $t = f64;
-                $body
-            }
-            VoxelType::I8 => {
-                type $t = i8;
-                $body
-            }
-            VoxelType::I16 => {
-                type $t = i16;
-                $body
-            }
-            VoxelType::I32 => {
-                type $t = i32;
-                $body
-            }
-            VoxelType::I64 => {
-                type $t = i64;
-                $body
-            }
-            other => panic!("no Rust type for {other:?}"),
-        }
+        wkw::with_voxel_type!($vt, $t => $body, other => panic!("no Rust type for {other:?}"))
     };
 }
 #[allow(unused_imports)]

@@ -342,12 +342,10 @@ class Dataset:
                 return Dataset.create(root, header, **opts)
             except WKWException:
                 pass
-        if _is_url(root):
-            raw = _core.RawRemoteDataset.open(root, _pairs(storage_options), threads,
-                                              corrupt_as_zeros, strict_headers)
-        else:
+        if not _is_url(root):
             _local_only(storage_options, root)
-            raw = _core.RawDataset.open(root, threads, corrupt_as_zeros, strict_headers)
+        raw = _core.RawDataset.open(root, _pairs(storage_options), threads, corrupt_as_zeros,
+                                    strict_headers)
         return Dataset(root, raw, opts)
 
     @staticmethod
@@ -391,12 +389,10 @@ class Dataset:
             int(header.file_len),
             int(header.block_type),
         )
-        if _is_url(root):
-            raw = _core.RawRemoteDataset.create(root, *fields, _pairs(storage_options), **opts,
-                                                overwrite=overwrite)
-        else:
+        if not _is_url(root):
             _local_only(storage_options, root)
-            raw = _core.RawDataset.create(root, *fields, **opts, overwrite=overwrite)
+        raw = _core.RawDataset.create(root, *fields, _pairs(storage_options), **opts,
+                                      overwrite=overwrite)
         if storage_options is not None:
             opts["storage_options"] = storage_options
         return Dataset(root, raw, opts)
@@ -463,7 +459,8 @@ class Dataset:
                               f"or both URLs (destination {dst_path})")
         if _is_url(self.root):
             # The destination is configured from the environment.
-            self._raw.compress(dst_path, Header.BLOCK_TYPE_LZ4HC, overwrite, progress)
+            self._raw.compress(dst_path, Header.BLOCK_TYPE_LZ4HC, overwrite=overwrite,
+                               progress=progress)
         else:
             _core.compress(
                 self.root, dst_path, Header.BLOCK_TYPE_LZ4HC, self._options.get("threads"),
@@ -482,7 +479,7 @@ class Dataset:
         (``KeyboardInterrupt``)."""
         progress = _callback(progress)
         if _is_url(self.root):
-            return self._raw.verify(progress)
+            return self._raw.verify(progress=progress)
         return verify(self.root, threads=self._options.get("threads"), progress=progress)
 
     def close(self):
@@ -517,7 +514,7 @@ def verify(root, threads=None, storage_options=None, *, progress=None):
     progress = _callback(progress)
     if _is_url(root):
         with Dataset.open(root, threads=threads, storage_options=storage_options) as ds:
-            return ds._raw.verify(progress)
+            return ds._raw.verify(progress=progress)
     _local_only(storage_options, root)
     return [(os.fspath(p), msg) for p, msg in _core.verify(root, threads, progress)]
 
