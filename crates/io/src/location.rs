@@ -313,15 +313,8 @@ impl Location {
                 Err(e) => Err(Error::io(p, e)),
             },
             Self::Store(s) => {
-                let got = block_on(async {
-                    match s.store.get(&s.path).await {
-                        Ok(r) => r.bytes().await.map(Some),
-                        Err(object_store::Error::NotFound { .. }) => Ok(None),
-                        Err(e) => Err(e),
-                    }
-                })?;
-                got.map(|b| b.map(|b| b.to_vec()))
-                    .map_err(|e| Self::remote_error(s, e, Access::Read))
+                let options = RemoteOptions::<()>::default();
+                Ok(block_on(s.object().get_all(u64::MAX, &options))??.map(|b| b.to_vec()))
             }
         }
     }
@@ -486,10 +479,15 @@ impl Location {
                 })
             }
             Self::Store(s) => {
-                let payload = object_store::PutPayload::from(bytes.to_vec());
-                block_on(s.store.put(&s.path, payload))?
-                    .map(|_| ())
-                    .map_err(|e| Self::remote_error(s, e, Access::Write))
+                let options = RemoteOptions::<()>::default();
+                block_on(crate::remote::upload::put(
+                    Arc::clone(&s.store),
+                    s.path.clone(),
+                    s.url.clone(),
+                    Bytes::copy_from_slice(bytes),
+                    PutMode::Overwrite,
+                    &options,
+                ))?
             }
         }
     }
