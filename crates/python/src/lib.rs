@@ -12,6 +12,7 @@ mod common;
 mod convert;
 mod dwe;
 mod wkw;
+mod wkw_dataset;
 mod wkw_remote;
 
 /// The extension module: one submodule per format.
@@ -19,6 +20,7 @@ mod wkw_remote;
 fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     wkw::register(m)?;
+    wkw_dataset::register(m)?;
     blosc::register(m)?;
     b2nd::register(m)?;
     dwe::register(m)?;
