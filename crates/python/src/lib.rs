@@ -11,6 +11,7 @@ mod blosc;
 mod common;
 mod convert;
 mod dwe;
+mod lz4_block;
 mod wkw;
 mod wkw_dataset;
 mod wkw_remote;
@@ -25,6 +26,7 @@ fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     b2nd::register(m)?;
     dwe::register(m)?;
     convert::register(m)?;
+    lz4_block::register(m)?;
     m.add_function(wrap_pyfunction!(common::_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(common::ensure_apart, m)?)?;
     Ok(())

@@ -3,8 +3,9 @@
 ``scifmt.convert`` converts webKNOSSOS WKW datasets and sharded Zarr v3 into each other, in
 this process or over a Dask cluster. Submodules: ``scifmt.wkw`` (a drop-in for the ``wkw``
 package), ``scifmt.wkw.dask`` (Dask helpers), ``scifmt.blosc`` (Blosc chunks), ``scifmt.b2nd``
-(b2nd arrays), ``scifmt.dwe`` (``.dwe`` embeddings) and ``scifmt.zarr`` (Zarr's ``blosc`` codec
-for zarr-python and numcodecs).
+(b2nd arrays), ``scifmt.dwe`` (``.dwe`` embeddings), ``scifmt.zarr`` (Zarr's ``blosc`` codec
+for zarr-python and numcodecs) and ``scifmt.codecs`` (the ``lz4-block`` codec: raw LZ4 blocks
+such as WKW's, read in place by zarr-python and numcodecs).
 """
 
 from scifmt._convert import ConvertError, ConvertSummary, convert
