@@ -15,6 +15,7 @@ import pytest
 
 import scifmt
 import scifmt.b2nd as b2nd
+import scifmt.codecs as codecs
 import scifmt.blosc as blosc
 import scifmt.dwe as dwe
 import scifmt.wkw as wkw
@@ -137,7 +138,7 @@ def test_arrays_and_files_are_context_managers(tmp_path, testdata):
 
 
 def test_dir_shows_only_the_public_api():
-    for module in [b2nd, blosc, dwe, wkw, wkw.wkw, wkw_dask]:
+    for module in [b2nd, blosc, dwe, wkw, wkw.wkw, wkw_dask, codecs]:
         names = dir(module)
         assert names == sorted(module.__all__), module.__name__
         for leak in ["np", "os", "re", "Optional", "Any", "annotations", "_core"]:
@@ -158,3 +159,17 @@ def test_header_repr_names_the_block_type():
         "Header(voxel_type=uint8, num_channels=1, version=1, block_len=32, file_len=32, "
         "block_type=Header.BLOCK_TYPE_LZ4HC)"
     )
+
+
+@pytest.mark.parametrize("threads", [-1, 0, 1025, 1.5, "2", True])
+def test_bad_threads_are_a_value_error_naming_the_argument(tmp_path, threads):
+    root = tmp_path / "ds"
+    wkw.Dataset.create(root, wkw.Header(np.uint8)).close()
+    for call in (
+        lambda: wkw.Dataset.open(root, threads=threads),
+        lambda: wkw.Dataset.create(tmp_path / "new", wkw.Header(np.uint8), threads=threads),
+        lambda: wkw.verify(root, threads=threads),
+    ):
+        with pytest.raises(ValueError, match=r"^threads must be None \(every core\) or an integer"):
+            call()
+    assert not (tmp_path / "new").exists()

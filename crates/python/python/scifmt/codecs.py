@@ -228,3 +228,8 @@ def __getattr__(name: str) -> Any:
             _zarr_codec_class = _make_zarr_codec()
         return _zarr_codec_class
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    """The public API only (the modules this one imports stay out of ``dir()``)."""
+    return sorted(__all__)

@@ -63,6 +63,19 @@ def _is_url(root):
     return isinstance(root, str) and _URL.match(root) is not None
 
 
+def _threads(threads):
+    """``threads`` checked: None, or an integer in 1..1024 (a ``ValueError`` naming the
+    argument otherwise)."""
+    if threads is None:
+        return None
+    if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) \
+            or not 1 <= threads <= 1024:
+        raise ValueError(
+            f"threads must be None (every core) or an integer from 1 to 1024, not {threads!r}"
+        )
+    return int(threads)
+
+
 def _pairs(storage_options):
     """``storage_options`` (a mapping of str to str, or None) as a list of pairs."""
     if storage_options is None:
@@ -330,6 +343,7 @@ class Dataset:
         configuration applied after the environment's; see the module docstring).
         """
         root = os.fspath(root)
+        threads = _threads(threads)
         opts = {
             "threads": threads,
             "corrupt_as_zeros": corrupt_as_zeros,
@@ -363,6 +377,7 @@ class Dataset:
         by the reference.
         """
         root = os.fspath(root)
+        threads = _threads(threads)
         overwrite = _flag(overwrite, "overwrite")
         _check(
             header.voxel_type in Header.VALID_VOXEL_TYPES,
@@ -511,6 +526,7 @@ def verify(root, threads=None, storage_options=None, *, progress=None):
     ``root`` is checked on its object store. ``progress(done, total)`` is called after each
     file; Ctrl-C stops the check between files and blocks (``KeyboardInterrupt``)."""
     root = os.fspath(root)
+    threads = _threads(threads)
     progress = _callback(progress)
     if _is_url(root):
         with Dataset.open(root, threads=threads, storage_options=storage_options) as ds:
