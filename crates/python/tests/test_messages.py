@@ -172,4 +172,6 @@ def test_bad_threads_are_a_value_error_naming_the_argument(tmp_path, threads):
     ):
         with pytest.raises(ValueError, match=r"^threads must be None \(every core\) or an integer"):
             call()
+        with pytest.raises(wkw.InvalidArgumentError):
+            call()
     assert not (tmp_path / "new").exists()

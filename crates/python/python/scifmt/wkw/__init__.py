@@ -4,10 +4,20 @@ See ``scifmt.wkw.wkw`` for the differences from the reference and ``scifmt.wkw.d
 Dask arrays.
 """
 
-from .wkw import Dataset, File, Header, OutputExistsError, OverlapError, WKWException, verify
+from .wkw import (
+    Dataset,
+    File,
+    Header,
+    InvalidArgumentError,
+    OutputExistsError,
+    OverlapError,
+    WKWException,
+    verify,
+)
 
 __all__ = [
-    "Header", "Dataset", "File", "WKWException", "OutputExistsError", "OverlapError", "verify",
+    "Header", "Dataset", "File", "WKWException", "InvalidArgumentError", "OutputExistsError",
+    "OverlapError", "verify",
 ]
 
 

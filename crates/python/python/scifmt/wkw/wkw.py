@@ -49,8 +49,18 @@ OutputExistsError = _core.OutputExistsError
 #: An output is its own input, lies inside it or contains it (also a ``ValueError``).
 OverlapError = _core.OverlapError
 
+
+
+class InvalidArgumentError(WKWException, ValueError):
+    """An argument out of its range (e.g. ``threads=-1``): a ``ValueError`` naming the
+    argument, and a ``WKWException`` like every error of this module."""
+
+
+InvalidArgumentError.__module__ = "scifmt.wkw"
+
 __all__ = [
-    "Header", "Dataset", "File", "WKWException", "OutputExistsError", "OverlapError", "verify",
+    "Header", "Dataset", "File", "WKWException", "InvalidArgumentError", "OutputExistsError",
+    "OverlapError", "verify",
 ]
 
 _U32_MAX = 2**32 - 1
@@ -64,13 +74,13 @@ def _is_url(root):
 
 
 def _threads(threads):
-    """``threads`` checked: None, or an integer in 1..1024 (a ``ValueError`` naming the
-    argument otherwise)."""
+    """``threads`` checked: None, or an integer in 1..1024 (:class:`InvalidArgumentError`
+    naming the argument otherwise)."""
     if threads is None:
         return None
     if isinstance(threads, bool) or not isinstance(threads, (int, np.integer)) \
             or not 1 <= threads <= 1024:
-        raise ValueError(
+        raise InvalidArgumentError(
             f"threads must be None (every core) or an integer from 1 to 1024, not {threads!r}"
         )
     return int(threads)
