@@ -23,7 +23,7 @@ use crate::error::{Error, Result};
 use crate::meta::{Layout, ZARR_JSON, index_position};
 use crate::options::{BloscShuffle, ConvertOptions, Durability, Progress, Summary, ZarrCodec};
 use crate::shard::{BlockChunks, ShardReader, ShardWriter};
-use scifmt_io::{Location, RangeReader};
+use scifmt_io::{Location, Prefetched, RangeReader};
 
 /// What a mag conversion runs with.
 pub(crate) struct Ctx<'a> {
@@ -184,34 +184,6 @@ pub(crate) struct WkwSource {
     data: RangeReader,
 }
 
-/// The first bytes of a file (header and jump table), for [`BlockReader::open_storage`].
-struct Prefix {
-    len: u64,
-    bytes: Vec<u8>,
-}
-
-impl wkw::StorageFile for Prefix {
-    fn len(&self) -> u64 {
-        self.len
-    }
-    fn stamp(&self) -> Option<wkw::Stamp> {
-        None
-    }
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-        let src = usize::try_from(offset)
-            .ok()
-            .and_then(|at| self.bytes.get(at..)?.get(..buf.len()))
-            .ok_or_else(|| {
-                std::io::Error::new(
-                    std::io::ErrorKind::UnexpectedEof,
-                    format!("bytes at {offset} are past the header and jump table"),
-                )
-            })?;
-        buf.copy_from_slice(src);
-        Ok(())
-    }
-}
-
 impl WkwSource {
     /// Opens the data file `at` (`len` bytes long) of a mag whose header is `header`.
     pub(crate) fn open(
@@ -234,15 +206,9 @@ impl WkwSource {
                 0
             };
         let head = len.min(16u64.saturating_add(table));
-        let bytes = data.read_range(0, head)?;
-        let blocks = BlockReader::open_storage(
-            Box::new(Prefix {
-                len,
-                bytes: bytes.to_vec(),
-            }),
-            at.name(),
-            &ctx.options.limits,
-        )?;
+        let mut prefix = Prefetched::new(len);
+        prefix.insert(0, data.read_range(0, head)?);
+        let blocks = BlockReader::open_storage(Box::new(prefix), at.name(), &ctx.options.limits)?;
         Ok(Some(Self { blocks, data }))
     }
 

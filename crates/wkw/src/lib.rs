@@ -35,6 +35,10 @@ pub use crate::remote::{
 /// How an output overlaps its input ([`Error::Overlap`]; shared by the scifmt crates).
 pub use scifmt_io::Overlap;
 
+/// The positional reads a [`StorageFile`] answers (implemented for byte slices, `Vec<u8>`,
+/// files and `scifmt_io::Prefetched`), shared by the scifmt crates.
+pub use scifmt_io::ReadAt;
+
 /// How remote writes put objects (shared by the scifmt crates; see [`RemoteOptions`]).
 #[cfg(feature = "object_store")]
 #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]

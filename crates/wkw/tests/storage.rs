@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
-use wkw::{Dataset, Error, Order, Stamp, Storage, StorageFile};
+use wkw::{Dataset, Error, Order, ReadAt, Stamp, Storage, StorageFile};
 
 #[derive(Debug, Default)]
 struct Memory {
@@ -21,13 +21,7 @@ struct Memory {
 
 struct MemFile(Arc<Vec<u8>>);
 
-impl StorageFile for MemFile {
-    fn len(&self) -> u64 {
-        self.0.len() as u64
-    }
-    fn stamp(&self) -> Option<Stamp> {
-        Some((self.0.len() as u64, None))
-    }
+impl ReadAt for MemFile {
     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
         let start = usize::try_from(offset).map_err(io::Error::other)?;
         let src = self
@@ -36,6 +30,15 @@ impl StorageFile for MemFile {
             .ok_or_else(|| io::Error::from(io::ErrorKind::UnexpectedEof))?;
         buf.copy_from_slice(src);
         Ok(())
+    }
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.0.len() as u64)
+    }
+}
+
+impl StorageFile for MemFile {
+    fn stamp(&self) -> Option<Stamp> {
+        Some((self.0.len() as u64, None))
     }
 }
 

@@ -7,8 +7,9 @@ use object_store::ObjectStore;
 use object_store::path::Path;
 
 use super::RemoteOptions;
-use super::fetch::par_each;
-use super::frame::{Remote, RemoteFrame};
+use super::frame::RemoteFrame;
+use super::parallel::par_each;
+use super::read::Remote;
 use crate::array::B2ndArray;
 use crate::array::RegionChunk;
 use crate::b2nd::B2ndMeta;
@@ -98,7 +99,7 @@ impl RemoteB2nd {
     /// The URL of the array's object (without credentials).
     #[must_use]
     pub fn url(&self) -> String {
-        self.remote.obj.url()
+        self.remote.obj.url().to_owned()
     }
 
     /// The frame's fixed header.

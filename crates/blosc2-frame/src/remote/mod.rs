@@ -19,28 +19,43 @@
 //! async methods do this CPU work inline; move it off latency-sensitive executors if needed).
 //!
 //! # Consistency
-//! Every range request after open carries `If-Match` with the ETag seen at open and the ETag of
-//! each response is compared with it, so a contiguous frame replaced while it is read yields
+//! Requests go through [`scifmt_io::Object`], the one pinned ranged read of the scifmt crates:
+//! the first response of the open pins the frame object (or `chunks.b2frame`) to its ETag,
+//! every later request carries `If-Match` with it and the ETag of each response is compared
+//! with it, so a contiguous frame replaced (or deleted) while it is read yields
 //! [`Error::Changed`](crate::Error::Changed) and never a mix of two versions; open it again to
 //! read the new one (stores that report no ETag, such as some HTTP servers, cannot be checked
-//! this way). The two requests of the first round are checked to return the same ETag
-//! and length (the open is retried once otherwise). A sparse frame's chunk files are separate
+//! this way). The two requests of the first round must come from the same version (same ETag
+//! and length; the open is retried once otherwise). A sparse frame's chunk files are separate
 //! objects whose ETags are not known in advance: the index file is read consistently, each
-//! chunk file is validated (length, `nbytes`) and a chunk file deleted by a concurrent rewrite
-//! is an error, but a reader racing a writer that rewrites chunk files in place may see a
-//! chunk of the new version; [`RemoteFrame::put_sparse`] never rewrites chunk files in place.
+//! chunk file is read unpinned and validated (length, `nbytes`), and a chunk file deleted by a
+//! concurrent rewrite is an [`Error::Remote`](crate::Error::Remote) with `NotFound`, but a
+//! reader racing a writer that rewrites chunk files in place may see a chunk of the new
+//! version; [`RemoteFrame::put_sparse`] never rewrites chunk files in place.
 //!
 //! # Limits
-//! A hostile server can return anything: every response's length is checked against the range
-//! requested (a short body is retried, then [`Error::Truncated`](crate::Error::Truncated)), the
-//! metadata fetched at open and every single request are bounded by
-//! [`Limits::max_output_bytes`](crate::Limits::max_output_bytes), and sizes read from the frame
-//! are checked against the object's length and the [`Limits`](crate::Limits) as in local reads.
+//! A hostile server can return anything: every response must be the range requested (a store
+//! may only cut a range at the object's end), a body cut short is fetched again
+//! ([`read_retries`](scifmt_io::RemoteOptions::read_retries) times) and a body longer than
+//! asked for is refused before it is read; what still fails is an
+//! [`Error::Remote`](crate::Error::Remote) naming the object. The metadata fetched at open is
+//! checked against [`Limits::max_output_bytes`](crate::Limits::max_output_bytes) before it is
+//! fetched ([`Error::LimitExceeded`](crate::Error::LimitExceeded)), no single request is longer
+//! than that limit, and sizes read from the frame are checked against the object's length and
+//! the [`Limits`](crate::Limits) as in local reads.
+//!
+//! # Writes
+//! Every object is written by [`scifmt_io::put`] (see [`scifmt_io::Upload`]): one `PUT` below
+//! [`multipart_threshold`](scifmt_io::RemoteOptions::multipart_threshold), a multipart upload
+//! from it on, aborted if it fails; create-only puts under [`WriteMode::Conditional`] (with a
+//! `HEAD` check before a multipart upload, and on stores without create-only puts).
 
 mod b2nd;
 mod blocking;
-mod fetch;
 mod frame;
+mod open;
+mod parallel;
+mod read;
 mod write;
 
 pub use b2nd::RemoteB2nd;
@@ -66,8 +81,8 @@ use crate::limits::Limits;
 ///
 /// [`WriteMode::Conditional`] makes [`RemoteFrame::put`] and [`RemoteFrame::put_sparse`]
 /// create-only (`PutMode::Create`, `If-None-Match: *`): an existing object is
-/// [`Error::Conflict`](crate::Error::Conflict). Multipart uploads cannot be conditional: above
-/// the multipart threshold the key is checked with a `HEAD` request first, which does not
+/// [`Error::Conflict`](crate::Error::Conflict). Multipart uploads cannot be conditional: from
+/// the multipart threshold on, the key is checked with a `HEAD` request first, which does not
 /// exclude a concurrent writer between the check and the upload.
 ///
 /// ```

@@ -1,25 +1,24 @@
-//! Writing frames to object stores.
+//! Writing frames to object stores, each object through [`scifmt_io::put`].
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt, stream};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutOptions, PutPayload};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode};
 
-use super::fetch::{Location, store_for_url};
 use super::{RemoteFrame, RemoteOptions};
 use crate::error::{Error, Result};
 use crate::reader::SPARSE_FRAME_FILE;
 use crate::writer::FrameWriter;
-use scifmt_io::{Access, WriteMode};
+use scifmt_io::{WriteMode, child, join_url, store_url};
 
 impl RemoteFrame {
-    /// Writes `writer`'s contiguous frame to `path`: one `PUT` below
-    /// [`RemoteOptions::multipart_threshold`], a multipart upload of
-    /// [`RemoteOptions::part_size`] parts (up to [`RemoteOptions::concurrency`] in flight)
-    /// above it. Either way the object appears whole or not at all (a failed multipart upload
-    /// is aborted). [`RemoteOptions::write_mode`] chooses overwrite or create-only.
+    /// Writes `writer`'s contiguous frame to `path` as [`scifmt_io::Upload`] does: one `PUT`
+    /// below [`RemoteOptions::multipart_threshold`], from it on a multipart upload of
+    /// [`RemoteOptions::part_size`] parts (up to [`RemoteOptions::concurrency`] in flight).
+    /// Either way the object appears whole or not at all (a failed multipart upload is
+    /// aborted). [`RemoteOptions::write_mode`] chooses overwrite or create-only.
     ///
     /// The frame is built in memory first (as [`FrameWriter::to_bytes`]).
     ///
@@ -32,8 +31,9 @@ impl RemoteFrame {
         writer: &FrameWriter,
         options: &RemoteOptions,
     ) -> Result<()> {
-        let loc = Location::from_store(store);
-        put_bytes(&loc, path, Bytes::from(writer.to_bytes()?), options).await
+        let url = store_url(store.as_ref(), path);
+        let bytes = Bytes::from(writer.to_bytes()?);
+        put_bytes(store, path.clone(), url, bytes, options).await
     }
 
     /// [`RemoteFrame::put`] to an object-store URL (configured as in
@@ -42,8 +42,15 @@ impl RemoteFrame {
     /// # Errors
     /// As [`RemoteFrame::put`] and [`RemoteFrame::open_url`].
     pub async fn put_url(url: &str, writer: &FrameWriter, options: &RemoteOptions) -> Result<()> {
-        let (loc, path) = store_for_url(url)?;
-        put_bytes(&loc, &path, Bytes::from(writer.to_bytes()?), options).await
+        let s = scifmt_io::store_for_url(url, &[])?;
+        put_bytes(
+            s.store,
+            s.path,
+            s.url,
+            Bytes::from(writer.to_bytes()?),
+            options,
+        )
+        .await
     }
 
     /// Writes `writer` as a sparse frame under the prefix `dir`: the chunk files
@@ -63,13 +70,16 @@ impl RemoteFrame {
         writer: &FrameWriter,
         options: &RemoteOptions,
     ) -> Result<()> {
-        let loc = Location::from_store(store);
-        let index_path = dir.clone().join(SPARSE_FRAME_FILE);
+        let dir_url = store_url(store.as_ref(), dir);
+        let listing_error = |source| Error::Remote {
+            url: dir_url.clone(),
+            source,
+        };
         let mut old: Vec<u64> = Vec::new();
         let mut has_index = false;
-        let mut listing = loc.store.list(Some(dir));
+        let mut listing = store.list(Some(dir));
         while let Some(meta) = listing.next().await {
-            let meta = meta.map_err(|e| loc.err(dir, e))?;
+            let meta = meta.map_err(listing_error)?;
             // Only direct children of `dir`.
             if meta.location.prefix_match(dir).map(Iterator::count) != Some(1) {
                 continue;
@@ -90,38 +100,42 @@ impl RemoteFrame {
         drop(listing);
         if has_index && options.write_mode == WriteMode::Conditional {
             return Err(Error::Conflict {
-                url: loc.url(&index_path),
+                url: join_url(&dir_url, SPARSE_FRAME_FILE),
             });
         }
         let first = old.iter().max().map_or(0, |m| m + 1);
         let (files, index) = writer.sparse_parts(first)?;
         let plain = options.clone().with_write_mode(WriteMode::Overwrite);
-        let loc_ref = &loc;
-        let plain_ref = &plain;
-        let files_ref = &files;
+        let (store_ref, dir_url_ref, plain_ref, files_ref) = (&store, &dir_url, &plain, &files);
         // Indices, not borrowed items, keep the future `Send`; each chunk is copied into its
         // request body only when its upload starts.
         stream::iter(0..files.len())
             .map(|k| {
                 let (n, chunk) = files_ref[k];
                 let body = Bytes::copy_from_slice(chunk);
-                async move {
-                    let path = dir.clone().join(format!("{n:08X}.chunk"));
-                    put_bytes(loc_ref, &path, body, plain_ref).await
-                }
+                let name = format!("{n:08X}.chunk");
+                let (path, url) = (child(dir, &name), join_url(dir_url_ref, &name));
+                put_bytes(Arc::clone(store_ref), path, url, body, plain_ref)
             })
             .buffer_unordered(options.in_flight())
             .try_collect::<Vec<()>>()
             .await?;
-        put_bytes(&loc, &index_path, Bytes::from(index), options).await?;
+        put_bytes(
+            Arc::clone(&store),
+            child(dir, SPARSE_FRAME_FILE),
+            join_url(&dir_url, SPARSE_FRAME_FILE),
+            Bytes::from(index),
+            options,
+        )
+        .await?;
         stream::iter(old)
             .map(|n| {
-                let path = dir.clone().join(format!("{n:08X}.chunk"));
-                let loc = loc_ref;
+                let name = format!("{n:08X}.chunk");
+                let (path, url) = (child(dir, &name), join_url(dir_url_ref, &name));
                 async move {
-                    match loc.store.delete(&path).await {
+                    match store_ref.delete(&path).await {
                         Ok(()) | Err(object_store::Error::NotFound { .. }) => Ok(()),
-                        Err(e) => Err(loc.err(&path, e)),
+                        Err(source) => Err(Error::Remote { url, source }),
                     }
                 }
             })
@@ -132,65 +146,18 @@ impl RemoteFrame {
     }
 }
 
-/// Uploads `bytes` to `path` (single or multipart put, as [`RemoteFrame::put`] documents).
-pub(crate) async fn put_bytes(
-    loc: &Location,
-    path: &Path,
+/// Uploads `bytes` to `path` of `store` (named `url` in messages) with [`scifmt_io::put`]:
+/// create-only under [`WriteMode::Conditional`], else overwriting.
+async fn put_bytes(
+    store: Arc<dyn ObjectStore>,
+    path: Path,
+    url: String,
     bytes: Bytes,
     options: &RemoteOptions,
 ) -> Result<()> {
-    let conflict = |e: object_store::Error| {
-        Error::from(scifmt_io::Error::from_store(
-            loc.url(path),
-            e,
-            Access::Write,
-        ))
+    let mode = match options.write_mode {
+        WriteMode::Conditional => PutMode::Create,
+        _ => PutMode::Overwrite,
     };
-    if (bytes.len() as u64) < options.multipart_threshold.max(1) {
-        let mode = match options.write_mode {
-            WriteMode::Conditional => PutMode::Create,
-            _ => PutMode::Overwrite,
-        };
-        let opts = PutOptions {
-            mode,
-            ..PutOptions::default()
-        };
-        loc.store
-            .put_opts(path, PutPayload::from(bytes), opts)
-            .await
-            .map_err(conflict)?;
-        return Ok(());
-    }
-    if options.write_mode == WriteMode::Conditional {
-        match loc.store.head(path).await {
-            Ok(_) => return Err(Error::Conflict { url: loc.url(path) }),
-            Err(object_store::Error::NotFound { .. }) => {}
-            Err(e) => return Err(loc.err(path, e)),
-        }
-    }
-    let part = usize::try_from(options.part_size.max(1)).unwrap_or(usize::MAX);
-    let mut upload = loc
-        .store
-        .put_multipart(path)
-        .await
-        .map_err(|e| loc.err(path, e))?;
-    let parts: Vec<Bytes> = (0..bytes.len())
-        .step_by(part)
-        .map(|s| bytes.slice(s..bytes.len().min(s + part)))
-        .collect();
-    let sent = stream::iter(parts)
-        .map(|p| upload.put_part(PutPayload::from(p)))
-        .buffer_unordered(options.in_flight())
-        .try_collect::<Vec<()>>()
-        .await;
-    let done = match sent {
-        Ok(_) => upload.complete().await.map(|_| ()),
-        Err(e) => Err(e),
-    };
-    if let Err(e) = done {
-        // Leave no parts behind; the upload's error is the one to report.
-        let _ = upload.abort().await;
-        return Err(conflict(e));
-    }
-    Ok(())
+    Ok(scifmt_io::put(store, path, url, bytes, mode, options).await?)
 }

@@ -137,7 +137,7 @@ impl Upload {
                 return Ok(());
             }
             if matches!(self.mode, PutMode::Create) {
-                self.refuse_existing().await?;
+                Self::refuse_existing(&self.store, &self.path, &self.url).await?;
             }
             let upload = self
                 .store
@@ -200,14 +200,15 @@ impl Upload {
         }
     }
 
-    /// `Err(Conflict)` if the object exists.
-    async fn refuse_existing(&self) -> Result<()> {
-        match self.store.head(&self.path).await {
+    /// `Err(Conflict)` if the object exists. Borrows the fields it needs, not the `Upload`
+    /// (which is `Send` but not `Sync`), so that the futures of `write` and `finish` stay `Send`.
+    async fn refuse_existing(store: &Arc<dyn ObjectStore>, path: &Path, url: &str) -> Result<()> {
+        match store.head(path).await {
             Ok(_) => Err(Error::Conflict {
-                url: self.url.clone(),
+                url: url.to_owned(),
             }),
             Err(object_store::Error::NotFound { .. }) => Ok(()),
-            Err(e) => Err(Error::from_store(self.url.clone(), e, Access::Read)),
+            Err(e) => Err(Error::from_store(url, e, Access::Read)),
         }
     }
 
@@ -261,7 +262,7 @@ impl Upload {
                 if matches!(self.mode, PutMode::Create) =>
             {
                 // No create-only put on this store: check, then put.
-                self.refuse_existing().await?;
+                Self::refuse_existing(&self.store, &self.path, &self.url).await?;
                 self.store
                     .put(&self.path, payload)
                     .await
@@ -325,6 +326,19 @@ mod tests {
 
     use super::*;
     use crate::remote::runtime::block_on;
+
+    /// The futures can be spawned on multi-threaded runtimes (checked at compile time).
+    #[test]
+    fn futures_are_send() {
+        fn assert_send<T: Send>(_: &T) {}
+        fn check(store: Arc<dyn ObjectStore>, mut u: Upload, o: &RemoteOptions) {
+            let p = Path::from("x");
+            assert_send(&put(store, p, "x", Bytes::new(), PutMode::Create, o));
+            assert_send(&u.write(Bytes::new()));
+            assert_send(&u.finish());
+        }
+        let _ = check;
+    }
 
     #[test]
     fn small_objects_are_one_put_large_ones_multipart_and_create_only_holds() {

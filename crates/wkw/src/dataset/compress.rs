@@ -9,10 +9,10 @@ use crate::error::{Error, Result};
 use crate::format::file::{FileMeta, OpenFailure, write_compressed_head};
 use crate::format::header::BlockType;
 use crate::format::lz4;
-use crate::io::fsio::{read_exact_at, write_all_at};
+use crate::io::fsio::write_all_at;
 use crate::io::storage::FsFile;
 use crate::options::Options;
-use scifmt_io::Staged;
+use scifmt_io::{ReadAt, Staged};
 
 /// Progress of a whole-dataset operation, passed to the callback after each file.
 #[derive(Debug, Clone, Copy)]
@@ -267,7 +267,7 @@ pub(crate) fn verify_file(ds: &Dataset, path: &Path) -> Result<()> {
             ));
         }
         let mut last = [0u8; 1];
-        return read_exact_at(&f.file, &mut last, full - 1).map_err(|e| Error::io(path, e));
+        return ReadAt::read_exact_at(&f.file, &mut last, full - 1).map_err(|e| Error::io(path, e));
     }
     let mut block = vec![0u8; block_len];
     let mut scratch = Vec::new();

@@ -125,7 +125,8 @@ impl Dataset {
             return Err(Error::NotADataset { path: root });
         };
         // Only the 16 header bytes matter; a shorter file is a truncated header.
-        let n = usize::try_from(file.len().min(16)).unwrap_or(16);
+        let len = file.size().map_err(|e| Error::io(&path, e))?;
+        let n = usize::try_from(len.min(16)).unwrap_or(16);
         let mut bytes = vec![0u8; n];
         file.read_exact_at(&mut bytes, 0)
             .map_err(|e| Error::io(&path, e))?;

@@ -21,7 +21,7 @@ use crate::format::file::{FileMeta, OpenFailure, write_compressed_head};
 use crate::format::geometry::{VBox, blocks_in, files_in, try_offset_of};
 use crate::format::header::Header;
 use crate::format::lz4;
-use crate::io::fsio::{read_exact_at, write_all_at};
+use crate::io::fsio::write_all_at;
 use crate::io::lock::lock;
 use crate::io::storage::FsFile;
 use crate::kernels::arena::Arena;
@@ -29,6 +29,7 @@ use crate::kernels::column::{Block, Staged, block_box, columns};
 use crate::kernels::copy::{copy_4d, copy_4d_direct};
 use crate::kernels::par::Workers;
 use crate::options::{Durability, MissingOrCorrupt};
+use scifmt_io::ReadAt;
 use scifmt_io::Staged as Staging;
 
 /// Raw blocks held in memory at once while rebuilding a compressed file (upper bound in bytes).
@@ -266,7 +267,7 @@ impl FileJob<'_> {
             .and_then(|v| v.checked_add(meta.data_offset()))
             .ok_or_else(|| Error::internal("block offset overflows"))?;
         if !self.region.covers(bbox) {
-            read_exact_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
+            ReadAt::read_exact_at(file, block, start).map_err(|e| Error::io(self.path, e))?;
         }
         fill(block)?;
         write_all_at(file, block, start).map_err(|e| Error::io(self.path, e))
@@ -474,7 +475,7 @@ impl FileJob<'_> {
                     let (start, end) = m.block_range(k).unwrap_or((0, 0));
                     let len = usize::try_from(end - start).unwrap_or(0);
                     arena.append(len, |dst| {
-                        read_exact_at(&f.file, dst, start)
+                        ReadAt::read_exact_at(&f.file, dst, start)
                             .map(|()| len)
                             .map_err(|e| Error::io(self.path, e))
                     })

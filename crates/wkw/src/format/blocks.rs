@@ -48,10 +48,10 @@ impl BlockReader {
     }
 
     /// Opens a data file held by other storage (`path` names it in errors): for a file on an
-    /// object store, a [`StorageFile`] holding only its first bytes (header and jump table)
-    /// is enough to learn every block's [`BlockReader::stored_range`], so that a converter
-    /// can fetch the blocks itself, coalesced; reading a block the storage does not hold is
-    /// an [`Error::Io`].
+    /// object store, a [`StorageFile`] holding only its first bytes (header and jump table,
+    /// e.g. a [`Prefetched`](scifmt_io::Prefetched)) is enough to learn every block's
+    /// [`BlockReader::stored_range`], so that a converter can fetch the blocks itself,
+    /// coalesced; reading a block the storage does not hold is an [`Error::Io`].
     ///
     /// # Errors
     /// [`Error::Io`] if the header or jump table cannot be read, [`Error::Format`] if they are
@@ -416,26 +416,11 @@ mod tests {
         Ok(())
     }
 
-    /// The first `n` bytes of a file, as a converter fetches them from a store.
-    struct Prefix(Vec<u8>, u64);
-
-    impl StorageFile for Prefix {
-        fn len(&self) -> u64 {
-            self.1
-        }
-        fn stamp(&self) -> Option<crate::Stamp> {
-            None
-        }
-        fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
-            let at = usize::try_from(offset).map_err(std::io::Error::other)?;
-            let src = self
-                .0
-                .get(at..)
-                .and_then(|s| s.get(..buf.len()))
-                .ok_or(std::io::ErrorKind::UnexpectedEof)?;
-            buf.copy_from_slice(src);
-            Ok(())
-        }
+    /// The first bytes of a file of `len` bytes, as a converter fetches them from a store.
+    fn fetched_start(bytes: &[u8], len: u64) -> scifmt_io::Prefetched {
+        let mut p = scifmt_io::Prefetched::new(len);
+        p.insert(0, scifmt_io::bytes::Bytes::copy_from_slice(bytes));
+        p
     }
 
     #[test]
@@ -454,7 +439,7 @@ mod tests {
         let bytes = std::fs::read(&file).map_err(|e| Error::io(&file, e))?;
         let whole = BlockReader::open(&file, &Limits::default())?;
         let head = 16 + 8 * 8;
-        let prefix = Prefix(bytes[..head].to_vec(), bytes.len() as u64);
+        let prefix = fetched_start(&bytes[..head], bytes.len() as u64);
         let r = BlockReader::open_storage(Box::new(prefix), "remote/x0.wkw", &Limits::default())?;
         for k in 0..8 {
             assert_eq!(r.stored_range(k)?, whole.stored_range(k)?);
@@ -465,7 +450,7 @@ mod tests {
             other => panic!("{other:?}"),
         }
         // A truncated jump table is a format error, not a panic.
-        let short = Prefix(bytes[..40].to_vec(), 40);
+        let short = fetched_start(&bytes[..40], 40);
         assert!(matches!(
             BlockReader::open_storage(Box::new(short), "short.wkw", &Limits::default()),
             Err(Error::Format { .. })

@@ -93,8 +93,8 @@ impl FileMeta {
         limits: &Limits,
         path: &std::path::Path,
     ) -> Result<Self, OpenFailure> {
-        let len = file.len();
         let io = |e| OpenFailure::Hard(Error::io(path, e));
+        let len = file.size().map_err(io)?;
         if len < 16 {
             return Err(OpenFailure::Unreadable(FormatError::Truncated {
                 what: "header",

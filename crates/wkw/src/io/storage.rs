@@ -3,7 +3,8 @@
 //! for reads without changing the dataset API: [`crate::Dataset::open_storage`].
 //!
 //! The boundary: a [`Storage`] maps dataset-relative keys (`header.wkw`, `z{z}/y{y}/x{x}.wkw`)
-//! to opened [`StorageFile`]s that answer positional reads and a version [`Stamp`]. Parsing,
+//! to opened [`StorageFile`]s that answer positional reads (through [`ReadAt`], the one
+//! positional-read trait of the scifmt crates) and a version [`Stamp`]. Parsing,
 //! caching and policies live above it (`file`, `cache`, `dataset`); writing, locking and
 //! listing are local file-system operations (`writer`, `lock`, `tree`) and not part of it, so a
 //! dataset on another storage is read-only. Object stores have their own asynchronous path
@@ -15,28 +16,48 @@ use std::io;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
-use crate::io::fsio;
+use scifmt_io::{Prefetched, ReadAt};
 
 /// Identity of one version of a file (length and modification time for local files): while it
 /// is unchanged, the file's parsed header and jump table are reused from the dataset's cache.
 pub type Stamp = (u64, Option<SystemTime>);
 
-/// One file opened for reading.
-pub trait StorageFile: Send + Sync {
-    /// Length in bytes at open time.
-    fn len(&self) -> u64;
-    /// Whether the file is empty.
-    fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
+/// One file opened for reading: positional reads and its length through [`ReadAt`]
+/// ([`ReadAt::size`] is the length at open time; reading past the end is an error, never a
+/// short read), plus a version [`Stamp`] for the metadata cache.
+///
+/// [`ReadAt`] is implemented for byte slices, `Vec<u8>`, files and
+/// [`Prefetched`] (byte ranges fetched ahead from a store), so a file held
+/// in memory needs only [`StorageFile::stamp`]:
+///
+/// ```
+/// use wkw::{ReadAt, Stamp, StorageFile};
+/// struct Memory(Vec<u8>);
+/// impl ReadAt for Memory {
+///     fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> std::io::Result<()> {
+///         self.0.read_exact_at(buf, offset)
+///     }
+///     fn size(&self) -> std::io::Result<u64> {
+///         Ok(self.0.len() as u64)
+///     }
+/// }
+/// impl StorageFile for Memory {
+///     fn stamp(&self) -> Option<Stamp> {
+///         Some((self.0.len() as u64, None))
+///     }
+/// }
+/// ```
+pub trait StorageFile: ReadAt + Send + Sync {
     /// Version identity for the metadata cache (`None`: never cache this file's metadata).
     fn stamp(&self) -> Option<Stamp>;
-    /// Fills `buf` with the bytes at `offset`.
-    ///
-    /// # Errors
-    /// An I/O error; reading past the end must be an error (e.g.
-    /// [`io::ErrorKind::UnexpectedEof`]), never a short read.
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()>;
+}
+
+/// Byte ranges fetched ahead (e.g. a data file's header and jump table from an object store):
+/// never cached by stamp.
+impl StorageFile for Prefetched {
+    fn stamp(&self) -> Option<Stamp> {
+        None
+    }
 }
 
 /// A place a dataset's files live, addressed by their dataset-relative key: `header.wkw` and
@@ -77,15 +98,18 @@ impl FsFile {
     }
 }
 
-impl StorageFile for FsFile {
-    fn len(&self) -> u64 {
-        self.len
+impl ReadAt for FsFile {
+    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
+        self.file.read_exact_at(buf, offset)
     }
+    fn size(&self) -> io::Result<u64> {
+        Ok(self.len)
+    }
+}
+
+impl StorageFile for FsFile {
     fn stamp(&self) -> Option<Stamp> {
         Some((self.len, self.modified))
-    }
-    fn read_exact_at(&self, buf: &mut [u8], offset: u64) -> io::Result<()> {
-        fsio::read_exact_at(&self.file, buf, offset)
     }
 }
 
