@@ -68,8 +68,11 @@ pub struct RemoteOptions<F = ()> {
     pub conflict_retries: u32,
     /// Unconditional or conditional puts (default [`WriteMode::Overwrite`]).
     pub write_mode: WriteMode,
-    /// Unconditional uploads at least this large are multipart uploads (default 64 MiB);
-    /// conditional puts are single requests (multipart uploads cannot be conditional).
+    /// Uploads at least this large are multipart uploads (default 64 MiB; see
+    /// [`Upload`](crate::Upload)). Multipart uploads cannot be conditional: `If-Match` puts are
+    /// always single requests, and a create-only upload this large is checked with a `HEAD`
+    /// request first, which does not exclude a writer that comes in between (a format crate
+    /// that needs an atomic create, such as `wkw`'s writers, keeps such puts single).
     pub multipart_threshold: u64,
     /// Size of each part of a multipart upload (default 16 MiB; S3 needs at least 5 MiB for
     /// every part but the last).
