@@ -4,6 +4,7 @@ mod batches;
 mod codec;
 mod conversion;
 mod dataset;
+mod decode;
 mod error;
 mod location;
 mod mag;
@@ -21,13 +22,18 @@ pub use crate::{
     location::{Location, StoreLocation},
     meta::ZARR_JSON,
     options::{
-        BlockType, BloscCname, BloscShuffle, Cancel, ConvertOptions, Durability, Existing, Format,
-        Progress, RemoteOptions, Summary, ZarrCodec,
+        BlockType, Cancel, ConvertOptions, Durability, Existing, Format, Progress, RemoteOptions,
+        Summary, ZarrCodec,
     },
     plan::{Plan, Unit, convert_units, finish, plan},
     target::{MARKER, STAGE_TAG},
     verify::{Difference, VerifyReport, verify},
 };
+
+/// The `blosc-chunk` crate, whose Blosc vocabulary [`ZarrCodec::Blosc`] takes: the `cname`
+/// ([`blosc_chunk::Codec`]), the shuffle ([`blosc_chunk::BloscShuffle`]) and the block size
+/// ([`blosc_chunk::Blocksize`]), with their names and parsers.
+pub use blosc_chunk;
 
 /// The `object_store` crate [`Location::store`] takes a store of (the version `scifmt-io`
 /// builds on).
