@@ -243,7 +243,7 @@ impl Layout {
             None if self.has_c => vec![3, 2, 1, 0],
             None => vec![2, 1, 0],
             Some(o) if self.has_c => o.to_vec(),
-            Some(o) => o[1..].iter().map(|a| a - 1).collect(),
+            Some(o) => o[1..].iter().map(|a| a.saturating_sub(1)).collect(),
         };
         let order = TransposeOrder::new(&order).map_err(|e| Error::Internal(e.to_string()))?;
         let endian = (self.voxel_type.size() > 1).then_some(Endianness::Little);
