@@ -61,7 +61,7 @@ pub enum Error {
     )]
     CodecDisabled {
         /// The codec.
-        codec: crate::codec::Codec,
+        codec: crate::codec_id::Codec,
         /// The Cargo feature that provides it (`lz4`, `zstd` or `zlib`).
         feature: &'static str,
     },
@@ -110,6 +110,17 @@ pub enum Error {
         what: &'static str,
         /// Why it is rejected.
         why: &'static str,
+    },
+    /// A value named or numbered by the caller (a codec, a shuffle, a block size) is not one
+    /// of those accepted (caller error).
+    #[error("invalid {what} {value:?}: expected {expected}")]
+    InvalidValue {
+        /// What the value is (`codec`, `cname`, `shuffle`, `blocksize`).
+        what: &'static str,
+        /// The value as given.
+        value: String,
+        /// What is accepted (`one of blosclz, lz4, …`).
+        expected: String,
     },
     /// A plugin filter or codec (NDCELL, NDMEAN, NDLZ, BYTEDELTA, INT_TRUNC) cannot work with
     /// the chunk, its meta byte or the block shape it was given (C-Blosc2 fails the same way).

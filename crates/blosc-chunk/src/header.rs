@@ -1,6 +1,6 @@
 //! The 16-byte (Blosc1) and 32-byte (extended, Blosc2) chunk header.
 
-use crate::codec::Codec;
+use crate::codec_id::Codec;
 use crate::error::{Error, Result};
 use crate::flags::{Blosc2Flags, Flags};
 

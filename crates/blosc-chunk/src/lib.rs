@@ -1,41 +1,42 @@
 #![doc = include_str!("../README.md")]
+// The README links the items of the `zarrs_metadata` and `zarrs` features; a build without
+// them links their documentation on docs.rs (built with every feature) instead.
+#![cfg_attr(
+    not(feature = "zarrs_metadata"),
+    doc = "\n\n[`BloscConfig`]: https://docs.rs/blosc-chunk/latest/blosc_chunk/struct.BloscConfig.html\n"
+)]
+#![cfg_attr(
+    not(feature = "zarrs"),
+    doc = "\n\n[`ZarrsBloscCodec`]: https://docs.rs/blosc-chunk/latest/blosc_chunk/struct.ZarrsBloscCodec.html
+[`ZarrsOptions`]: https://docs.rs/blosc-chunk/latest/blosc_chunk/struct.ZarrsOptions.html
+[`ZarrsOptions::coalesce_gap`]: https://docs.rs/blosc-chunk/latest/blosc_chunk/struct.ZarrsOptions.html#structfield.coalesce_gap
+[`register`]: https://docs.rs/blosc-chunk/latest/blosc_chunk/fn.register.html\n"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-mod bitshuffle;
-mod blosclz;
 mod codec;
-mod codecs;
+mod codec_id;
 mod decode;
-mod delta;
-mod dict;
 mod encode;
 mod error;
+mod filter;
 mod flags;
 mod header;
 mod lazy;
 mod limits;
-#[cfg(feature = "lz4")]
-mod lz4dict;
-#[cfg(feature = "lz4")]
-mod lz4ffi;
 mod plugins;
 #[cfg(feature = "parallel")]
 mod pool;
-mod shuffle;
-#[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-mod simd;
 mod special;
 #[cfg(test)]
 mod testutil;
-mod truncprec;
 mod tune;
-#[cfg(feature = "zarrs")]
+mod vocabulary;
+#[cfg(feature = "zarrs_metadata")]
 mod zarrs_plugin;
-#[cfg(feature = "zlib")]
-mod zlib;
 
 pub use crate::{
-    codec::Codec,
+    codec_id::Codec,
     decode::{
         ChunkMap, DParams, PartialChunk, decompress, decompress_ctx, decompress_into,
         decompress_into_ctx, decompress_into_uninit_ctx, decompress_with, getitem, getitem_ctx,
@@ -52,9 +53,10 @@ pub use crate::{
     limits::Limits,
     plugins::BlockShape,
     special::{nans_chunk, repeatval_chunk, special_chunk_with, uninit_chunk, zeros_chunk},
+    vocabulary::{Blocksize, BloscShuffle},
 };
 
+#[cfg(feature = "zarrs_metadata")]
+pub use crate::zarrs_plugin::BloscConfig;
 #[cfg(feature = "zarrs")]
-pub use crate::zarrs_plugin::{
-    BloscConfig, BloscShuffle, Registration, ZarrsBloscCodec, ZarrsOptions, register,
-};
+pub use crate::zarrs_plugin::{Registration, ZarrsBloscCodec, ZarrsOptions, register};

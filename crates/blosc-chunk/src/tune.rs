@@ -1,7 +1,7 @@
 //! Automatic block size (C-Blosc2 `stune`, C-Blosc 1 `compute_blocksize`) and the split
 //! decision of both.
 
-use crate::codec::Codec;
+use crate::codec_id::Codec;
 use crate::header::SplitMode;
 
 const L1: usize = 32 * 1024;

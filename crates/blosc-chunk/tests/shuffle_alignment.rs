@@ -1,5 +1,5 @@
 //! Byte-shuffled chunks do not depend on where the caller's buffers sit: the SIMD shuffle
-//! picks its first tiles by the alignment of the buffer it writes (`src/simd.rs`,
+//! picks its first tiles by the alignment of the buffer it writes (`src/filter/simd.rs`,
 //! `head_tiles`), and the unshuffle writes into the caller's buffer at any offset. Every type
 //! size with a kernel, input and output at several offsets from a 64-byte boundary, block
 //! sizes that are and are not multiples of 64 elements, 1 and 2 threads.

@@ -1,5 +1,11 @@
-//! Parsers for argument values shared by several commands: `X,Y,Z`, number lists and
-//! `--region A:B,C:D,...`.
+//! Parsers for argument values shared by several commands: `X,Y,Z`, number lists,
+//! `--region A:B,C:D,...`, and the Blosc vocabulary (codec, `cname`, shuffle, block size)
+//! through blosc-chunk's own parsers.
+
+use std::ffi::OsStr;
+
+use blosc_chunk::{Blocksize, BloscShuffle, Codec};
+use clap::builder::{PossibleValue, StringValueParser, TypedValueParser};
 
 /// Parses `X,Y,Z` (three unsigned integers; a negative one is named as such).
 pub(crate) fn parse_xyz(s: &str) -> Result<[u32; 3], String> {
@@ -93,6 +99,64 @@ pub(crate) fn resolve_region(
     Ok((start, stop))
 }
 
+/// A value parser for a name of blosc-chunk's vocabulary: the name is parsed by blosc-chunk
+/// (any ASCII case; its error names the value and lists the names), and the names are the
+/// possible values `--help` lists.
+#[derive(Clone)]
+pub(crate) struct VocabularyParser<T> {
+    names: Vec<&'static str>,
+    parse: fn(&str) -> blosc_chunk::Result<T>,
+}
+
+impl<T: Clone + Send + Sync + 'static> TypedValueParser for VocabularyParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &OsStr,
+    ) -> Result<T, clap::Error> {
+        let parse = self.parse;
+        StringValueParser::new()
+            .try_map(move |s| parse(&s))
+            .parse_ref(cmd, arg, value)
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(self.names.iter().map(|&n| PossibleValue::new(n))))
+    }
+}
+
+/// A Blosc codec by name (`blosclz`, `lz4`, …, `zfp_acc`; `zfp-acc` too).
+pub(crate) fn codec_parser() -> VocabularyParser<Codec> {
+    VocabularyParser {
+        names: Codec::NAMED.map(Codec::name).to_vec(),
+        parse: str::parse,
+    }
+}
+
+/// The `cname` of Zarr's `blosc` codec (`blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`).
+pub(crate) fn cname_parser() -> VocabularyParser<Codec> {
+    VocabularyParser {
+        names: Codec::BLOSC1.map(Codec::name).to_vec(),
+        parse: Codec::from_cname,
+    }
+}
+
+/// The shuffle of Zarr's `blosc` codec (`noshuffle`, `shuffle`, `bitshuffle`, `auto`).
+pub(crate) fn shuffle_parser() -> VocabularyParser<BloscShuffle> {
+    VocabularyParser {
+        names: BloscShuffle::ALL.map(BloscShuffle::name).to_vec(),
+        parse: str::parse,
+    }
+}
+
+/// A block size in bytes, 0 for automatic.
+pub(crate) fn parse_blocksize(s: &str) -> blosc_chunk::Result<Blocksize> {
+    s.parse()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,5 +179,26 @@ mod tests {
         let reversed = parse_region("5:2").unwrap();
         let e = resolve_region(Some(&reversed), &[9]).unwrap_err();
         assert!(e.contains("reversed"), "{e}");
+    }
+
+    #[test]
+    fn vocabulary_values_parse_in_any_case_and_are_listed() {
+        let cmd = clap::Command::new("t");
+        let parse = |p: &VocabularyParser<Codec>, s: &str| p.parse_ref(&cmd, None, OsStr::new(s));
+        assert_eq!(parse(&codec_parser(), "ZFP-ACC").unwrap(), Codec::ZfpAcc);
+        assert_eq!(parse(&cname_parser(), "LZ4").unwrap(), Codec::Lz4);
+        let e = parse(&cname_parser(), "ndlz").unwrap_err().to_string();
+        assert!(
+            e.contains("ndlz") && e.contains("blosclz, lz4, lz4hc, zlib, zstd"),
+            "{e}"
+        );
+        let names: Vec<String> = shuffle_parser()
+            .possible_values()
+            .unwrap()
+            .map(|v| v.get_name().to_owned())
+            .collect();
+        assert_eq!(names, ["noshuffle", "shuffle", "bitshuffle", "auto"]);
+        assert_eq!(parse_blocksize("0").unwrap(), Blocksize::Auto);
+        assert!(parse_blocksize("-1").is_err());
     }
 }

@@ -4,8 +4,8 @@
 use std::path::PathBuf;
 
 use blosc_chunk::{
-    BlockShape, CParams, ChunkHeader, Codec, DParams, Filter, Format, MAX_BUFFERSIZE, MAX_FILTERS,
-    MAX_OVERHEAD, SplitMode,
+    BlockShape, Blocksize, CParams, ChunkHeader, Codec, DParams, Filter, Format, MAX_BUFFERSIZE,
+    MAX_FILTERS, MAX_OVERHEAD, SplitMode,
 };
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Map, Value, json};
@@ -86,30 +86,6 @@ pub(crate) enum FormatArg {
     Blosc1,
 }
 
-/// A Blosc codec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum CodecArg {
-    /// BloscLZ.
-    Blosclz,
-    /// LZ4.
-    Lz4,
-    /// LZ4HC.
-    Lz4hc,
-    /// zlib.
-    Zlib,
-    /// Zstandard.
-    Zstd,
-    /// NDLZ plugin (2-D blocks of 1-byte items; --codec-meta 4 or 8 = cell edge; needs
-    /// --blockshape).
-    Ndlz,
-    /// ZFP, fixed accuracy (float32/64; --codec-meta E: tolerance 10^E; needs --blockshape).
-    ZfpAcc,
-    /// ZFP, fixed precision (--codec-meta P: P + 3 + 2*ndim bits; needs --blockshape).
-    ZfpPrec,
-    /// ZFP, fixed rate (--codec-meta R: R percent of the input size; needs --blockshape).
-    ZfpRate,
-}
-
 /// A split mode.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum SplitArg {
@@ -130,9 +106,13 @@ pub(crate) struct CParamArgs {
     /// Item size in bytes (python-blosc2's default: 8).
     #[arg(long, value_name = "N", default_value_t = 8)]
     typesize: usize,
-    /// Codec (case-insensitive).
-    #[arg(long, value_enum, ignore_case = true, default_value = "zstd")]
-    codec: CodecArg,
+    /// Codec (case-insensitive): blosclz, lz4, lz4hc, zlib, zstd; the plugins ndlz (2-D
+    /// blocks of 1-byte items; --codec-meta 4 or 8 = cell edge; needs --blockshape), zfp_acc
+    /// (float32/64; --codec-meta E: tolerance 10^E), zfp_prec (--codec-meta P: P + 3 + 2*ndim
+    /// bits), zfp_rate (--codec-meta R: R percent of the input size; the ZFP codecs need
+    /// --blockshape; `zfp-acc` etc. work too).
+    #[arg(long, value_parser = crate::args::codec_parser(), default_value = "zstd")]
+    codec: Codec,
     /// Compression level 0-9.
     #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u8).range(0..=9))]
     clevel: u8,
@@ -150,8 +130,8 @@ pub(crate) struct CParamArgs {
     #[arg(long, value_name = "D0,D1,...", value_parser = parse_blockshape)]
     blockshape: Option<BlockShape>,
     /// Block size in bytes (0 = automatic).
-    #[arg(long, default_value_t = 0, value_name = "N")]
-    blocksize: usize,
+    #[arg(long, default_value = "0", value_name = "N", value_parser = crate::args::parse_blocksize)]
+    blocksize: Blocksize,
     /// When to split blocks into byte streams (default: auto; forward with --format blosc1,
     /// as C-Blosc 1.21 and python-blosc2 do).
     #[arg(long, value_enum, ignore_case = true)]
@@ -235,29 +215,14 @@ pub(crate) fn parse_filter(s: &str) -> Result<FilterArg, String> {
     Ok((filter, meta))
 }
 
-/// The library codec for a codec argument.
-fn codec(c: CodecArg) -> Codec {
-    match c {
-        CodecArg::Blosclz => Codec::BloscLz,
-        CodecArg::Lz4 => Codec::Lz4,
-        CodecArg::Lz4hc => Codec::Lz4Hc,
-        CodecArg::Zlib => Codec::Zlib,
-        CodecArg::Zstd => Codec::Zstd,
-        CodecArg::Ndlz => Codec::NdLz,
-        CodecArg::ZfpAcc => Codec::ZfpAcc,
-        CodecArg::ZfpPrec => Codec::ZfpPrec,
-        CodecArg::ZfpRate => Codec::ZfpRate,
-    }
-}
-
 impl CParamArgs {
     /// [`CParams`] from the command-line flags (C-Blosc2 defaults for what is not given).
     pub(crate) fn cparams(&self) -> CliResult<CParams> {
         let mut p = CParams::default();
-        p.codec = codec(self.codec);
+        p.codec = self.codec;
         p.clevel = self.clevel;
         p.typesize = self.typesize;
-        p.blocksize = self.blocksize;
+        p.blocksize = self.blocksize.bytes();
         p.nthreads = self.threads;
         p.codec_meta = self.codec_meta;
         p.blockshape = self.blockshape;

@@ -4,11 +4,11 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
+use blosc_chunk::{Blocksize, BloscShuffle};
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
 use wkw_zarr::{
-    BloscCname, BloscShuffle, Cancel, ConvertOptions, Durability, Existing, Format, Location,
-    Progress, ZarrCodec,
+    Cancel, ConvertOptions, Durability, Existing, Format, Location, Progress, ZarrCodec,
 };
 
 use crate::fail::{CliResult, Fail, describe};
@@ -41,34 +41,6 @@ pub(crate) enum Codec {
     Blosc,
 }
 
-/// The compressor inside Blosc chunks (`--blosc-cname`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum Cname {
-    /// BloscLZ.
-    Blosclz,
-    /// LZ4.
-    Lz4,
-    /// LZ4HC.
-    Lz4hc,
-    /// zlib.
-    Zlib,
-    /// Zstandard.
-    Zstd,
-}
-
-/// The Blosc filter `--shuffle` names.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ShuffleArg {
-    /// As zarr-python chooses: bitshuffle for 1-byte voxels, shuffle for wider ones.
-    Auto,
-    /// No filter.
-    Noshuffle,
-    /// Byte shuffle.
-    Shuffle,
-    /// Bit shuffle.
-    Bitshuffle,
-}
-
 /// WKW block types of `--block-type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub(crate) enum Block {
@@ -99,22 +71,23 @@ pub(crate) struct ConvertArgs {
     /// zstd level (with --codec zstd or auto).
     #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-131072..=22))]
     zstd_level: i32,
-    /// Compressor inside the Blosc chunks (with --codec blosc; zarr-python's default: zstd).
-    #[arg(long, value_enum, ignore_case = true, value_name = "CNAME")]
-    blosc_cname: Option<Cname>,
+    /// Compressor inside the Blosc chunks (with --codec blosc; zarr-python's default: zstd;
+    /// case-insensitive).
+    #[arg(long, value_name = "CNAME", value_parser = crate::args::cname_parser())]
+    blosc_cname: Option<blosc_chunk::Codec>,
     /// Blosc compression level 0-9 (with --codec blosc; default 5).
     #[arg(long, value_parser = clap::value_parser!(u8).range(0..=9))]
     clevel: Option<u8>,
     /// Blosc filter (with --codec blosc; default auto: bitshuffle for 1-byte voxels, shuffle
-    /// for wider ones, as zarr-python chooses).
-    #[arg(long, value_enum, ignore_case = true)]
-    shuffle: Option<ShuffleArg>,
+    /// for wider ones, as zarr-python chooses; case-insensitive).
+    #[arg(long, value_parser = crate::args::shuffle_parser())]
+    shuffle: Option<BloscShuffle>,
     /// Blosc item size in bytes, 1-255 (with --codec blosc; default: the voxel type's size).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u8).range(1..=255))]
     typesize: Option<u8>,
     /// Blosc block size in bytes, 0 = automatic (with --codec blosc; default 0).
-    #[arg(long, value_name = "N")]
-    blocksize: Option<usize>,
+    #[arg(long, value_name = "N", value_parser = crate::args::parse_blocksize)]
+    blocksize: Option<Blocksize>,
     /// Block type of the WKW files (with --to wkw).
     #[arg(long, value_enum, ignore_case = true, default_value_t = Block::Lz4)]
     block_type: Block,
@@ -206,22 +179,11 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
     let codec = match (a.codec, a.zstd_level) {
         (Codec::None, _) => ZarrCodec::None,
         (Codec::Blosc, _) => ZarrCodec::Blosc {
-            cname: match a.blosc_cname.unwrap_or(Cname::Zstd) {
-                Cname::Blosclz => BloscCname::BloscLz,
-                Cname::Lz4 => BloscCname::Lz4,
-                Cname::Lz4hc => BloscCname::Lz4Hc,
-                Cname::Zlib => BloscCname::Zlib,
-                Cname::Zstd => BloscCname::Zstd,
-            },
+            cname: a.blosc_cname.unwrap_or(blosc_chunk::Codec::Zstd),
             clevel: a.clevel.unwrap_or(5),
-            shuffle: match a.shuffle.unwrap_or(ShuffleArg::Auto) {
-                ShuffleArg::Auto => None,
-                ShuffleArg::Noshuffle => Some(BloscShuffle::NoShuffle),
-                ShuffleArg::Shuffle => Some(BloscShuffle::Shuffle),
-                ShuffleArg::Bitshuffle => Some(BloscShuffle::BitShuffle),
-            },
+            shuffle: a.shuffle.unwrap_or(BloscShuffle::AutoShuffle),
             typesize: a.typesize,
-            blocksize: a.blocksize.unwrap_or(0),
+            blocksize: a.blocksize.unwrap_or_default(),
         },
         (Codec::Zstd, level) => ZarrCodec::Zstd { level },
         (Codec::Auto, 5) => ZarrCodec::Auto,

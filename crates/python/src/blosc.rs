@@ -6,8 +6,8 @@
 //! the codec with the GIL released and turns every error into `BloscError`.
 
 use blosc_chunk::{
-    BlockShape, CParams, ChunkHeader, Codec, DParams, Filter, Format, Limits, MAX_FILTERS,
-    SpecialValue, SplitMode,
+    BlockShape, BloscShuffle, CParams, ChunkHeader, Codec, DParams, Filter, Format, Limits,
+    MAX_FILTERS, SpecialValue, SplitMode,
 };
 use core::mem::MaybeUninit;
 
@@ -79,9 +79,13 @@ fn cparams(
         .map(Codec::from_id)
         .map_err(|_| err(format!("codec {codec} is not a codec id (0..=255)")))?;
     if let Codec::Other(id) = codec {
+        let known: Vec<String> = Codec::NAMED
+            .iter()
+            .map(|c| format!("{} {}", c.name(), c.id()))
+            .collect();
         return Err(err(format!(
-            "codec {id} is not supported (blosclz 0, lz4 1, lz4hc 2, zlib 4, zstd 5, ndlz 32, \
-             zfp_acc 33, zfp_prec 34, zfp_rate 35)"
+            "codec {id} is not supported ({})",
+            known.join(", ")
         )));
     }
     if filters.len() > MAX_FILTERS || filters_meta.len() > MAX_FILTERS {
@@ -387,21 +391,41 @@ fn info<'py>(py: Python<'py>, chunk: PyReadonlyArray1<'py, u8>) -> PyResult<Boun
 /// Names and ids of the codecs this build has (`blosc2.compressor_list()`'s analogue).
 #[pyfunction]
 fn codecs() -> Vec<(&'static str, u8)> {
-    [
-        Codec::BloscLz,
-        Codec::Lz4,
-        Codec::Lz4Hc,
-        Codec::Zlib,
-        Codec::Zstd,
-        Codec::NdLz,
-        Codec::ZfpAcc,
-        Codec::ZfpPrec,
-        Codec::ZfpRate,
-    ]
-    .into_iter()
-    .filter(|c| c.is_enabled())
-    .map(|c| (c.name(), c.id()))
-    .collect()
+    Codec::NAMED
+        .into_iter()
+        .filter(|c| c.is_enabled())
+        .map(|c| (c.name(), c.id()))
+        .collect()
+}
+
+/// The `cname` values of Zarr's `blosc` codec (blosc-chunk's `Codec::BLOSC1`), for
+/// `scifmt.zarr`.
+#[pyfunction]
+fn cnames() -> Vec<&'static str> {
+    Codec::BLOSC1.map(Codec::name).to_vec()
+}
+
+/// The shuffles of Zarr's `blosc` codec as `(name, numcodecs number)`: `noshuffle` 0,
+/// `shuffle` 1, `bitshuffle` 2, `auto` -1, for `scifmt.zarr`.
+#[pyfunction]
+fn shuffles() -> Vec<(&'static str, i8)> {
+    BloscShuffle::ALL
+        .map(|s| (s.name(), s.numcodecs()))
+        .to_vec()
+}
+
+/// The filter id of numcodecs' shuffle number `shuffle` for items of `itemsize` bytes
+/// (`AUTOSHUFFLE`, -1, resolved: bitshuffle for 1-byte items, shuffle otherwise).
+///
+/// # Errors
+/// `BloscError` (a `ValueError`) for a number other than -1, 0, 1, 2.
+#[pyfunction]
+fn shuffle_filter(shuffle: i64, itemsize: i64) -> PyResult<u8> {
+    // Only an item size of 1 matters (for AUTOSHUFFLE); others stand for "wider".
+    let itemsize = usize::try_from(itemsize).unwrap_or(0);
+    BloscShuffle::from_numcodecs(shuffle)
+        .map(|s| s.filter(itemsize).id())
+        .map_err(|e| err(e.to_string()))
 }
 
 /// Adds the `blosc` submodule to `parent`.
@@ -419,6 +443,9 @@ pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
         m.add_function(wrap_pyfunction!(decompress_into, m)?)?;
         m.add_function(wrap_pyfunction!(info, m)?)?;
         m.add_function(wrap_pyfunction!(codecs, m)?)?;
+        m.add_function(wrap_pyfunction!(cnames, m)?)?;
+        m.add_function(wrap_pyfunction!(shuffles, m)?)?;
+        m.add_function(wrap_pyfunction!(shuffle_filter, m)?)?;
         Ok(())
     })
 }

@@ -13,12 +13,13 @@
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use blosc_chunk::{Blocksize, BloscShuffle, Codec};
 use pyo3::exceptions::{PyException, PyFileExistsError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use wkw_zarr::{
-    BlockType, BloscCname, BloscShuffle, Cancel, ConvertOptions, Durability, Existing, Format,
-    Location, Plan, Progress, Summary, ZarrCodec,
+    BlockType, Cancel, ConvertOptions, Durability, Existing, Format, Location, Plan, Progress,
+    Summary, ZarrCodec,
 };
 
 use crate::common::{TwoBaseException, detached, interruptible};
@@ -177,24 +178,18 @@ type BloscArgs = (
 /// `ValueError` for a value out of its range or a name not among the choices.
 fn blosc_codec((cname, clevel, shuffle, typesize, blocksize): BloscArgs) -> PyResult<ZarrCodec> {
     let cname = cname.as_deref().unwrap_or("zstd");
-    let cname = BloscCname::from_name(cname).ok_or_else(|| {
-        let names: Vec<&str> = BloscCname::ALL.iter().map(|c| c.name()).collect();
-        PyValueError::new_err(format!("blosc_cname={cname:?}: must be one of {names:?}"))
-    })?;
+    let cname =
+        Codec::from_cname(cname).map_err(|e| PyValueError::new_err(format!("blosc_cname: {e}")))?;
     let clevel = match clevel.unwrap_or(5) {
         l @ 0..=9 => u8::try_from(l).unwrap_or(5),
         l => return Err(PyValueError::new_err(format!("clevel={l}: must be 0..=9"))),
     };
-    let shuffle = choice(
-        "shuffle",
-        shuffle.as_deref().unwrap_or("auto"),
-        &[
-            ("auto", None),
-            ("noshuffle", Some(BloscShuffle::NoShuffle)),
-            ("shuffle", Some(BloscShuffle::Shuffle)),
-            ("bitshuffle", Some(BloscShuffle::BitShuffle)),
-        ],
-    )?;
+    let shuffle = match shuffle.as_deref() {
+        None => BloscShuffle::AutoShuffle,
+        Some(s) => s
+            .parse()
+            .map_err(|e| PyValueError::new_err(format!("shuffle: {e}")))?,
+    };
     let typesize = match typesize {
         None => None,
         Some(t @ 1..=255) => Some(u8::try_from(t).unwrap_or(1)),
@@ -205,7 +200,7 @@ fn blosc_codec((cname, clevel, shuffle, typesize, blocksize): BloscArgs) -> PyRe
         }
     };
     let blocksize = match blocksize.unwrap_or(0) {
-        b @ 0..=0x7fff_ffff => usize::try_from(b).unwrap_or(0),
+        b @ 0..=0x7fff_ffff => Blocksize::from_bytes(usize::try_from(b).unwrap_or(0)),
         b => {
             return Err(PyValueError::new_err(format!(
                 "blocksize={b}: must be 0 (automatic) ..= 2147483647"

@@ -3,10 +3,8 @@
 
 use std::cell::RefCell;
 
-use blosc_chunk::{CParams, DParams, Filter, Limits};
+use blosc_chunk::{BloscConfig, CParams, DParams, Limits};
 use zstd_safe::{CCtx, CParameter, DCtx};
-
-use crate::options::{BloscCname, BloscShuffle};
 
 /// The compressor of inner chunks, after `transpose` and `bytes` (which leave a WKW block's
 /// bytes as they are).
@@ -16,14 +14,9 @@ pub(crate) enum ChunkCodec {
     None,
     /// `zstd` with `level` and, if `checksum`, the frame's content checksum.
     Zstd { level: i32, checksum: bool },
-    /// `blosc`: Blosc1 chunks as C-Blosc 1.21 writes them (any Blosc1 or Blosc2 chunk reads).
-    Blosc {
-        cname: BloscCname,
-        clevel: u8,
-        shuffle: BloscShuffle,
-        typesize: u8,
-        blocksize: usize,
-    },
+    /// `blosc` with this configuration: Blosc1 chunks as C-Blosc 1.21 writes them (any Blosc1
+    /// or Blosc2 chunk reads).
+    Blosc(BloscConfig),
     /// `gzip` (RFC 1952) at `level` 0–9: read from Zarr arrays (zarr-python's `GzipCodec`);
     /// conversions to Zarr do not write it.
     Gzip { level: u32 },
@@ -34,49 +27,14 @@ std::thread_local! {
     static DCTX: RefCell<Option<DCtx<'static>>> = const { RefCell::new(None) };
 }
 
-/// blosc-chunk's codec for a Zarr `cname`.
-fn blosc_codec(cname: BloscCname) -> blosc_chunk::Codec {
-    match cname {
-        BloscCname::BloscLz => blosc_chunk::Codec::BloscLz,
-        BloscCname::Lz4 => blosc_chunk::Codec::Lz4,
-        BloscCname::Lz4Hc => blosc_chunk::Codec::Lz4Hc,
-        BloscCname::Zlib => blosc_chunk::Codec::Zlib,
-        BloscCname::Zstd => blosc_chunk::Codec::Zstd,
-    }
-}
-
-/// blosc-chunk's filter for a Zarr `shuffle`.
-fn blosc_filter(shuffle: BloscShuffle) -> Filter {
-    match shuffle {
-        BloscShuffle::NoShuffle => Filter::NoFilter,
-        BloscShuffle::Shuffle => Filter::Shuffle,
-        BloscShuffle::BitShuffle => Filter::BitShuffle,
-    }
-}
-
 impl ChunkCodec {
     /// The Blosc parameters of a `Blosc` codec (Blosc1 format, one thread: blocks are
     /// encoded in parallel instead); `None` for the others.
     pub(crate) fn blosc_params(self) -> Option<CParams> {
-        let Self::Blosc {
-            cname,
-            clevel,
-            shuffle,
-            typesize,
-            blocksize,
-        } = self
-        else {
-            return None;
-        };
-        let mut p = CParams::blosc1(
-            blosc_codec(cname),
-            clevel,
-            usize::from(typesize),
-            blosc_filter(shuffle),
-        );
-        p.blocksize = blocksize;
-        p.nthreads = 1;
-        Some(p)
+        match self {
+            Self::Blosc(config) => Some(config.cparams(1)),
+            _ => None,
+        }
     }
 
     /// Encodes one raw block into `out` (replacing its contents).
@@ -114,7 +72,7 @@ impl ChunkCodec {
                     .and_then(|()| enc.finish().map(|_| ()))
                     .map_err(|e| format!("gzip: {e}"))
             }
-            Self::Blosc { .. } => {
+            Self::Blosc(_) => {
                 let params = self.blosc_params().ok_or("no Blosc parameters")?;
                 *out = blosc_chunk::compress(raw, &params).map_err(|e| format!("blosc: {e}"))?;
                 Ok(())
@@ -160,7 +118,7 @@ impl ChunkCodec {
                     Err(e) => Err(format!("gzip: {e}")),
                 }
             }
-            Self::Blosc { .. } => {
+            Self::Blosc(_) => {
                 // A chunk claiming more than the block is refused before anything is
                 // allocated for it.
                 let mut params = DParams::default().with_threads(1);
@@ -179,7 +137,7 @@ impl ChunkCodec {
         match self {
             Self::None => raw,
             Self::Zstd { .. } => zstd_safe::compress_bound(raw),
-            Self::Blosc { .. } => raw.saturating_add(blosc_chunk::MAX_OVERHEAD),
+            Self::Blosc(_) => raw.saturating_add(blosc_chunk::MAX_OVERHEAD),
             // Stored deflate blocks add 5 bytes per 64 KiB; gzip's header may carry a name
             // and a comment.
             Self::Gzip { .. } => raw.saturating_add(raw / 1024).saturating_add(64 << 10),
@@ -194,6 +152,8 @@ pub(crate) fn crc32c(bytes: &[u8]) -> u32 {
 
 #[cfg(test)]
 mod tests {
+    use blosc_chunk::{Blocksize, BloscShuffle, Codec, Filter};
+
     use super::*;
 
     #[test]
@@ -220,22 +180,20 @@ mod tests {
     #[test]
     fn blosc_chunks_are_blosc_chunk_blosc1_output_and_bad_ones_fail() {
         let raw: Vec<u8> = (0..8192u16).flat_map(|i| (i / 5).to_le_bytes()).collect();
-        for cname in BloscCname::ALL {
-            for shuffle in BloscShuffle::ALL {
-                let codec = ChunkCodec::Blosc {
-                    cname,
-                    clevel: 5,
-                    shuffle,
-                    typesize: 2,
-                    blocksize: 0,
-                };
+        for cname in Codec::BLOSC1 {
+            for shuffle in [
+                BloscShuffle::NoShuffle,
+                BloscShuffle::Shuffle,
+                BloscShuffle::BitShuffle,
+            ] {
+                let codec = ChunkCodec::Blosc(
+                    BloscConfig::new(cname, 5, shuffle, Some(2), Blocksize::Auto).unwrap(),
+                );
                 let mut stored = Vec::new();
                 codec.encode(&raw, &mut stored).unwrap();
-                let direct = blosc_chunk::compress(
-                    &raw,
-                    &CParams::blosc1(blosc_codec(cname), 5, 2, blosc_filter(shuffle)),
-                )
-                .unwrap();
+                let direct =
+                    blosc_chunk::compress(&raw, &CParams::blosc1(cname, 5, 2, shuffle.filter(2)))
+                        .unwrap();
                 assert_eq!(stored, direct, "{cname:?} {shuffle:?}");
                 assert_eq!(
                     blosc_chunk::ChunkHeader::parse(&stored).unwrap().version(),
@@ -262,15 +220,18 @@ mod tests {
     #[test]
     fn blosc_reads_blosc2_chunks_too() {
         let raw: Vec<u8> = (0..6000u32).flat_map(|i| (i / 9).to_le_bytes()).collect();
-        let codec = ChunkCodec::Blosc {
-            cname: BloscCname::Lz4,
-            clevel: 5,
-            shuffle: BloscShuffle::Shuffle,
-            typesize: 4,
-            blocksize: 0,
-        };
+        let codec = ChunkCodec::Blosc(
+            BloscConfig::new(
+                Codec::Lz4,
+                5,
+                BloscShuffle::Shuffle,
+                Some(4),
+                Blocksize::Auto,
+            )
+            .unwrap(),
+        );
         for format in [blosc_chunk::Format::Blosc2, blosc_chunk::Format::Blosc1] {
-            let mut p = CParams::new(blosc_chunk::Codec::Zstd, 3, 4, Filter::BitShuffle);
+            let mut p = CParams::new(Codec::Zstd, 3, 4, Filter::BitShuffle);
             p.format = format;
             let chunk = blosc_chunk::compress(&raw, &p).unwrap();
             let mut back = vec![0u8; raw.len()];

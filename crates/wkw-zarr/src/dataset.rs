@@ -4,6 +4,7 @@
 use std::path::Path;
 
 use serde_json::{Map, Value, json};
+use zarrs_metadata::v3::GroupMetadataV3;
 
 use crate::error::{Error, Result};
 use crate::mag;
@@ -85,9 +86,7 @@ pub(crate) fn settings(to: Format, options: &ConvertOptions) -> Value {
             typesize,
             blocksize,
         } => format!(
-            "blosc:{}:{clevel}:{}:{}:{blocksize}",
-            cname.name(),
-            shuffle.map_or("auto", |s| s.name()),
+            "blosc:{cname}:{clevel}:{shuffle}:{}:{blocksize}",
             typesize.map_or_else(|| "auto".to_owned(), |t| t.to_string()),
         ),
     };
@@ -263,7 +262,7 @@ fn voxel_size(doc: &Value) -> ([f64; 3], String) {
 
 /// The group `zarr.json` of a layer with its OME-NGFF 0.5 multiscales, as webknossos-libs
 /// writes it.
-fn layer_group(mags: &[[u64; 3]], voxel: [f64; 3], unit: &str) -> Value {
+fn layer_group(mags: &[[u64; 3]], voxel: [f64; 3], unit: &str) -> Result<Value> {
     let mut axes = vec![json!({"name": "c", "type": "channel"})];
     for a in ["x", "y", "z"] {
         axes.push(json!({"name": a, "type": "space", "unit": unit}));
@@ -280,11 +279,17 @@ fn layer_group(mags: &[[u64; 3]], voxel: [f64; 3], unit: &str) -> Value {
             })
         })
         .collect();
-    json!({
-        "zarr_format": 3,
-        "node_type": "group",
-        "attributes": {"ome": {"version": "0.5", "multiscales": [{"axes": axes, "datasets": datasets}]}}
-    })
+    let mut attributes = Map::new();
+    attributes.insert(
+        "ome".into(),
+        json!({"version": "0.5", "multiscales": [{"axes": axes, "datasets": datasets}]}),
+    );
+    group_json(GroupMetadataV3::new().with_attributes(attributes))
+}
+
+/// The `zarr.json` of a group.
+fn group_json(group: GroupMetadataV3) -> Result<Value> {
+    serde_json::to_value(group).map_err(|e| Error::Internal(e.to_string()))
 }
 
 /// One mag of a dataset conversion: its directory below the source root, below the target
@@ -353,7 +358,7 @@ pub(crate) fn finish_dataset(
             let list: Vec<[u64; 3]> = entries.iter().map(|e| e.mag).collect();
             mag::write_json(
                 &dst.join(&name).join(ZARR_JSON),
-                &layer_group(&list, voxel, &unit),
+                &layer_group(&list, voxel, &unit)?,
                 options.durability,
             )?;
         }
@@ -368,7 +373,7 @@ pub(crate) fn finish_dataset(
     if to == Format::Zarr3 {
         mag::write_json(
             &dst.join(ZARR_JSON),
-            &json!({"zarr_format": 3, "node_type": "group"}),
+            &group_json(GroupMetadataV3::new())?,
             options.durability,
         )?;
     }

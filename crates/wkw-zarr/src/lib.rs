@@ -4,6 +4,7 @@ mod batches;
 mod codec;
 mod conversion;
 mod dataset;
+mod decode;
 mod error;
 mod mag;
 mod meta;
@@ -19,8 +20,8 @@ pub use crate::{
     error::{Error, Result},
     meta::ZARR_JSON,
     options::{
-        BlockType, BloscCname, BloscShuffle, Cancel, ConvertOptions, Durability, Existing, Format,
-        Progress, RemoteOptions, Summary, ZarrCodec,
+        BlockType, Cancel, ConvertOptions, Durability, Existing, Format, Progress, RemoteOptions,
+        Summary, ZarrCodec,
     },
     plan::{Plan, Unit, convert_units, finish, plan},
     target::{MARKER, STAGE_TAG},
@@ -29,6 +30,11 @@ pub use crate::{
 
 /// Where a conversion reads and writes: a local path or a key prefix on an object store.
 pub use scifmt_io::{Location, StoreLocation};
+
+/// The `blosc-chunk` crate, whose Blosc vocabulary [`ZarrCodec::Blosc`] takes: the `cname`
+/// ([`blosc_chunk::Codec`]), the shuffle ([`blosc_chunk::BloscShuffle`]) and the block size
+/// ([`blosc_chunk::Blocksize`]), with their names and parsers.
+pub use blosc_chunk;
 
 /// The `object_store` crate [`Location::store`] takes a store of (the version `scifmt-io`
 /// builds on).

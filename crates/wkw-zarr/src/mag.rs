@@ -14,6 +14,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use blosc_chunk::BloscConfig;
 use serde_json::Value;
 use wkw::{BlockReader, BlockWriter, Header};
 
@@ -21,7 +22,7 @@ use crate::batches::{blocks_per_batch, run, stream};
 use crate::codec::ChunkCodec;
 use crate::error::{Error, Result};
 use crate::meta::{Layout, ZARR_JSON, index_position};
-use crate::options::{BloscShuffle, ConvertOptions, Durability, Progress, Summary, ZarrCodec};
+use crate::options::{ConvertOptions, Durability, Progress, Summary, ZarrCodec};
 use crate::shard::{BlockChunks, ShardReader, ShardWriter};
 use scifmt_io::{Location, Prefetched, RangeReader};
 
@@ -43,8 +44,8 @@ impl Ctx<'_> {
 /// The inner-chunk codec `codec` means for a WKW source with `header`.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] for settings out of their domain (a `blosc` `clevel` above 9,
-/// `typesize` 0).
+/// [`Error::InvalidArgument`] for settings out of their domain (a `blosc` `cname` Zarr's
+/// `blosc` codec cannot name, `clevel` above 9, `typesize` 0).
 pub(crate) fn chunk_codec(codec: ZarrCodec, header: &Header) -> Result<ChunkCodec> {
     Ok(match codec {
         ZarrCodec::Auto if header.block_type().is_compressed() => ChunkCodec::Zstd {
@@ -73,18 +74,13 @@ pub(crate) fn chunk_codec(codec: ZarrCodec, header: &Header) -> Result<ChunkCode
                     "blosc typesize 0 (need 1–255)".into(),
                 ));
             }
-            ChunkCodec::Blosc {
-                cname,
-                clevel,
-                // zarr-python's choice when none is given.
-                shuffle: shuffle.unwrap_or(if size == 1 {
-                    BloscShuffle::BitShuffle
-                } else {
-                    BloscShuffle::Shuffle
-                }),
-                typesize: typesize.unwrap_or(size),
-                blocksize,
-            }
+            // zarr-python's choice of shuffle when none is given: by the voxel size.
+            let shuffle = shuffle.resolve(usize::from(size));
+            let typesize = usize::from(typesize.unwrap_or(size));
+            ChunkCodec::Blosc(
+                BloscConfig::new(cname, clevel, shuffle, Some(typesize), blocksize)
+                    .map_err(|e| Error::InvalidArgument(format!("blosc: {e}")))?,
+            )
         }
         _ => ChunkCodec::None,
     })
@@ -303,7 +299,7 @@ pub(crate) fn finish_zarr(
     let header = read_wkw_header(src)?;
     write_json(
         &dst.join(ZARR_JSON),
-        &zarr_layout(&header, end, options)?.to_json(),
+        &zarr_layout(&header, end, options)?.to_json()?,
         options.durability,
     )
 }

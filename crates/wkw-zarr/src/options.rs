@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 
+use blosc_chunk::{Blocksize, BloscShuffle, Codec};
 pub use scifmt_io::{Cancel, Durability, RemoteOptions};
 pub use wkw::BlockType;
 
@@ -25,17 +26,18 @@ pub enum ZarrCodec {
     /// C-Blosc 1.21 (zarr-python through numcodecs, zarrs, tensorstore) writes with these
     /// settings. [`ZarrCodec::blosc`] gives zarr-python's defaults for the rest.
     Blosc {
-        /// The compressor inside the Blosc chunks.
-        cname: BloscCname,
+        /// The compressor inside the Blosc chunks (the `cname`): one of
+        /// [`Codec::BLOSC1`](blosc_chunk::Codec::BLOSC1).
+        cname: Codec,
         /// Compression level 0–9 (0 stores the data uncompressed).
         clevel: u8,
-        /// The filter; `None` chooses as zarr-python does: bit shuffle for 1-byte voxels,
-        /// byte shuffle for wider ones.
-        shuffle: Option<BloscShuffle>,
+        /// The filter; [`BloscShuffle::AutoShuffle`] chooses as zarr-python does: bit shuffle
+        /// for 1-byte voxels, byte shuffle for wider ones.
+        shuffle: BloscShuffle,
         /// Item size the filter works on; `None` is the voxel type's size.
         typesize: Option<u8>,
-        /// Block size in bytes; 0 lets Blosc choose (as C-Blosc 1.21 does).
-        blocksize: usize,
+        /// Block size; automatic lets Blosc choose (as C-Blosc 1.21 does).
+        blocksize: Blocksize,
     },
 }
 
@@ -43,92 +45,14 @@ impl ZarrCodec {
     /// The `blosc` codec with `cname` at `clevel`, the shuffle zarr-python chooses for the
     /// voxel type, the voxel size as type size, and automatic blocks.
     #[must_use]
-    pub fn blosc(cname: BloscCname, clevel: u8) -> Self {
+    pub fn blosc(cname: Codec, clevel: u8) -> Self {
         Self::Blosc {
             cname,
             clevel,
-            shuffle: None,
+            shuffle: BloscShuffle::AutoShuffle,
             typesize: None,
-            blocksize: 0,
+            blocksize: Blocksize::Auto,
         }
-    }
-}
-
-/// The compressor inside a Blosc chunk (the `cname` of the Zarr `blosc` codec).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BloscCname {
-    /// BloscLZ (Blosc's own).
-    BloscLz,
-    /// LZ4.
-    Lz4,
-    /// LZ4HC.
-    Lz4Hc,
-    /// zlib (deflate).
-    Zlib,
-    /// Zstandard.
-    Zstd,
-}
-
-impl BloscCname {
-    /// Every compressor, in the order of [`BloscCname::name`]'s list.
-    pub const ALL: [Self; 5] = [
-        Self::BloscLz,
-        Self::Lz4,
-        Self::Lz4Hc,
-        Self::Zlib,
-        Self::Zstd,
-    ];
-
-    /// The name in Zarr metadata: `blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::BloscLz => "blosclz",
-            Self::Lz4 => "lz4",
-            Self::Lz4Hc => "lz4hc",
-            Self::Zlib => "zlib",
-            Self::Zstd => "zstd",
-        }
-    }
-
-    /// The compressor named `name` (as [`BloscCname::name`] spells it).
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.name() == name)
-    }
-}
-
-/// The filter of a Blosc chunk (the `shuffle` of the Zarr `blosc` codec).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BloscShuffle {
-    /// No filter.
-    NoShuffle,
-    /// Byte shuffle (byte `i` of every item together).
-    Shuffle,
-    /// Bit shuffle (bit `i` of every item together).
-    BitShuffle,
-}
-
-impl BloscShuffle {
-    /// Every filter.
-    pub const ALL: [Self; 3] = [Self::NoShuffle, Self::Shuffle, Self::BitShuffle];
-
-    /// The name in Zarr v3 metadata: `noshuffle`, `shuffle`, `bitshuffle`.
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Self::NoShuffle => "noshuffle",
-            Self::Shuffle => "shuffle",
-            Self::BitShuffle => "bitshuffle",
-        }
-    }
-
-    /// The filter named `name` (as [`BloscShuffle::name`] spells it).
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|c| c.name() == name)
     }
 }
 

@@ -13,7 +13,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use wkw_zarr::{BloscCname, ConvertOptions, Existing, Format, ZarrCodec, convert, verify};
+use blosc_chunk::Codec;
+use wkw_zarr::{ConvertOptions, Existing, Format, ZarrCodec, convert, verify};
 
 use super::{Ctx, Row};
 
@@ -23,9 +24,9 @@ const DATASETS: [&str; 2] = ["multi", "types"];
 /// The `blosc` compressor each dataset is also converted with.
 fn blosc_of(name: &str) -> ZarrCodec {
     if name == "multi" {
-        ZarrCodec::blosc(BloscCname::Lz4, 5)
+        ZarrCodec::blosc(Codec::Lz4, 5)
     } else {
-        ZarrCodec::blosc(BloscCname::Zstd, 5)
+        ZarrCodec::blosc(Codec::Zstd, 5)
     }
 }
 

@@ -2,14 +2,14 @@
 //! memcpyed, empty, regular or VL blocks), the stream layout of a block and the backward filter
 //! pipeline.
 
-use crate::bitshuffle;
-use crate::codecs::{self, DecodeScratch, Dict};
-use crate::delta;
+use crate::codec::{self, DecodeScratch, Dict};
 use crate::error::{Error, Result};
+use crate::filter::bitshuffle;
+use crate::filter::delta;
+use crate::filter::shuffle;
 use crate::header::{ChunkHeader, Filter, MAX_DICT_SIZE, SpecialValue, read_i32};
 use crate::limits::Limits;
 use crate::plugins::{self, BlockShape, bytedelta, cells};
-use crate::shuffle;
 
 use super::output::Output;
 
@@ -132,8 +132,8 @@ pub(super) fn classify<'a>(
     if nbytes == 0 {
         return Ok((h, Kind::Empty));
     }
-    codecs::check_format(h.codec_format(), h.udcodec())?;
-    codecs::require_enabled(h.codec())?;
+    codec::check_format(h.codec_format(), h.udcodec())?;
+    codec::require_enabled(h.codec())?;
     let mut pipeline = Vec::new();
     let fids = h.filter_ids();
     let metas = h.filters_meta();
@@ -187,7 +187,7 @@ pub(super) fn classify<'a>(
             .get(bstarts_end + 4..bstarts_end + 4 + dlen)
             .ok_or_else(|| Error::truncated("dictionary", bstarts_end + 4, dlen, src.len()))?;
         #[cfg(feature = "zstd")]
-        let zstd = if h.codec_format() == codecs::FORMAT_ZSTD {
+        let zstd = if h.codec_format() == codec::FORMAT_ZSTD {
             Some(
                 zstd_safe::DDict::try_create(raw).ok_or(Error::InvalidHeader {
                     what: "zstd dictionary",
@@ -308,7 +308,7 @@ fn decode_streams<'a>(
                         d.copy_from(payload);
                     }
                 }
-            } else if b.format == codecs::FORMAT_USER {
+            } else if b.format == codec::FORMAT_USER {
                 user_codec(b, payload, d.init())?;
             } else if !decode_stream(b, payload, d, scratch) {
                 return Err(Error::corrupt("codec data", j, off));
@@ -327,23 +327,23 @@ fn decode_stream(
     scratch: &mut DecodeScratch,
 ) -> bool {
     #[cfg(feature = "lz4")]
-    if b.format == codecs::FORMAT_LZ4 && b.dict.is_none() {
+    if b.format == codec::FORMAT_LZ4 && b.dict.is_none() {
         // SAFETY: `decompress_uninit` returns `true` only after writing every byte of its
         // output, and stores only initialized bytes.
         #[allow(unsafe_code, reason = "see SAFETY")]
-        return unsafe { d.written_by(|d| crate::lz4ffi::decompress_uninit(payload, d)) }.is_some();
+        return unsafe { d.written_by(|d| codec::lz4ffi::decompress_uninit(payload, d)) }.is_some();
     }
     #[cfg(feature = "zstd")]
-    if b.format == codecs::FORMAT_ZSTD {
-        // SAFETY: `zstd_decompress_uninit` returns `true` only after libzstd wrote every byte
+    if b.format == codec::FORMAT_ZSTD {
+        // SAFETY: `zstd::decompress_uninit` returns `true` only after libzstd wrote every byte
         // of its output, and libzstd stores only initialized bytes.
         #[allow(unsafe_code, reason = "see SAFETY")]
         return unsafe {
-            d.written_by(|d| codecs::zstd_decompress_uninit(payload, d, b.dict.as_ref(), scratch))
+            d.written_by(|d| codec::zstd::decompress_uninit(payload, d, b.dict.as_ref(), scratch))
         }
         .is_some();
     }
-    codecs::decompress_stream(b.format, payload, d.init(), b.dict.as_ref(), scratch)
+    codec::decompress_stream(b.format, payload, d.init(), b.dict.as_ref(), scratch)
 }
 
 /// Decodes one stream of a plugin codec (format code 6; the id is in the `udcodec` byte).

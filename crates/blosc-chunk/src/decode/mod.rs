@@ -14,7 +14,7 @@ pub use self::partial::{ChunkMap, PartialChunk};
 
 use self::blocks::{Blocks, Kind, classify, decode_block, fill_special};
 use self::output::Output;
-use crate::codecs::{self, DecodeScratch};
+use crate::codec::{self, DecodeScratch};
 use crate::error::{Error, Result};
 use crate::header::{ChunkHeader, SpecialValue};
 use crate::limits::Limits;
@@ -72,7 +72,7 @@ fn decode_blocks(b: &Blocks<'_>, out: &mut Output<'_>, nthreads: usize) -> Resul
         return parallel::decode_blocks(b, out, nthreads);
     }
     let _ = nthreads;
-    codecs::with_decode_scratch(|scratch| {
+    codec::with_decode_scratch(|scratch| {
         let mut blocks = out.pieces(b.blocksize);
         let Some(first) = blocks.next() else {
             return Ok(());

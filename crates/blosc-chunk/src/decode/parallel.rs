@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::blocks::{Blocks, decode_block};
 use super::output::Output;
-use crate::codecs::with_decode_scratch;
+use crate::codec::with_decode_scratch;
 use crate::error::{Error, Result};
 use crate::pool::on_threads;
 

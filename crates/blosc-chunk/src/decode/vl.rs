@@ -2,12 +2,12 @@
 //! uncompressed size.
 
 use super::blocks::Blocks;
-use crate::bitshuffle;
-use crate::codecs::{self, DecodeScratch};
-use crate::delta;
+use crate::codec::{self, DecodeScratch};
 use crate::error::{Error, Result};
+use crate::filter::bitshuffle;
+use crate::filter::delta;
+use crate::filter::shuffle;
 use crate::header::{Filter, read_i32};
-use crate::shuffle;
 
 /// Decodes a VL-block chunk into `out`.
 pub(super) fn decode_vl_blocks(b: &Blocks<'_>, out: &mut [u8]) -> Result<()> {
@@ -37,18 +37,13 @@ pub(super) fn decode_vl_blocks(b: &Blocks<'_>, out: &mut [u8]) -> Result<()> {
         let moves = b.pipeline.iter().any(|(f, _)| *f != Filter::Delta);
         if moves {
             let mut tmp = vec![0u8; usz];
-            if !codecs::decompress_stream(
-                b.format,
-                payload,
-                &mut tmp,
-                b.dict.as_ref(),
-                &mut scratch,
-            ) {
+            if !codec::decompress_stream(b.format, payload, &mut tmp, b.dict.as_ref(), &mut scratch)
+            {
                 return Err(Error::corrupt("codec data", j, start + 4));
             }
             apply_backward_simple(b, &tmp, dst, if j == 0 { None } else { Some(&dref) });
         } else {
-            if !codecs::decompress_stream(b.format, payload, dst, b.dict.as_ref(), &mut scratch) {
+            if !codec::decompress_stream(b.format, payload, dst, b.dict.as_ref(), &mut scratch) {
                 return Err(Error::corrupt("codec data", j, start + 4));
             }
             if b.has_delta() {

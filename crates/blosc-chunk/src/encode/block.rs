@@ -3,15 +3,15 @@
 
 use super::params::Format;
 use super::plan::Plan;
-use crate::bitshuffle;
-use crate::codec::Codec;
-use crate::codecs::{self, EncodeScratch};
-use crate::delta;
+use crate::codec::{self, EncodeScratch};
+use crate::codec_id::Codec;
 use crate::error::{Error, Result};
+use crate::filter::bitshuffle;
+use crate::filter::delta;
+use crate::filter::shuffle;
+use crate::filter::truncprec;
 use crate::header::{Filter, MAX_FILTERS};
 use crate::plugins::{bytedelta, cells, inttrunc, ndlz};
-use crate::shuffle;
-use crate::truncprec;
 
 /// Scratch buffers for the forward filter pipeline.
 #[derive(Debug, Default)]
@@ -29,12 +29,12 @@ pub(super) struct EncodeState {
     pub(super) codec: EncodeScratch,
 }
 
-impl codecs::Scratch for EncodeState {
+impl codec::Scratch for EncodeState {
     fn trim(&mut self) {
-        codecs::trim_buf(&mut self.bufs.a);
-        codecs::trim_buf(&mut self.bufs.b);
-        codecs::trim_buf(&mut self.bufs.bits);
-        codecs::trim_buf(&mut self.codec.stream);
+        codec::trim_buf(&mut self.bufs.a);
+        codec::trim_buf(&mut self.bufs.b);
+        codec::trim_buf(&mut self.bufs.bits);
+        codec::trim_buf(&mut self.codec.stream);
     }
 }
 
@@ -45,7 +45,7 @@ thread_local! {
 
 /// Runs `f` with this thread's reusable encoder state.
 pub(super) fn with_encode_state<R>(f: impl FnOnce(&mut EncodeState) -> R) -> R {
-    codecs::with_scratch(&ENCODE_STATE, f)
+    codec::with_scratch(&ENCODE_STATE, f)
 }
 
 /// Runs the forward pipeline on block `j`; returns the filtered bytes.
@@ -196,7 +196,7 @@ pub(super) fn encode_block(
             }
             maxout = p.destsize - ntbytes;
         }
-        let kept = if p.codec.format_code() == Some(crate::codecs::FORMAT_USER) {
+        let kept = if p.codec.format_code() == Some(crate::codec::FORMAT_USER) {
             // Plugin codecs write into an initialized buffer: the reused stream buffer.
             let mut buf = core::mem::take(&mut scratch.stream);
             if buf.len() < maxout {
@@ -218,7 +218,7 @@ pub(super) fn encode_block(
         } else {
             // Straight into `out`'s spare capacity: no zero-filling, no copy.
             let c =
-                codecs::append_stream(p.codec, p.blosclz, p.clevel, stream, out, maxout, scratch);
+                codec::append_stream(p.codec, p.blosclz, p.clevel, stream, out, maxout, scratch);
             if c >= neblock {
                 out.truncate(ntbytes);
             }

@@ -11,7 +11,7 @@ pub use self::params::{CParams, Format};
 
 use self::block::{BlockResult, EncodeState, encode_block, forward, with_encode_state};
 use self::plan::{Plan, plan};
-use crate::dict;
+use crate::codec::dict;
 use crate::error::Result;
 use crate::flags::Blosc2Flags;
 use crate::header::SpecialValue;
@@ -69,7 +69,7 @@ pub fn compress(data: &[u8], cparams: &CParams) -> Result<Vec<u8>> {
     // NDLZ streams are encoded on one thread (the parallel path only knows the core codecs).
     if crate::pool::use_threads(cparams.nthreads, p.nblocks)
         && !p.use_dict
-        && p.codec.format_code() != Some(crate::codecs::FORMAT_USER)
+        && p.codec.format_code() != Some(crate::codec::FORMAT_USER)
     {
         return match parallel::encode_blocks(&p, data, cparams.nthreads)? {
             parallel::Encoded::Blocks(out, ntbytes) => {
@@ -102,7 +102,7 @@ fn compress_serial(p: &Plan, data: &[u8], st: &mut EncodeState) -> Result<Vec<u8
 }
 
 /// A dictionary chunk: a first pass filters every block, the dictionary is built from the
-/// result (see [`crate::dict`]) and stored after the block starts, then every stream is
+/// result (see [`crate::codec::dict`]) and stored after the block starts, then every stream is
 /// compressed with it.
 fn compress_with_dict(p: &Plan, data: &[u8], st: &mut EncodeState) -> Result<Vec<u8>> {
     let mut copied = Vec::with_capacity(p.nbytes);

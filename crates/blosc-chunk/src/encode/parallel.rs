@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError};
 
 use super::block::{BlockResult, FilterBufs, encode_block, forward, is_run, with_encode_state};
 use super::plan::Plan;
-use crate::codecs::{self, EncodeScratch};
+use crate::codec::{self, EncodeScratch};
 use crate::error::{Error, Result};
 use crate::pool::on_threads;
 
@@ -54,7 +54,7 @@ fn encode_unbounded(
         }
         let pos = bytes.len();
         bytes.extend_from_slice(&[0; 4]);
-        let c = codecs::append_stream(
+        let c = codec::append_stream(
             p.codec, p.blosclz, p.clevel, stream, bytes, neblock, scratch,
         );
         let (kind, n) = if c == 0 || c >= neblock {
@@ -255,7 +255,7 @@ pub(super) fn encode_blocks(p: &Plan, data: &[u8], nthreads: usize) -> Result<En
     reason = "test patterns wrap on purpose"
 )]
 mod tests {
-    use crate::codec::Codec;
+    use crate::codec_id::Codec;
     use crate::encode::{CParams, compress};
     use crate::header::Filter;
 

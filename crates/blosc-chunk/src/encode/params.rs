@@ -1,6 +1,6 @@
 //! Compression parameters.
 
-use crate::codec::Codec;
+use crate::codec_id::Codec;
 use crate::header::{Filter, MAX_FILTERS, SplitMode};
 
 /// The chunk format [`compress`](crate::compress) writes, and whose writer rules it follows.

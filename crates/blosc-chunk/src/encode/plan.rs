@@ -2,10 +2,10 @@
 //! memcpy decision), and the header and block-start layout it implies.
 
 use super::params::{CParams, Format};
-use crate::blosclz;
-use crate::codec::Codec;
-use crate::codecs;
-use crate::dict;
+use crate::codec;
+use crate::codec::blosclz;
+use crate::codec::dict;
+use crate::codec_id::Codec;
 use crate::error::{Error, Result};
 use crate::flags::{Blosc2Flags, Flags};
 use crate::header::{
@@ -88,7 +88,7 @@ fn check_common(
             id: u32::from(cp.codec.id()),
         });
     };
-    codecs::require_enabled(cp.codec)?;
+    codec::require_enabled(cp.codec)?;
     Ok(format)
 }
 
@@ -300,7 +300,7 @@ fn plan_blosc1(nbytes: usize, cp: &CParams) -> Result<Plan> {
         BLOSC1_MAX_BUFFERSIZE,
         "above C-Blosc 1's BLOSC_MAX_BUFFERSIZE (2 147 483 631 bytes)",
     )?;
-    if format == codecs::FORMAT_USER {
+    if format == codec::FORMAT_USER {
         return Err(Error::InvalidParam {
             what: "codec",
             why: "C-Blosc 1 has no plugin codecs (NDLZ, ZFP)",

@@ -51,7 +51,7 @@ pub(crate) fn decode(meta: u8, typesize: usize, src: &[u8], dst: &mut [u8]) -> R
             .zip(dst[..body].chunks_exact_mut(slen))
         {
             #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-            let (done, mut acc) = crate::simd::prefix_sum_bytes(s, d, 0);
+            let (done, mut acc) = crate::filter::simd::prefix_sum_bytes(s, d, 0);
             #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
             let (done, mut acc) = (0, 0u8);
             for (o, &v) in d[done..].iter_mut().zip(&s[done..]) {
@@ -134,11 +134,13 @@ mod tests {
                     let mut summed = vec![0; n * ts];
                     super::decode(0, ts, filtered, &mut summed).unwrap();
                     let mut want = vec![0; n * ts];
-                    crate::shuffle::unshuffle(ts, &summed, &mut want);
+                    crate::filter::shuffle::unshuffle(ts, &summed, &mut want);
                     let planes: Vec<&[u8]> = filtered.chunks_exact(n.max(1)).take(ts).collect();
                     let planes = if n == 0 { vec![&[][..]; ts] } else { planes };
                     let mut got = vec![core::mem::MaybeUninit::new(0xAA); n * ts];
-                    assert!(crate::shuffle::unshuffle_planes(&planes, &mut got, n, true));
+                    assert!(crate::filter::shuffle::unshuffle_planes(
+                        &planes, &mut got, n, true
+                    ));
                     // SAFETY: every element was initialized above.
                     #[allow(unsafe_code, reason = "reading back initialized bytes")]
                     let got: Vec<u8> = got.iter().map(|b| unsafe { b.assume_init() }).collect();
@@ -148,6 +150,8 @@ mod tests {
         }
         let mut d = vec![core::mem::MaybeUninit::new(0); 12];
         let three: [&[u8]; 3] = [&[0; 4], &[0; 4], &[0; 4]];
-        assert!(!crate::shuffle::unshuffle_planes(&three, &mut d, 4, true));
+        assert!(!crate::filter::shuffle::unshuffle_planes(
+            &three, &mut d, 4, true
+        ));
     }
 }

@@ -11,7 +11,7 @@ use zfp_rs::{
 };
 
 use super::{BlockShape, geometry};
-use crate::codec::Codec;
+use crate::codec_id::Codec;
 use crate::error::{Error, Result};
 
 /// The ZFP field dimensions (`[nx, ny, nz, nw]`, x fastest) of a b2nd block.

@@ -15,13 +15,14 @@ use zarrs::metadata::v2::MetadataV2;
 use zarrs::metadata::v3::MetadataV3;
 use zarrs::plugin::{PluginConfigurationInvalidError, PluginCreateError, ZarrVersion};
 
-use super::ZarrsOptions;
 use super::config::BloscConfig;
 use super::partial::BloscPartialDecoder;
+use super::registration::ZarrsOptions;
 use crate::decode::{DParams, decompress_ctx};
 use crate::encode::compress;
 use crate::error::Error;
-use crate::header::MAX_OVERHEAD;
+use crate::header::{MAX_OVERHEAD, MIN_HEADER_LENGTH};
+use crate::tune::compute_blocksize_blosc1;
 
 /// The zarrs `blosc` codec: a [`BloscConfig`] and the [`ZarrsOptions`] it decodes with.
 #[derive(Debug, Clone)]
@@ -188,7 +189,7 @@ impl BytesToBytesCodecTraits for ZarrsBloscCodec {
         let first_read = decoded_representation
             .size()
             .and_then(|n| usize::try_from(n).ok())
-            .map_or(0, |n| self.config.blosc1_prefix_len(n));
+            .map_or(0, |n| blosc1_prefix_len(&self.config, n));
         Ok(Arc::new(BloscPartialDecoder::new(
             input_handle,
             self.dparams(),
@@ -196,4 +197,24 @@ impl BytesToBytesCodecTraits for ZarrsBloscCodec {
             first_read,
         )))
     }
+}
+
+/// The length of the header and block starts of a Blosc1 chunk of `nbytes` decoded bytes
+/// written with `config` (as this codec and C-Blosc 1.21 write them): 16 bytes
+/// and 4 per block; saturating.
+fn blosc1_prefix_len(config: &BloscConfig, nbytes: usize) -> usize {
+    let p = config.cparams(1);
+    let blocksize = compute_blocksize_blosc1(
+        p.clevel,
+        p.typesize,
+        nbytes,
+        p.blocksize,
+        p.codec,
+        p.splitmode,
+    )
+    .max(1);
+    nbytes
+        .div_ceil(blocksize)
+        .saturating_mul(4)
+        .saturating_add(MIN_HEADER_LENGTH)
 }

@@ -10,40 +10,21 @@
 //!
 //! `cname` is one of `blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd` (`snappy`, which C-Blosc 1 can be
 //! built with, is not supported); `clevel` is 0–9; `blocksize` 0 means automatic.
+//!
+//! The conversions between the crate's blosc vocabulary ([`Codec`], [`BloscShuffle`]) and the
+//! types of zarrs' metadata model (`zarrs_metadata_ext`'s `BloscCompressor`,
+//! `BloscShuffleMode`, `BloscShuffleModeNumcodecs`) are here, and only here.
 
-use zarrs::metadata::Configuration;
-use zarrs::metadata_ext::codec::blosc::{
+use zarrs_metadata::Configuration;
+use zarrs_metadata_ext::codec::blosc::{
     BloscCodecConfiguration, BloscCodecConfigurationNumcodecs, BloscCodecConfigurationV1,
     BloscCompressionLevel, BloscCompressor, BloscShuffleMode, BloscShuffleModeNumcodecs,
 };
 
-use crate::codec::Codec;
+use crate::codec_id::Codec;
 use crate::encode::{CParams, Format};
 use crate::error::{Error, Result};
-use crate::header::{Filter, MIN_HEADER_LENGTH};
-use crate::tune::compute_blocksize_blosc1;
-
-/// The shuffle of a `blosc` codec.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum BloscShuffle {
-    /// `noshuffle` (numcodecs 0).
-    NoShuffle,
-    /// `shuffle` (numcodecs 1): bytes of each item grouped by significance.
-    Shuffle,
-    /// `bitshuffle` (numcodecs 2).
-    BitShuffle,
-}
-
-impl BloscShuffle {
-    fn filter(self) -> Filter {
-        match self {
-            Self::NoShuffle => Filter::NoFilter,
-            Self::Shuffle => Filter::Shuffle,
-            Self::BitShuffle => Filter::BitShuffle,
-        }
-    }
-}
+use crate::vocabulary::{Blocksize, BloscShuffle};
 
 /// A `blosc` codec configuration (validated by [`BloscConfig::new`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,30 +33,28 @@ pub struct BloscConfig {
     clevel: BloscCompressionLevel,
     shuffle: BloscShuffle,
     typesize: Option<usize>,
-    blocksize: usize,
+    blocksize: Blocksize,
 }
 
 impl BloscConfig {
     /// The codec name in Zarr v3 metadata and its id in Zarr v2 metadata.
     pub const NAME: &'static str = "blosc";
 
-    /// A configuration.
+    /// A configuration. [`BloscShuffle::AutoShuffle`] is resolved with `typesize` (1 when
+    /// unknown): Zarr v3 metadata has no automatic shuffle.
     ///
     /// # Errors
     ///
-    /// [`Error::InvalidParam`] for a codec Zarr's `blosc` cannot name, `clevel` above 9 or
-    /// `typesize` 0.
+    /// [`Error::InvalidParam`] for a codec Zarr's `blosc` cannot name (not one of
+    /// [`Codec::BLOSC1`]), `clevel` above 9 or `typesize` 0.
     pub fn new(
         codec: Codec,
         clevel: u8,
         shuffle: BloscShuffle,
         typesize: Option<usize>,
-        blocksize: usize,
+        blocksize: impl Into<Blocksize>,
     ) -> Result<Self> {
-        if !matches!(
-            codec,
-            Codec::BloscLz | Codec::Lz4 | Codec::Lz4Hc | Codec::Zlib | Codec::Zstd
-        ) {
+        if !Codec::BLOSC1.contains(&codec) {
             return Err(Error::InvalidParam {
                 what: "cname",
                 why: "Zarr's blosc codec names blosclz, lz4, lz4hc, zlib and zstd only",
@@ -94,9 +73,9 @@ impl BloscConfig {
         Ok(Self {
             codec,
             clevel,
-            shuffle,
+            shuffle: shuffle.resolve(typesize.unwrap_or(1)),
             typesize,
-            blocksize,
+            blocksize: blocksize.into(),
         })
     }
 
@@ -104,36 +83,17 @@ impl BloscConfig {
     /// Blosc1 format of C-Blosc 1.21, as zarrs (with `blosc-src`) and numcodecs write them.
     #[must_use]
     pub fn cparams(&self, nthreads: usize) -> CParams {
+        let typesize = self.typesize.unwrap_or(1).max(1);
         let mut p = CParams::blosc1(
             self.codec,
             u8::from(self.clevel),
-            self.typesize.unwrap_or(1).max(1),
-            self.shuffle.filter(),
+            typesize,
+            self.shuffle.filter(typesize),
         );
-        p.blocksize = self.blocksize;
+        p.blocksize = self.blocksize.bytes();
         p.nthreads = nthreads;
         debug_assert_eq!(p.format, Format::Blosc1);
         p
-    }
-
-    /// The length of the header and block starts of a Blosc1 chunk of `nbytes` decoded bytes
-    /// written with this configuration (as this codec and C-Blosc 1.21 write them): 16 bytes
-    /// and 4 per block; saturating.
-    pub(crate) fn blosc1_prefix_len(&self, nbytes: usize) -> usize {
-        let p = self.cparams(1);
-        let blocksize = compute_blocksize_blosc1(
-            p.clevel,
-            p.typesize,
-            nbytes,
-            p.blocksize,
-            p.codec,
-            p.splitmode,
-        )
-        .max(1);
-        nbytes
-            .div_ceil(blocksize)
-            .saturating_mul(4)
-            .saturating_add(MIN_HEADER_LENGTH)
     }
 
     /// Reads Zarr v3 `blosc` configuration JSON.
@@ -149,15 +109,10 @@ impl BloscConfig {
                 what: "blosc configuration",
                 why: "not a Zarr v3 blosc configuration (cname, clevel, shuffle, typesize, blocksize)",
             })?;
-        let shuffle = match parsed.shuffle {
-            BloscShuffleMode::NoShuffle => BloscShuffle::NoShuffle,
-            BloscShuffleMode::Shuffle => BloscShuffle::Shuffle,
-            BloscShuffleMode::BitShuffle => BloscShuffle::BitShuffle,
-        };
         Self::new(
             codec_of(parsed.cname)?,
             u8::from(parsed.clevel),
-            shuffle,
+            parsed.shuffle.into(),
             parsed.typesize,
             parsed.blocksize,
         )
@@ -177,19 +132,11 @@ impl BloscConfig {
                 what: "blosc configuration",
                 why: "not a numcodecs blosc configuration (cname, clevel, shuffle, blocksize)",
             })?;
-        let shuffle = match parsed.shuffle {
-            BloscShuffleModeNumcodecs::NoShuffle => BloscShuffle::NoShuffle,
-            BloscShuffleModeNumcodecs::Shuffle => BloscShuffle::Shuffle,
-            BloscShuffleModeNumcodecs::BitShuffle => BloscShuffle::BitShuffle,
-            BloscShuffleModeNumcodecs::AutoShuffle if itemsize.unwrap_or(1) == 1 => {
-                BloscShuffle::BitShuffle
-            }
-            BloscShuffleModeNumcodecs::AutoShuffle => BloscShuffle::Shuffle,
-        };
+        // `AutoShuffle` resolves with the item size (1 when unknown) in `new`.
         Self::new(
             codec_of(parsed.cname)?,
             u8::from(parsed.clevel),
-            shuffle,
+            parsed.shuffle.into(),
             itemsize,
             parsed.blocksize,
         )
@@ -207,7 +154,7 @@ impl BloscConfig {
         u8::from(self.clevel)
     }
 
-    /// The shuffle.
+    /// The shuffle (never [`BloscShuffle::AutoShuffle`]: [`BloscConfig::new`] resolves it).
     #[must_use]
     pub fn shuffle(&self) -> BloscShuffle {
         self.shuffle
@@ -219,26 +166,21 @@ impl BloscConfig {
         self.typesize
     }
 
-    /// The block size (0 = automatic, C-Blosc 1.21's rules).
+    /// The block size (automatic: C-Blosc 1.21's rules).
     #[must_use]
-    pub fn blocksize(&self) -> usize {
+    pub fn blocksize(&self) -> Blocksize {
         self.blocksize
     }
 
     /// The Zarr v3 configuration (zarrs' serialisation, `typesize` when known).
     #[must_use]
     pub fn to_v3(&self) -> Configuration {
-        let shuffle = match self.shuffle {
-            BloscShuffle::NoShuffle => BloscShuffleMode::NoShuffle,
-            BloscShuffle::Shuffle => BloscShuffleMode::Shuffle,
-            BloscShuffle::BitShuffle => BloscShuffleMode::BitShuffle,
-        };
         BloscCodecConfiguration::V1(BloscCodecConfigurationV1 {
             cname: compressor_of(self.codec),
             clevel: self.clevel,
-            shuffle,
+            shuffle: shuffle_mode_of(self.shuffle),
             typesize: self.typesize,
-            blocksize: self.blocksize,
+            blocksize: self.blocksize.bytes(),
         })
         .into()
     }
@@ -246,44 +188,128 @@ impl BloscConfig {
     /// The Zarr v2 (numcodecs) configuration.
     #[must_use]
     pub fn to_v2(&self) -> Configuration {
-        let shuffle = match self.shuffle {
-            BloscShuffle::NoShuffle => BloscShuffleModeNumcodecs::NoShuffle,
-            BloscShuffle::Shuffle => BloscShuffleModeNumcodecs::Shuffle,
-            BloscShuffle::BitShuffle => BloscShuffleModeNumcodecs::BitShuffle,
-        };
         BloscCodecConfiguration::Numcodecs(BloscCodecConfigurationNumcodecs {
             cname: compressor_of(self.codec),
             clevel: self.clevel,
-            shuffle,
-            blocksize: self.blocksize,
+            shuffle: self.shuffle.into(),
+            blocksize: self.blocksize.bytes(),
         })
         .into()
     }
 }
 
+/// The codec a Zarr `cname` names; snappy (codec id 3) is [`Error::Unsupported`].
 fn codec_of(c: BloscCompressor) -> Result<Codec> {
-    Ok(match c {
-        BloscCompressor::BloscLZ => Codec::BloscLz,
-        BloscCompressor::LZ4 => Codec::Lz4,
-        BloscCompressor::LZ4HC => Codec::Lz4Hc,
-        BloscCompressor::Zlib => Codec::Zlib,
-        BloscCompressor::Zstd => Codec::Zstd,
-        BloscCompressor::Snappy => {
-            return Err(Error::Unsupported {
-                what: "blosc cname snappy (codec id)",
-                id: 3,
-            });
-        }
-    })
+    match Codec::from(c) {
+        Codec::Other(id) => Err(Error::Unsupported {
+            what: "blosc cname snappy (codec id)",
+            id: u32::from(id),
+        }),
+        codec => Ok(codec),
+    }
 }
 
+/// The `cname` of a codec [`BloscConfig::new`] admitted.
 fn compressor_of(c: Codec) -> BloscCompressor {
-    match c {
-        Codec::Lz4 => BloscCompressor::LZ4,
-        Codec::Lz4Hc => BloscCompressor::LZ4HC,
-        Codec::Zlib => BloscCompressor::Zlib,
-        Codec::Zstd => BloscCompressor::Zstd,
-        // `BloscConfig::new` admits no other codec.
-        _ => BloscCompressor::BloscLZ,
+    // `BloscConfig::new` admits only the Blosc1 codecs.
+    BloscCompressor::try_from(c).unwrap_or(BloscCompressor::BloscLZ)
+}
+
+/// The Zarr v3 shuffle of a resolved shuffle (as [`BloscConfig::new`] keeps it).
+fn shuffle_mode_of(s: BloscShuffle) -> BloscShuffleMode {
+    // `BloscConfig::new` resolves `AutoShuffle`.
+    BloscShuffleMode::try_from(s).unwrap_or(BloscShuffleMode::NoShuffle)
+}
+
+impl From<BloscCompressor> for Codec {
+    /// The codec a Zarr `cname` names: [`Codec::Other`]`(3)` for snappy, which this crate
+    /// does not implement.
+    fn from(c: BloscCompressor) -> Self {
+        match c {
+            BloscCompressor::BloscLZ => Self::BloscLz,
+            BloscCompressor::LZ4 => Self::Lz4,
+            BloscCompressor::LZ4HC => Self::Lz4Hc,
+            BloscCompressor::Zlib => Self::Zlib,
+            BloscCompressor::Zstd => Self::Zstd,
+            BloscCompressor::Snappy => Self::Other(3),
+        }
+    }
+}
+
+impl TryFrom<Codec> for BloscCompressor {
+    type Error = Error;
+
+    /// The Zarr `cname` of a codec: one of [`Codec::BLOSC1`]; [`Error::InvalidValue`] for
+    /// the others.
+    fn try_from(c: Codec) -> Result<Self> {
+        Ok(match c {
+            Codec::BloscLz => Self::BloscLZ,
+            Codec::Lz4 => Self::LZ4,
+            Codec::Lz4Hc => Self::LZ4HC,
+            Codec::Zlib => Self::Zlib,
+            Codec::Zstd => Self::Zstd,
+            other => {
+                let names: Vec<&str> = Codec::BLOSC1.iter().map(|c| c.name()).collect();
+                return Err(Error::InvalidValue {
+                    what: "cname",
+                    value: other.to_string(),
+                    expected: format!("one of {}", names.join(", ")),
+                });
+            }
+        })
+    }
+}
+
+impl From<BloscShuffleMode> for BloscShuffle {
+    /// The shuffle of Zarr v3 metadata.
+    fn from(s: BloscShuffleMode) -> Self {
+        match s {
+            BloscShuffleMode::NoShuffle => Self::NoShuffle,
+            BloscShuffleMode::Shuffle => Self::Shuffle,
+            BloscShuffleMode::BitShuffle => Self::BitShuffle,
+        }
+    }
+}
+
+impl TryFrom<BloscShuffle> for BloscShuffleMode {
+    type Error = Error;
+
+    /// The Zarr v3 shuffle; [`Error::InvalidValue`] for [`BloscShuffle::AutoShuffle`], which
+    /// Zarr v3 metadata cannot hold ([`BloscShuffle::resolve`] it first).
+    fn try_from(s: BloscShuffle) -> Result<Self> {
+        match s {
+            BloscShuffle::NoShuffle => Ok(Self::NoShuffle),
+            BloscShuffle::Shuffle => Ok(Self::Shuffle),
+            BloscShuffle::BitShuffle => Ok(Self::BitShuffle),
+            BloscShuffle::AutoShuffle => Err(Error::InvalidValue {
+                what: "Zarr v3 shuffle",
+                value: s.to_string(),
+                expected: "one of noshuffle, shuffle, bitshuffle (auto resolved first)".into(),
+            }),
+        }
+    }
+}
+
+impl From<BloscShuffleModeNumcodecs> for BloscShuffle {
+    /// The shuffle numcodecs numbers (-1 is [`BloscShuffle::AutoShuffle`]).
+    fn from(s: BloscShuffleModeNumcodecs) -> Self {
+        match s {
+            BloscShuffleModeNumcodecs::NoShuffle => Self::NoShuffle,
+            BloscShuffleModeNumcodecs::Shuffle => Self::Shuffle,
+            BloscShuffleModeNumcodecs::BitShuffle => Self::BitShuffle,
+            BloscShuffleModeNumcodecs::AutoShuffle => Self::AutoShuffle,
+        }
+    }
+}
+
+impl From<BloscShuffle> for BloscShuffleModeNumcodecs {
+    /// numcodecs' number of a shuffle.
+    fn from(s: BloscShuffle) -> Self {
+        match s {
+            BloscShuffle::NoShuffle => Self::NoShuffle,
+            BloscShuffle::Shuffle => Self::Shuffle,
+            BloscShuffle::BitShuffle => Self::BitShuffle,
+            BloscShuffle::AutoShuffle => Self::AutoShuffle,
+        }
     }
 }

@@ -39,11 +39,13 @@ Differences from numcodecs:
 
 from __future__ import annotations
 
+import operator
 from typing import Any, Optional
 
 import numpy as np
 
 from scifmt import blosc as _blosc
+from scifmt._scifmt import blosc as _core
 from scifmt.blosc import BloscError
 
 __all__ = [
@@ -58,22 +60,21 @@ __all__ = [
     "list_compressors",
 ]
 
+#: The shuffle names (Zarr v3 metadata; ``auto`` for numcodecs' AUTOSHUFFLE) and numcodecs'
+#: numbers, as the Rust core (blosc-chunk) defines them.
+_SHUFFLES = dict(_core.shuffles())
 #: Shuffle values, numbered as in numcodecs and C-Blosc 1.
-AUTOSHUFFLE = -1
-NOSHUFFLE = 0
-SHUFFLE = 1
-BITSHUFFLE = 2
+AUTOSHUFFLE = _SHUFFLES["auto"]
+NOSHUFFLE = _SHUFFLES["noshuffle"]
+SHUFFLE = _SHUFFLES["shuffle"]
+BITSHUFFLE = _SHUFFLES["bitshuffle"]
 #: ``blocksize=0``: C-Blosc 1's automatic block size.
 AUTOBLOCKS = 0
 
 _SHUFFLE_NAMES = {AUTOSHUFFLE: "AUTOSHUFFLE", NOSHUFFLE: "NOSHUFFLE", SHUFFLE: "SHUFFLE",
                   BITSHUFFLE: "BITSHUFFLE"}  # fmt: skip
-_FILTERS = {
-    NOSHUFFLE: _blosc.Filter.NOFILTER,
-    SHUFFLE: _blosc.Filter.SHUFFLE,
-    BITSHUFFLE: _blosc.Filter.BITSHUFFLE,
-}
-_CNAMES = ("blosclz", "lz4", "lz4hc", "zlib", "zstd")
+#: The ``cname`` values (blosclz, lz4, lz4hc, zlib, zstd), as the Rust core defines them.
+_CNAMES = tuple(_core.cnames())
 
 
 def list_compressors() -> list:
@@ -165,17 +166,20 @@ class Blosc(_CodecBase):
         if cname not in _CNAMES:
             raise ValueError(f"compressor not supported: {cname!r} (one of {', '.join(_CNAMES)})")
         typesize = self._typesize if isinstance(self._typesize, int) else a.dtype.itemsize
-        shuffle = self.shuffle
-        if shuffle == AUTOSHUFFLE:
-            shuffle = BITSHUFFLE if typesize == 1 else SHUFFLE
-        elif shuffle not in _FILTERS:
-            raise ValueError(f"invalid shuffle argument; expected -1, 0, 1 or 2, found {shuffle!r}")
+        try:
+            number = operator.index(self.shuffle)
+        except TypeError:
+            number = None
+        if number not in _SHUFFLES.values():
+            raise ValueError(f"invalid shuffle argument; expected -1, 0, 1 or 2, found {self.shuffle!r}")
+        # The filter, AUTOSHUFFLE resolved by the item size.
+        shuffle = _blosc.Filter(_core.shuffle_filter(number, min(typesize, 1 << 62)))
         return _blosc.compress(
             a,
             typesize=typesize,
             clevel=self.clevel,
             codec=cname,
-            filters=[_FILTERS[shuffle]],
+            filters=[shuffle],
             blocksize=self.blocksize,
             nthreads=self._nthreads,
             format="blosc1",
@@ -217,7 +221,7 @@ class Blosc(_CodecBase):
                 f"shuffle={shuffle}, blocksize={self.blocksize})")  # fmt: skip
 
 
-_SHUFFLE_NUMBERS = {"noshuffle": NOSHUFFLE, "shuffle": SHUFFLE, "bitshuffle": BITSHUFFLE}
+_SHUFFLE_NUMBERS = {name: number for name, number in _SHUFFLES.items() if name != "auto"}
 _blosc_codec_class = None
 
 

@@ -2,7 +2,7 @@
 //!
 //! With `n = len / ts` elements, output byte `j*n + i` is input byte `i*ts + j`; the trailing
 //! `len % ts` bytes are copied unchanged. On x86-64 the type sizes 2, 4, 8 and 16 run through
-//! the SIMD kernels of [`crate::simd`] (AVX-512 VBMI or AVX2 when the CPU has them, else
+//! the SIMD kernels of [`crate::filter::simd`] (AVX-512 VBMI or AVX2 when the CPU has them, else
 //! SSE2; tiles of 16 elements); elsewhere, and for the last partial tile, fixed-size portable
 //! loops that LLVM can vectorise.
 
@@ -101,9 +101,9 @@ pub(crate) fn unshuffle_planes(
     // loop below elements `done..n` of every plane.
     let mut acc = [0u8; 16];
     let done = if running_sum {
-        crate::simd::unshuffle_planes_summed(planes, dst, n, &mut acc)
+        super::simd::unshuffle_planes_summed(planes, dst, n, &mut acc)
     } else {
-        crate::simd::unshuffle_planes(planes, dst, n)
+        super::simd::unshuffle_planes(planes, dst, n)
     };
     for ((j, plane), mut a) in planes.iter().enumerate().zip(acc) {
         for (i, &b) in plane.iter().enumerate().skip(done) {
@@ -139,7 +139,7 @@ fn unshuffle_scalar(ts: usize, n: usize, src: &[u8], dst: &mut [u8]) {
 /// Elements shuffled by the SIMD kernel (a prefix of whole 16-element tiles; 0 if none).
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 fn simd_shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize {
-    crate::simd::shuffle(ts, src, dst, n)
+    super::simd::shuffle(ts, src, dst, n)
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
@@ -150,7 +150,7 @@ fn simd_shuffle(_: usize, _: &[u8], _: &mut [u8], _: usize) -> usize {
 /// Elements unshuffled by the SIMD kernel (as [`simd_shuffle`]).
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
 fn simd_unshuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize) -> usize {
-    crate::simd::unshuffle(ts, src, dst, n)
+    super::simd::unshuffle(ts, src, dst, n)
 }
 
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]

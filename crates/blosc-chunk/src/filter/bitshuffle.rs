@@ -4,11 +4,11 @@
 //! bit planes of `n8 / 8` bytes: plane `8*j + k` holds bit `k` of byte `j` of every element,
 //! element `i` at bit `i % 8` of byte `i / 8`. The remaining bytes are copied unchanged.
 //!
-//! Equivalently: a byte shuffle ([`crate::shuffle`]) followed by a bit transpose of each byte
+//! Equivalently: a byte shuffle ([`shuffle`](super::shuffle)) followed by a bit transpose of each byte
 //! plane, which is how both directions are computed (AVX2 or SSE2 tiles on x86-64, see
-//! [`crate::simd`]).
+//! [`crate::filter::simd`]).
 
-use crate::shuffle;
+use super::shuffle;
 
 /// Transposes the 8×8 bit matrix held in `x` (row `r` = byte `r`, column `c` = bit `c`).
 #[inline]
@@ -65,7 +65,7 @@ fn untranspose_plane(src: &[u8], dst: &mut [u8], groups: usize) {
 }
 
 #[cfg(all(target_arch = "x86_64", target_feature = "sse2"))]
-use crate::simd::{bit_transpose as simd_bit_transpose, bit_untranspose as simd_bit_untranspose};
+use super::simd::{bit_transpose as simd_bit_transpose, bit_untranspose as simd_bit_untranspose};
 
 #[cfg(not(all(target_arch = "x86_64", target_feature = "sse2")))]
 fn simd_bit_transpose(_: &[u8], _: &mut [u8], _: usize) -> usize {

@@ -16,11 +16,11 @@
 //!   dictionary size (little-endian i32) instead of data. Visible in the reference fixtures;
 //!   reproduced here for byte-identical chunks.
 
-use crate::codec::Codec;
+#[cfg(feature = "lz4")]
+use super::lz4ffi::DictStream;
+use crate::codec_id::Codec;
 use crate::error::{Error, Result};
 use crate::header::MAX_DICT_SIZE;
-#[cfg(feature = "lz4")]
-use crate::lz4ffi::DictStream;
 
 /// Smallest dictionary C-Blosc2 bothers to make (`BLOSC2_MINUSEFULDICT`).
 const MIN_USEFUL_DICT: usize = 256;

@@ -711,7 +711,7 @@ mod avx2 {
         32 * pairs
     }
 
-    /// AVX2 [`shuffle`](crate::simd::shuffle) of whole tile pairs from tile `from` on (lengths checked by
+    /// AVX2 [`shuffle`](crate::filter::simd::shuffle) of whole tile pairs from tile `from` on (lengths checked by
     /// the caller); returns the tile after the last one done.
     #[target_feature(enable = "avx2")]
     pub(super) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize, from: usize) -> usize {
@@ -965,7 +965,7 @@ mod avx512 {
         out
     }
 
-    /// AVX-512 [`shuffle`](crate::simd::shuffle) of whole 64-element tiles from 16-element tile `from` on
+    /// AVX-512 [`shuffle`](crate::filter::simd::shuffle) of whole 64-element tiles from 16-element tile `from` on
     /// (lengths checked by the caller); returns the 16-element tile after the last one done.
     #[target_feature(enable = "avx512f,avx512bw,avx512vbmi")]
     pub(super) fn shuffle(ts: usize, src: &[u8], dst: &mut [u8], n: usize, from: usize) -> usize {

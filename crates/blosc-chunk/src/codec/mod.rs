@@ -1,19 +1,36 @@
-//! Codec dispatch: one stream in, one stream out.
+//! The compressors (codecs) of a chunk's streams and their dispatch: one stream in, one stream
+//! out.
 //!
-//! BloscLZ is ours (always built in); LZ4/LZ4HC go through liblz4 1.10.0 (compiled by the
-//! `lz4` crate's `lz4-sys`, feature `lz4`), zstd through `zstd-safe` (libzstd 1.5.7, feature
-//! `zstd`) and zlib through `zlib-rs` (Rust, feature `zlib`). LZ4 streams that need a
-//! dictionary are decoded by a small safe decoder in `lz4dict`. A codec whose feature is off
-//! never reaches this module: chunks and parameters naming it are refused with
-//! [`Error::CodecDisabled`] first, so its arms here report failure.
+//! * `blosclz`: BloscLZ, ours, always built in (C-Blosc2's 2.5.3 and C-Blosc 1's 2.5.1
+//!   flavours).
+//! * `lz4ffi`: LZ4/LZ4HC through liblz4 1.10.0 (compiled by the `lz4` crate's `lz4-sys`,
+//!   feature `lz4`), including the streaming API dictionary chunks need; `lz4dict`: a small
+//!   safe decoder for LZ4 streams that reference a dictionary.
+//! * `zstd`: Zstandard through `zstd-safe` (libzstd 1.5.7, feature `zstd`).
+//! * `zlib`: zlib through `zlib-rs` (Rust, feature `zlib`).
+//! * `dict`: the dictionary of a `use_dict` chunk and the per-stream encoders using it.
+//!
+//! A codec whose feature is off never reaches this module: chunks and parameters naming it are
+//! refused with [`Error::CodecDisabled`] first, so its arms here report failure. The plugin
+//! codecs (NDLZ, ZFP) are in `plugins`.
 //!
 //! Encoders write into memory that need not be initialized: [`append_stream`] compresses a
 //! stream straight into the spare capacity of the chunk being built.
 
+pub(crate) mod blosclz;
+pub(crate) mod dict;
+#[cfg(feature = "lz4")]
+pub(crate) mod lz4dict;
+#[cfg(feature = "lz4")]
+pub(crate) mod lz4ffi;
+#[cfg(feature = "zlib")]
+pub(crate) mod zlib;
+#[cfg(feature = "zstd")]
+pub(crate) mod zstd;
+
 use core::mem::MaybeUninit;
 
-use crate::blosclz;
-use crate::codec::Codec;
+use crate::codec_id::Codec;
 use crate::error::{Error, Result};
 
 /// Stream format codes (flags bits 5–7).
@@ -158,7 +175,7 @@ pub(crate) fn decompress_stream(
         FORMAT_BLOSCLZ => blosclz::decompress(src, dst),
         #[cfg(feature = "lz4")]
         FORMAT_LZ4 => match dict {
-            Some(d) => crate::lz4dict::decompress(src, d.raw, dst),
+            Some(d) => lz4dict::decompress(src, d.raw, dst),
             None => i32::try_from(want)
                 .ok()
                 .and_then(|w| lz4::block::decompress_to_buffer(src, Some(w), dst).ok()),
@@ -173,30 +190,10 @@ pub(crate) fn decompress_stream(
             r.ok()
         }
         #[cfg(feature = "zlib")]
-        FORMAT_ZLIB => crate::zlib::uncompress(src, dst),
+        FORMAT_ZLIB => zlib::uncompress(src, dst),
         _ => None,
     };
     got == Some(want)
-}
-
-/// Decodes the zstd stream `src` into `dst`, which may be uninitialized; `true` only if it
-/// decoded to exactly `dst.len()` bytes, in which case libzstd has written every byte of `dst`
-/// (it only stores into its output).
-#[cfg(feature = "zstd")]
-pub(crate) fn zstd_decompress_uninit(
-    src: &[u8],
-    dst: &mut [MaybeUninit<u8>],
-    dict: Option<&Dict<'_>>,
-    scratch: &mut DecodeScratch,
-) -> bool {
-    let want = dst.len();
-    let dctx = scratch.zstd.get_or_insert_with(zstd_safe::DCtx::create);
-    let mut out = UninitOut::new(dst);
-    let r = match dict.and_then(|d| d.zstd.as_ref()) {
-        Some(dd) => dctx.decompress_using_ddict(&mut out, src, dd),
-        None => dctx.decompress(&mut out, src),
-    };
-    r == Ok(want)
 }
 
 /// Per-thread encoder state.
@@ -205,28 +202,18 @@ pub(crate) struct EncodeScratch {
     #[cfg(feature = "zstd")]
     zstd: Option<zstd_safe::CCtx<'static>>,
     #[cfg(feature = "lz4")]
-    lz4hc: Option<crate::lz4ffi::HcState>,
+    lz4hc: Option<lz4ffi::HcState>,
     pub(crate) htab: Vec<u32>,
     /// Output buffer of one stream of a plugin codec (they write into initialized memory);
     /// between calls, also where a thread of the parallel encoder keeps its block buffer.
     pub(crate) stream: Vec<u8>,
     /// The dictionary of the chunk being encoded, if it has one.
-    pub(crate) dict: Option<crate::dict::DictEncoder>,
+    pub(crate) dict: Option<dict::DictEncoder>,
 }
 
 impl core::fmt::Debug for EncodeScratch {
     fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
         f.debug_struct("EncodeScratch").finish_non_exhaustive()
-    }
-}
-
-/// zstd level for a Blosc clevel (1–9).
-#[cfg(feature = "zstd")]
-fn zstd_level(clevel: u8) -> i32 {
-    match clevel {
-        9 => zstd_safe::max_c_level(),
-        8 => zstd_safe::max_c_level() - 2,
-        c => 2 * i32::from(c) - 1,
     }
 }
 
@@ -254,13 +241,13 @@ pub(crate) fn compress_stream(
     if let Some(d) = scratch.dict.as_mut() {
         return match *d {
             #[cfg(feature = "zstd")]
-            crate::dict::DictEncoder::Zstd(ref cdict) => {
+            dict::DictEncoder::Zstd(ref cdict) => {
                 let cctx = scratch.zstd.get_or_insert_with(zstd_safe::CCtx::create);
-                cctx.compress_using_cdict(&mut UninitOut::new(dst), src, cdict)
+                cctx.compress_using_cdict(&mut zstd::UninitOut::new(dst), src, cdict)
                     .unwrap_or(0)
             }
             #[cfg(feature = "lz4")]
-            crate::dict::DictEncoder::Lz4(ref mut stream) => {
+            dict::DictEncoder::Lz4(ref mut stream) => {
                 stream.compress(src, dst, 10 - i32::from(clevel), i32::from(clevel))
             }
         };
@@ -268,11 +255,11 @@ pub(crate) fn compress_stream(
     match codec {
         Codec::BloscLz => blosclz::compress(lz_flavor, clevel, src, dst, &mut scratch.htab),
         #[cfg(feature = "lz4")]
-        Codec::Lz4 => crate::lz4ffi::compress_fast(src, dst, 10 - i32::from(clevel)),
+        Codec::Lz4 => lz4ffi::compress_fast(src, dst, 10 - i32::from(clevel)),
         #[cfg(feature = "lz4")]
         Codec::Lz4Hc => {
             if scratch.lz4hc.is_none() {
-                scratch.lz4hc = crate::lz4ffi::HcState::new();
+                scratch.lz4hc = lz4ffi::HcState::new();
             }
             scratch
                 .lz4hc
@@ -286,16 +273,17 @@ pub(crate) fn compress_stream(
         // a fresh one ties with it.
         #[cfg(feature = "zstd")]
         Codec::Zstd if matches!(lz_flavor, blosclz::Flavor::V2_5_1 { .. }) => {
-            zstd_safe::compress(&mut UninitOut::new(dst), src, zstd_level(clevel)).unwrap_or(0)
+            zstd_safe::compress(&mut zstd::UninitOut::new(dst), src, zstd::level(clevel))
+                .unwrap_or(0)
         }
         #[cfg(feature = "zstd")]
         Codec::Zstd => {
             let cctx = scratch.zstd.get_or_insert_with(zstd_safe::CCtx::create);
-            cctx.compress(&mut UninitOut::new(dst), src, zstd_level(clevel))
+            cctx.compress(&mut zstd::UninitOut::new(dst), src, zstd::level(clevel))
                 .unwrap_or(0)
         }
         #[cfg(feature = "zlib")]
-        Codec::Zlib => crate::zlib::compress(src, dst, clevel).unwrap_or(0),
+        Codec::Zlib => zlib::compress(src, dst, clevel).unwrap_or(0),
         _ => 0,
     }
 }
@@ -326,44 +314,4 @@ pub(crate) fn append_stream(
     // `out`'s spare capacity, and `n <= maxout <= out.capacity() - out.len()`.
     unsafe { out.set_len(out.len() + n) };
     n
-}
-
-/// A `zstd_safe` output buffer over memory that need not be initialized: libzstd only stores
-/// into it, and `zstd_safe` reports how many bytes it stored.
-#[cfg(feature = "zstd")]
-struct UninitOut<'a> {
-    buf: &'a mut [MaybeUninit<u8>],
-    filled: usize,
-}
-
-#[cfg(feature = "zstd")]
-impl<'a> UninitOut<'a> {
-    fn new(buf: &'a mut [MaybeUninit<u8>]) -> Self {
-        Self { buf, filled: 0 }
-    }
-}
-
-// SAFETY: `as_slice` covers only the first `filled` bytes, and `filled` is set only by
-// `filled_until`, whose caller guarantees that many bytes were written; `capacity` and
-// `as_mut_ptr` describe `buf`, which is valid for writes of `buf.len()` bytes.
-#[cfg(feature = "zstd")]
-#[allow(unsafe_code, reason = "a zstd_safe output over uninitialized memory")]
-unsafe impl zstd_safe::WriteBuf for UninitOut<'_> {
-    fn as_slice(&self) -> &[u8] {
-        // SAFETY: the first `filled` bytes are initialized (see the impl's SAFETY comment) and
-        // `filled <= buf.len()` (zstd_safe checks the count against the capacity).
-        unsafe { core::slice::from_raw_parts(self.buf.as_ptr().cast::<u8>(), self.filled) }
-    }
-
-    fn capacity(&self) -> usize {
-        self.buf.len()
-    }
-
-    fn as_mut_ptr(&mut self) -> *mut u8 {
-        self.buf.as_mut_ptr().cast()
-    }
-
-    unsafe fn filled_until(&mut self, n: usize) {
-        self.filled = n;
-    }
 }

@@ -1,6 +1,7 @@
-//! Codec ids (C-Blosc2's `compcode`) and which of them this build has.
+//! Codec ids (C-Blosc2's `compcode`), their names and which of them this build has.
 //!
-//! A leaf module: it imports nothing from the crate.
+//! A leaf module: it imports nothing from the crate. Parsing and serializing the names is in
+//! `vocabulary`.
 
 /// A compression codec (the C-Blosc2 `compcode`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -34,6 +35,32 @@ pub enum Codec {
 }
 
 impl Codec {
+    /// Every codec with a name ([`Codec::name`]), by id: `blosclz`, `lz4`, `lz4hc`, `zlib`,
+    /// `zstd`, `ndlz`, `zfp_acc`, `zfp_prec`, `zfp_rate`.
+    pub const NAMED: [Self; 9] = [
+        Self::BloscLz,
+        Self::Lz4,
+        Self::Lz4Hc,
+        Self::Zlib,
+        Self::Zstd,
+        Self::NdLz,
+        Self::ZfpAcc,
+        Self::ZfpPrec,
+        Self::ZfpRate,
+    ];
+
+    /// The codecs of the Blosc1 format (C-Blosc 1.x) that this crate implements: `blosclz`,
+    /// `lz4`, `lz4hc`, `zlib`, `zstd`. They are the values the `cname` of Zarr's and
+    /// numcodecs' `blosc` codec takes (numcodecs' `snappy` aside, which the numcodecs wheels
+    /// leave out too), and the codecs [`Format::Blosc1`](crate::Format::Blosc1) writes.
+    pub const BLOSC1: [Self; 5] = [
+        Self::BloscLz,
+        Self::Lz4,
+        Self::Lz4Hc,
+        Self::Zlib,
+        Self::Zstd,
+    ];
+
     /// The numeric codec id (`compcode`).
     #[must_use]
     pub fn id(self) -> u8 {
@@ -81,8 +108,9 @@ impl Codec {
         }
     }
 
-    /// The codec's name as C-Blosc2 spells it (`blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`, `ndlz`;
-    /// `other` for any other id).
+    /// The codec's name as C-Blosc2, Zarr's and numcodecs' `blosc` codec (`cname`) spell it
+    /// (`blosclz`, `lz4`, `lz4hc`, `zlib`, `zstd`, `ndlz`, `zfp_acc`, `zfp_prec`, `zfp_rate`;
+    /// `other` for any other id). [`FromStr`](core::str::FromStr) parses it back.
     #[must_use]
     pub fn name(self) -> &'static str {
         match self {
