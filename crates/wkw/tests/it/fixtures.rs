@@ -206,16 +206,20 @@ fn assert_files_equal(ours: &std::path::Path, name: &str) {
 
 #[test]
 fn raw_writes_are_byte_exact_f1() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("ds");
-    let ds = Dataset::create(
-        &root,
-        Header::new(VoxelType::U8, 1, 8, 4, BlockType::Raw).unwrap(),
-    )
-    .unwrap();
-    let data = build(VoxelType::U8, 1, [0; 3], [32; 3], Order::C, f1_value);
-    ds.write([0, 0, 0], &data.view()).unwrap();
-    assert_files_equal(&root, "u8_raw_b8_f4");
+    // Both layouts of the written array (the Fortran one was checked by `cargo xtask
+    // conformance` before that check moved here).
+    for order in [Order::C, Order::Fortran] {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("ds");
+        let ds = Dataset::create(
+            &root,
+            Header::new(VoxelType::U8, 1, 8, 4, BlockType::Raw).unwrap(),
+        )
+        .unwrap();
+        let data = build(VoxelType::U8, 1, [0; 3], [32; 3], order, f1_value);
+        ds.write([0, 0, 0], &data.view()).unwrap();
+        assert_files_equal(&root, "u8_raw_b8_f4");
+    }
 }
 
 #[test]
