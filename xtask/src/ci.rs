@@ -1,9 +1,13 @@
 //! `cargo xtask ci [--skip-tests]`: the checks CI runs, in order: the house conventions
-//! (`cargo xtask conventions`), fmt, clippy, tests, rustdoc,
-//! feature combinations (`cargo xtask features`), the README examples (`cargo xtask
-//! readme-examples`), cargo deny. `--skip-tests` leaves out
-//! `cargo test --workspace` for callers that have just run it (`.ci/run` runs the README's test
-//! command first).
+//! (`cargo xtask conventions`), fmt, clippy, tests, rustdoc, the feature combinations the
+//! workspace build does not cover (`cargo xtask features`), the README examples (`cargo xtask
+//! readme-examples`), cargo deny. `--skip-tests` leaves out `cargo test --workspace` for callers
+//! that have just run it (`.ci/run` runs the README's test command first).
+//!
+//! The order lets each step reuse what the one before compiled: clippy checks every crate of the
+//! workspace; the features step checks and tests only the feature sets the workspace runs do not
+//! build; the README project builds in the workspace's target directory (its dependencies with
+//! the workspace's features are not compiled again).
 
 use crate::util::{cargo, exec};
 

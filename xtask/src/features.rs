@@ -1,69 +1,145 @@
-//! `cargo xtask features`: the crates with Cargo features, built in the feature combinations
-//! users pick (also a step of `cargo xtask ci`).
+//! `cargo xtask features`: the feature combinations of the library crates that
+//! `cargo test --workspace` and `cargo clippy --workspace --all-targets` do not already build
+//! (also a step of `cargo xtask ci`).
 //!
-//! * `blosc-chunk`: its tests with no codec feature (BloscLZ only), each codec alone, and the
-//!   defaults — the codec features change what decodes, so these are test runs (the crate gates
-//!   the fixtures each test needs); clippy with no default features.
-//! * `scifmt-io`, `wkw`, `blosc2-frame`, `dwe-format`, `offset-codec`: clippy `-D warnings` on all targets
-//!   with no default features and with all features (a `cfg` mistake shows up as an unused item
-//!   or a missing one), and the tests with all features (the optional `serde` / `ndarray` APIs
-//!   have their own tests). Their default-feature tests are run by `cargo test --workspace`.
-//! * `wkw-zarr` (store features only) and `zarrs-blosc-bench` (`c-peer`, the C peer its bench
-//!   needs): clippy with no default and with all features, no extra test run.
+//! Cargo unifies features over the packages it builds at once. In the workspace runs every
+//! library crate has **all** its features: what the CLI and the Python package turn on, plus each
+//! crate's dev-dependency on itself (`path = "."`), which names the features its tests need
+//! (blosc2-frame: `ndarray`, `serde`, `zfp`; dwe-format: `parallel`, `serde`). So the all-features
+//! tests and clippy runs of a crate compile exactly the code the workspace runs compile, and are
+//! not repeated here; [`check_workspace_has_all_features`] fails when that stops being true (a
+//! feature added without adding it to the crate's dev-dependency on itself).
 //!
-//! Checks, not tests, wherever features only add API: CI has two cores.
+//! What remains, each a build the workspace runs do not make:
+//!
+//! * **blosc-chunk without `zfp`**: its tests and clippy on all targets with its default
+//!   features plus `zarrs` (what its dev-dependency on itself adds). A dev-dependency on itself
+//!   with default features turns the defaults back on whenever tests or examples are built, so
+//!   `--no-default-features` or a single codec feature builds this same code: the five
+//!   per-codec test runs this step used to make compiled and ran the same tests five times.
+//! * **Libraries without features**: clippy on the library targets of `scifmt-io`,
+//!   `blosc-chunk`, `blosc2-frame`, `wkw`, `dwe-format` and `offset-codec` with
+//!   `--no-default-features` (a `cfg` mistake shows up as an unused item or a missing one). Only
+//!   the library targets: the test targets always get the dev-dependency's features. None of
+//!   these crates turns on a feature of another, so one invocation builds each without any.
+//!   `scifmt-io` has no dev-dependency on itself: its tests are also checked without features.
+//! * **zarrs-blosc-bench with `c-peer`** (zarrs' C-Blosc codec, which its bench needs and which
+//!   must stay out of the workspace tests): clippy on all targets, in the same invocation as
+//!   blosc-chunk's (the `blosc` feature of zarrs changes no code of blosc-chunk).
+//!
+//! `wkw-zarr` has no `cfg(feature)` code (its features only pick object-store backends of
+//! `scifmt-io`), so its builds with and without features are the same code.
+
+use std::collections::BTreeSet;
+use std::process::Stdio;
+
+use serde_json::Value;
 
 use crate::util::{cargo, exec};
 
-/// The `--features` selections of blosc-chunk whose tests are run.
-const BLOSC_CHUNK_SETS: &[&[&str]] = &[
-    &["--no-default-features"],
-    &["--no-default-features", "--features", "lz4"],
-    &["--no-default-features", "--features", "zstd"],
-    &["--no-default-features", "--features", "zlib"],
-    &[],
+/// Features the workspace runs leave off on purpose: (package, feature).
+const NOT_IN_WORKSPACE: &[(&str, &str)] = &[
+    // C-Blosc through zarrs would replace blosc-chunk's codec in blosc-chunk's own tests.
+    ("zarrs-blosc-bench", "c-peer"),
 ];
 
-/// Crates checked with no default features and with all features.
-const CHECKED: &[&str] = &[
+/// Library crates checked with no features at all, in one clippy invocation (none of them turns
+/// on a feature of another).
+const WITHOUT_FEATURES: &[&str] = &[
     "scifmt-io",
-    "wkw",
+    "blosc-chunk",
     "blosc2-frame",
+    "wkw",
     "dwe-format",
     "offset-codec",
 ];
 
-/// Crates only checked (clippy) with no default features and with all features.
-const CHECKED_ONLY: &[&str] = &["wkw-zarr", "zarrs-blosc-bench"];
-
-fn clippy(package: &str, features: &[&str]) -> Result<(), String> {
+fn clippy(args: &[&str]) -> Result<(), String> {
     exec(
         cargo()
-            .args(["clippy", "-p", package, "--all-targets"])
-            .args(features)
+            .arg("clippy")
+            .args(args)
             .args(["--", "-D", "warnings"]),
     )
 }
 
+/// Fails unless `cargo test --workspace` builds every workspace package with every feature it
+/// declares (except [`NOT_IN_WORKSPACE`]): the resolve of `cargo metadata` is the one of a build
+/// of all members with their dev-dependencies.
+fn check_workspace_has_all_features() -> Result<(), String> {
+    let out = cargo()
+        .args(["metadata", "--format-version", "1"])
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+    if !out.status.success() {
+        return Err(format!("cargo metadata failed with {}", out.status));
+    }
+    let meta: Value =
+        serde_json::from_slice(&out.stdout).map_err(|e| format!("cargo metadata output: {e}"))?;
+    let members: BTreeSet<&str> = meta["workspace_members"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let mut missing = Vec::new();
+    for node in meta["resolve"]["nodes"].as_array().into_iter().flatten() {
+        let Some(id) = node["id"].as_str().filter(|id| members.contains(id)) else {
+            continue;
+        };
+        let Some(package) = meta["packages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|p| p["id"].as_str() == Some(id))
+        else {
+            continue;
+        };
+        let name = package["name"].as_str().unwrap_or("?");
+        let on: BTreeSet<&str> = node["features"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        for feature in package["features"].as_object().into_iter().flatten() {
+            let feature = feature.0.as_str();
+            if !on.contains(feature) && !NOT_IN_WORKSPACE.contains(&(name, feature)) {
+                missing.push(format!("{name}/{feature}"));
+            }
+        }
+    }
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!(
+            "`cargo test --workspace` no longer builds these features: {}; add them to the \
+             crate's dev-dependency on itself (or list them in xtask/src/features.rs)",
+            missing.join(", ")
+        ))
+    }
+}
+
 pub(crate) fn run_steps() -> Result<(), String> {
-    clippy("blosc-chunk", &["--no-default-features"])?;
-    for set in BLOSC_CHUNK_SETS {
-        exec(
-            cargo()
-                .args(["test", "-p", "blosc-chunk", "--lib", "--tests"])
-                .args(*set),
-        )?;
+    check_workspace_has_all_features()?;
+    clippy(&[
+        "-p",
+        "blosc-chunk",
+        "-p",
+        "zarrs-blosc-bench",
+        "--features",
+        "zarrs-blosc-bench/c-peer",
+        "--all-targets",
+    ])?;
+    exec(cargo().args(["test", "-p", "blosc-chunk", "--lib", "--tests"]))?;
+    clippy(&["-p", "scifmt-io", "--no-default-features", "--all-targets"])?;
+    let mut libs = Vec::new();
+    for package in WITHOUT_FEATURES {
+        libs.extend(["-p", package]);
     }
-    for package in CHECKED {
-        clippy(package, &["--no-default-features"])?;
-        clippy(package, &["--all-features"])?;
-        exec(cargo().args(["test", "-p", package, "--all-features"]))?;
-    }
-    for package in CHECKED_ONLY {
-        clippy(package, &["--no-default-features"])?;
-        clippy(package, &["--all-features"])?;
-    }
-    Ok(())
+    libs.extend(["--no-default-features", "--lib"]);
+    clippy(&libs)
 }
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {

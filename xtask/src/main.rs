@@ -46,7 +46,7 @@ const TASKS: &[Task] = &[
     (
         "features",
         features::run,
-        "clippy and tests of the feature combinations users pick (blosc-chunk codecs; no-default / all features)",
+        "the feature sets the workspace build does not cover: blosc-chunk without zfp (tests, clippy), libraries without features (clippy), zarrs-blosc-bench c-peer (clippy); checks that the workspace build has every other feature",
     ),
     (
         "readme-examples",

@@ -2,16 +2,18 @@
 //!
 //! Creates (or reuses) the virtualenv `target/python-venv`, pip-installs the pinned tools and
 //! reference packages ([`REQUIREMENTS`], skipped when the venv already has exactly these pins),
-//! builds and installs the `scifmt` wheel with `maturin develop --release`, builds the
-//! `s3-testserver` binary (the remote tests start it as a process and pass its S3 endpoint
-//! through the environment; `SCIFMT_S3_TESTSERVER` names it), and runs pytest on
+//! builds and installs the `scifmt` wheel with `maturin develop --release` (the one release
+//! build of CI), builds the `s3-testserver` binary with the workspace's other binaries
+//! ([`crate::util::build_workspace_bins`]: after `cargo test --workspace` it is already built; the
+//! remote tests start it as a process and pass its S3 endpoint through the environment;
+//! `SCIFMT_S3_TESTSERVER` names it), and runs pytest on
 //! `crates/python/tests` (every `test_*.py`; extra arguments go to pytest). Needs `python3`
 //! (3.9 or newer) with the `venv` module; fails when it is missing.
 
 use std::path::Path;
 use std::process::Command;
 
-use crate::util::{cargo, exec, project_root};
+use crate::util::{exec, project_root};
 
 /// What the suite installs, pinned: the build backend, the runtime and test dependencies, and
 /// the reference packages the tests cross-check against (`wkw` for `scifmt.wkw`, `blosc2` for
@@ -59,16 +61,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
             .env("PATH", &path)
             .current_dir(&root),
     )?;
-    exec(cargo().args([
-        "build",
-        "-p",
-        "scifmt-s3-testserver",
-        "--bin",
-        "s3-testserver",
-    ]))?;
-    let server = crate::util::cargo_target_dir()
-        .join("debug")
-        .join("s3-testserver");
+    // The S3 test server binary, built with the workspace's binaries (the build of
+    // `cargo test --workspace`, so after the tests nothing is compiled again).
+    let server = crate::util::build_workspace_bins()?.join("s3-testserver");
     let mut pytest = Command::new(&python);
     pytest
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])

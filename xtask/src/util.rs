@@ -25,6 +25,23 @@ pub(crate) fn cargo() -> Command {
     cmd
 }
 
+/// Builds every binary and example of the workspace (`cargo build --workspace --bins --examples`)
+/// and returns the `debug` directory they are in (`<target>/debug`, examples in its `examples/`).
+///
+/// Why not `cargo build -p <package>`: Cargo resolves features over the packages of one
+/// invocation, and a package alone turns fewer features of its dependencies on than the whole
+/// workspace does, so each `-p` build compiled another copy of most dependencies. Selecting
+/// examples brings in the dev-dependencies, which makes this the feature resolution of
+/// `cargo test --workspace` (which also builds the binaries and examples): after the tests,
+/// this builds nothing new.
+///
+/// # Errors
+/// When the build fails.
+pub(crate) fn build_workspace_bins() -> Result<PathBuf, String> {
+    exec(cargo().args(["build", "--workspace", "--bins", "--examples"]))?;
+    Ok(cargo_target_dir().join("debug"))
+}
+
 /// Runs a command to completion, echoing it first; a non-zero exit is an error.
 pub(crate) fn exec(cmd: &mut Command) -> Result<(), String> {
     eprintln!("$ {cmd:?}");

@@ -13,7 +13,7 @@ All `BLOSC_*` environment variables are cleared first (C-Blosc 1 reads them on e
 `BLOSC_SPLITMODE` is set only for the split-mode cells and reset to `FORWARD_COMPAT` after.
 
 Inputs are not stored: they are generated from (`kind`, `len`) by the functions below, which
-the Rust tests reimplement (`crates/blosc-chunk/tests/blosc1_fixtures.rs`); the manifest holds
+the Rust tests reimplement (`crates/blosc-chunk/tests/it/blosc1_fixtures.rs`); the manifest holds
 the sha256 of every input so both sides can check they agree.
 """
 

@@ -4,6 +4,12 @@
 //! prints one table and fails if any row has failures. `--live` additionally drives the
 //! reference implementations through Python where a section supports it (skipped with a message
 //! when Python is unavailable).
+//!
+//! A fixture oracle is checked in one place. The manifests of blosc-chunk, blosc2-frame and wkw
+//! (`testdata/blosc/manifest.json`, `testdata/wkw/expected.json`) are checked by those crates'
+//! `tests/it/fixtures.rs` in `cargo test` (stricter, and also in the feature sets of `cargo xtask
+//! features`), so their sections here keep only what the crate tests do not check, and the live
+//! round trips.
 
 mod blosc1_live;
 mod blosc2_frame;

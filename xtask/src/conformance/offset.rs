@@ -363,19 +363,12 @@ fn live_cases(ctx: &Ctx, row: &mut Row) -> Result<(), String> {
     if dir.exists() {
         std::fs::remove_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
     }
-    crate::util::exec(
-        crate::util::cargo()
-            .args([
-                "run",
-                "--quiet",
-                "-p",
-                "offset-codec",
-                "--example",
-                "write_zarr",
-                "--",
-            ])
-            .arg(&dir),
-    )?;
+    // The example `write_zarr` of offset-codec, built with the workspace's binaries and
+    // examples (the build `cargo test --workspace` made: no dependency compiled again).
+    let write_zarr = crate::util::build_workspace_bins()?
+        .join("examples")
+        .join("write_zarr");
+    crate::util::exec(Command::new(write_zarr).arg(&dir))?;
     let script: &Path = &ctx.root.join("testdata/generators/offset/read_back.py");
     let out = Command::new(&python)
         .arg(script)

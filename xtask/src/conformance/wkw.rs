@@ -1,11 +1,14 @@
-//! wkw: every read of the reference-made fixtures (both layouts), `verify` on every fixture,
-//! byte-exact replays of the reference's raw writes, the corrupt-file error cases, and with `--live`
-//! round trips through the reference `wkw==1.1.24` Python package.
+//! wkw: the corrupt-file error cases (strict errors, zeros only where the reference reads zeros),
+//! and with `--live` round trips through the reference `wkw==1.1.24` Python package.
+//!
+//! The fixture oracle `testdata/wkw/expected.json` is checked once, by the crate's tests
+//! (`crates/wkw/tests/it/fixtures.rs`, run by `cargo test`): every read in both layouts, `verify`
+//! on every fixture, the byte-exact replays of the reference's raw writes (F1, F4, F5, in both
+//! orders) and more.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use sha2::{Digest, Sha256};
 use wkw::{Array, BlockType, Dataset, Header, MissingOrCorrupt, Options, Order, VoxelType};
 
 use super::{Ctx, Row};
@@ -13,109 +16,11 @@ use super::{Ctx, Row};
 const SECTION: &str = "wkw";
 
 pub(crate) fn rows(ctx: &Ctx) -> Vec<Row> {
-    let mut rows = vec![
-        fixture_reads(ctx),
-        verify_fixtures(ctx),
-        raw_replays(ctx),
-        error_cases(ctx),
-    ];
+    let mut rows = vec![error_cases(ctx)];
     if ctx.live {
         rows.push(live(ctx));
     }
     rows
-}
-
-fn sha(bytes: &[u8]) -> String {
-    hex::encode(Sha256::digest(bytes))
-}
-
-fn expected(ctx: &Ctx) -> Result<serde_json::Value, String> {
-    let text =
-        std::fs::read_to_string(ctx.testdata("wkw/expected.json")).map_err(|e| e.to_string())?;
-    serde_json::from_str(&text).map_err(|e| e.to_string())
-}
-
-fn xyz(v: &serde_json::Value) -> Result<[u32; 3], String> {
-    let a = v.as_array().ok_or("not an array")?;
-    let mut out = [0u32; 3];
-    for (o, x) in out.iter_mut().zip(a) {
-        *o = x
-            .as_u64()
-            .and_then(|x| u32::try_from(x).ok())
-            .ok_or("bad coordinate")?;
-    }
-    Ok(out)
-}
-
-fn datasets(exp: &serde_json::Value) -> Vec<String> {
-    exp.as_object()
-        .map(|o| o.keys().filter(|k| !k.starts_with('_')).cloned().collect())
-        .unwrap_or_default()
-}
-
-fn fixture_reads(ctx: &Ctx) -> Row {
-    let mut row = Row::new(SECTION, "fixture reads == reference sha256 (F and C order)");
-    let exp = match expected(ctx) {
-        Ok(e) => e,
-        Err(e) => {
-            row.case("expected.json", Err(e));
-            return row;
-        }
-    };
-    for name in datasets(&exp) {
-        let ds = match Dataset::open(ctx.testdata(&format!("wkw/{name}"))) {
-            Ok(ds) => ds,
-            Err(e) => {
-                row.case(&name, Err(e.to_string()));
-                continue;
-            }
-        };
-        for r in exp[&name]["reads"].as_array().into_iter().flatten() {
-            let (Ok(off), Ok(shape)) = (xyz(&r["offset_xyz"]), xyz(&r["shape_xyz"])) else {
-                row.case(&name, Err("bad read entry".into()));
-                continue;
-            };
-            for (order, key) in [
-                (Order::Fortran, "sha256_fortran_bytes"),
-                (Order::C, "sha256_c_bytes"),
-            ] {
-                let result = ds
-                    .read(off, shape, order)
-                    .map_err(|e| e.to_string())
-                    .and_then(|a| {
-                        if r[key] == sha(a.as_bytes()).as_str() {
-                            Ok(())
-                        } else {
-                            Err("hash differs".into())
-                        }
-                    });
-                row.case(format!("{name} {off:?}+{shape:?} {order:?}"), result);
-            }
-        }
-    }
-    row
-}
-
-fn verify_fixtures(ctx: &Ctx) -> Row {
-    let mut row = Row::new(SECTION, "verify: every fixture file sound");
-    let names = expected(ctx).map(|e| datasets(&e)).unwrap_or_default();
-    for name in names {
-        let result = wkw::verify(
-            ctx.testdata(&format!("wkw/{name}")),
-            Options::default(),
-            &|_| {},
-        )
-        .map_err(|e| e.to_string())
-        .and_then(|r| {
-            if r.is_ok() {
-                Ok(())
-            } else {
-                Err(format!("{} problem file(s)", r.problems().count()))
-            }
-        });
-        row.case(&name, result);
-    }
-    row
 }
 
 /// A (C, X, Y, Z) array from `f(c, X, Y, Z)` (absolute coordinates), `n` bytes per value.
@@ -147,129 +52,11 @@ fn build(
     Ok(a.to_order(order))
 }
 
-type Write = (
-    [u32; 3],
-    [u32; 3],
-    Order,
-    Box<dyn Fn(u32, u64, u64, u64) -> Vec<u8>>,
-);
-
-/// Replays a fixture's writes into a temporary dataset and compares every file's sha256.
-fn replay(ctx: &Ctx, name: &str, header: Header, writes: Vec<Write>) -> Result<(), String> {
-    let exp = expected(ctx)?;
-    let tmp = temp_dir(&format!("replay-{name}"))?;
-    let root = tmp.join("ds");
-    let ds = Dataset::create(&root, header).map_err(|e| e.to_string())?;
-    for (off, shape, order, f) in writes {
-        let a = build(
-            header.voxel_type(),
-            header.num_channels(),
-            off,
-            shape,
-            order,
-            &*f,
-        )?;
-        ds.write(off, &a.view()).map_err(|e| e.to_string())?;
-    }
-    let files = exp[name]["files"].as_object().ok_or("no files")?;
-    let listed = ds.list_files().map_err(|e| e.to_string())?;
-    if listed.len() + 1 != files.len() {
-        return Err(format!(
-            "{} files written, reference has {}",
-            listed.len() + 1,
-            files.len()
-        ));
-    }
-    for (rel, f) in files {
-        let bytes = std::fs::read(root.join(rel)).map_err(|e| format!("{rel}: {e}"))?;
-        if f["sha256"] != sha(&bytes).as_str() {
-            return Err(format!("{rel} differs"));
-        }
-    }
-    std::fs::remove_dir_all(&tmp).map_err(|e| e.to_string())
-}
-
 fn temp_dir(tag: &str) -> Result<PathBuf, String> {
     let dir = std::env::temp_dir().join(format!("xtask-wkw-{tag}-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     Ok(dir)
-}
-
-#[allow(clippy::cast_possible_truncation, clippy::cast_possible_wrap)] // the fixture formulas wrap like numpy
-fn raw_replays(ctx: &Ctx) -> Row {
-    let mut row = Row::new(SECTION, "raw writes byte-exact vs reference (F1, F4, F5)");
-    let h = |vt, ch, b, f| Header::new(vt, ch, b, f, BlockType::Raw).map_err(|e| e.to_string());
-    for order in [Order::C, Order::Fortran] {
-        let other = if order == Order::C {
-            Order::Fortran
-        } else {
-            Order::C
-        };
-        let f1 = h(VoxelType::U8, 1, 8, 4).and_then(|hd| {
-            replay(
-                ctx,
-                "u8_raw_b8_f4",
-                hd,
-                vec![(
-                    [0; 3],
-                    [32; 3],
-                    order,
-                    Box::new(|_, x, y, z| vec![((x + 3 * y + 7 * z) % 256) as u8]),
-                )],
-            )
-        });
-        row.case(format!("F1 {order:?}"), f1);
-        let f4 = h(VoxelType::U64, 1, 4, 2).and_then(|hd| {
-            replay(
-                ctx,
-                "u64_raw_b4_f2_multi",
-                hd,
-                vec![
-                    (
-                        [5, 3, 10],
-                        [13, 7, 9],
-                        order,
-                        Box::new(|_, x, y, z| {
-                            ((1u64 << 40) + x + 1000 * y + 1_000_000 * z)
-                                .to_le_bytes()
-                                .to_vec()
-                        }),
-                    ),
-                    (
-                        [0; 3],
-                        [6, 4, 11],
-                        other,
-                        Box::new(|_, x, y, z| {
-                            ((1u64 << 63) + x + 100 * y + 10_000 * z)
-                                .to_le_bytes()
-                                .to_vec()
-                        }),
-                    ),
-                ],
-            )
-        });
-        row.case(format!("F4 {order:?}"), f4);
-        let f5 = h(VoxelType::I16, 2, 8, 2).and_then(|hd| {
-            replay(
-                ctx,
-                "i16_2ch_raw_b8_f2",
-                hd,
-                vec![(
-                    [3, 5, 7],
-                    [10, 6, 4],
-                    order,
-                    Box::new(|c, x, y, z| {
-                        let v = x as i64 - 7 * y as i64 + 13 * z as i64;
-                        let v = if c == 0 { v } else { -v };
-                        (v as i16).to_le_bytes().to_vec()
-                    }),
-                )],
-            )
-        });
-        row.case(format!("F5 {order:?}"), f5);
-    }
-    row
 }
 
 /// Corrupt files are errors (not zeros), zeros only with `MissingOrCorrupt::Zeros`

@@ -167,10 +167,10 @@ fn python_step(python: &Path, script: &Path, step: &str, dir: &Path) -> Result<(
     }
 }
 
-/// Builds the `scifmt` binary and returns its path.
+/// Builds the `scifmt` binary (with the workspace's binaries, as `cargo test --workspace` builds
+/// them: see [`crate::util::build_workspace_bins`]) and returns its path.
 fn build_cli() -> Result<PathBuf, String> {
-    crate::util::exec(crate::util::cargo().args(["build", "-q", "-p", "scifmt-cli"]))?;
-    Ok(crate::util::cargo_target_dir().join("debug").join("scifmt"))
+    Ok(crate::util::build_workspace_bins()?.join("scifmt"))
 }
 
 fn cli_read(scifmt: &Path, array: &Path, out: &Path) -> Result<(), String> {

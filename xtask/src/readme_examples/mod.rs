@@ -20,10 +20,14 @@
 //!   means that crate's feature, as in its doctests; in the root README, any crate's.
 //!
 //! All blocks become example targets of ONE Cargo project in a fresh temporary directory (with
-//! its own `[workspace]`, the workspace's `Cargo.lock` as a starting point, and its build cache
-//! in `target/readme-examples/`), built with a single `cargo build --examples` (offline when the
-//! registry cache has everything), and each is run with a fresh empty temporary directory as its
-//! current directory, so relative paths into this repository fail.
+//! its own `[workspace]` and the workspace's `Cargo.lock` as a starting point), built with a
+//! single `cargo build --examples` (offline when the registry cache has everything), and each is
+//! run with a fresh empty temporary directory as its current directory, so relative paths into
+//! this repository fail. The build uses the workspace's target directory (`target/`, or
+//! `CARGO_TARGET_DIR`): the project is a workspace of its own with its own feature resolution,
+//! but a registry dependency it builds with the same features and profile as the workspace does
+//! (no debuginfo, as `[profile.dev.package."*"]` gives them there) is the same artifact, so CI
+//! compiles it once for both.
 
 mod doctest;
 mod markdown;
@@ -113,7 +117,9 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
 
     let dir = std::env::temp_dir().join(format!("scifmt-readme-examples-{}", std::process::id()));
     write_project(&root, &dir, &plan.blocks, &deps, &mirror, &edition)?;
-    let target_dir = root.join("target").join("readme-examples");
+    // The workspace's own target directory: the project's registry dependencies that have the
+    // features and profile of the workspace's are reused instead of compiled again.
+    let target_dir = crate::util::cargo_target_dir();
     let report = project::build(&dir, &target_dir)?;
 
     let results = check_blocks(&plan.blocks, &report);

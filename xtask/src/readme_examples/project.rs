@@ -34,7 +34,8 @@ pub(crate) fn manifest(
         m,
         "[package]\nname = \"readme-examples\"\nversion = \"0.0.0\"\nedition = \"{edition}\"\n\
          publish = false\nautoexamples = false\nautobins = false\n\n[workspace]\n\n\
-         # no debuginfo: the examples only have to build and run, and it keeps CI's disk small\n\
+         # no debuginfo, as the scifmt workspace builds its dependencies: the two share the\n\
+         # target directory, and a dependency with the same features is then compiled once\n\
          [profile.dev]\ndebug = false\n\n[dependencies]"
     );
     for (name, d) in deps {
