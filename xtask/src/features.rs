@@ -18,7 +18,7 @@
 //!   `--no-default-features` or a single codec feature builds this same code: the five
 //!   per-codec test runs this step used to make compiled and ran the same tests five times.
 //! * **Libraries without features**: clippy on the library targets of `scifmt-io`,
-//!   `blosc-chunk`, `blosc2-frame`, `wkw`, `dwe-format` and `offset-codec` with
+//!   `blosc-chunk`, `blosc2-frame`, `wkw`, `dwe-format`, `offset-codec` and `lz4-block-codec` with
 //!   `--no-default-features` (a `cfg` mistake shows up as an unused item or a missing one). Only
 //!   the library targets: the test targets always get the dev-dependency's features. None of
 //!   these crates turns on a feature of another, so one invocation builds each without any.
@@ -52,6 +52,7 @@ const WITHOUT_FEATURES: &[&str] = &[
     "wkw",
     "dwe-format",
     "offset-codec",
+    "lz4-block-codec",
 ];
 
 fn clippy(args: &[&str]) -> Result<(), String> {
