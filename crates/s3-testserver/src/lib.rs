@@ -223,6 +223,7 @@ impl TestServer {
     /// with 10–100 ms backoff), to adjust before `build()`.
     #[must_use]
     pub fn s3_builder(&self) -> AmazonS3Builder {
+        scifmt_io::install_tls_provider();
         let backoff = BackoffConfig {
             init_backoff: Duration::from_millis(10),
             max_backoff: Duration::from_millis(100),

@@ -25,6 +25,17 @@ pub struct StoreUrl {
     pub root: String,
 }
 
+/// Installs *ring* as the process's default rustls crypto provider, unless the program has
+/// installed one: the HTTPS client of the cloud backends (features `aws`, `gcp`, `azure`,
+/// `http`) needs a default provider, and this crate builds it without aws-lc-rs (whose C
+/// library is the longest build of a typical dependency tree). [`store_for_url`] calls it;
+/// call it yourself before using object_store's cloud builders directly.
+#[cfg(feature = "https")]
+pub fn install_tls_provider() {
+    // Err means a provider is installed already (ours or the program's): keep that one.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
 /// Opens the store `url` names (`s3://bucket/key`, `gs://…`, `az://…`, `http(s)://…`,
 /// `file:///…`, `memory:///…`), configured from the environment like
 /// `AmazonS3Builder::from_env` and its GCS/Azure peers: every variable whose name starts with
@@ -44,6 +55,8 @@ pub struct StoreUrl {
 /// [`Error::InvalidArgument`] for a malformed URL (the message names only its scheme);
 /// [`Error::Remote`] for an unsupported scheme or bad configuration.
 pub fn store_for_url(url: &str, config: &[(String, String)]) -> Result<StoreUrl> {
+    #[cfg(feature = "https")]
+    install_tls_provider();
     let parsed = url::Url::parse(url).map_err(|e| {
         // The text may hold credentials: name only what cannot.
         let scheme = url.split(':').next().unwrap_or_default();
