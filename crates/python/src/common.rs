@@ -26,6 +26,9 @@ pub(crate) fn add_submodule<'py>(
 ) -> PyResult<()> {
     let py = parent.py();
     let child = PyModule::new(py, name)?;
+    // Free-threading-safe like the parent module (`#[pymodule(gil_used = false)]`): on a
+    // free-threaded interpreter a submodule that does not say so turns the GIL back on.
+    child.gil_used(false)?;
     fill(&child)?;
     parent.add_submodule(&child)?;
     let full = format!("{}.{name}", parent.name()?);

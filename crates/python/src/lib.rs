@@ -8,6 +8,7 @@ use pyo3::prelude::*;
 
 mod b2nd;
 mod blosc;
+mod cli;
 mod common;
 mod convert;
 mod dwe;
@@ -17,7 +18,7 @@ mod wkw_dataset;
 mod wkw_remote;
 
 /// The extension module: one submodule per format.
-#[pymodule]
+#[pymodule(gil_used = false)]
 fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     wkw::register(m)?;
@@ -27,6 +28,7 @@ fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     dwe::register(m)?;
     convert::register(m)?;
     lz4_block::register(m)?;
+    cli::register(m)?;
     m.add_function(wrap_pyfunction!(common::_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(common::ensure_apart, m)?)?;
     Ok(())
