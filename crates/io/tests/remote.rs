@@ -292,3 +292,25 @@ fn locations_on_s3_list_read_write_and_refuse_unknown_schemes() -> TestResult {
     }
     Ok(())
 }
+
+#[test]
+fn https_clients_work_with_ring_as_the_provider() -> TestResult {
+    // The cloud backends run reqwest over rustls with *ring* (no aws-lc-rs), which needs a
+    // process-wide default provider: `store_for_url` installs it (here
+    // `install_tls_provider`). Against the test server's plain-HTTP port an `https://` request
+    // really starts a TLS handshake and fails on the server's plain reply: never a missing
+    // provider or a panic. (One request, directly: object_store would retry it for a minute.)
+    let server = TestServer::start()?;
+    scifmt_io::install_tls_provider();
+    let client = reqwest::Client::builder().build()?;
+    let https = server.endpoint().replacen("http://", "https://", 1);
+    let err = block_on(client.get(https).send())?.unwrap_err();
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(&err);
+    while let Some(e) = source {
+        text.push_str(&format!(" / {e}"));
+        source = e.source();
+    }
+    assert!(text.contains("InvalidContentType"), "{text}");
+    Ok(())
+}
