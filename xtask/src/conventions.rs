@@ -4,6 +4,8 @@
 //!   (`name.workspace = true`, optionally with `features` / `optional`), so each version is
 //!   pinned once; the one exception is a crate's dev-dependency on itself (`path = "."`, to
 //!   switch on features for its own tests).
+//! * One version in one place: the `version` requirement of an internal crate in
+//!   `[workspace.dependencies]` is exactly that crate's own version (bumped together).
 //! * Every `allow(unsafe_code)` / `expect(unsafe_code)` states its `reason`.
 //! * In the library sources (`crates/*/src`): a public `with_*` function is a setter (takes
 //!   `self`), never a constructor; every `pub enum Error` is `#[non_exhaustive]`; modules import
@@ -35,6 +37,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     for manifest in member_manifests(&root)? {
         check_manifest(&root, &manifest, &mut problems)?;
     }
+    check_internal_versions(&root, &mut problems)?;
     for file in tracked_files(&root)? {
         check_text(&root, &file, &mut problems);
     }
@@ -126,6 +129,48 @@ fn check_manifest(root: &Path, path: &Path, problems: &mut Vec<String>) -> Resul
                      (`{name}.workspace = true`, optionally with features / optional)"
                 ));
             }
+        }
+    }
+    Ok(())
+}
+
+fn read_toml(path: &Path) -> Result<toml::Table, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    text.parse().map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Every internal crate named with a `version` in `[workspace.dependencies]` must be named with
+/// its own version, so that a release bumps one number and the requirement with it.
+fn check_internal_versions(root: &Path, problems: &mut Vec<String>) -> Result<(), String> {
+    let doc = read_toml(&root.join("Cargo.toml"))?;
+    let workspace = doc.get("workspace").and_then(toml::Value::as_table);
+    let shared_version = workspace
+        .and_then(|w| w.get("package"))
+        .and_then(|p| p.get("version"))
+        .and_then(toml::Value::as_str);
+    let deps = workspace
+        .and_then(|w| w.get("dependencies"))
+        .and_then(toml::Value::as_table);
+    for (name, spec) in deps.into_iter().flatten() {
+        let (Some(path), Some(wanted)) = (
+            spec.get("path").and_then(toml::Value::as_str),
+            spec.get("version").and_then(toml::Value::as_str),
+        ) else {
+            continue;
+        };
+        let manifest = read_toml(&root.join(path).join("Cargo.toml"))?;
+        let package = manifest.get("package");
+        let own = match package.and_then(|p| p.get("version")) {
+            Some(toml::Value::String(v)) => Some(v.as_str()),
+            Some(toml::Value::Table(t)) if t.get("workspace").is_some() => shared_version,
+            _ => None,
+        };
+        if own != Some(wanted) {
+            problems.push(format!(
+                "Cargo.toml: [workspace.dependencies] {name} asks for version {wanted}, but \
+                 {path}/Cargo.toml is version {}",
+                own.unwrap_or("(none)")
+            ));
         }
     }
     Ok(())

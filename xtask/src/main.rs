@@ -8,6 +8,7 @@ mod ci;
 mod conformance;
 mod conventions;
 mod convert_bench;
+mod dist;
 mod features;
 mod fixtures;
 mod fuzz;
@@ -77,6 +78,11 @@ const TASKS: &[Task] = &[
         "convert-bench",
         convert_bench::run,
         "WKW -> Zarr3: scifmt convert vs webknossos copy-dataset (time, CPU, peak memory of the tree), and both S3 -> S3 with latency [--size N] [--layers L,...] [--reps N] [--latency-ms MS] [--skip-peer] [--skip-s3]",
+    ),
+    (
+        "dist",
+        dist::run,
+        "release artifacts in target/dist: the manylinux2014 abi3 wheel (with the scifmt command), the sdist, the scifmt binary for glibc >= 2.17 (.tar.gz), SHA256SUMS [--no-cli]",
     ),
     (
         "python",

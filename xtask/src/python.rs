@@ -1,26 +1,30 @@
 //! `cargo xtask python [PYTEST ARGS…]`: the Python package's test suite (crates/python).
 //!
-//! Creates (or reuses) the virtualenv `target/python-venv`, pip-installs the pinned tools and
-//! reference packages ([`REQUIREMENTS`], skipped when the venv already has exactly these pins),
-//! builds and installs the `scifmt` wheel with `maturin develop --release` (the one release
-//! build of CI), builds the `s3-testserver` binary with the workspace's other binaries
-//! ([`crate::util::build_workspace_bins`]: after `cargo test --workspace` it is already built; the
-//! remote tests start it as a process and pass its S3 endpoint through the environment;
-//! `SCIFMT_S3_TESTSERVER` names it), and runs pytest on
-//! `crates/python/tests` (every `test_*.py`; extra arguments go to pytest). Needs `python3`
-//! (3.9 or newer) with the `venv` module; fails when it is missing.
+//! Tests the package **as installed**: builds the release wheel as `cargo xtask dist` does
+//! (manylinux2014, abi3, with the `scifmt` command; `--wheel PATH` tests a wheel already built,
+//! e.g. by `dist`, instead), creates (or reuses) the virtualenv `target/python-venv`,
+//! pip-installs the pinned test tools and reference packages ([`REQUIREMENTS`], skipped when the
+//! venv already has exactly these pins) and the wheel itself (not a develop build), and runs
+//! pytest with a `PATH` of the venv's tools and no `cargo` or `rustc`. It prints the wheel's
+//! size and the time `import scifmt` takes.
+//!
+//! The debug builds of `s3-testserver` and `scifmt` come from the workspace's binaries
+//! ([`crate::util::build_workspace_bins`]: after `cargo test --workspace` they are already
+//! built): the remote tests start the server as a process (`SCIFMT_S3_TESTSERVER` names it) and
+//! the CLI tests compare the wheel's `scifmt` with the cargo-built one (`SCIFMT_CARGO_CLI`).
+//! pytest runs `crates/python/tests` (every `test_*.py`; extra arguments go to pytest). Needs
+//! `python3` (3.9 or newer) with the `venv` module; fails when it is missing.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::util::{exec, project_root};
 
-/// What the suite installs, pinned: the build backend, the runtime and test dependencies, and
+/// What the suite installs, pinned: the runtime and test dependencies, and
 /// the reference packages the tests cross-check against (`wkw` for `scifmt.wkw`, `blosc2` for
 /// the Blosc/b2nd modules, `zarr` + `numcodecs` + `blosc` (python-blosc, C-Blosc 1.21) for
 /// `scifmt.zarr`).
 const REQUIREMENTS: &[&str] = &[
-    "maturin==1.16.0",
     "numpy==2.4.6",
     "pytest==9.2.0",
     // A hung test fails after `PYTEST_TIMEOUT` with every thread's stack, instead of holding
@@ -39,40 +43,75 @@ const PYTEST_TIMEOUT: u32 = 600;
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let root = project_root();
+    let mut wheel = None;
+    let mut pytest_args = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "--wheel" {
+            wheel = Some(PathBuf::from(it.next().ok_or("--wheel needs a path")?));
+        } else {
+            pytest_args.push(a.clone());
+        }
+    }
+    // The wheel under test: the one given (`cargo xtask dist` built it), else built here as
+    // `dist` builds it.
+    let wheel = match wheel {
+        Some(w) => w,
+        None => crate::dist::build_wheel(
+            &crate::dist::tools()?,
+            &root.join("target").join("python-wheel"),
+        )?,
+    };
+    let size = std::fs::metadata(&wheel).map_err(|e| format!("{}: {e}", wheel.display()))?;
+    eprintln!(
+        "python: testing {} ({:.1} MB)",
+        wheel.display(),
+        size.len() as f64 / 1e6
+    );
+
     let venv = root.join("target").join("python-venv");
     let bin = venv.join("bin");
-    let python = bin.join("python");
-    if !python.exists() {
-        exec(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
-    }
-    install_requirements(&python, &venv)?;
+    let python = crate::util::venv_at(&venv, REQUIREMENTS)?;
+    // The wheel as a user installs it (not an editable or develop build), replacing the last.
+    exec(
+        Command::new(&python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(["--force-reinstall", "--no-deps"])
+            .arg(&wheel),
+    )?;
 
-    // maturin develop installs into the venv named by VIRTUAL_ENV; PATH puts its tools first.
+    // The venv's tools first, and no directory that has `cargo` or `rustc`: the tests run what
+    // a user without Rust has.
     let path = std::env::var_os("PATH").unwrap_or_default();
     let mut paths = vec![bin.clone()];
-    paths.extend(std::env::split_paths(&path));
+    paths.extend(
+        std::env::split_paths(&path)
+            .filter(|d| !d.join("cargo").exists() && !d.join("rustc").exists()),
+    );
     let path = std::env::join_paths(paths).map_err(|e| format!("PATH: {e}"))?;
-    let manifest = root.join("crates").join("python").join("Cargo.toml");
-    exec(
-        Command::new(bin.join("maturin"))
-            .args(["develop", "--release", "--quiet", "--manifest-path"])
-            .arg(&manifest)
-            .env("VIRTUAL_ENV", &venv)
-            .env("PATH", &path)
-            .current_dir(&root),
-    )?;
-    // The S3 test server binary, built with the workspace's binaries (the build of
-    // `cargo test --workspace`, so after the tests nothing is compiled again).
-    let server = crate::util::build_workspace_bins()?.join("s3-testserver");
+    report_import_time(&python, &path)?;
+
+    // The S3 test server and the cargo-built CLI (the wheel's `scifmt` is compared with it),
+    // built with the workspace's binaries (the build of `cargo test --workspace`, so after the
+    // tests nothing is compiled again).
+    let debug = crate::util::build_workspace_bins()?;
     let mut pytest = Command::new(&python);
     pytest
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
         .arg(format!("--timeout={PYTEST_TIMEOUT}"))
         .arg(root.join("crates").join("python").join("tests"))
-        .args(args)
+        .args(&pytest_args)
         .env("VIRTUAL_ENV", &venv)
         .env("PATH", &path)
-        .env("SCIFMT_S3_TESTSERVER", &server)
+        .env("SCIFMT_S3_TESTSERVER", debug.join("s3-testserver"))
+        .env("SCIFMT_CARGO_CLI", debug.join("scifmt"))
+        .env("SCIFMT_WHEEL_UNDER_TEST", &wheel)
         .current_dir(&root);
     eprintln!("$ {pytest:?}");
     let status = pytest
@@ -86,23 +125,31 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     }
 }
 
-/// Installs [`REQUIREMENTS`] unless the stamp file in the venv lists exactly them.
-fn install_requirements(python: &Path, venv: &Path) -> Result<(), String> {
-    let stamp = venv.join("scifmt-requirements.txt");
-    let wanted = REQUIREMENTS.join("\n");
-    if std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
-        return Ok(());
-    }
-    exec(
-        Command::new(python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .args(REQUIREMENTS),
-    )?;
-    std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))
+/// Prints how long `python -c "import scifmt"` takes in the venv (the median of five fresh
+/// interpreters, minus a bare interpreter's start).
+fn report_import_time(python: &Path, path: &std::ffi::OsStr) -> Result<(), String> {
+    let time = |code: &str| -> Result<f64, String> {
+        let mut runs = Vec::new();
+        for _ in 0..5 {
+            let t0 = std::time::Instant::now();
+            let st = Command::new(python)
+                .args(["-c", code])
+                .env("PATH", path)
+                .status()
+                .map_err(|e| format!("cannot start {}: {e}", python.display()))?;
+            if !st.success() {
+                return Err(format!("python -c {code:?} failed with {st}"));
+            }
+            runs.push(t0.elapsed().as_secs_f64());
+        }
+        Ok(crate::util::median(runs))
+    };
+    let bare = time("pass")?;
+    let import = time("import scifmt")?;
+    eprintln!(
+        "python: `import scifmt` takes {:.0} ms (interpreter start {:.0} ms not counted)",
+        (import - bare).max(0.0) * 1e3,
+        bare * 1e3
+    );
+    Ok(())
 }
