@@ -65,12 +65,12 @@ pub(crate) struct ConvertArgs {
     /// The format to write.
     #[arg(long, value_enum, ignore_case = true)]
     to: To,
-    /// Compressor of the Zarr inner chunks (with --to zarr3).
-    #[arg(long, value_enum, ignore_case = true, default_value_t = Codec::Auto)]
-    codec: Codec,
-    /// zstd level (with --codec zstd or auto).
-    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-131072..=22))]
-    zstd_level: i32,
+    /// Compressor of the Zarr inner chunks (only with --to zarr3; default auto).
+    #[arg(long, value_enum, ignore_case = true)]
+    codec: Option<Codec>,
+    /// zstd level (only with --to zarr3 and --codec zstd or auto; default 5).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-131072..=22))]
+    zstd_level: Option<i32>,
     /// Compressor inside the Blosc chunks (with --codec blosc; zarr-python's default: zstd;
     /// case-insensitive).
     #[arg(long, value_name = "CNAME", value_parser = crate::args::cname_parser())]
@@ -88,9 +88,9 @@ pub(crate) struct ConvertArgs {
     /// Blosc block size in bytes, 0 = automatic (with --codec blosc; default 0).
     #[arg(long, value_name = "N", value_parser = crate::args::parse_blocksize)]
     blocksize: Option<Blocksize>,
-    /// Block type of the WKW files (with --to wkw).
-    #[arg(long, value_enum, ignore_case = true, default_value_t = Block::Lz4)]
-    block_type: Block,
+    /// Block type of the WKW files (only with --to wkw; default lz4).
+    #[arg(long, value_enum, ignore_case = true)]
+    block_type: Option<Block>,
     /// Worker threads (0: every core).
     #[arg(long, visible_alias = "threads", default_value_t = 0)]
     jobs: usize,
@@ -160,44 +160,117 @@ fn convert_failure(e: &wkw_zarr::Error) -> Fail {
     }
 }
 
-/// Runs `scifmt convert`.
-pub(crate) fn run(a: &ConvertArgs) -> CliResult {
-    need_path(&a.src, "SRC")?;
-    need_path(&a.dst, "DST")?;
-    let src = location(&a.src)?;
-    let dst = location(&a.dst)?;
-    let blosc_set = a.blosc_cname.is_some()
-        || a.clevel.is_some()
-        || a.shuffle.is_some()
-        || a.typesize.is_some()
-        || a.blocksize.is_some();
-    if blosc_set && a.codec != Codec::Blosc {
-        return Err(Fail::usage(
-            "--blosc-cname, --clevel, --shuffle, --typesize and --blocksize need --codec blosc",
-        ));
+/// The Blosc options given (by their flags).
+fn blosc_flags(a: &ConvertArgs) -> Vec<&'static str> {
+    [
+        ("--blosc-cname", a.blosc_cname.is_some()),
+        ("--clevel", a.clevel.is_some()),
+        ("--shuffle", a.shuffle.is_some()),
+        ("--typesize", a.typesize.is_some()),
+        ("--blocksize", a.blocksize.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, set)| set.then_some(flag))
+    .collect()
+}
+
+/// The Zarr codec and the WKW block type, with every option checked against `--to` and
+/// `--codec`: an option that would not apply is refused (bad usage), never ignored.
+fn format_options(a: &ConvertArgs) -> CliResult<(ZarrCodec, wkw::BlockType)> {
+    let blosc = blosc_flags(a);
+    if a.to == To::Wkw {
+        let mut zarr_only: Vec<&str> = Vec::new();
+        if a.codec.is_some() {
+            zarr_only.push("--codec");
+        }
+        if a.zstd_level.is_some() {
+            zarr_only.push("--zstd-level");
+        }
+        zarr_only.extend(&blosc);
+        if !zarr_only.is_empty() {
+            return Err(Fail::usage(format!(
+                "{} only with --to zarr3 (Zarr compressors); with --to wkw choose the WKW block type with --block-type raw|lz4|lz4hc",
+                listed(&zarr_only, "applies", "apply")
+            )));
+        }
+    } else if let Some(b) = a.block_type {
+        let name = b
+            .to_possible_value()
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default();
+        return Err(Fail::usage(format!(
+            "--block-type {name} applies only with --to wkw (WKW files); with --to zarr3 choose the compressor with --codec auto|zstd|none|blosc"
+        )));
     }
-    let codec = match (a.codec, a.zstd_level) {
-        (Codec::None, _) => ZarrCodec::None,
-        (Codec::Blosc, _) => ZarrCodec::Blosc {
+    let codec = a.codec.unwrap_or(Codec::Auto);
+    if !blosc.is_empty() && codec != Codec::Blosc {
+        return Err(Fail::usage(format!(
+            "{} --codec blosc (Blosc compressor settings; --codec is {})",
+            listed(&blosc, "needs", "need"),
+            codec_name(codec)
+        )));
+    }
+    let codec = match (codec, a.zstd_level) {
+        (Codec::None | Codec::Blosc, Some(_)) => {
+            return Err(Fail::usage(format!(
+                "--zstd-level applies only with --codec zstd (or auto at level 5), not --codec {}{}",
+                codec_name(codec),
+                if codec == Codec::Blosc {
+                    " (Blosc's own zstd level is --clevel, with --blosc-cname zstd)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        (Codec::None, None) => ZarrCodec::None,
+        (Codec::Blosc, None) => ZarrCodec::Blosc {
             cname: a.blosc_cname.unwrap_or(blosc_chunk::Codec::Zstd),
             clevel: a.clevel.unwrap_or(5),
             shuffle: a.shuffle.unwrap_or(BloscShuffle::AutoShuffle),
             typesize: a.typesize,
             blocksize: a.blocksize.unwrap_or_default(),
         },
-        (Codec::Zstd, level) => ZarrCodec::Zstd { level },
-        (Codec::Auto, 5) => ZarrCodec::Auto,
-        (Codec::Auto, _) => {
+        (Codec::Zstd, level) => ZarrCodec::Zstd {
+            level: level.unwrap_or(5),
+        },
+        (Codec::Auto, None | Some(5)) => ZarrCodec::Auto,
+        (Codec::Auto, Some(_)) => {
             return Err(Fail::usage(
                 "--zstd-level other than 5 needs --codec zstd (auto writes level 5 like webknossos-libs)",
             ));
         }
     };
-    let block_type = match a.block_type {
+    let block_type = match a.block_type.unwrap_or(Block::Lz4) {
         Block::Raw => wkw::BlockType::Raw,
         Block::Lz4 => wkw::BlockType::Lz4,
         Block::Lz4hc => wkw::BlockType::Lz4Hc,
     };
+    Ok((codec, block_type))
+}
+
+/// `flags` joined, with the verb in the singular or the plural.
+fn listed(flags: &[&str], one: &str, many: &str) -> String {
+    format!(
+        "{} {}",
+        flags.join(", "),
+        if flags.len() == 1 { one } else { many }
+    )
+}
+
+/// `--codec`'s name of `c`.
+fn codec_name(c: Codec) -> String {
+    c.to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
+}
+
+/// Runs `scifmt convert`.
+pub(crate) fn run(a: &ConvertArgs) -> CliResult {
+    need_path(&a.src, "SRC")?;
+    need_path(&a.dst, "DST")?;
+    let src = location(&a.src)?;
+    let dst = location(&a.dst)?;
+    let (codec, block_type) = format_options(a)?;
     let existing = if a.overwrite {
         Existing::Overwrite
     } else if a.resume {

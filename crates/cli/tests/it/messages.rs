@@ -630,3 +630,63 @@ fn the_readme_shows_the_credentials_message_as_printed() {
         shown
     );
 }
+
+/// Every `convert` option that does not apply to the chosen `--to` / `--codec` is refused as
+/// bad usage (status 2, one line naming the option), never silently ignored; nothing is written.
+#[test]
+fn convert_refuses_options_that_do_not_apply() {
+    let dir = tmp();
+    let src = testdata("wkw-zarr/multi/wkw");
+    let src = src.to_str().unwrap();
+    let dst = dir.path().join("out");
+    let dst = dst.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--to", "zarr3", "--codec", "blosc", "--zstd-level", "3"],
+            "--zstd-level applies only with --codec zstd",
+        ),
+        (
+            &["--to", "zarr3", "--codec", "none", "--zstd-level", "3"],
+            "not --codec none",
+        ),
+        (
+            &["--to", "zarr3", "--block-type", "lz4hc"],
+            "--block-type lz4hc applies only with --to wkw",
+        ),
+        (
+            &["--to", "zarr3", "--codec", "zstd", "--block-type", "raw"],
+            "--block-type raw applies only with --to wkw",
+        ),
+        (
+            &["--to", "wkw", "--codec", "zstd"],
+            "--codec applies only with --to zarr3",
+        ),
+        (
+            &["--to", "wkw", "--zstd-level", "3"],
+            "--zstd-level applies only with --to zarr3",
+        ),
+        (
+            &["--to", "wkw", "--codec", "blosc", "--clevel", "3"],
+            "--codec, --clevel apply only with --to zarr3",
+        ),
+        (
+            &["--to", "wkw", "--shuffle", "shuffle"],
+            "--shuffle applies only with --to zarr3",
+        ),
+        (
+            &["--to", "zarr3", "--codec", "zstd", "--typesize", "2"],
+            "--typesize needs --codec blosc",
+        ),
+        (
+            &["--to", "zarr3", "--clevel", "3", "--blocksize", "0"],
+            "--clevel, --blocksize need --codec blosc",
+        ),
+    ];
+    for (opts, says) in cases {
+        let mut args = vec!["convert", src, dst];
+        args.extend_from_slice(opts);
+        let err = fails(&args, 2, says);
+        assert!(!err.contains(dst), "{args:?}: {err}");
+        assert!(!Path::new(dst).exists(), "{args:?}: nothing is written");
+    }
+}
