@@ -156,6 +156,13 @@ fn convert_failure(e: &wkw_zarr::Error) -> Fail {
             code: INTERRUPTED,
             msg: "interrupted: every shard or file completed so far is kept (an existing target is untouched); run the same command with --resume to finish".into(),
         },
+        wkw_zarr::Error::Corrupt { .. }
+        | wkw_zarr::Error::Wkw(wkw::Error::Format { .. }) => {
+            Fail::usage(format!(
+                "{}; every shard or file completed so far is kept: once the source is repaired, run the same command with --resume to finish",
+                describe(e)
+            ))
+        }
         e => Fail::usage(describe(e)),
     }
 }
@@ -264,10 +271,51 @@ fn codec_name(c: Codec) -> String {
         .unwrap_or_default()
 }
 
+/// What convert reads, for messages about a source of the wrong kind.
+const SOURCES: &str = "a webKNOSSOS dataset root (datasource-properties.json), a WKW mag directory (header.wkw) or a Zarr v3 array directory (zarr.json)";
+
+/// A local SRC that does not exist or is a file is refused, saying so and what to give.
+fn local_source(src: &std::path::Path) -> CliResult {
+    if crate::names::is_url(src) {
+        return Ok(());
+    }
+    match std::fs::metadata(src) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Fail::input(
+            src,
+            format!("does not exist (SRC is {SOURCES})"),
+        )),
+        Ok(m) if m.is_file() => {
+            // A data file of a mag: the mag is the nearest directory above it with header.wkw.
+            let mag = src
+                .ancestors()
+                .skip(1)
+                .take(4)
+                .find(|d| d.join(wkw::HEADER_FILE_NAME).is_file());
+            let instead = match mag {
+                Some(d) => format!(
+                    "give its mag directory {}",
+                    crate::names::display_name(if d.as_os_str().is_empty() {
+                        std::path::Path::new(".")
+                    } else {
+                        d
+                    })
+                ),
+                None => format!("SRC is {SOURCES}"),
+            };
+            Err(Fail::input(
+                src,
+                format!("a file, not a dataset or array directory: {instead}"),
+            ))
+        }
+        _ => Ok(()),
+    }
+}
+
 /// Runs `scifmt convert`.
 pub(crate) fn run(a: &ConvertArgs) -> CliResult {
     need_path(&a.src, "SRC")?;
     need_path(&a.dst, "DST")?;
+    local_source(&a.src)?;
     let src = location(&a.src)?;
     let dst = location(&a.dst)?;
     let (codec, block_type) = format_options(a)?;

@@ -48,7 +48,12 @@ fn detect(path: &Path) -> CliResult<Map<String, Value>> {
     if let Some(url) = url {
         return detect_remote(path, &url);
     }
-    let meta = std::fs::metadata(path).at(path)?;
+    let meta = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Fail::input(path, "does not exist"));
+        }
+        m => m.at(path)?,
+    };
     if meta.is_dir() {
         return if path.join(wkw::HEADER_FILE_NAME).is_file() {
             crate::wkw_cmd::dataset_info(path)

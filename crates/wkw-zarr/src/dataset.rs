@@ -27,6 +27,19 @@ pub enum Source {
     Zarr3Array,
 }
 
+impl Source {
+    /// What the source is, in words (`a WKW mag (header.wkw)`).
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Dataset(Format::Wkw) => "a webKNOSSOS dataset of WKW layers",
+            Self::Dataset(Format::Zarr3) => "a webKNOSSOS dataset of Zarr v3 layers",
+            Self::WkwMag => "a WKW mag (header.wkw)",
+            Self::Zarr3Array => "a Zarr v3 array (zarr.json)",
+        }
+    }
+}
+
 /// Says what `path` (a local path or a [`Location`] on an object store) holds.
 ///
 /// # Errors

@@ -279,6 +279,15 @@ pub(crate) fn open(dataset: &Path) -> CliResult<AnyDataset> {
             ),
         ));
     }
+    if !dataset.exists() && dataset.symlink_metadata().is_err() {
+        return Err(Fail::input(
+            dataset,
+            format!(
+                "does not exist (give a WKW dataset's directory, the one holding {})",
+                wkw::HEADER_FILE_NAME
+            ),
+        ));
+    }
     Dataset::open(dataset).map(AnyDataset::Local).at(dataset)
 }
 

@@ -690,3 +690,170 @@ fn convert_refuses_options_that_do_not_apply() {
         assert!(!Path::new(dst).exists(), "{args:?}: nothing is written");
     }
 }
+
+/// `s` of a path, for argument lists.
+fn arg(p: &Path) -> String {
+    p.to_str().unwrap().to_owned()
+}
+
+/// A jump-table entry that cannot be right (block 0 would be exabytes long) is named as a
+/// corrupt jump table, with the file and the entry's offset, by `info` and by `convert`.
+#[test]
+fn a_corrupt_jump_table_is_named_with_its_file() {
+    let dir = tmp();
+    let ds = dir.path().join("wkw");
+    common::copy_dir(&testdata("wkw-zarr/multi/wkw"), &ds);
+    let file = ds.join("color/1/z0/y0/x0.wkw");
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[16..24].copy_from_slice(&0xFFFF_FFFF_0000_1010u64.to_le_bytes());
+    std::fs::write(&file, &bytes).unwrap();
+    let err = fails(&["info", &arg(&file)], 2, "corrupt jump table");
+    assert!(
+        err.starts_with(&format!(
+            "scifmt: {}: corrupt jump table: entry 0 at offset 16",
+            file.display()
+        )),
+        "{err}"
+    );
+    let err = fails(
+        &[
+            "convert",
+            &arg(&ds),
+            &arg(&dir.path().join("out")),
+            "--to",
+            "zarr3",
+        ],
+        2,
+        "corrupt jump table",
+    );
+    assert!(err.contains("color/1/z0/y0/x0.wkw"), "{err}");
+    assert!(err.contains("--resume"), "{err}");
+}
+
+/// A block whose LZ4 data does not decode: `convert` names the file, the block and its byte
+/// offset, as `wkw verify` does, and says how to finish once the source is repaired.
+#[test]
+fn convert_names_a_corrupt_block_with_its_offset_and_how_to_resume() {
+    let dir = tmp();
+    let ds = dir.path().join("wkw");
+    common::copy_dir(&testdata("wkw-zarr/multi/wkw"), &ds);
+    let file = ds.join("color/1/z0/y0/x0.wkw");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let (start, end) = (word(8), word(16));
+    let (s, e) = (
+        usize::try_from(start).unwrap(),
+        usize::try_from(end).unwrap(),
+    );
+    // Zeros are no LZ4 block (a match offset of 0).
+    bytes[s..e].fill(0);
+    std::fs::write(&file, &bytes).unwrap();
+    let at = format!("block 0 at offset {start}");
+    let verify = run(&["wkw", "verify", &arg(&ds.join("color/1"))]);
+    assert_eq!(verify.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&verify.stdout);
+    assert!(report.contains(&at), "{report}");
+    let err = fails(
+        &[
+            "convert",
+            &arg(&ds),
+            &arg(&dir.path().join("out")),
+            "--to",
+            "zarr3",
+        ],
+        2,
+        &at,
+    );
+    assert!(err.contains("color/1/z0/y0/x0.wkw"), "{err}");
+    assert!(err.contains("run the same command with --resume"), "{err}");
+}
+
+/// Sources that are not there, or not what a command reads, are named as such, with what to
+/// give instead.
+#[test]
+fn wrong_sources_say_what_they_are_and_what_to_give() {
+    let dir = tmp();
+    let missing = dir.path().join("missing");
+    let out = dir.path().join("out");
+    for args in [
+        vec![
+            "convert".to_owned(),
+            arg(&missing),
+            arg(&out),
+            "--to".into(),
+            "zarr3".into(),
+        ],
+        vec!["info".to_owned(), arg(&missing)],
+        vec!["wkw".to_owned(), "info".into(), arg(&missing)],
+    ] {
+        let err = fails(&args, 2, "does not exist");
+        assert!(
+            err.starts_with(&format!("scifmt: {}: does not exist", missing.display())),
+            "{err}"
+        );
+    }
+    // A .wkw data file where a dataset (or mag) is read: its mag directory is named.
+    let ds = testdata("wkw-zarr/multi/wkw");
+    let file = ds.join("color/1/z0/y0/x0.wkw");
+    let err = fails(
+        &["convert", &arg(&file), &arg(&out), "--to", "zarr3"],
+        2,
+        "a file, not a dataset",
+    );
+    assert!(
+        err.contains(&format!(
+            "give its mag directory {}",
+            ds.join("color/1").display()
+        )),
+        "{err}"
+    );
+    fails(
+        &["wkw", "verify", &arg(&file)],
+        2,
+        "a file, not a WKW dataset",
+    );
+    // A WKW source converted to WKW.
+    let err = fails(
+        &["convert", &arg(&ds), &arg(&out), "--to", "wkw"],
+        2,
+        "already WKW",
+    );
+    assert!(err.contains("a webKNOSSOS dataset of WKW layers"), "{err}");
+    fails(
+        &[
+            "convert",
+            &arg(&ds.join("color/1")),
+            &arg(&out),
+            "--to",
+            "wkw",
+        ],
+        2,
+        "a WKW mag (header.wkw): already WKW",
+    );
+    assert!(!out.exists());
+}
+
+/// `wkw compress` to a target that is there leads with the target's path, whatever is there.
+#[test]
+fn wkw_compress_to_an_existing_target_names_the_target_first() {
+    let dir = tmp();
+    let src = testdata("wkw/u8_lz4_b32_f4");
+    let ds = dir.path().join("ds");
+    common::copy_dir(&testdata("wkw/u8_raw_b8_f4"), &ds);
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), b"x").unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    for (dst, says) in [
+        (&ds, "exists (a WKW dataset"),
+        (&other, "exists (a directory"),
+        (&file, "exists as a file"),
+    ] {
+        let err = fails(&["wkw", "compress", &arg(&src), &arg(dst)], 2, says);
+        assert!(
+            err.starts_with(&format!("scifmt: {}", dst.display())),
+            "{err}"
+        );
+    }
+}
