@@ -167,7 +167,7 @@ fn info_names_the_object_the_user_gave() {
     assert_eq!(
         err.trim_end(),
         format!(
-            "scifmt: {}: not a WKW dataset (no header.wkw), a sparse Blosc2 frame (no chunks.b2frame) or a Zarr store (no zarr.json, .zarray or .zgroup); for a Zarr v3 array use `scifmt zarr read`",
+            "scifmt: {}: not a WKW dataset (no header.wkw), a webKNOSSOS dataset (no datasource-properties.json), a sparse Blosc2 frame (no chunks.b2frame) or a Zarr v2/v3 store (no zarr.json, .zarray or .zgroup)",
             dir.path().display()
         )
     );
@@ -196,6 +196,8 @@ fn info_summarises_zarr_nodes() {
     assert_eq!(v["zarr_format"], 2);
     assert_eq!(v["data_type"], "<u2");
     assert_eq!(v["compressor"]["id"], "zlib");
+    // ... which `scifmt zarr read` reads (zarrs reads Zarr v2 arrays).
+    assert_eq!(v["read_with"], "scifmt zarr read");
 }
 
 #[test]
@@ -831,6 +833,85 @@ fn wrong_sources_say_what_they_are_and_what_to_give() {
         "a WKW mag (header.wkw): already WKW",
     );
     assert!(!out.exists());
+}
+
+/// `zarr read` of a group says so and names the arrays to read.
+#[test]
+fn zarr_read_of_a_group_lists_its_arrays() {
+    let dir = tmp();
+    let group = testdata("wkw-zarr/multi/zarr3/color");
+    let out = dir.path().join("out.raw");
+    let err = fails(
+        &["zarr", "read", &arg(&group), &arg(&out)],
+        2,
+        "a Zarr group, not an array",
+    );
+    let g = group.display();
+    assert!(
+        err.contains(&format!("give one of its 2 arrays: {g}/1, {g}/2-2-1")),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // Zarr v2 groups too.
+    let v2 = dir.path().join("v2");
+    std::fs::create_dir_all(v2.join("a")).unwrap();
+    std::fs::write(v2.join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
+    std::fs::write(
+        v2.join("a/.zarray"),
+        r#"{"chunks":[10],"compressor":null,"dtype":"<u2","fill_value":0,"filters":null,"order":"C","shape":[10],"zarr_format":2}"#,
+    )
+    .unwrap();
+    let err = fails(
+        &["zarr", "read", &arg(&v2), &arg(&out)],
+        2,
+        "a Zarr group, not an array",
+    );
+    assert!(
+        err.contains(&format!("give one of its 1 arrays: {}/a", v2.display())),
+        "{err}"
+    );
+    let v = common::json(&["info", &arg(&v2), "--json"]);
+    assert_eq!(v["node_type"], "group");
+    assert!(
+        v["read_with"].as_str().unwrap().contains("lists them"),
+        "{v}"
+    );
+}
+
+/// A webKNOSSOS dataset root: `info` lists its layers and mags; `wkw info` and `wkw verify`
+/// name the WKW mags to give.
+#[test]
+fn dataset_roots_are_listed_or_their_mags_named() {
+    let ds = testdata("wkw-zarr/multi/wkw");
+    let v = common::json(&["info", &arg(&ds), "--json"]);
+    assert_eq!(v["format"], "webknossos-dataset");
+    assert_eq!(v["num_mags"], 5);
+    let color = v["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "color")
+        .unwrap();
+    assert_eq!(color["data_format"], "wkw");
+    assert_eq!(color["mags"], serde_json::json!(["color/1", "color/2-2-1"]));
+    let z = common::json(&["info", &arg(&testdata("wkw-zarr/multi/zarr3")), "--json"]);
+    assert_eq!(z["format"], "webknossos-dataset");
+    assert_eq!(z["num_mags"], 5);
+    let d = ds.display();
+    for cmd in ["info", "verify"] {
+        let err = fails(
+            &["wkw", cmd, &arg(&ds)],
+            2,
+            "a webKNOSSOS dataset (datasource-properties.json), not a WKW mag",
+        );
+        assert!(
+            err.contains(&format!("give one of its 5 WKW mags: {d}/")),
+            "{err}"
+        );
+        assert!(err.contains(&format!("{d}/color/2-2-1")), "{err}");
+    }
+    // Each mag named there is one `wkw verify` takes.
+    common::ok(&["wkw", "verify", &arg(&ds.join("color/2-2-1"))]);
 }
 
 /// `wkw compress` to a target that is there leads with the target's path, whatever is there.
