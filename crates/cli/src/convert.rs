@@ -271,6 +271,34 @@ fn codec_name(c: Codec) -> String {
         .unwrap_or_default()
 }
 
+/// The array a progress report is about (`array`, a target array), as the user knows it: its
+/// layer and mag below the target DST (`layer color, mag 2-2-1`), or its name for a single
+/// array.
+fn array_label(dst: &std::path::Path, array: &std::path::Path) -> String {
+    let dst = dst.to_string_lossy();
+    let dst = dst.trim_end_matches('/');
+    let array = array.to_string_lossy();
+    let array = array.trim_end_matches('/');
+    match array.strip_prefix(dst).map(|r| r.trim_matches('/')) {
+        Some("") => crate::names::display_name(std::path::Path::new(dst)),
+        Some(rel) => match rel.rsplit_once('/') {
+            Some((layer, mag)) => format!("layer {layer}, mag {mag}"),
+            None => format!("mag {rel}"),
+        },
+        // Built beside DST (--overwrite): named by its last components.
+        None => {
+            let mut parts = array.rsplit('/');
+            match (parts.next(), parts.next()) {
+                (Some(mag), Some(layer)) if !mag.starts_with('.') && !layer.starts_with('.') => {
+                    format!("layer {layer}, mag {mag}")
+                }
+                (Some(mag), Some(_)) if !mag.starts_with('.') => format!("mag {mag}"),
+                _ => crate::names::display_name(std::path::Path::new(dst)),
+            }
+        }
+    }
+}
+
 /// What convert reads, for messages about a source of the wrong kind.
 const SOURCES: &str = "a webKNOSSOS dataset root (datasource-properties.json), a WKW mag directory (header.wkw) or a Zarr v3 array directory (zarr.json)";
 
@@ -341,15 +369,15 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
         To::Zarr3 => Format::Zarr3,
         To::Wkw => Format::Wkw,
     };
+    let unit = if to == Format::Wkw { "files" } else { "shards" };
     let bar = progress(0, "convert");
     let on_progress = |p: &Progress| {
         bar.set_length(p.total);
         bar.set_position(p.done);
-        let name = p
-            .array
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned());
-        bar.set_message(format!("convert {}", name.unwrap_or_default()));
+        bar.set_message(format!(
+            "convert {} ({unit})",
+            array_label(&a.dst, &p.array)
+        ));
     };
     let start = Instant::now();
     let result = wkw_zarr::convert(&src, &dst, to, &options, &on_progress);
@@ -359,9 +387,19 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
     let mut out = Map::new();
     out.insert("to".into(), json!(to.name()));
     out.insert("arrays".into(), json!(summary.arrays));
+    // The target's words: shards of Zarr arrays, files of WKW mags.
+    if to == Format::Wkw {
+        out.insert("files_written".into(), json!(summary.shards_written));
+        out.insert("files_skipped".into(), json!(summary.shards_skipped));
+        out.insert("files_empty".into(), json!(summary.shards_empty));
+    }
+    // Deprecated for --to wkw (the files_* keys hold the same numbers); kept for old readers.
     out.insert("shards_written".into(), json!(summary.shards_written));
     out.insert("shards_skipped".into(), json!(summary.shards_skipped));
     out.insert("shards_empty".into(), json!(summary.shards_empty));
+    // Non-zero blocks written (all-zero blocks are not stored).
+    out.insert("nonzero_blocks_written".into(), json!(summary.blocks));
+    // Deprecated: the same count as nonzero_blocks_written.
     out.insert("blocks".into(), json!(summary.blocks));
     out.insert("bytes_in".into(), json!(summary.bytes_in));
     out.insert("bytes_out".into(), json!(summary.bytes_out));
@@ -372,6 +410,7 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
         let on_progress = |p: &Progress| {
             bar.set_length(p.total);
             bar.set_position(p.done);
+            bar.set_message(format!("verify {}", array_label(&a.dst, &p.array)));
         };
         let report = wkw_zarr::verify(&src, &dst, &options, &on_progress)
             .map_err(|e| Fail::usage(describe(&e)))?;
@@ -401,5 +440,28 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
             crate::names::display_name(&a.src)
         ))),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn progress_names_the_layer_and_the_mag() {
+        let label = |dst: &str, array: &str| array_label(Path::new(dst), Path::new(array));
+        assert_eq!(label("out/", "out/color/2-2-1"), "layer color, mag 2-2-1");
+        assert_eq!(label("s3://b/out", "s3://b/out/seg/1"), "layer seg, mag 1");
+        assert_eq!(label("c1.zarr", "c1.zarr"), "c1.zarr");
+        // Built beside DST (--overwrite).
+        assert_eq!(
+            label("d/out", "d/.out.scifmt-overwrite/color/1"),
+            "layer color, mag 1"
+        );
+        assert_eq!(
+            label("d/c1.zarr", "d/.c1.zarr.scifmt-overwrite"),
+            "d/c1.zarr"
+        );
     }
 }

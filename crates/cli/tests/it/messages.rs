@@ -914,6 +914,41 @@ fn dataset_roots_are_listed_or_their_mags_named() {
     common::ok(&["wkw", "verify", &arg(&ds.join("color/2-2-1"))]);
 }
 
+/// `convert --json` counts in the target's words: files for WKW (the `shards_*` keys stay as
+/// deprecated aliases), and `nonzero_blocks_written` says what `blocks` counts.
+#[test]
+fn convert_summary_uses_the_targets_words() {
+    let dir = tmp();
+    let to_wkw = common::json(&[
+        "convert",
+        &arg(&testdata("wkw-zarr/multi/zarr3/color/1")),
+        &arg(&dir.path().join("wkw")),
+        "--to",
+        "wkw",
+        "--json",
+    ]);
+    assert!(to_wkw["files_written"].as_u64().unwrap() > 0, "{to_wkw}");
+    for k in ["written", "skipped", "empty"] {
+        assert_eq!(
+            to_wkw[format!("files_{k}")],
+            to_wkw[format!("shards_{k}")],
+            "{to_wkw}"
+        );
+    }
+    assert_eq!(to_wkw["nonzero_blocks_written"], to_wkw["blocks"]);
+    let to_zarr = common::json(&[
+        "convert",
+        &arg(&testdata("wkw-zarr/multi/wkw/color/1")),
+        &arg(&dir.path().join("z")),
+        "--to",
+        "zarr3",
+        "--json",
+    ]);
+    assert!(to_zarr.get("files_written").is_none(), "{to_zarr}");
+    assert!(to_zarr["shards_written"].as_u64().unwrap() > 0);
+    assert!(to_zarr["nonzero_blocks_written"].as_u64().unwrap() > 0);
+}
+
 /// `wkw compress` to a target that is there leads with the target's path, whatever is there.
 #[test]
 fn wkw_compress_to_an_existing_target_names_the_target_first() {
