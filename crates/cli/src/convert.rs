@@ -65,12 +65,12 @@ pub(crate) struct ConvertArgs {
     /// The format to write.
     #[arg(long, value_enum, ignore_case = true)]
     to: To,
-    /// Compressor of the Zarr inner chunks (with --to zarr3).
-    #[arg(long, value_enum, ignore_case = true, default_value_t = Codec::Auto)]
-    codec: Codec,
-    /// zstd level (with --codec zstd or auto).
-    #[arg(long, default_value_t = 5, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-131072..=22))]
-    zstd_level: i32,
+    /// Compressor of the Zarr inner chunks (only with --to zarr3; default auto).
+    #[arg(long, value_enum, ignore_case = true)]
+    codec: Option<Codec>,
+    /// zstd level (only with --to zarr3 and --codec zstd or auto; default 5).
+    #[arg(long, allow_negative_numbers = true, value_parser = clap::value_parser!(i32).range(-131072..=22))]
+    zstd_level: Option<i32>,
     /// Compressor inside the Blosc chunks (with --codec blosc; zarr-python's default: zstd;
     /// case-insensitive).
     #[arg(long, value_name = "CNAME", value_parser = crate::args::cname_parser())]
@@ -88,9 +88,9 @@ pub(crate) struct ConvertArgs {
     /// Blosc block size in bytes, 0 = automatic (with --codec blosc; default 0).
     #[arg(long, value_name = "N", value_parser = crate::args::parse_blocksize)]
     blocksize: Option<Blocksize>,
-    /// Block type of the WKW files (with --to wkw).
-    #[arg(long, value_enum, ignore_case = true, default_value_t = Block::Lz4)]
-    block_type: Block,
+    /// Block type of the WKW files (only with --to wkw; default lz4).
+    #[arg(long, value_enum, ignore_case = true)]
+    block_type: Option<Block>,
     /// Worker threads (0: every core).
     #[arg(long, visible_alias = "threads", default_value_t = 0)]
     jobs: usize,
@@ -156,7 +156,186 @@ fn convert_failure(e: &wkw_zarr::Error) -> Fail {
             code: INTERRUPTED,
             msg: "interrupted: every shard or file completed so far is kept (an existing target is untouched); run the same command with --resume to finish".into(),
         },
+        wkw_zarr::Error::Corrupt { .. }
+        | wkw_zarr::Error::Wkw(wkw::Error::Format { .. }) => {
+            Fail::usage(format!(
+                "{}; every shard or file completed so far is kept: once the source is repaired, run the same command with --resume to finish",
+                describe(e)
+            ))
+        }
         e => Fail::usage(describe(e)),
+    }
+}
+
+/// The Blosc options given (by their flags).
+fn blosc_flags(a: &ConvertArgs) -> Vec<&'static str> {
+    [
+        ("--blosc-cname", a.blosc_cname.is_some()),
+        ("--clevel", a.clevel.is_some()),
+        ("--shuffle", a.shuffle.is_some()),
+        ("--typesize", a.typesize.is_some()),
+        ("--blocksize", a.blocksize.is_some()),
+    ]
+    .into_iter()
+    .filter_map(|(flag, set)| set.then_some(flag))
+    .collect()
+}
+
+/// The Zarr codec and the WKW block type, with every option checked against `--to` and
+/// `--codec`: an option that would not apply is refused (bad usage), never ignored.
+fn format_options(a: &ConvertArgs) -> CliResult<(ZarrCodec, wkw::BlockType)> {
+    let blosc = blosc_flags(a);
+    if a.to == To::Wkw {
+        let mut zarr_only: Vec<&str> = Vec::new();
+        if a.codec.is_some() {
+            zarr_only.push("--codec");
+        }
+        if a.zstd_level.is_some() {
+            zarr_only.push("--zstd-level");
+        }
+        zarr_only.extend(&blosc);
+        if !zarr_only.is_empty() {
+            return Err(Fail::usage(format!(
+                "{} only with --to zarr3 (Zarr compressors); with --to wkw choose the WKW block type with --block-type raw|lz4|lz4hc",
+                listed(&zarr_only, "applies", "apply")
+            )));
+        }
+    } else if let Some(b) = a.block_type {
+        let name = b
+            .to_possible_value()
+            .map(|v| v.get_name().to_owned())
+            .unwrap_or_default();
+        return Err(Fail::usage(format!(
+            "--block-type {name} applies only with --to wkw (WKW files); with --to zarr3 choose the compressor with --codec auto|zstd|none|blosc"
+        )));
+    }
+    let codec = a.codec.unwrap_or(Codec::Auto);
+    if !blosc.is_empty() && codec != Codec::Blosc {
+        return Err(Fail::usage(format!(
+            "{} --codec blosc (Blosc compressor settings; --codec is {})",
+            listed(&blosc, "needs", "need"),
+            codec_name(codec)
+        )));
+    }
+    let codec = match (codec, a.zstd_level) {
+        (Codec::None | Codec::Blosc, Some(_)) => {
+            return Err(Fail::usage(format!(
+                "--zstd-level applies only with --codec zstd (or auto at level 5), not --codec {}{}",
+                codec_name(codec),
+                if codec == Codec::Blosc {
+                    " (Blosc's own zstd level is --clevel, with --blosc-cname zstd)"
+                } else {
+                    ""
+                }
+            )));
+        }
+        (Codec::None, None) => ZarrCodec::None,
+        (Codec::Blosc, None) => ZarrCodec::Blosc {
+            cname: a.blosc_cname.unwrap_or(blosc_chunk::Codec::Zstd),
+            clevel: a.clevel.unwrap_or(5),
+            shuffle: a.shuffle.unwrap_or(BloscShuffle::AutoShuffle),
+            typesize: a.typesize,
+            blocksize: a.blocksize.unwrap_or_default(),
+        },
+        (Codec::Zstd, level) => ZarrCodec::Zstd {
+            level: level.unwrap_or(5),
+        },
+        (Codec::Auto, None | Some(5)) => ZarrCodec::Auto,
+        (Codec::Auto, Some(_)) => {
+            return Err(Fail::usage(
+                "--zstd-level other than 5 needs --codec zstd (auto writes level 5 like webknossos-libs)",
+            ));
+        }
+    };
+    let block_type = match a.block_type.unwrap_or(Block::Lz4) {
+        Block::Raw => wkw::BlockType::Raw,
+        Block::Lz4 => wkw::BlockType::Lz4,
+        Block::Lz4hc => wkw::BlockType::Lz4Hc,
+    };
+    Ok((codec, block_type))
+}
+
+/// `flags` joined, with the verb in the singular or the plural.
+fn listed(flags: &[&str], one: &str, many: &str) -> String {
+    format!(
+        "{} {}",
+        flags.join(", "),
+        if flags.len() == 1 { one } else { many }
+    )
+}
+
+/// `--codec`'s name of `c`.
+fn codec_name(c: Codec) -> String {
+    c.to_possible_value()
+        .map(|v| v.get_name().to_owned())
+        .unwrap_or_default()
+}
+
+/// The array a progress report is about (`array`, a target array), as the user knows it: its
+/// layer and mag below the target DST (`layer color, mag 2-2-1`), or its name for a single
+/// array.
+fn array_label(dst: &std::path::Path, array: &std::path::Path) -> String {
+    let dst = dst.to_string_lossy();
+    let dst = dst.trim_end_matches('/');
+    let array = array.to_string_lossy();
+    let array = array.trim_end_matches('/');
+    match array.strip_prefix(dst).map(|r| r.trim_matches('/')) {
+        Some("") => crate::names::display_name(std::path::Path::new(dst)),
+        Some(rel) => match rel.rsplit_once('/') {
+            Some((layer, mag)) => format!("layer {layer}, mag {mag}"),
+            None => format!("mag {rel}"),
+        },
+        // Built beside DST (--overwrite): named by its last components.
+        None => {
+            let mut parts = array.rsplit('/');
+            match (parts.next(), parts.next()) {
+                (Some(mag), Some(layer)) if !mag.starts_with('.') && !layer.starts_with('.') => {
+                    format!("layer {layer}, mag {mag}")
+                }
+                (Some(mag), Some(_)) if !mag.starts_with('.') => format!("mag {mag}"),
+                _ => crate::names::display_name(std::path::Path::new(dst)),
+            }
+        }
+    }
+}
+
+/// What convert reads, for messages about a source of the wrong kind.
+const SOURCES: &str = "a webKNOSSOS dataset root (datasource-properties.json), a WKW mag directory (header.wkw) or a Zarr v3 array directory (zarr.json)";
+
+/// A local SRC that does not exist or is a file is refused, saying so and what to give.
+fn local_source(src: &std::path::Path) -> CliResult {
+    if crate::names::is_url(src) {
+        return Ok(());
+    }
+    match std::fs::metadata(src) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(Fail::input(
+            src,
+            format!("does not exist (SRC is {SOURCES})"),
+        )),
+        Ok(m) if m.is_file() => {
+            // A data file of a mag: the mag is the nearest directory above it with header.wkw.
+            let mag = src
+                .ancestors()
+                .skip(1)
+                .take(4)
+                .find(|d| d.join(wkw::HEADER_FILE_NAME).is_file());
+            let instead = match mag {
+                Some(d) => format!(
+                    "give its mag directory {}",
+                    crate::names::display_name(if d.as_os_str().is_empty() {
+                        std::path::Path::new(".")
+                    } else {
+                        d
+                    })
+                ),
+                None => format!("SRC is {SOURCES}"),
+            };
+            Err(Fail::input(
+                src,
+                format!("a file, not a dataset or array directory: {instead}"),
+            ))
+        }
+        _ => Ok(()),
     }
 }
 
@@ -164,40 +343,10 @@ fn convert_failure(e: &wkw_zarr::Error) -> Fail {
 pub(crate) fn run(a: &ConvertArgs) -> CliResult {
     need_path(&a.src, "SRC")?;
     need_path(&a.dst, "DST")?;
+    local_source(&a.src)?;
     let src = location(&a.src)?;
     let dst = location(&a.dst)?;
-    let blosc_set = a.blosc_cname.is_some()
-        || a.clevel.is_some()
-        || a.shuffle.is_some()
-        || a.typesize.is_some()
-        || a.blocksize.is_some();
-    if blosc_set && a.codec != Codec::Blosc {
-        return Err(Fail::usage(
-            "--blosc-cname, --clevel, --shuffle, --typesize and --blocksize need --codec blosc",
-        ));
-    }
-    let codec = match (a.codec, a.zstd_level) {
-        (Codec::None, _) => ZarrCodec::None,
-        (Codec::Blosc, _) => ZarrCodec::Blosc {
-            cname: a.blosc_cname.unwrap_or(blosc_chunk::Codec::Zstd),
-            clevel: a.clevel.unwrap_or(5),
-            shuffle: a.shuffle.unwrap_or(BloscShuffle::AutoShuffle),
-            typesize: a.typesize,
-            blocksize: a.blocksize.unwrap_or_default(),
-        },
-        (Codec::Zstd, level) => ZarrCodec::Zstd { level },
-        (Codec::Auto, 5) => ZarrCodec::Auto,
-        (Codec::Auto, _) => {
-            return Err(Fail::usage(
-                "--zstd-level other than 5 needs --codec zstd (auto writes level 5 like webknossos-libs)",
-            ));
-        }
-    };
-    let block_type = match a.block_type {
-        Block::Raw => wkw::BlockType::Raw,
-        Block::Lz4 => wkw::BlockType::Lz4,
-        Block::Lz4hc => wkw::BlockType::Lz4Hc,
-    };
+    let (codec, block_type) = format_options(a)?;
     let existing = if a.overwrite {
         Existing::Overwrite
     } else if a.resume {
@@ -220,15 +369,15 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
         To::Zarr3 => Format::Zarr3,
         To::Wkw => Format::Wkw,
     };
+    let unit = if to == Format::Wkw { "files" } else { "shards" };
     let bar = progress(0, "convert");
     let on_progress = |p: &Progress| {
         bar.set_length(p.total);
         bar.set_position(p.done);
-        let name = p
-            .array
-            .file_name()
-            .map(|n| n.to_string_lossy().into_owned());
-        bar.set_message(format!("convert {}", name.unwrap_or_default()));
+        bar.set_message(format!(
+            "convert {} ({unit})",
+            array_label(&a.dst, &p.array)
+        ));
     };
     let start = Instant::now();
     let result = wkw_zarr::convert(&src, &dst, to, &options, &on_progress);
@@ -238,9 +387,19 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
     let mut out = Map::new();
     out.insert("to".into(), json!(to.name()));
     out.insert("arrays".into(), json!(summary.arrays));
+    // The target's words: shards of Zarr arrays, files of WKW mags.
+    if to == Format::Wkw {
+        out.insert("files_written".into(), json!(summary.shards_written));
+        out.insert("files_skipped".into(), json!(summary.shards_skipped));
+        out.insert("files_empty".into(), json!(summary.shards_empty));
+    }
+    // Deprecated for --to wkw (the files_* keys hold the same numbers); kept for old readers.
     out.insert("shards_written".into(), json!(summary.shards_written));
     out.insert("shards_skipped".into(), json!(summary.shards_skipped));
     out.insert("shards_empty".into(), json!(summary.shards_empty));
+    // Non-zero blocks written (all-zero blocks are not stored).
+    out.insert("nonzero_blocks_written".into(), json!(summary.blocks));
+    // Deprecated: the same count as nonzero_blocks_written.
     out.insert("blocks".into(), json!(summary.blocks));
     out.insert("bytes_in".into(), json!(summary.bytes_in));
     out.insert("bytes_out".into(), json!(summary.bytes_out));
@@ -251,6 +410,7 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
         let on_progress = |p: &Progress| {
             bar.set_length(p.total);
             bar.set_position(p.done);
+            bar.set_message(format!("verify {}", array_label(&a.dst, &p.array)));
         };
         let report = wkw_zarr::verify(&src, &dst, &options, &on_progress)
             .map_err(|e| Fail::usage(describe(&e)))?;
@@ -280,5 +440,28 @@ pub(crate) fn run(a: &ConvertArgs) -> CliResult {
             crate::names::display_name(&a.src)
         ))),
         _ => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn progress_names_the_layer_and_the_mag() {
+        let label = |dst: &str, array: &str| array_label(Path::new(dst), Path::new(array));
+        assert_eq!(label("out/", "out/color/2-2-1"), "layer color, mag 2-2-1");
+        assert_eq!(label("s3://b/out", "s3://b/out/seg/1"), "layer seg, mag 1");
+        assert_eq!(label("c1.zarr", "c1.zarr"), "c1.zarr");
+        // Built beside DST (--overwrite).
+        assert_eq!(
+            label("d/out", "d/.out.scifmt-overwrite/color/1"),
+            "layer color, mag 1"
+        );
+        assert_eq!(
+            label("d/c1.zarr", "d/.c1.zarr.scifmt-overwrite"),
+            "d/c1.zarr"
+        );
     }
 }

@@ -2,7 +2,9 @@
 //!
 //! Detection asks the libraries, most specific first: a directory is a WKW dataset (it holds
 //! `header.wkw`), a sparse frame (`chunks.b2frame`) or a Zarr node (`zarr.json`, `.zarray`,
-//! `.zgroup`: a short summary of its metadata; `scifmt zarr read` reads the data); a file starting with the `.dwe` or WKW
+//! `.zgroup`: a short summary of its metadata; `scifmt zarr read` reads the data of v2 and v3
+//! arrays), or a webKNOSSOS dataset root (`datasource-properties.json`: its layers and mags);
+//! a file starting with the `.dwe` or WKW
 //! magic is one of those; otherwise a file that opens as a Blosc2 frame is a frame (a b2nd
 //! array if it carries the `b2nd` metalayer), and a file whose Blosc chunk header declares
 //! exactly the file's length is a chunk. Each format's module builds its fields.
@@ -48,10 +50,17 @@ fn detect(path: &Path) -> CliResult<Map<String, Value>> {
     if let Some(url) = url {
         return detect_remote(path, &url);
     }
-    let meta = std::fs::metadata(path).at(path)?;
+    let meta = match std::fs::metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Err(Fail::input(path, "does not exist"));
+        }
+        m => m.at(path)?,
+    };
     if meta.is_dir() {
         return if path.join(wkw::HEADER_FILE_NAME).is_file() {
             crate::wkw_cmd::dataset_info(path)
+        } else if crate::webknossos::is_dataset(path)? {
+            crate::webknossos::info_map(path)
         } else if path.join(SPARSE_FRAME_FILE).is_file() {
             crate::frame::info_map(path)
         } else if let Some(file) = ZARR_FILES.iter().find(|f| path.join(f).is_file()) {
@@ -139,6 +148,9 @@ fn detect_remote_prefix(path: &Path, url: &StoreLocation) -> CliResult<Map<Strin
     if has(SPARSE_FRAME_FILE)? {
         return crate::frame::info_map(path);
     }
+    if has(wkw_zarr::PROPERTIES_JSON)? {
+        return crate::webknossos::info_map(path);
+    }
     for file in ZARR_FILES {
         if has(file)? {
             let text = remote::read_object(
@@ -174,7 +186,7 @@ fn cannot_read(shown: &str, fail: Fail) -> Fail {
 }
 
 /// What a directory that is none of the formats is told, with what was tried.
-const NOT_A_DATASET: &str = "not a WKW dataset (no header.wkw), a sparse Blosc2 frame (no chunks.b2frame) or a Zarr store (no zarr.json, .zarray or .zgroup); for a Zarr v3 array use `scifmt zarr read`";
+const NOT_A_DATASET: &str = "not a WKW dataset (no header.wkw), a webKNOSSOS dataset (no datasource-properties.json), a sparse Blosc2 frame (no chunks.b2frame) or a Zarr v2/v3 store (no zarr.json, .zarray or .zgroup)";
 
 /// Zarr metadata files, v3 first.
 const ZARR_FILES: [&str; 3] = ["zarr.json", ".zarray", ".zgroup"];
@@ -184,7 +196,7 @@ const MAX_ZARR_METADATA: u64 = 16 << 20;
 
 /// A short summary of a Zarr node from its metadata document `file` (`zarr.json` of v3,
 /// `.zarray` / `.zgroup` of v2): format, node type and, for arrays, shape, data type, chunk
-/// shape and codecs (or compressor and filters). `scifmt zarr read` reads the data.
+/// shape and codecs (or compressor and filters). `scifmt zarr read` reads the data (v2 and v3).
 fn zarr_info(path: &Path, file: &str, text: &[u8]) -> CliResult<Map<String, Value>> {
     let doc: Value = serde_json::from_slice(text)
         .map_err(|e| Fail::input(path, format!("{file}: not JSON: {e}")))?;
@@ -227,12 +239,13 @@ fn zarr_info(path: &Path, file: &str, text: &[u8]) -> CliResult<Map<String, Valu
             m.insert("node_type".into(), Value::from("group"));
         }
     }
+    let is_array = m.get("node_type").and_then(Value::as_str) == Some("array");
     m.insert(
         "read_with".into(),
-        Value::from(if file == "zarr.json" {
+        Value::from(if is_array {
             "scifmt zarr read"
         } else {
-            "a Zarr v2 library (scifmt zarr read reads Zarr v3)"
+            "scifmt zarr read on one of the group's arrays (`scifmt zarr read GROUP` lists them)"
         }),
     );
     Ok(m)

@@ -23,6 +23,7 @@ mod offset;
 mod print;
 mod progress;
 mod remote;
+mod webknossos;
 mod wkw_cmd;
 mod zarr;
 
@@ -33,8 +34,8 @@ use clap::{Parser, Subcommand};
 
 use crate::fail::CliResult;
 
-/// Inspect, convert and check Blosc chunks and frames, b2nd arrays, WKW datasets, .dwe word
-/// embeddings and Zarr v3 stores with offset/pad codecs.
+/// Inspect, convert and check Blosc chunks and frames, b2nd arrays, WKW and webKNOSSOS
+/// datasets, .dwe word embeddings and Zarr v2/v3 arrays (offset/pad and blosc codecs included).
 #[derive(Debug, Parser)]
 #[command(
     name = "scifmt",
@@ -49,7 +50,8 @@ struct Cli {
 #[derive(Debug, Subcommand)]
 enum Cmd {
     /// Detect the format of PATH (Blosc chunk, Blosc2 frame or sparse-frame directory, b2nd,
-    /// WKW dataset or .wkw file, .dwe) and print its header and structure.
+    /// WKW dataset or .wkw file, webKNOSSOS dataset root, Zarr v2/v3 array or group, .dwe) and
+    /// print its header and structure.
     #[command(
         after_help = "Examples:\n  scifmt info data.b2nd --json\n  scifmt info s3://bucket/volume --json"
     )]
@@ -72,7 +74,8 @@ enum Cmd {
     /// The Zarr v3 `offset` / `pad` bytes->bytes codec on single chunks.
     #[command(subcommand)]
     Offset(offset::Cmd),
-    /// Zarr v3 arrays (read through zarrs, with the offset/pad codecs registered).
+    /// Zarr v2 and v3 arrays (read through zarrs, with the offset/pad and blosc codecs
+    /// registered).
     #[command(subcommand)]
     Zarr(zarr::Cmd),
     /// Convert webKNOSSOS datasets, WKW mags and sharded Zarr v3 arrays between WKW and Zarr v3,

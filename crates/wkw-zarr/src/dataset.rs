@@ -27,6 +27,19 @@ pub enum Source {
     Zarr3Array,
 }
 
+impl Source {
+    /// What the source is, in words (`a WKW mag (header.wkw)`).
+    #[must_use]
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::Dataset(Format::Wkw) => "a webKNOSSOS dataset of WKW layers",
+            Self::Dataset(Format::Zarr3) => "a webKNOSSOS dataset of Zarr v3 layers",
+            Self::WkwMag => "a WKW mag (header.wkw)",
+            Self::Zarr3Array => "a Zarr v3 array (zarr.json)",
+        }
+    }
+}
+
 /// Says what `path` (a local path or a [`Location`] on an object store) holds.
 ///
 /// # Errors
@@ -117,6 +130,51 @@ fn layers<'a>(doc: &'a Value, path: &Path) -> Result<&'a Vec<Value>> {
     doc.get("dataLayers")
         .and_then(Value::as_array)
         .ok_or_else(|| Error::metadata(path, "dataLayers is not a list"))
+}
+
+/// One mag of a webKNOSSOS dataset, as its `datasource-properties.json` lists it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct DatasetMag {
+    /// The layer's name.
+    pub layer: String,
+    /// The layer's `dataFormat` (`wkw`, `zarr3`, …).
+    pub data_format: String,
+    /// The mag (`[x, y, z]` downsampling factors).
+    pub mag: [u64; 3],
+    /// The mag's directory relative to the dataset root (`/` separators, e.g. `color/2-2-1`).
+    pub path: String,
+}
+
+/// The layers and mags of the webKNOSSOS dataset at `root` (from its
+/// `datasource-properties.json`), in the order the document lists them: what a WKW or Zarr
+/// tool is given one at a time.
+///
+/// # Errors
+/// [`Error::Io`] / [`Error::Remote`] if the document cannot be read, [`Error::Metadata`] if it
+/// is not JSON or lacks the layers, their names or their mags.
+pub fn dataset_mags(root: impl Into<Location>) -> Result<Vec<DatasetMag>> {
+    let root: Location = root.into();
+    let props_at = root.join(PROPERTIES_JSON);
+    let props_path = props_at.name();
+    let doc = read_json(&props_at)?;
+    let mut out = Vec::new();
+    for layer in layers(&doc, &props_path)? {
+        let name = layer_name(layer, &props_path)?;
+        let data_format = layer
+            .get("dataFormat")
+            .and_then(Value::as_str)
+            .unwrap_or_default();
+        for entry in mags(&root, layer, &props_path)? {
+            out.push(DatasetMag {
+                layer: name.to_owned(),
+                data_format: data_format.to_owned(),
+                mag: entry.mag,
+                path: entry.key,
+            });
+        }
+    }
+    Ok(out)
 }
 
 /// One mag of a layer as the properties describe it.

@@ -16,7 +16,7 @@ mod verify;
 
 pub use crate::{
     conversion::{convert, convert_mag_to_wkw, convert_mag_to_zarr3},
-    dataset::{PROPERTIES_JSON, Source, detect},
+    dataset::{DatasetMag, PROPERTIES_JSON, Source, dataset_mags, detect},
     error::{Error, Result},
     meta::ZARR_JSON,
     options::{

@@ -174,6 +174,23 @@ fn wkw_file_key(idx: [u32; 3]) -> String {
     format!("z{}/y{}/x{}.wkw", idx[2], idx[1], idx[0])
 }
 
+/// Block `k` of `blocks` that does not decode: named with its file, index and byte offset, as
+/// `wkw::verify` names it.
+pub(crate) fn undecodable(blocks: &BlockReader, k: u64, e: &wkw::FormatError) -> Error {
+    let what = match (e, blocks.stored_range(k)) {
+        (wkw::FormatError::Decompress { expected, .. }, Ok((offset, _))) => {
+            wkw::FormatError::Decompress {
+                index: k,
+                offset,
+                expected: *expected,
+            }
+            .to_string()
+        }
+        (e, _) => format!("block {k}: {e}"),
+    };
+    Error::corrupt(blocks.path(), what)
+}
+
 /// A WKW data file being read: its header and jump table (one read), then blocks on demand.
 pub(crate) struct WkwSource {
     pub(crate) blocks: BlockReader,
@@ -373,7 +390,8 @@ fn file_to_shard(
                 return Ok((k, len, (!all_zero(&stored)).then_some(stored)));
             }
             with_raw(block_bytes, |raw| {
-                wkw::decode_block(&stored, block_type, raw).map_err(|e| bad(&e))?;
+                wkw::decode_block(&stored, block_type, raw)
+                    .map_err(|e| undecodable(&source.blocks, k, &e))?;
                 if all_zero(raw) {
                     return Ok((k, len, None));
                 }

@@ -222,10 +222,16 @@ pub fn plan(
         | (Source::Zarr3Array, Format::Wkw)
         | (Source::Dataset(Format::Wkw), Format::Zarr3)
         | (Source::Dataset(Format::Zarr3), Format::Wkw) => plan_for(src, dst, to, kind, options),
-        (kind, to) => Err(Error::InvalidArgument(format!(
-            "{src} is {kind:?}, already {}",
-            to.name()
-        ))),
+        (kind, to) => {
+            let name = match to {
+                Format::Wkw => "WKW",
+                Format::Zarr3 => "Zarr v3",
+            };
+            Err(Error::InvalidArgument(format!(
+                "{src} is {}: already {name}, nothing to convert to {name}",
+                kind.describe()
+            )))
+        }
     }
 }
 

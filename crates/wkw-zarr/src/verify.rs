@@ -11,6 +11,7 @@ use crate::dataset::{PROPERTIES_JSON, Source, detect, layer_name, mags, read_jso
 use crate::error::{Error, Result};
 use crate::mag::{
     Ctx, Known, WkwSource, all_zero, list_shards, list_wkw_files, read_layout, read_wkw_header,
+    undecodable,
 };
 use crate::meta::Layout;
 use crate::options::{ConvertOptions, Format, Progress};
@@ -244,9 +245,7 @@ fn verify_mag(wkw_dir: &Location, zarr_dir: &Location, ctx: &Ctx<'_>) -> Result<
                         let mut left = vec![0u8; block_bytes];
                         if let (Some(stored), Some(s)) = (w, &source) {
                             wkw::decode_block(&stored, s.blocks.header().block_type(), &mut left)
-                                .map_err(|e| {
-                                Error::corrupt(s.blocks.path(), format!("block {k}: {e}"))
-                            })?;
+                                .map_err(|e| undecodable(&s.blocks, k, &e))?;
                         }
                         let mut right = vec![0u8; block_bytes];
                         if let (Some(parts), Some(s)) = (z, &shard) {

@@ -62,7 +62,7 @@ pub enum FormatError {
     },
     /// A jump-table entry is smaller than the previous one (or than dataOffset).
     #[error(
-        "jump table entry {index} at offset {offset} is {value}, below the previous end {previous}"
+        "corrupt jump table: entry {index} at offset {offset} is {value}, below the previous end {previous}"
     )]
     JumpTableNotMonotone {
         /// Entry number (block index).
@@ -74,8 +74,12 @@ pub enum FormatError {
         /// The previous end (or dataOffset for entry 0).
         previous: u64,
     },
-    /// A compressed block is longer than LZ4 can produce for the block size.
-    #[error("compressed block {index} is {length} bytes, above the lz4 bound {bound}")]
+    /// A compressed block is longer than LZ4 can produce for the block size: its jump-table
+    /// entry (at byte `16 + 8 * index`) is corrupt.
+    #[error(
+        "corrupt jump table: entry {index} at offset {} makes block {index} {length} bytes long, above the lz4 bound {bound}",
+        16u64.saturating_add(.index.saturating_mul(8))
+    )]
     BlockTooLong {
         /// Block index.
         index: u64,

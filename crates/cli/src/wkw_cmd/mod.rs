@@ -263,12 +263,17 @@ impl AnyDataset {
 /// Opens the dataset at a local path or a URL.
 pub(crate) fn open(dataset: &Path) -> CliResult<AnyDataset> {
     if let Some(url) = remote::parse_url(dataset)? {
-        let ds = remote::block_on(RemoteDataset::open_url(
+        return match remote::block_on(RemoteDataset::open_url(
             &dataset.to_string_lossy(),
             RemoteOptions::default(),
-        ))?
-        .at(remote::name(&url))?;
-        return Ok(AnyDataset::Remote(ds));
+        ))? {
+            Ok(ds) => Ok(AnyDataset::Remote(ds)),
+            // A webKNOSSOS dataset root: the mags to give instead.
+            Err(_) if crate::webknossos::is_dataset(dataset).unwrap_or(false) => {
+                Err(crate::webknossos::not_a_mag(dataset))
+            }
+            Err(e) => Err(Fail::input(remote::name(&url), describe(&e))),
+        };
     }
     if dataset.is_file() {
         return Err(Fail::input(
@@ -279,7 +284,22 @@ pub(crate) fn open(dataset: &Path) -> CliResult<AnyDataset> {
             ),
         ));
     }
-    Dataset::open(dataset).map(AnyDataset::Local).at(dataset)
+    if !dataset.exists() && dataset.symlink_metadata().is_err() {
+        return Err(Fail::input(
+            dataset,
+            format!(
+                "does not exist (give a WKW dataset's directory, the one holding {})",
+                wkw::HEADER_FILE_NAME
+            ),
+        ));
+    }
+    match Dataset::open(dataset) {
+        Ok(ds) => Ok(AnyDataset::Local(ds)),
+        Err(_) if crate::webknossos::is_dataset(dataset).unwrap_or(false) => {
+            Err(crate::webknossos::not_a_mag(dataset))
+        }
+        Err(e) => Err(Fail::input(dataset, describe(&e))),
+    }
 }
 
 /// The URL of `path`: as given for a URL, `file://` of the absolute path for a local one.

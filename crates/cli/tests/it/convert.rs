@@ -139,7 +139,7 @@ fn bad_input_is_an_error_naming_the_file() {
             "lz4",
         ],
         2,
-        "need --codec blosc",
+        "--blosc-cname needs --codec blosc",
     );
     fails(
         &[

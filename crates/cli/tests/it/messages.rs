@@ -167,7 +167,7 @@ fn info_names_the_object_the_user_gave() {
     assert_eq!(
         err.trim_end(),
         format!(
-            "scifmt: {}: not a WKW dataset (no header.wkw), a sparse Blosc2 frame (no chunks.b2frame) or a Zarr store (no zarr.json, .zarray or .zgroup); for a Zarr v3 array use `scifmt zarr read`",
+            "scifmt: {}: not a WKW dataset (no header.wkw), a webKNOSSOS dataset (no datasource-properties.json), a sparse Blosc2 frame (no chunks.b2frame) or a Zarr v2/v3 store (no zarr.json, .zarray or .zgroup)",
             dir.path().display()
         )
     );
@@ -196,6 +196,8 @@ fn info_summarises_zarr_nodes() {
     assert_eq!(v["zarr_format"], 2);
     assert_eq!(v["data_type"], "<u2");
     assert_eq!(v["compressor"]["id"], "zlib");
+    // ... which `scifmt zarr read` reads (zarrs reads Zarr v2 arrays).
+    assert_eq!(v["read_with"], "scifmt zarr read");
 }
 
 #[test]
@@ -629,4 +631,345 @@ fn the_readme_shows_the_credentials_message_as_printed() {
         got.replace(&format!("http://{CLOSED}"), "http://169.254.169.254"),
         shown
     );
+}
+
+/// Every `convert` option that does not apply to the chosen `--to` / `--codec` is refused as
+/// bad usage (status 2, one line naming the option), never silently ignored; nothing is written.
+#[test]
+fn convert_refuses_options_that_do_not_apply() {
+    let dir = tmp();
+    let src = testdata("wkw-zarr/multi/wkw");
+    let src = src.to_str().unwrap();
+    let dst = dir.path().join("out");
+    let dst = dst.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--to", "zarr3", "--codec", "blosc", "--zstd-level", "3"],
+            "--zstd-level applies only with --codec zstd",
+        ),
+        (
+            &["--to", "zarr3", "--codec", "none", "--zstd-level", "3"],
+            "not --codec none",
+        ),
+        (
+            &["--to", "zarr3", "--block-type", "lz4hc"],
+            "--block-type lz4hc applies only with --to wkw",
+        ),
+        (
+            &["--to", "zarr3", "--codec", "zstd", "--block-type", "raw"],
+            "--block-type raw applies only with --to wkw",
+        ),
+        (
+            &["--to", "wkw", "--codec", "zstd"],
+            "--codec applies only with --to zarr3",
+        ),
+        (
+            &["--to", "wkw", "--zstd-level", "3"],
+            "--zstd-level applies only with --to zarr3",
+        ),
+        (
+            &["--to", "wkw", "--codec", "blosc", "--clevel", "3"],
+            "--codec, --clevel apply only with --to zarr3",
+        ),
+        (
+            &["--to", "wkw", "--shuffle", "shuffle"],
+            "--shuffle applies only with --to zarr3",
+        ),
+        (
+            &["--to", "zarr3", "--codec", "zstd", "--typesize", "2"],
+            "--typesize needs --codec blosc",
+        ),
+        (
+            &["--to", "zarr3", "--clevel", "3", "--blocksize", "0"],
+            "--clevel, --blocksize need --codec blosc",
+        ),
+    ];
+    for (opts, says) in cases {
+        let mut args = vec!["convert", src, dst];
+        args.extend_from_slice(opts);
+        let err = fails(&args, 2, says);
+        assert!(!err.contains(dst), "{args:?}: {err}");
+        assert!(!Path::new(dst).exists(), "{args:?}: nothing is written");
+    }
+}
+
+/// `s` of a path, for argument lists.
+fn arg(p: &Path) -> String {
+    p.to_str().unwrap().to_owned()
+}
+
+/// A jump-table entry that cannot be right (block 0 would be exabytes long) is named as a
+/// corrupt jump table, with the file and the entry's offset, by `info` and by `convert`.
+#[test]
+fn a_corrupt_jump_table_is_named_with_its_file() {
+    let dir = tmp();
+    let ds = dir.path().join("wkw");
+    common::copy_dir(&testdata("wkw-zarr/multi/wkw"), &ds);
+    let file = ds.join("color/1/z0/y0/x0.wkw");
+    let mut bytes = std::fs::read(&file).unwrap();
+    bytes[16..24].copy_from_slice(&0xFFFF_FFFF_0000_1010u64.to_le_bytes());
+    std::fs::write(&file, &bytes).unwrap();
+    let err = fails(&["info", &arg(&file)], 2, "corrupt jump table");
+    assert!(
+        err.starts_with(&format!(
+            "scifmt: {}: corrupt jump table: entry 0 at offset 16",
+            file.display()
+        )),
+        "{err}"
+    );
+    let err = fails(
+        &[
+            "convert",
+            &arg(&ds),
+            &arg(&dir.path().join("out")),
+            "--to",
+            "zarr3",
+        ],
+        2,
+        "corrupt jump table",
+    );
+    assert!(err.contains("color/1/z0/y0/x0.wkw"), "{err}");
+    assert!(err.contains("--resume"), "{err}");
+}
+
+/// A block whose LZ4 data does not decode: `convert` names the file, the block and its byte
+/// offset, as `wkw verify` does, and says how to finish once the source is repaired.
+#[test]
+fn convert_names_a_corrupt_block_with_its_offset_and_how_to_resume() {
+    let dir = tmp();
+    let ds = dir.path().join("wkw");
+    common::copy_dir(&testdata("wkw-zarr/multi/wkw"), &ds);
+    let file = ds.join("color/1/z0/y0/x0.wkw");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let word = |at: usize| u64::from_le_bytes(bytes[at..at + 8].try_into().unwrap());
+    let (start, end) = (word(8), word(16));
+    let (s, e) = (
+        usize::try_from(start).unwrap(),
+        usize::try_from(end).unwrap(),
+    );
+    // Zeros are no LZ4 block (a match offset of 0).
+    bytes[s..e].fill(0);
+    std::fs::write(&file, &bytes).unwrap();
+    let at = format!("block 0 at offset {start}");
+    let verify = run(&["wkw", "verify", &arg(&ds.join("color/1"))]);
+    assert_eq!(verify.status.code(), Some(1));
+    let report = String::from_utf8_lossy(&verify.stdout);
+    assert!(report.contains(&at), "{report}");
+    let err = fails(
+        &[
+            "convert",
+            &arg(&ds),
+            &arg(&dir.path().join("out")),
+            "--to",
+            "zarr3",
+        ],
+        2,
+        &at,
+    );
+    assert!(err.contains("color/1/z0/y0/x0.wkw"), "{err}");
+    assert!(err.contains("run the same command with --resume"), "{err}");
+}
+
+/// Sources that are not there, or not what a command reads, are named as such, with what to
+/// give instead.
+#[test]
+fn wrong_sources_say_what_they_are_and_what_to_give() {
+    let dir = tmp();
+    let missing = dir.path().join("missing");
+    let out = dir.path().join("out");
+    for args in [
+        vec![
+            "convert".to_owned(),
+            arg(&missing),
+            arg(&out),
+            "--to".into(),
+            "zarr3".into(),
+        ],
+        vec!["info".to_owned(), arg(&missing)],
+        vec!["wkw".to_owned(), "info".into(), arg(&missing)],
+    ] {
+        let err = fails(&args, 2, "does not exist");
+        assert!(
+            err.starts_with(&format!("scifmt: {}: does not exist", missing.display())),
+            "{err}"
+        );
+    }
+    // A .wkw data file where a dataset (or mag) is read: its mag directory is named.
+    let ds = testdata("wkw-zarr/multi/wkw");
+    let file = ds.join("color/1/z0/y0/x0.wkw");
+    let err = fails(
+        &["convert", &arg(&file), &arg(&out), "--to", "zarr3"],
+        2,
+        "a file, not a dataset",
+    );
+    assert!(
+        err.contains(&format!(
+            "give its mag directory {}",
+            ds.join("color/1").display()
+        )),
+        "{err}"
+    );
+    fails(
+        &["wkw", "verify", &arg(&file)],
+        2,
+        "a file, not a WKW dataset",
+    );
+    // A WKW source converted to WKW.
+    let err = fails(
+        &["convert", &arg(&ds), &arg(&out), "--to", "wkw"],
+        2,
+        "already WKW",
+    );
+    assert!(err.contains("a webKNOSSOS dataset of WKW layers"), "{err}");
+    fails(
+        &[
+            "convert",
+            &arg(&ds.join("color/1")),
+            &arg(&out),
+            "--to",
+            "wkw",
+        ],
+        2,
+        "a WKW mag (header.wkw): already WKW",
+    );
+    assert!(!out.exists());
+}
+
+/// `zarr read` of a group says so and names the arrays to read.
+#[test]
+fn zarr_read_of_a_group_lists_its_arrays() {
+    let dir = tmp();
+    let group = testdata("wkw-zarr/multi/zarr3/color");
+    let out = dir.path().join("out.raw");
+    let err = fails(
+        &["zarr", "read", &arg(&group), &arg(&out)],
+        2,
+        "a Zarr group, not an array",
+    );
+    let g = group.display();
+    assert!(
+        err.contains(&format!("give one of its 2 arrays: {g}/1, {g}/2-2-1")),
+        "{err}"
+    );
+    assert!(!out.exists());
+    // Zarr v2 groups too.
+    let v2 = dir.path().join("v2");
+    std::fs::create_dir_all(v2.join("a")).unwrap();
+    std::fs::write(v2.join(".zgroup"), r#"{"zarr_format":2}"#).unwrap();
+    std::fs::write(
+        v2.join("a/.zarray"),
+        r#"{"chunks":[10],"compressor":null,"dtype":"<u2","fill_value":0,"filters":null,"order":"C","shape":[10],"zarr_format":2}"#,
+    )
+    .unwrap();
+    let err = fails(
+        &["zarr", "read", &arg(&v2), &arg(&out)],
+        2,
+        "a Zarr group, not an array",
+    );
+    assert!(
+        err.contains(&format!("give one of its 1 arrays: {}/a", v2.display())),
+        "{err}"
+    );
+    let v = common::json(&["info", &arg(&v2), "--json"]);
+    assert_eq!(v["node_type"], "group");
+    assert!(
+        v["read_with"].as_str().unwrap().contains("lists them"),
+        "{v}"
+    );
+}
+
+/// A webKNOSSOS dataset root: `info` lists its layers and mags; `wkw info` and `wkw verify`
+/// name the WKW mags to give.
+#[test]
+fn dataset_roots_are_listed_or_their_mags_named() {
+    let ds = testdata("wkw-zarr/multi/wkw");
+    let v = common::json(&["info", &arg(&ds), "--json"]);
+    assert_eq!(v["format"], "webknossos-dataset");
+    assert_eq!(v["num_mags"], 5);
+    let color = v["layers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["name"] == "color")
+        .unwrap();
+    assert_eq!(color["data_format"], "wkw");
+    assert_eq!(color["mags"], serde_json::json!(["color/1", "color/2-2-1"]));
+    let z = common::json(&["info", &arg(&testdata("wkw-zarr/multi/zarr3")), "--json"]);
+    assert_eq!(z["format"], "webknossos-dataset");
+    assert_eq!(z["num_mags"], 5);
+    let d = ds.display();
+    for cmd in ["info", "verify"] {
+        let err = fails(
+            &["wkw", cmd, &arg(&ds)],
+            2,
+            "a webKNOSSOS dataset (datasource-properties.json), not a WKW mag",
+        );
+        assert!(
+            err.contains(&format!("give one of its 5 WKW mags: {d}/")),
+            "{err}"
+        );
+        assert!(err.contains(&format!("{d}/color/2-2-1")), "{err}");
+    }
+    // Each mag named there is one `wkw verify` takes.
+    common::ok(&["wkw", "verify", &arg(&ds.join("color/2-2-1"))]);
+}
+
+/// `convert --json` counts in the target's words: files for WKW (the `shards_*` keys stay as
+/// deprecated aliases), and `nonzero_blocks_written` says what `blocks` counts.
+#[test]
+fn convert_summary_uses_the_targets_words() {
+    let dir = tmp();
+    let to_wkw = common::json(&[
+        "convert",
+        &arg(&testdata("wkw-zarr/multi/zarr3/color/1")),
+        &arg(&dir.path().join("wkw")),
+        "--to",
+        "wkw",
+        "--json",
+    ]);
+    assert!(to_wkw["files_written"].as_u64().unwrap() > 0, "{to_wkw}");
+    for k in ["written", "skipped", "empty"] {
+        assert_eq!(
+            to_wkw[format!("files_{k}")],
+            to_wkw[format!("shards_{k}")],
+            "{to_wkw}"
+        );
+    }
+    assert_eq!(to_wkw["nonzero_blocks_written"], to_wkw["blocks"]);
+    let to_zarr = common::json(&[
+        "convert",
+        &arg(&testdata("wkw-zarr/multi/wkw/color/1")),
+        &arg(&dir.path().join("z")),
+        "--to",
+        "zarr3",
+        "--json",
+    ]);
+    assert!(to_zarr.get("files_written").is_none(), "{to_zarr}");
+    assert!(to_zarr["shards_written"].as_u64().unwrap() > 0);
+    assert!(to_zarr["nonzero_blocks_written"].as_u64().unwrap() > 0);
+}
+
+/// `wkw compress` to a target that is there leads with the target's path, whatever is there.
+#[test]
+fn wkw_compress_to_an_existing_target_names_the_target_first() {
+    let dir = tmp();
+    let src = testdata("wkw/u8_lz4_b32_f4");
+    let ds = dir.path().join("ds");
+    common::copy_dir(&testdata("wkw/u8_raw_b8_f4"), &ds);
+    let other = dir.path().join("other");
+    std::fs::create_dir(&other).unwrap();
+    std::fs::write(other.join("notes.txt"), b"x").unwrap();
+    let file = dir.path().join("file");
+    std::fs::write(&file, b"x").unwrap();
+    for (dst, says) in [
+        (&ds, "exists (a WKW dataset"),
+        (&other, "exists (a directory"),
+        (&file, "exists as a file"),
+    ] {
+        let err = fails(&["wkw", "compress", &arg(&src), &arg(dst)], 2, says);
+        assert!(
+            err.starts_with(&format!("scifmt: {}", dst.display())),
+            "{err}"
+        );
+    }
 }
