@@ -47,7 +47,8 @@ def test_the_command_is_the_installed_packages():
 def test_the_package_is_installed_not_developed():
     # The suite tests what users install: the package from site-packages, not the source tree.
     package = pathlib.Path(scifmt.__file__).resolve()
-    assert REPO not in package.parents, package
+    assert REPO / "crates" / "python" / "python" not in package.parents, package
+    assert "site-packages" in package.parts, package
     if os.environ.get("SCIFMT_WHEEL_UNDER_TEST"):
         assert shutil.which("cargo") is None and shutil.which("rustc") is None
 
