@@ -685,7 +685,7 @@ fn run_twice(
             (Ok(Some(101)), Mode::ShouldPanic) | (Ok(Some(0)), _) => {}
             (Ok(code), _) => {
                 return Err(format!(
-                    "{run} failed (exit {}) in an empty directory\n    {shown}",
+                    "{run} failed (exit {})\n    {shown}",
                     code.map_or_else(|| "by signal".to_owned(), |c| c.to_string())
                 ));
             }
