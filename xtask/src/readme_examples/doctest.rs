@@ -1,5 +1,7 @@
 //! Rustdoc's rules for a code block: which info strings are Rust, what the attributes mean,
-//! hidden `# ` lines, and the `fn main` wrapping (including the `Ok::<…>(())` form).
+//! hidden `# ` lines, and the `fn main` wrapping (including the `Ok::<…>(())` form) — and which
+//! of them make a block read differently on GitHub than rustdoc compiles it
+//! ([`rustdoc_only`], [`Program::implicit_result`]).
 
 /// What to do with a block.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -79,6 +81,9 @@ pub(crate) struct Program {
     pub(crate) origin: Vec<Option<usize>>,
     /// Feature names the code tests with `feature = "…"` (after renaming), with their line.
     pub(crate) cfg_features: Vec<(String, usize)>,
+    /// README line of the `Ok::<…>(())` that made rustdoc's `Result` wrapping apply (a block
+    /// without `fn main` that ends with it): pasted into `fn main`, such a block does not compile.
+    pub(crate) implicit_result: Option<usize>,
 }
 
 /// Builds the program rustdoc would compile for `lines` (README line of `lines[0]` is
@@ -114,17 +119,21 @@ pub(crate) fn program(
         }
     }
     let has_main = body.iter().any(|(l, _)| declares_main(l));
-    let returns_result = body
+    let implicit_result = body
         .iter()
         .rev()
-        .map(|(l, _)| l.trim())
-        .find(|l| !l.is_empty() && !l.starts_with("//"))
-        .is_some_and(|l| l.starts_with("Ok::<") && l.trim_end_matches(';').ends_with("(())"));
+        .map(|(l, at)| (l.trim(), *at))
+        .find(|(l, _)| !l.is_empty() && !l.starts_with("//"))
+        .filter(|(l, _)| l.starts_with("Ok::<") && l.trim_end_matches(';').ends_with("(())"))
+        .filter(|_| !has_main)
+        .map(|(_, at)| at);
+    let returns_result = implicit_result.is_some();
 
     let mut p = Program {
         source: String::new(),
         origin: Vec::new(),
         cfg_features,
+        implicit_result,
     };
     let mut emit = |text: &str, origin: Option<usize>| {
         p.source.push_str(text);
@@ -159,6 +168,13 @@ pub(crate) fn program(
         }
     }
     p
+}
+
+/// Whether rustdoc compiles `line` differently from how GitHub shows it: a hidden line (`# x`,
+/// `#` alone; GitHub shows the `#`) or the `##` escape (GitHub shows both `#`).
+pub(crate) fn rustdoc_only(line: &str) -> bool {
+    let t = line.trim_start();
+    t.starts_with("##") || t.starts_with("# ") || t == "#"
 }
 
 /// Rustdoc's hidden-line rule: `# x` → `x`, `#` → empty, `##x` → `#x`; other lines as they are.
@@ -302,6 +318,49 @@ mod tests {
         let names: Vec<&str> = p.cfg_features.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["wkw__serde", "wkw__a", "wkw__b"]);
         assert_eq!(p.cfg_features[0].1, 1);
+    }
+
+    #[test]
+    fn rustdoc_only_lines_are_those_github_shows_differently() {
+        for hidden in [
+            "# let a = 1;",
+            "    # x",
+            "#",
+            "  #",
+            "## escaped",
+            "# #[cfg(x)]",
+        ] {
+            assert!(rustdoc_only(hidden), "{hidden:?}");
+        }
+        for plain in [
+            "#[derive(Debug)]",
+            "#![allow(unused)]",
+            "let a = 1; # not at the start",
+            "#[tokio::main]",
+            "",
+            "// # a comment",
+        ] {
+            assert!(!rustdoc_only(plain), "{plain:?}");
+        }
+    }
+
+    #[test]
+    fn an_ok_ending_without_main_is_an_implicit_result() {
+        let wrapped = program(&lines("let x = 1;\n\nOk::<(), String>(())\n"), 7, "", None);
+        assert_eq!(wrapped.implicit_result, Some(9));
+        let hidden = program(&lines("let x = 1;\n# Ok::<(), String>(())"), 1, "", None);
+        assert_eq!(hidden.implicit_result, Some(2));
+        let own_main = program(
+            &lines("fn main() -> Result<(), String> {\n    Ok(())\n}"),
+            1,
+            "",
+            None,
+        );
+        assert_eq!(own_main.implicit_result, None);
+        assert_eq!(
+            program(&lines("let a = 2;"), 1, "", None).implicit_result,
+            None
+        );
     }
 
     #[test]

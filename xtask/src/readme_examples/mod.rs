@@ -6,9 +6,14 @@
 //!
 //! * Rust blocks are chosen and treated as rustdoc does: ```` ```rust ```` (or no info string in
 //!   a library's README, which is its crate docs), `ignore` skipped, `no_run` compiled only,
-//!   `should_panic` must panic, `compile_fail` must not compile; hidden `# ` lines are part of
-//!   the code; a block without `fn main` is wrapped in one, returning `Result<(), impl Debug>`
-//!   when it ends with `Ok::<…>(())`.
+//!   `should_panic` must panic, `compile_fail` must not compile; a block without `fn main` is
+//!   wrapped in one.
+//! * A block must read on GitHub as the plain Rust it is: a rustdoc hidden line (`# x`, `#`
+//!   alone) or `##` escape is a problem (GitHub shows the `#`), and so is a block that relies on
+//!   rustdoc's `Result` wrapping (no `fn main`, ending with `Ok::<…>(())`): pasted into
+//!   `fn main` it does not compile. Such a block writes `fn main() -> Result<(), E> { … Ok(()) }`
+//!   itself. The READMEs of unpublished packages are checked for this too, though their blocks
+//!   are not built.
 //! * Dependencies come from the README's ```` ```toml ```` snippets (`[dependencies]`: `name =
 //!   "req"` or a one-line inline table with `version`, `features`, `default-features`) — what a
 //!   user copies. A crate's README always gets its own crate. Workspace crates are used by
@@ -22,8 +27,12 @@
 //! All blocks become example targets of ONE Cargo project in a fresh temporary directory (with
 //! its own `[workspace]` and the workspace's `Cargo.lock` as a starting point), built with a
 //! single `cargo build --examples` (offline when the registry cache has everything), and each is
-//! run with a fresh empty temporary directory as its current directory, so relative paths into
-//! this repository fail. The build uses the workspace's target directory (`target/`, or
+//! run **twice** in one fresh scratch directory of its own: an empty current directory (so
+//! relative paths into this repository fail) and a temporary directory (`TMPDIR`, `TMP`, `TEMP`:
+//! what `std::env::temp_dir()` and `tempfile` use). The second run finds what the first left
+//! there, as a reader who pastes an example twice would; it must behave the same. A block that
+//! leaves anything in its current directory fails: examples write under
+//! `std::env::temp_dir()`, never into the directory (a checkout) they are run from. The build uses the workspace's target directory (`target/`, or
 //! `CARGO_TARGET_DIR`): the project is a workspace of its own with its own feature resolution,
 //! but a registry dependency it builds with the same features and profile as the workspace does
 //! (no debuginfo, as `[profile.dev.package."*"]` gives them there) is the same artifact, so CI
@@ -230,9 +239,16 @@ fn read_readmes(root: &Path, packages: &[Package], only: Option<&str>) -> Result
         if p.published {
             readmes.push((readme, Some(p)));
         } else {
+            let shown = rel(root, &readme);
+            if only.is_some_and(|o| !shown.contains(o)) {
+                continue;
+            }
+            let text = std::fs::read_to_string(&readme)
+                .map_err(|e| format!("cannot read {shown}: {e}"))?;
+            lint_readme(&shown, &text, p.has_lib, &mut plan.problems);
             plan.skipped.push(format!(
-                "{} (package `{}` is not published)",
-                rel(root, &readme),
+                "{shown} (package `{}` is not published: its blocks are not built, only checked \
+                 to be plain Rust)",
                 p.name
             ));
         }
@@ -254,6 +270,50 @@ fn rel(root: &Path, p: &Path) -> String {
         .unwrap_or(p)
         .to_string_lossy()
         .into_owned()
+}
+
+/// Problems (README:line: message) of one Rust block that does not read as the plain Rust it
+/// is: rustdoc-only lines, and rustdoc's implicit `Result` wrapping.
+fn not_plain_rust(shown: &str, fence: &markdown::Fence, program: &Program) -> Vec<String> {
+    let mut out: Vec<String> = fence
+        .lines
+        .iter()
+        .enumerate()
+        .filter(|(_, l)| doctest::rustdoc_only(l))
+        .map(|(i, l)| {
+            format!(
+                "{shown}:{}: `{}` is a rustdoc-only line, which GitHub shows as written: make \
+                 the block plain Rust (its own `fn main`, visible set-up and clean-up)",
+                fence.fence_line + 1 + i,
+                l.trim()
+            )
+        })
+        .collect();
+    if let Some(line) = program.implicit_result {
+        out.push(format!(
+            "{shown}:{line}: the block ends with `Ok::<…>(())` and has no `fn main`: pasted into \
+             `fn main` it does not compile; write `fn main() -> Result<(), E> {{ … Ok(()) }}`"
+        ));
+    }
+    out
+}
+
+/// Checks the Rust blocks of a README whose blocks are not built (an unpublished package's) for
+/// [`not_plain_rust`] problems.
+fn lint_readme(shown: &str, text: &str, bare_is_rust: bool, problems: &mut Vec<String>) {
+    let fences = match markdown::fences(text) {
+        Ok(f) => f,
+        Err(e) => {
+            problems.push(format!("{shown}: {e}"));
+            return;
+        }
+    };
+    for fence in fences {
+        if doctest::classify(&fence.info, bare_is_rust).is_some() {
+            let program = doctest::program(&fence.lines, fence.fence_line + 1, "", None);
+            problems.extend(not_plain_rust(shown, &fence, &program));
+        }
+    }
 }
 
 /// Adds one README's blocks and dependency requests to `plan`.
@@ -313,17 +373,20 @@ fn read_readme(shown: &str, text: &str, package: Option<&Package>, plan: &mut Pl
             fence.fence_line
         );
         let header = format!("// {shown}, block at line {} ({mode:?})", fence.fence_line);
+        let program = doctest::program(
+            &fence.lines,
+            fence.fence_line + 1,
+            &header,
+            package.map(|p| feature_prefix(&p.name)).as_deref(),
+        );
+        plan.problems
+            .extend(not_plain_rust(shown, &fence, &program));
         plan.blocks.push(Block {
             readme: shown.to_owned(),
             fence_line: fence.fence_line,
             mode,
             name,
-            program: doctest::program(
-                &fence.lines,
-                fence.fence_line + 1,
-                &header,
-                package.map(|p| feature_prefix(&p.name)).as_deref(),
-            ),
+            program,
         });
     }
     if let Some(p) = package
@@ -572,39 +635,76 @@ fn compile_failure<'a>(b: &Block, errors: impl Iterator<Item = &'a project::Diag
     out.trim_end().to_owned()
 }
 
-/// Runs a built block in a fresh empty directory, checking the outcome its mode asks for.
+/// Runs a built block twice in a scratch directory of its own ([`run_twice`]), checking the
+/// outcome its mode asks for.
 fn run_block(b: &Block, exe: &Path, index: usize) -> Result<(), String> {
     let at = format!("{}:{}", b.readme, b.fence_line);
-    let cwd =
+    let scratch =
         std::env::temp_dir().join(format!("scifmt-readme-run-{}-{index}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&cwd);
-    std::fs::create_dir_all(&cwd)
-        .map_err(|e| format!("{at}: cannot create {}: {e}", cwd.display()))?;
-    let log = std::env::temp_dir().join(format!(
-        "scifmt-readme-run-{}-{index}.log",
-        std::process::id()
-    ));
-    let result = run_in(exe, &cwd, &log);
-    let output = std::fs::read_to_string(&log).unwrap_or_default();
-    let _ = std::fs::remove_dir_all(&cwd);
-    let _ = std::fs::remove_file(&log);
-    let shown = output
-        .lines()
-        .take(15)
-        .map(|l| locate(l, b))
-        .collect::<Vec<_>>()
-        .join("\n    ");
-    match (result, b.mode) {
-        (Err(e), _) => Err(format!("{at}: {e}\n    {shown}")),
-        (Ok(Some(0)), Mode::ShouldPanic) => {
-            Err(format!("{at}: marked should_panic but ran to completion"))
-        }
-        (Ok(Some(101)), Mode::ShouldPanic) | (Ok(Some(0)), _) => Ok(()),
-        (Ok(code), _) => Err(format!(
-            "{at}: run failed (exit {}) in an empty directory\n    {shown}",
-            code.map_or_else(|| "by signal".to_owned(), |c| c.to_string())
-        )),
+    let result = run_twice(exe, &[], &scratch, b.mode, &|l| locate(l, b));
+    let _ = std::fs::remove_dir_all(&scratch);
+    result.map_err(|e| format!("{at}: {e}"))
+}
+
+/// Runs `exe` with `args` twice, with `scratch/cwd` (created empty) as its current directory and
+/// `scratch/tmp` as its temporary directory, both kept between the runs: each run must end as
+/// `mode` asks, and neither may leave anything in the current directory. `locate` rewrites a
+/// line of output (a panic location) for the report.
+fn run_twice(
+    exe: &Path,
+    args: &[&str],
+    scratch: &Path,
+    mode: Mode,
+    locate: &dyn Fn(&str) -> String,
+) -> Result<(), String> {
+    let cwd = scratch.join("cwd");
+    let tmp = scratch.join("tmp");
+    let _ = std::fs::remove_dir_all(scratch);
+    for d in [&cwd, &tmp] {
+        std::fs::create_dir_all(d).map_err(|e| format!("cannot create {}: {e}", d.display()))?;
     }
+    for run in [
+        "first run",
+        "second run (the same scratch directory, as if pasted twice)",
+    ] {
+        let log = scratch.join("run.log");
+        let result = run_in(exe, args, &cwd, &tmp, &log);
+        let output = std::fs::read_to_string(&log).unwrap_or_default();
+        let _ = std::fs::remove_file(&log);
+        let shown = output
+            .lines()
+            .take(15)
+            .map(locate)
+            .collect::<Vec<_>>()
+            .join("\n    ");
+        match (result, mode) {
+            (Err(e), _) => return Err(format!("{run}: {e}\n    {shown}")),
+            (Ok(Some(0)), Mode::ShouldPanic) => {
+                return Err(format!("{run}: marked should_panic but ran to completion"));
+            }
+            (Ok(Some(101)), Mode::ShouldPanic) | (Ok(Some(0)), _) => {}
+            (Ok(code), _) => {
+                return Err(format!(
+                    "{run} failed (exit {})\n    {shown}",
+                    code.map_or_else(|| "by signal".to_owned(), |c| c.to_string())
+                ));
+            }
+        }
+        let mut left: Vec<String> = std::fs::read_dir(&cwd)
+            .map_err(|e| format!("cannot list {}: {e}", cwd.display()))?
+            .filter_map(Result::ok)
+            .map(|e| e.file_name().to_string_lossy().into_owned())
+            .collect();
+        if !left.is_empty() {
+            left.sort();
+            return Err(format!(
+                "{run} wrote into its current directory ({}): write scratch files under \
+                 `std::env::temp_dir()`, never where the example is run from",
+                left.join(", ")
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// `examples/<block>.rs:L:C` in a panic message, rewritten to the README line it came from.
@@ -625,17 +725,28 @@ fn locate(line: &str, b: &Block) -> String {
     }
 }
 
-/// Runs `exe` in `cwd` with stdout and stderr to `log`; the exit code (None: killed by a
-/// signal), or an error on timeout.
-fn run_in(exe: &Path, cwd: &Path, log: &Path) -> Result<Option<i32>, String> {
+/// Runs `exe` with `args` in `cwd`, with `tmp` as its temporary directory and stdout and stderr
+/// to `log`; the exit code (None: killed by a signal), or an error on timeout.
+fn run_in(
+    exe: &Path,
+    args: &[&str],
+    cwd: &Path,
+    tmp: &Path,
+    log: &Path,
+) -> Result<Option<i32>, String> {
     let file =
         std::fs::File::create(log).map_err(|e| format!("cannot create {}: {e}", log.display()))?;
     let err = file
         .try_clone()
         .map_err(|e| format!("cannot clone {}: {e}", log.display()))?;
     let mut child = Command::new(exe)
+        .args(args)
         .current_dir(cwd)
         .env("RUST_BACKTRACE", "0")
+        // `std::env::temp_dir()` on unix (TMPDIR) and Windows (TMP, TEMP)
+        .env("TMPDIR", tmp)
+        .env("TMP", tmp)
+        .env("TEMP", tmp)
         .stdin(Stdio::null())
         .stdout(file)
         .stderr(err)
@@ -656,5 +767,112 @@ fn run_in(exe: &Path, cwd: &Path, log: &Path) -> Result<Option<i32>, String> {
             Ok(None) => std::thread::sleep(Duration::from_millis(20)),
             Err(e) => return Err(format!("cannot wait for {}: {e}", exe.display())),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fence(md: &str) -> markdown::Fence {
+        markdown::fences(md).unwrap().remove(0)
+    }
+
+    #[test]
+    fn rustdoc_only_lines_and_implicit_results_are_problems_with_their_line() {
+        let md = "text\n```rust\nuse a::b;\n# fn hidden() {}\nlet x = b()?;\n#\nOk::<(), a::E>(())\n```\n";
+        let f = fence(md);
+        let program = doctest::program(&f.lines, f.fence_line + 1, "", None);
+        let problems = not_plain_rust("crates/x/README.md", &f, &program);
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        assert!(problems[0].starts_with("crates/x/README.md:4: `# fn hidden() {}`"));
+        assert!(problems[1].starts_with("crates/x/README.md:6: `#`"));
+        assert!(problems[2].starts_with("crates/x/README.md:7: the block ends with `Ok::<…>(())`"));
+
+        let plain = fence(
+            "```rust\nuse a::b;\n\n#[derive(Debug)]\nstruct S;\n\nfn main() -> Result<(), a::E> {\n    b()?;\n    Ok(())\n}\n```\n",
+        );
+        let program = doctest::program(&plain.lines, plain.fence_line + 1, "", None);
+        assert!(not_plain_rust("R", &plain, &program).is_empty());
+    }
+
+    #[test]
+    fn readmes_that_are_not_built_are_still_checked_for_plain_rust() {
+        let md = "```rust\n# #[tokio::main]\n# async fn main() {}\n```\n\n```python\n# a comment\n```\n\n```\n# bare\n```\n";
+        let mut problems = Vec::new();
+        lint_readme("crates/t/README.md", md, false, &mut problems);
+        assert_eq!(problems.len(), 2, "{problems:#?}");
+        assert!(problems[0].starts_with("crates/t/README.md:2:"));
+        assert!(problems[1].starts_with("crates/t/README.md:3:"));
+        // a library's README: a bare fence is Rust (its crate docs)
+        let mut problems = Vec::new();
+        lint_readme("crates/t/README.md", md, true, &mut problems);
+        assert_eq!(problems.len(), 3, "{problems:#?}");
+        assert!(problems[2].starts_with("crates/t/README.md:11:"));
+    }
+
+    /// A shell script as the example: `run_twice` runs any program.
+    #[cfg(unix)]
+    fn run_script(name: &str, script: &str, mode: Mode) -> Result<(), String> {
+        let scratch =
+            std::env::temp_dir().join(format!("scifmt-readme-test-{}-{name}", std::process::id()));
+        let result = run_twice(
+            Path::new("/bin/sh"),
+            &["-c", script],
+            &scratch,
+            mode,
+            &|l| l.to_owned(),
+        );
+        let _ = std::fs::remove_dir_all(&scratch);
+        result
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn every_block_runs_twice_in_the_same_scratch_directory() {
+        // Creates its scratch directory without removing a leftover: the second run fails.
+        let once = "mkdir \"$TMPDIR/ds\" && echo made";
+        let e = run_script("once", once, Mode::Run).unwrap_err();
+        assert!(e.starts_with("second run"), "{e}");
+        assert!(e.contains("exit 1"), "{e}");
+        // Removes the leftover first: both runs succeed.
+        let twice = "rm -rf \"$TMPDIR/ds\" && mkdir \"$TMPDIR/ds\"";
+        run_script("twice", twice, Mode::Run).unwrap();
+        // The temporary directory is the scratch one, not the machine's.
+        let scratch_tmp = "case \"$TMPDIR\" in */scifmt-readme-test-*/tmp) ;; *) exit 3 ;; esac";
+        run_script("tmp", scratch_tmp, Mode::Run).unwrap();
+        // A failing first run is reported as such, with its output.
+        let e = run_script("fails", "echo oops; exit 2", Mode::Run).unwrap_err();
+        assert!(
+            e.starts_with("first run failed (exit 2)") && e.contains("oops"),
+            "{e}"
+        );
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_block_that_writes_into_its_current_directory_fails() {
+        let e = run_script("cwd", "echo x > out.bin && mkdir -p sub", Mode::Run).unwrap_err();
+        assert!(
+            e.starts_with("first run wrote into its current directory (out.bin, sub)"),
+            "{e}"
+        );
+        // the current directory starts empty
+        run_script("empty", "test -z \"$(ls -A)\"", Mode::Run).unwrap();
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn should_panic_blocks_must_panic_both_times() {
+        run_script("panics", "exit 101", Mode::ShouldPanic).unwrap();
+        let e = run_script("completes", "exit 0", Mode::ShouldPanic).unwrap_err();
+        assert!(
+            e.contains("marked should_panic but ran to completion"),
+            "{e}"
+        );
+        // panics only when its leftover is there: the second run completes
+        let flaky = "if [ -e \"$TMPDIR/m\" ]; then exit 0; fi; touch \"$TMPDIR/m\"; exit 101";
+        let e = run_script("flaky", flaky, Mode::ShouldPanic).unwrap_err();
+        assert!(e.starts_with("second run"), "{e}");
     }
 }
