@@ -52,7 +52,7 @@ const TASKS: &[Task] = &[
     (
         "readme-examples",
         readme_examples::run,
-        "compile and run every README's Rust blocks in a fresh project outside the workspace [--only PATH] [--keep]",
+        "compile and run (twice, as if pasted twice) every README's Rust blocks in a fresh project outside the workspace; reject rustdoc-only lines [--only PATH] [--keep]",
     ),
     (
         "fuzz",
