@@ -660,7 +660,7 @@ mod tests {
     fn unpack_chunk_inverts_pack_chunk() {
         // Blocks that do not divide the chunk (padding inside every chunk) and edge chunks.
         let m = B2ndMeta::new(&[7, 9, 11], &[4, 5, 6], &[2, 3, 4], "<u2").unwrap();
-        let data: Vec<u8> = (0..7 * 9 * 11 * 2).map(|i| (i % 251) as u8).collect();
+        let data: Vec<u8> = (0..7 * 9 * 11 * 2u32).map(|i| (i % 251) as u8).collect();
         let mut back = vec![0u8; data.len()];
         for c in 0..m.nchunks() {
             let packed = pack_chunk(&m, &data, 2, c).unwrap();
@@ -691,7 +691,7 @@ mod tests {
             if want && !c.is_empty() {
                 // Then packing a one-chunk array is the identity.
                 let m = B2ndMeta::new(c, c, b, "|u1").unwrap();
-                let data: Vec<u8> = (0..m.items()).map(|i| i as u8).collect();
+                let data: Vec<u8> = (0..m.items()).map(|i| i.to_le_bytes()[0]).collect();
                 assert_eq!(pack_chunk(&m, &data, 1, 0).unwrap(), data);
             }
         }

@@ -316,7 +316,7 @@ mod json {
 /// let first: Vec<u16> = blocks[..16].chunks(2).map(|b| u16::from_le_bytes([b[0], b[1]])).collect();
 /// assert_eq!(first, [0, 1, 2, 3, 6, 7, 8, 9]);
 /// // A chunk of another shape or item size is an error.
-/// assert!(codec.decode(&stored, &[4, 8], 2).is_err());
+/// assert!(codec.decode(&stored, &[6, 6], 2).is_err());
 /// assert!(codec.decode(&stored, &[4, 6], 4).is_err());
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```

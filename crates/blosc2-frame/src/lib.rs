@@ -1,4 +1,13 @@
 #![doc = include_str!("../README.md")]
+// The README links the items of the `zarrs` feature; a build without it links their
+// documentation on docs.rs (built with every feature) instead.
+#![cfg_attr(
+    not(feature = "zarrs"),
+    doc = "\n\n[`ZarrsB2ndCodec`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/struct.ZarrsB2ndCodec.html
+[`register`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/fn.register.html
+[`B2ndCodecConfig::from_json`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/struct.B2ndCodecConfig.html#method.from_json
+[`B2ndCodecConfig::to_json`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/struct.B2ndCodecConfig.html#method.to_json\n"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod array;

@@ -27,6 +27,7 @@ use zarrs::metadata::v3::MetadataV3;
 use zarrs::plugin::{PluginConfigurationInvalidError, PluginCreateError, ZarrVersion};
 
 use crate::b2nd_codec::{B2ndCodec, B2ndCodecConfig, Endian};
+use crate::error::Error;
 
 /// The zarrs codec registered under the name `b2nd`.
 #[derive(Debug, Clone)]
@@ -60,7 +61,7 @@ impl ZarrsB2ndCodec {
 }
 
 fn create(metadata: &MetadataV3) -> Result<Codec, PluginCreateError> {
-    let invalid = |e: &crate::Error| {
+    let invalid = |e: &Error| {
         PluginCreateError::ConfigurationInvalid(PluginConfigurationInvalidError::new(e.to_string()))
     };
     let map: serde_json::Map<String, serde_json::Value> = match metadata.configuration() {
@@ -109,7 +110,7 @@ pub fn register() -> Registration {
     )))
 }
 
-fn codec_error(e: &crate::Error) -> CodecError {
+fn codec_error(e: &Error) -> CodecError {
     CodecError::Other(format!("{}: {e}", B2ndCodecConfig::NAME))
 }
 
