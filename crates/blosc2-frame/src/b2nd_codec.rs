@@ -12,7 +12,9 @@ use std::borrow::Cow;
 use std::fmt;
 use std::str::FromStr;
 
-use blosc_chunk::{BlockShape, BloscShuffle, CParams, ChunkHeader, Codec, DParams, Filter};
+use blosc_chunk::{
+    BlockShape, BloscShuffle, CParams, ChunkHeader, Codec, DParams, Filter, SplitMode,
+};
 
 use crate::b2nd::{
     B2ndMeta, DEFAULT_DTYPE, blocks_are_c_order, chunk_and_block_bytes, pack_chunk, product,
@@ -568,9 +570,10 @@ impl B2ndCodec {
 
     /// Encodes one chunk of shape `chunkshape` (items of `typesize` bytes in C order, in the
     /// configured byte order) as a Blosc2 chunk of the b2nd layout: the items block by block,
-    /// padding zero, compressed with the configured `cname`, `clevel` and `shuffle`, with the
-    /// item size as type size and a block's bytes as block size (as python-blosc2 writes b2nd
-    /// chunks).
+    /// padding zero, compressed with the configured `cname`, `clevel` and `shuffle` (in the last
+    /// filter slot), the item size as type size, a block's bytes as block size and automatic
+    /// splitting: python-blosc2's parameters for a b2nd array, whose chunks this writes byte
+    /// for byte (the Python tests compare every `cname` and `shuffle`).
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a chunk shape that does not fit the block shape,
@@ -600,6 +603,8 @@ impl B2ndCodec {
         // The shuffle in the last slot, as python-blosc2's default filters.
         p.filters = [Filter::NoFilter; blosc_chunk::MAX_FILTERS];
         p.filters[blosc_chunk::MAX_FILTERS - 1] = c.shuffle.filter(typesize);
+        // python-blosc2's default split mode.
+        p.splitmode = SplitMode::Auto;
         p.blocksize = layout.block_bytes;
         p.blockshape = Some(self.blockshape()?);
         p.nthreads = self.nthreads;

@@ -176,6 +176,26 @@ def test_zarr_python_writes_chunks_blosc2_reads(ref, tmp_path):
     np.testing.assert_array_equal(blosc2.open(str(path))[...], new)
 
 
+@pytest.mark.parametrize("cname", ["blosclz", "lz4", "lz4hc", "zlib", "zstd"])
+@pytest.mark.parametrize("shuffle", ["noshuffle", "shuffle", "bitshuffle"])
+def test_encode_writes_python_blosc2s_bytes(cname, shuffle):
+    """Decoded and encoded again with python-blosc2's parameters, every chunk is the bytes
+    python-blosc2 wrote (edge chunks included: both pad with zeros)."""
+    filters = [blosc2.Filter.NOFILTER] * 5 + [getattr(blosc2.Filter, shuffle.upper()
+                                                       .replace("NOSHUFFLE", "NOFILTER"))]
+    for dtype in DTYPES:
+        for clevel in (1, 9):
+            ref = blosc2.asarray(_values((9, 11, 13), dtype), chunks=(4, 5, 6), blocks=(2, 5, 3),
+                                 cparams=blosc2.CParams(codec=getattr(blosc2.Codec, cname.upper()),
+                                                        clevel=clevel, nthreads=1,
+                                                        filters=filters))  # fmt: skip
+            codec = codecs.B2nd(ref.chunks, ref.dtype, ref.blocks, cname=cname, clevel=clevel,
+                                shuffle=shuffle)  # fmt: skip
+            for i in range(ref.schunk.nchunks):
+                raw = ref.schunk.get_chunk(i)
+                assert codec.encode(codec.decode(raw)) == raw, (dtype, clevel, i)
+
+
 def test_the_entry_point_needs_no_import(tmp_path):
     """A fresh interpreter that never imports scifmt reads the array through zarr-python."""
     pytest.importorskip("zarr")
