@@ -5,10 +5,10 @@
 //! Cargo unifies features over the packages it builds at once. In the workspace runs every
 //! library crate has **all** its features: what the CLI and the Python package turn on, plus each
 //! crate's dev-dependency on itself (`path = "."`), which names the features its tests need
-//! (blosc2-frame: `ndarray`, `serde`, `zfp`; dwe-format: `parallel`, `serde`). So the all-features
-//! tests and clippy runs of a crate compile exactly the code the workspace runs compile, and are
-//! not repeated here; [`check_workspace_has_all_features`] fails when that stops being true (a
-//! feature added without adding it to the crate's dev-dependency on itself).
+//! (blosc2-frame: `ndarray`, `serde`, `zfp`, `zarrs`; dwe-format: `parallel`, `serde`). So the
+//! all-features tests and clippy runs of a crate compile exactly the code the workspace runs
+//! compile, and are not repeated here; [`check_workspace_has_all_features`] fails when that
+//! stops being true (a feature added without adding it to the crate's dev-dependency on itself).
 //!
 //! What remains, each a build the workspace runs do not make:
 //!

@@ -457,21 +457,35 @@ pub(crate) fn for_each_cell(
     }
 }
 
-/// Builds chunk number `nchunk` of an array (C-order `data`, `itemsize` bytes per item):
-/// `chunk_items` items in block-major order, padding left zero.
-pub(crate) fn pack_chunk(
+/// Bytes of one stored chunk (`extchunkshape` items) and of one block, for items of
+/// `itemsize` bytes.
+pub(crate) fn chunk_and_block_bytes(meta: &B2ndMeta, itemsize: usize) -> Result<(usize, usize)> {
+    let bytes = |items: u64, what: &'static str| {
+        usize::try_from(items)
+            .ok()
+            .and_then(|n| n.checked_mul(itemsize))
+            .ok_or(Error::Overflow { what })
+    };
+    Ok((
+        bytes(meta.chunk_items(), "b2nd chunk size")?,
+        bytes(meta.block_items(), "b2nd block size")?,
+    ))
+}
+
+/// Calls `f(block, lo, hi, block_origin)` for every block of chunk number `nchunk` that holds
+/// items of the array: `block` is the block's byte range in the stored (block-major) chunk,
+/// `[lo, hi)` the array items it holds and `block_origin` the array coordinates of its first
+/// item (its padding lies outside `[lo, hi)`). Blocks wholly in the padding are skipped.
+///
+/// This is the one walk over the b2nd chunk layout that [`pack_chunk`] (C order → blocks) and
+/// [`unpack_chunk`] (blocks → C order) share.
+fn for_each_chunk_block(
     meta: &B2ndMeta,
-    data: &[u8],
     itemsize: usize,
     nchunk: u64,
-) -> Result<Vec<u8>> {
-    let chunk_bytes = usize::try_from(meta.chunk_items())
-        .ok()
-        .and_then(|n| n.checked_mul(itemsize))
-        .ok_or(Error::Overflow {
-            what: "b2nd chunk size",
-        })?;
-    let mut out = vec![0u8; chunk_bytes];
+    mut f: impl FnMut(core::ops::Range<usize>, &[u64], &[u64], &[u64]) -> Result<()>,
+) -> Result<()> {
+    let (_, block_bytes) = chunk_and_block_bytes(meta, itemsize)?;
     let ccoord = unravel(nchunk, &meta.chunks_per_dim());
     let corigin: Vec<u64> = ccoord
         .iter()
@@ -484,12 +498,6 @@ pub(crate) fn pack_chunk(
         .zip(&meta.shape)
         .map(|((&o, &c), &s)| (o + c).min(s))
         .collect();
-    let block_bytes = usize::try_from(meta.block_items())
-        .ok()
-        .and_then(|n| n.checked_mul(itemsize))
-        .ok_or(Error::Overflow {
-            what: "b2nd block size",
-        })?;
     let bpc = meta.blocks_per_chunk_dim();
     let zero = vec![0u64; meta.ndim()];
     // Blocks are addressed relative to the chunk origin.
@@ -498,33 +506,104 @@ pub(crate) fn pack_chunk(
         let bidx = usize::try_from(linear(bcoord, &zero, &bpc)).map_err(|_| Error::Overflow {
             what: "b2nd block index",
         })?;
-        let borigin: Vec<u64> = bcoord
-            .iter()
-            .zip(&meta.blockshape)
-            .map(|(&b, &s)| b * s)
-            .collect();
         let abs_lo: Vec<u64> = lo.iter().zip(&corigin).map(|(&l, &o)| l + o).collect();
         let abs_hi: Vec<u64> = hi.iter().zip(&corigin).map(|(&h, &o)| h + o).collect();
-        let abs_borigin: Vec<u64> = borigin.iter().zip(&corigin).map(|(&b, &o)| b + o).collect();
-        let start = bidx * block_bytes;
-        let block = out
-            .get_mut(start..start + block_bytes)
-            .ok_or(Error::Overflow {
-                what: "b2nd block range",
-            })?;
-        copy_box(
+        let abs_borigin: Vec<u64> = bcoord
+            .iter()
+            .zip(&meta.blockshape)
+            .zip(&corigin)
+            .map(|((&b, &s), &o)| b * s + o)
+            .collect();
+        let start = bidx.checked_mul(block_bytes).ok_or(Error::Overflow {
+            what: "b2nd block offset",
+        })?;
+        f(
+            start..start.saturating_add(block_bytes),
             &abs_lo,
             &abs_hi,
+            &abs_borigin,
+        )
+    })
+}
+
+/// Builds chunk number `nchunk` of an array (C-order `data`, `itemsize` bytes per item):
+/// `chunk_items` items in block-major order, padding left zero.
+pub(crate) fn pack_chunk(
+    meta: &B2ndMeta,
+    data: &[u8],
+    itemsize: usize,
+    nchunk: u64,
+) -> Result<Vec<u8>> {
+    let (chunk_bytes, _) = chunk_and_block_bytes(meta, itemsize)?;
+    let mut out = vec![0u8; chunk_bytes];
+    let zero = vec![0u64; meta.ndim()];
+    for_each_chunk_block(meta, itemsize, nchunk, |range, lo, hi, borigin| {
+        let block = out.get_mut(range).ok_or(Error::Overflow {
+            what: "b2nd block range",
+        })?;
+        copy_box(
+            lo,
+            hi,
             data,
             &zero,
             &meta.shape,
             block,
-            &abs_borigin,
+            borigin,
             &meta.blockshape,
             itemsize,
         )
     })?;
     Ok(out)
+}
+
+/// The inverse of [`pack_chunk`]: copies the items of chunk number `nchunk`, stored
+/// block-major in `chunk` (`chunk_items` items), to their places in `data`, the C-order array
+/// (`itemsize` bytes per item); the padding is dropped and the rest of `data` left as it is.
+pub(crate) fn unpack_chunk(
+    meta: &B2ndMeta,
+    chunk: &[u8],
+    itemsize: usize,
+    nchunk: u64,
+    data: &mut [u8],
+) -> Result<()> {
+    let zero = vec![0u64; meta.ndim()];
+    for_each_chunk_block(meta, itemsize, nchunk, |range, lo, hi, borigin| {
+        let block = chunk.get(range).ok_or(Error::Overflow {
+            what: "b2nd block range",
+        })?;
+        copy_box(
+            lo,
+            hi,
+            block,
+            borigin,
+            &meta.blockshape,
+            data,
+            &zero,
+            &meta.shape,
+            itemsize,
+        )
+    })
+}
+
+/// Whether a chunk's block-major order is its C order: the blocks tile the chunk (no padding)
+/// as consecutive C-order slabs — every block extent is 1 up to some dimension `k`, divides the
+/// chunk there, and is the whole chunk after it (e.g. `blockshape == chunkshape`).
+pub(crate) fn blocks_are_c_order(chunkshape: &[u64], blockshape: &[u64]) -> bool {
+    if chunkshape.len() != blockshape.len() {
+        return false;
+    }
+    // The first dimension whose block extent is not 1 (the last one if all are).
+    let k = blockshape
+        .iter()
+        .position(|&b| b != 1)
+        .unwrap_or(blockshape.len().saturating_sub(1));
+    match (chunkshape.get(k), blockshape.get(k)) {
+        (Some(&c), Some(&b)) => {
+            b != 0 && c % b == 0 && chunkshape.get(k + 1..) == blockshape.get(k + 1..)
+        }
+        // No dimensions: one item.
+        _ => true,
+    }
 }
 
 #[cfg(test)]
@@ -575,5 +654,46 @@ mod tests {
         assert_eq!(c1, [4, 0, 0, 0, 0, 0, 9, 0, 0, 0, 0, 0]);
         let c3 = pack_chunk(&m, &data, 1, 3).unwrap();
         assert_eq!(c3, [14, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0]);
+    }
+
+    #[test]
+    fn unpack_chunk_inverts_pack_chunk() {
+        // Blocks that do not divide the chunk (padding inside every chunk) and edge chunks.
+        let m = B2ndMeta::new(&[7, 9, 11], &[4, 5, 6], &[2, 3, 4], "<u2").unwrap();
+        let data: Vec<u8> = (0..7 * 9 * 11 * 2u32).map(|i| (i % 251) as u8).collect();
+        let mut back = vec![0u8; data.len()];
+        for c in 0..m.nchunks() {
+            let packed = pack_chunk(&m, &data, 2, c).unwrap();
+            assert_eq!(packed.len(), 4 * 6 * 8 * 2);
+            unpack_chunk(&m, &packed, 2, c, &mut back).unwrap();
+        }
+        assert_eq!(back, data);
+        // A short chunk is an error, not a panic.
+        assert!(unpack_chunk(&m, &[0; 10], 2, 0, &mut back).is_err());
+    }
+
+    #[test]
+    fn c_order_blocks() {
+        for (c, b, want) in [
+            (&[4u64, 10][..], &[4u64, 10][..], true),
+            (&[4, 10], &[2, 10], true),
+            (&[4, 10], &[1, 5], true),
+            (&[4, 10], &[1, 3], false),
+            (&[4, 10], &[2, 5], false),
+            (&[3, 4, 10], &[1, 2, 10], true),
+            (&[3, 4, 10], &[1, 1, 1], true),
+            (&[3, 4, 10], &[3, 3, 10], false),
+            (&[3], &[2], false),
+            (&[], &[], true),
+            (&[3], &[3, 1], false),
+        ] {
+            assert_eq!(blocks_are_c_order(c, b), want, "{c:?} {b:?}");
+            if want && !c.is_empty() {
+                // Then packing a one-chunk array is the identity.
+                let m = B2ndMeta::new(c, c, b, "|u1").unwrap();
+                let data: Vec<u8> = (0..m.items()).map(|i| i.to_le_bytes()[0]).collect();
+                assert_eq!(pack_chunk(&m, &data, 1, 0).unwrap(), data);
+            }
+        }
     }
 }

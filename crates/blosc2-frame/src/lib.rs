@@ -1,8 +1,18 @@
 #![doc = include_str!("../README.md")]
+// The README links the items of the `zarrs` feature; a build without it links their
+// documentation on docs.rs (built with every feature) instead.
+#![cfg_attr(
+    not(feature = "zarrs"),
+    doc = "\n\n[`ZarrsB2ndCodec`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/struct.ZarrsB2ndCodec.html
+[`register`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/fn.register.html
+[`B2ndCodecConfig::from_json`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/struct.B2ndCodecConfig.html#method.from_json
+[`B2ndCodecConfig::to_json`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/struct.B2ndCodecConfig.html#method.to_json\n"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod array;
 mod b2nd;
+mod b2nd_codec;
 mod bytes;
 mod element;
 mod error;
@@ -23,6 +33,8 @@ mod remote;
 mod stream;
 mod trailer;
 mod writer;
+#[cfg(feature = "zarrs")]
+mod zarrs_plugin;
 
 /// The chunk codec this crate uses (for [`FrameParams::cparams`] and chunk-level access).
 pub use blosc_chunk;
@@ -43,9 +55,12 @@ pub use crate::remote::{
     BlockingRemoteB2nd, BlockingRemoteFrame, RemoteB2nd, RemoteFrame, RemoteFrameOptions,
     RemoteOptions, WriteMode,
 };
+#[cfg(feature = "zarrs")]
+pub use crate::zarrs_plugin::{Registration, ZarrsB2ndCodec, register};
 pub use crate::{
     array::{B2ndArray, b2nd_frame, b2nd_frame_from_slice, b2nd_zeros},
     b2nd::{B2ND_MAX_DIM, B2ND_METALAYER, B2ndMeta, DEFAULT_DTYPE},
+    b2nd_codec::{B2ndCodec, B2ndCodecConfig, Endian},
     element::Element,
     error::{Error, Result},
     header::{FrameHeader, FrameType, HEADER_FIXED_LEN, MAX_FRAME_FORMAT_VERSION},

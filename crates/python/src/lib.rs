@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 mod b2nd;
+mod b2nd_codec;
 mod blosc;
 mod cli;
 mod common;
@@ -29,6 +30,7 @@ fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     convert::register(m)?;
     lz4_block::register(m)?;
     cli::register(m)?;
+    b2nd_codec::register(m)?;
     m.add_function(wrap_pyfunction!(common::_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(common::ensure_apart, m)?)?;
     Ok(())

@@ -5,6 +5,7 @@
 //! Tests that start this binary again as their child name the child test by its path here
 //! (`kill::kill_child`): libtest matches `--exact` against the full name.
 
+mod b2nd_codec;
 mod common;
 mod concurrency;
 mod fixtures;

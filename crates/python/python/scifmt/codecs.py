@@ -15,6 +15,28 @@ size raises :class:`LZ4BlockError` (a ``ValueError``); encoding is liblz4's own.
   configuration, or an ``out`` buffer.
 
 The codec's specification is the ``spec/`` page of the ``lz4-block-codec`` crate.
+
+The ``b2nd`` codec: chunks that are one Blosc2 chunk of a b2nd array (python-blosc2's ``.b2nd``
+files), whose items are stored block by block. It lets zarr-python and numcodecs read the chunks
+of a ``.b2nd`` file where they are (each Zarr chunk the bytes of one chunk of the frame, e.g.
+``schunk.get_chunk(i)``), with the Zarr chunk shape = the b2nd ``chunkshape``. Decoding moves
+the items from b2nd block order to the chunk's C order; encoding writes chunks python-blosc2
+reads. A chunk whose header does not describe a chunk of that shape, block shape and item size
+raises :class:`B2ndError` (a ``ValueError``).
+
+* :class:`B2ndCodec`: the Zarr v3 array→bytes codec, name ``"b2nd"`` (``zarr.codecs`` entry
+  point). Configuration ``{"blockshape": [...], "endian": "little", "cname": "zstd",
+  "clevel": 5, "shuffle": "shuffle"}``: ``blockshape`` (required) and ``endian`` (the byte order
+  of the stored items: python-blosc2 stores the byte order of the array's NumPy dtype, ``big``
+  for ``>f8``) decode; ``cname``, ``clevel`` and ``shuffle`` (the names of Zarr's ``blosc``
+  codec; defaults python-blosc2's) only choose how chunks are written.
+* :class:`B2nd`: the numcodecs codec, id ``"b2nd"`` (``numcodecs.codecs`` entry point), for Zarr
+  v2 ``compressor`` metadata and kerchunk references. numcodecs codecs see only bytes, so its
+  configuration also names the chunk's shape and data type: ``B2nd(chunkshape=(6, 4),
+  dtype="<f8", blockshape=(3, 2))``. It decodes to the chunk's bytes in C order (in the dtype's
+  byte order, as stored) and encodes such bytes.
+
+The codec's specification is the ``spec/b2nd-codec`` page of the ``blosc2-frame`` crate.
 """
 
 from __future__ import annotations
@@ -27,12 +49,19 @@ import numpy as np
 from scifmt import _scifmt
 
 _core = _scifmt.lz4_block
+_b2nd = _scifmt.b2nd_codec
 
-__all__ = ["LZ4Block", "LZ4BlockCodec", "LZ4BlockError", "NAME"]
+__all__ = [
+    "B2ND_NAME", "B2nd", "B2ndCodec", "B2ndError", "LZ4Block", "LZ4BlockCodec", "LZ4BlockError",
+    "NAME",
+]  # fmt: skip
 
-#: The codec's name (Zarr v3) and id (numcodecs).
+#: The ``lz4-block`` codec's name (Zarr v3) and id (numcodecs).
 NAME = _core.NAME
 LZ4BlockError = _core.LZ4BlockError
+#: The ``b2nd`` codec's name (Zarr v3) and id (numcodecs).
+B2ND_NAME = _b2nd.NAME
+B2ndError = _b2nd.B2ndError
 
 try:
     from numcodecs.abc import Codec as _CodecBase
@@ -142,7 +171,150 @@ class LZ4Block(_CodecBase):
         return f"LZ4Block(mode={self.mode!r}, {extra}{size})"
 
 
+#: Largest extent of a b2nd chunk or block (C-Blosc2 stores them as int32).
+_MAX_EXTENT = 2**31 - 1
+#: numcodecs' shuffle numbers, as the Rust core (blosc-chunk) names them.
+_SHUFFLE_NAMES = {number: name for name, number in _scifmt.blosc.shuffles()}
+
+
+def _extents(value: Any, what: str) -> tuple:
+    """``value`` as a tuple of extents 1..2**31-1 (``TypeError`` for other types)."""
+    if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        raise TypeError(f"`{what}` must be a sequence of integers, not {type(value).__name__}")
+    out = []
+    for x in value:
+        if isinstance(x, bool) or not isinstance(x, (int, np.integer)):
+            raise TypeError(f"`{what}` must hold integers, not {type(x).__name__}")
+        if not 1 <= int(x) <= _MAX_EXTENT:
+            raise B2ndError(f"`{what}` extents must be 1..{_MAX_EXTENT}, not {int(x)}")
+        out.append(int(x))
+    if not out:
+        raise B2ndError(f"`{what}` needs at least one extent")
+    return tuple(out)
+
+
+def _b2nd_parameters(blockshape: Any, cname: Any, clevel: Any, shuffle: Any) -> tuple:
+    """The checked encoding configuration as ``(blockshape, cname, clevel, shuffle)``."""
+    blockshape = _extents(blockshape, "blockshape")
+    if not isinstance(cname, str):
+        raise TypeError(f"`cname` must be a string, not {type(cname).__name__}")
+    if isinstance(clevel, bool) or not isinstance(clevel, (int, np.integer)):
+        raise TypeError(f"`clevel` must be an integer, not {type(clevel).__name__}")
+    if not 0 <= int(clevel) <= 9:
+        raise B2ndError(f"`clevel` must be 0 to 9, not {int(clevel)}")
+    if isinstance(shuffle, (int, np.integer)) and not isinstance(shuffle, bool):
+        # numcodecs' numbers (0, 1, 2); AUTOSHUFFLE (-1) names no Zarr v3 value.
+        if int(shuffle) not in _SHUFFLE_NAMES:
+            raise B2ndError(f"`shuffle` {int(shuffle)} is not one of 0, 1, 2")
+        shuffle = _SHUFFLE_NAMES[int(shuffle)]
+    shuffle = getattr(shuffle, "value", shuffle)  # zarr-python's BloscShuffle enum
+    if not isinstance(shuffle, str):
+        raise TypeError(f"`shuffle` must be a string, not {type(shuffle).__name__}")
+    _b2nd.check_configuration(list(blockshape), cname, int(clevel), shuffle)
+    return blockshape, cname.lower(), int(clevel), shuffle.lower()
+
+
+def _endian(endian: Any) -> str:
+    """``"little"`` or ``"big"`` (also zarr-python's ``Endian`` enum)."""
+    endian = getattr(endian, "value", endian)
+    if endian not in ("little", "big"):
+        raise B2ndError(f'`endian` must be "little" or "big", not {endian!r}')
+    return endian
+
+
+def _fixed_dtype(dtype: Any) -> np.dtype:
+    """A NumPy dtype of fixed, positive item size."""
+    dtype = np.dtype(dtype)
+    if dtype.itemsize == 0 or dtype.hasobject:
+        raise B2ndError(f"the b2nd codec needs a data type of fixed size, not {dtype}")
+    return dtype
+
+
+def _check_ndim(chunkshape: tuple, blockshape: tuple) -> None:
+    if len(chunkshape) != len(blockshape):
+        raise B2ndError(
+            f"the chunk shape {list(chunkshape)} and the block shape {list(blockshape)} have "
+            f"different numbers of dimensions"
+        )
+
+
+class B2nd(_CodecBase):
+    """The ``b2nd`` codec for numcodecs (Zarr v2 ``compressor``, kerchunk references).
+
+    Parameters: ``chunkshape`` (the chunk's shape: the b2nd ``chunkshape``), ``dtype`` (the
+    array's NumPy dtype: its item size is the chunk's type size), ``blockshape`` (the b2nd block
+    shape), and for encoding ``cname`` (``"zstd"``), ``clevel`` (5) and ``shuffle``
+    (``"shuffle"``; numcodecs' numbers 0, 1, 2 are accepted). numcodecs passes only bytes to a
+    codec, hence the shape and dtype in the configuration. :meth:`decode` returns the chunk's
+    bytes in C order, in the dtype's byte order (as stored); :meth:`encode` takes such bytes.
+    """
+
+    codec_id = B2ND_NAME
+
+    def __init__(self, chunkshape: Any, dtype: Any, blockshape: Any, cname: str = "zstd",
+                 clevel: int = 5, shuffle: Any = "shuffle") -> None:  # fmt: skip
+        self.chunkshape = _extents(chunkshape, "chunkshape")
+        self.dtype = _fixed_dtype(dtype)
+        self.blockshape, self.cname, self.clevel, self.shuffle = _b2nd_parameters(
+            blockshape, cname, clevel, shuffle)
+        _check_ndim(self.chunkshape, self.blockshape)
+
+    def _shape(self) -> tuple:
+        return list(self.chunkshape), self.dtype.itemsize, list(self.blockshape)
+
+    def encode(self, buf: Any) -> bytes:
+        """One chunk (any contiguous buffer of its C-order bytes) as one b2nd chunk."""
+        return _b2nd.encode(_bytes_view(buf, "buf"), *self._shape(), self.cname, self.clevel,
+                            self.shuffle)  # fmt: skip
+
+    def decode(self, buf: Any, out: Any = None) -> Any:
+        """The chunk's bytes in C order: into ``out`` (which it must fill exactly, and then
+        returns), or as new ``bytes``."""
+        data = _bytes_view(buf, "buf")
+        if out is not None:
+            _b2nd.decode_into(data, *self._shape(), _bytes_view(out, "out", writable=True))
+            return out
+        return _b2nd.decode(data, *self._shape())
+
+    def get_config(self) -> dict:
+        """``{"id": "b2nd", "chunkshape", "dtype", "blockshape", "cname", "clevel",
+        "shuffle"}``."""
+        return {
+            "id": self.codec_id, "chunkshape": list(self.chunkshape), "dtype": self.dtype.str,
+            "blockshape": list(self.blockshape), "cname": self.cname, "clevel": self.clevel,
+            "shuffle": self.shuffle,
+        }  # fmt: skip
+
+    @classmethod
+    def from_config(cls, config: dict) -> "B2nd":
+        """The codec for a configuration (``get_config()`` output, with or without ``id``)."""
+        config = dict(config)
+        config.pop("id", None)
+        keys = {"chunkshape", "dtype", "blockshape", "cname", "clevel", "shuffle"}
+        unknown = set(config) - keys
+        if unknown:
+            raise B2ndError(f"unknown b2nd configuration keys: {sorted(unknown)}")
+        missing = {"chunkshape", "dtype", "blockshape"} - set(config)
+        if missing:
+            raise B2ndError(f"the b2nd configuration needs {sorted(missing)}")
+        return cls(**config)
+
+    def __eq__(self, other: object) -> bool:
+        try:
+            return self.get_config() == other.get_config()  # type: ignore[attr-defined]
+        except AttributeError:
+            return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return (f"B2nd(chunkshape={list(self.chunkshape)}, dtype={self.dtype.str!r}, "
+                f"blockshape={list(self.blockshape)}, cname={self.cname!r}, "
+                f"clevel={self.clevel}, shuffle={self.shuffle!r})")  # fmt: skip
+
+
 _zarr_codec_class = None
+_zarr_b2nd_class = None
 
 
 def _make_zarr_codec() -> type:
@@ -221,12 +393,117 @@ def _make_zarr_codec() -> type:
     return LZ4BlockCodec
 
 
+def _make_zarr_b2nd_codec() -> type:
+    """Defines :class:`B2ndCodec` (on first use: it needs zarr-python) and registers it."""
+    try:
+        from zarr.abc.codec import ArrayBytesCodec
+        from zarr.core.dtype.common import HasEndianness
+        from zarr.registry import register_codec
+    except ImportError as e:
+        raise ImportError(f"scifmt.codecs.B2ndCodec needs zarr-python >= 3.1 ({e})") from e
+    import asyncio
+    from dataclasses import replace
+
+    @dataclass(frozen=True)
+    class B2ndCodec(ArrayBytesCodec):
+        """The Zarr v3 ``b2nd`` codec (see the module docstring)."""
+
+        is_fixed_size = False
+
+        blockshape: tuple = ()
+        endian: str = "little"
+        cname: str = "zstd"
+        clevel: int = 5
+        shuffle: str = "shuffle"
+
+        def __init__(self, *, blockshape: Any, endian: Any = "little", cname: str = "zstd",
+                     clevel: int = 5, shuffle: Any = "shuffle") -> None:  # fmt: skip
+            b, c, lv, sh = _b2nd_parameters(blockshape, cname, clevel, shuffle)
+            object.__setattr__(self, "blockshape", b)
+            object.__setattr__(self, "endian", _endian(endian))
+            object.__setattr__(self, "cname", c)
+            object.__setattr__(self, "clevel", lv)
+            object.__setattr__(self, "shuffle", sh)
+
+        @classmethod
+        def from_dict(cls, data: dict) -> "B2ndCodec":
+            if data.get("name") != B2ND_NAME:
+                raise B2ndError(f"codec entry names {data.get('name')!r}, not {B2ND_NAME!r}")
+            config = data.get("configuration")
+            if not isinstance(config, dict):
+                raise B2ndError("the b2nd codec needs a configuration with a `blockshape`")
+            unknown = set(config) - {"blockshape", "endian", "cname", "clevel", "shuffle"}
+            if unknown:
+                raise B2ndError(f"unknown b2nd configuration keys: {sorted(unknown)}")
+            if "blockshape" not in config:
+                raise B2ndError("the b2nd configuration needs a `blockshape`")
+            return cls(**config)
+
+        def to_dict(self) -> dict:
+            return {"name": B2ND_NAME, "configuration": {
+                "blockshape": list(self.blockshape), "endian": self.endian, "cname": self.cname,
+                "clevel": self.clevel, "shuffle": self.shuffle,
+            }}  # fmt: skip
+
+        def validate(self, *, shape: Any, dtype: Any, chunk_grid: Any) -> None:
+            chunk_shape = getattr(chunk_grid, "chunk_shape", None)
+            if chunk_shape is not None:
+                _check_ndim(tuple(chunk_shape), self.blockshape)
+                if any(b > c for b, c in zip(self.blockshape, chunk_shape)):
+                    raise B2ndError(
+                        f"the block shape {list(self.blockshape)} is larger than the chunk "
+                        f"shape {list(chunk_shape)}"
+                    )
+            self._stored_dtype(dtype)
+
+        def _stored_dtype(self, zdtype: Any) -> np.dtype:
+            """The NumPy dtype of the stored items: the array's, in the configured order."""
+            if isinstance(zdtype, HasEndianness):
+                zdtype = replace(zdtype, endianness=self.endian)
+            return _fixed_dtype(zdtype.to_native_dtype())
+
+        def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+            dtype = self._stored_dtype(chunk_spec.dtype)
+            shape = tuple(chunk_spec.shape)
+            out = np.empty(shape, dtype=dtype)
+            _b2nd.decode_into(_bytes_view(chunk_bytes.as_numpy_array(), "chunk"), list(shape),
+                              dtype.itemsize, list(self.blockshape),
+                              out.reshape(-1).view(np.uint8))  # fmt: skip
+            return chunk_spec.prototype.nd_buffer.from_ndarray_like(out)
+
+        async def _decode_single(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
+            return await asyncio.to_thread(self._decode_sync, chunk_bytes, chunk_spec)
+
+        def _encode_sync(self, chunk_array: Any, chunk_spec: Any) -> Any:
+            dtype = self._stored_dtype(chunk_spec.dtype)
+            a = np.ascontiguousarray(chunk_array.as_numpy_array(), dtype=dtype)
+            out = _b2nd.encode(a.reshape(-1).view(np.uint8), list(chunk_spec.shape),
+                               dtype.itemsize, list(self.blockshape), self.cname, self.clevel,
+                               self.shuffle)  # fmt: skip
+            return chunk_spec.prototype.buffer.from_bytes(out)
+
+        async def _encode_single(self, chunk_array: Any, chunk_spec: Any) -> Any:
+            return await asyncio.to_thread(self._encode_sync, chunk_array, chunk_spec)
+
+        def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: Any) -> int:
+            raise NotImplementedError
+
+    B2ndCodec.__module__ = __name__
+    B2ndCodec.__qualname__ = "B2ndCodec"
+    register_codec(B2ND_NAME, B2ndCodec)
+    return B2ndCodec
+
+
 def __getattr__(name: str) -> Any:
-    global _zarr_codec_class
+    global _zarr_codec_class, _zarr_b2nd_class
     if name == "LZ4BlockCodec":
         if _zarr_codec_class is None:
             _zarr_codec_class = _make_zarr_codec()
         return _zarr_codec_class
+    if name == "B2ndCodec":
+        if _zarr_b2nd_class is None:
+            _zarr_b2nd_class = _make_zarr_b2nd_codec()
+        return _zarr_b2nd_class
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
