@@ -13,6 +13,7 @@ mod plan;
 mod shard;
 mod target;
 mod verify;
+mod virtualize;
 
 pub use crate::{
     conversion::{convert, convert_mag_to_wkw, convert_mag_to_zarr3},
@@ -26,6 +27,7 @@ pub use crate::{
     plan::{Plan, Unit, convert_units, finish, plan},
     target::{MARKER, STAGE_TAG},
     verify::{Difference, VerifyReport, verify},
+    virtualize::{VirtualizeOptions, VirtualizeSummary, virtualize, virtualize_all},
 };
 
 /// Where a conversion reads and writes: a local path or a key prefix on an object store.
