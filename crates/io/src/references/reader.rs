@@ -186,7 +186,9 @@ impl ReferenceStore {
                             (n(&parts[1])?, Some(n(&parts[2])?))
                         }
                         _ => {
-                            return Err(bad(format!("{key}: {value} is not [URL, offset, length]")));
+                            return Err(bad(format!(
+                                "{key}: {value} is not [URL, offset, length]"
+                            )));
                         }
                     };
                     if let Some(len) = length
