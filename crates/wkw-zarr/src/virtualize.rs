@@ -331,7 +331,9 @@ fn open_remote(
             futures::stream::iter(items.iter().zip(&heads).map(|((_, key, (_, etag)), &n)| {
                 let object = mag.join(key).object().with_etag(etag.clone());
                 async move {
-                    let got = object.get_ranges(&[0..n], remote).await?;
+                    let got = object
+                        .get_ranges(std::slice::from_ref(&(0..n)), remote)
+                        .await?;
                     Ok((got, object))
                 }
             }))

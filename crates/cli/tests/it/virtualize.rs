@@ -53,8 +53,9 @@ fn chunks_are_blocks(doc: &Value, node: &str, mag: &Path, local: Option<&Path>) 
             }
         };
         let bytes = std::fs::read(&file).unwrap();
-        let stored = &bytes[offset as usize..(offset + length) as usize];
-        let mut raw = vec![0u8; header.block_bytes() as usize];
+        let at = |v: u64| usize::try_from(v).unwrap();
+        let stored = &bytes[at(offset)..at(offset + length)];
+        let mut raw = vec![0u8; at(header.block_bytes())];
         wkw::decode_block(stored, header.block_type(), &mut raw).unwrap();
         let at = [idx[0] * b, idx[1] * b, idx[2] * b];
         let want = ds.read(at, [b, b, b], wkw::Order::Fortran).unwrap();

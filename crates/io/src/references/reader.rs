@@ -437,11 +437,12 @@ impl ReadableStorageTraits for ReferenceStore {
                 ByteRange::FromStart(s, None) => (Some(s), Some(size)),
                 ByteRange::Suffix(n) => (size.checked_sub(n), Some(size)),
             };
-            match (start, end) {
-                (Some(s), Some(e)) if s <= e && e <= size => {
-                    // Within `size`, which is a `usize` length.
-                    out.push(Ok(whole.slice(s as usize..e as usize)));
-                }
+            let range = start
+                .zip(end)
+                .filter(|&(s, e)| s <= e && e <= size)
+                .and_then(|(s, e)| Some(usize::try_from(s).ok()?..usize::try_from(e).ok()?));
+            match range {
+                Some(range) => out.push(Ok(whole.slice(range))),
                 _ => {
                     return Err(StorageError::Other(format!(
                         "{}: byte range {r} outside the {size} bytes of {key}",
