@@ -89,6 +89,16 @@ pub enum Error {
         /// What is not supported.
         what: String,
     },
+    /// Icechunk failed on a repository (feature `icechunk`): its message, redacted.
+    #[cfg(feature = "icechunk")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "icechunk")))]
+    #[error("icechunk repository {repository}: {what}")]
+    Icechunk {
+        /// The repository (path or URL without credentials).
+        repository: String,
+        /// What went wrong.
+        what: String,
+    },
     /// A size read from input exceeds a limit; nothing of that size was allocated.
     #[error("limit exceeded: {what} needs {requested}, limit {limit}")]
     LimitExceeded {
