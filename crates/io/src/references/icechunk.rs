@@ -256,3 +256,74 @@ impl ReferenceSink for IcechunkWriter {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
+
+    use icechunk::format::ByteRange;
+    use icechunk::repository::VersionInfo;
+
+    use super::*;
+    use crate::references::chunk::reference_url;
+
+    #[test]
+    fn icechunk_reads_the_references_back_and_refuses_a_changed_source() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir(&src).unwrap();
+        let file = src.join("data.bin");
+        std::fs::write(&file, (0u8..=255).collect::<Vec<_>>()).unwrap();
+        let prefix = reference_url(&Location::Local(src.clone())).unwrap();
+        let url = reference_url(&Location::Local(file.clone())).unwrap();
+        let checksum = Checksum::of_file(&std::fs::metadata(&file).unwrap(), &file).unwrap();
+        let repo_dir = dir.path().join("repo");
+        let mut w = IcechunkWriter::create(
+            &Location::Local(repo_dir.clone()),
+            std::slice::from_ref(&prefix),
+        )
+        .unwrap();
+        w.group("", &GroupMetadataV3::new()).unwrap();
+        let array: ArrayMetadataV3 = serde_json::from_value(serde_json::json!({
+            "zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}]}))
+        .unwrap();
+        w.array("a", &array).unwrap();
+        w.reference(&ChunkReference::new("a", &[1], &url, 16, 4).with_checksum(Some(&checksum)))
+            .unwrap();
+        w.finish().unwrap();
+
+        let read = || {
+            block_on(async {
+                let storage = icechunk::new_local_filesystem_storage(&repo_dir)
+                    .await
+                    .unwrap();
+                let auth = HashMap::from([(format!("{prefix}/"), None)]);
+                let repo = Repository::open(storage)
+                    .authorize_virtual_chunk_access(auth)
+                    .execute()
+                    .await
+                    .unwrap();
+                assert_eq!(repo.spec_version(), SpecVersionBin::V1);
+                let session = repo
+                    .readonly_session(&VersionInfo::BranchTipRef(BRANCH.into()))
+                    .await
+                    .unwrap();
+                let store = Store::from_session(Arc::new(RwLock::new(session))).await;
+                store
+                    .get("a/c/1", &ByteRange::ALL)
+                    .await
+                    .map(|b| b.to_vec())
+            })
+            .unwrap()
+        };
+        assert_eq!(read().unwrap(), [16, 17, 18, 19]);
+        let f = std::fs::File::options().write(true).open(&file).unwrap();
+        f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+            .unwrap();
+        let e = read().unwrap_err().to_string();
+        assert!(e.contains("checksum"), "{e}");
+    }
+}
