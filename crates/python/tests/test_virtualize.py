@@ -139,3 +139,30 @@ def test_the_references_point_into_the_wkw_files(tmp_path):
     arr = zarr.open_array(store=_store(refs), mode="r", zarr_format=3)
     with wkw.Dataset.open(str(mags["u16_lz4_3ch"])) as ds:
         np.testing.assert_array_equal(arr[...], ds.read((0, 0, 0), arr.shape[1:]))
+
+
+def test_icechunk_reads_a_virtualized_dataset_like_wkw(tmp_path):
+    """``--to icechunk`` (a ``scifmt`` built with the ``icechunk`` feature) read by Python
+    icechunk 1.1 (the repository is in its format, spec version 1); a file changed since is
+    refused."""
+    icechunk = pytest.importorskip("icechunk")
+    root, mags = _dataset(tmp_path)
+    repo_dir = tmp_path / "repo"
+    out = subprocess.run([_scifmt(), "virtualize", str(root), str(repo_dir), "--to", "icechunk",
+                          "--json"], capture_output=True, text=True)  # fmt: skip
+    if out.returncode == 2 and "without Icechunk support" in out.stderr:
+        pytest.skip("this scifmt was built without the icechunk feature")
+    assert out.returncode == 0, out.stderr
+    prefix = f"file://{root.resolve()}/"
+    storage = icechunk.local_filesystem_storage(str(repo_dir))
+    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access={prefix: None})
+    group = zarr.open_group(repo.readonly_session("main").store, mode="r")
+    for name, *_ in MAGS:
+        a = group[f"{name}/1"]
+        with wkw.Dataset.open(str(mags[name])) as ds:
+            np.testing.assert_array_equal(a[...], ds.read((0, 0, 0), a.shape[1:]), err_msg=name)
+    changed = next(mags["u8_raw"].glob("z*/y*/x*.wkw"))
+    st = changed.stat()
+    os.utime(changed, ns=(st.st_atime_ns, st.st_mtime_ns + 60 * 10**9))
+    with pytest.raises(Exception, match="checksum"):
+        group["u8_raw/1"][...]
