@@ -33,6 +33,10 @@ pub use crate::{
 /// Where a conversion reads and writes: a local path or a key prefix on an object store.
 pub use scifmt_io::{Location, StoreLocation};
 
+/// The virtual references [`virtualize`] streams, where it streams them, and the kerchunk
+/// writer (`scifmt-io`'s; its `IcechunkWriter` needs scifmt-io's feature `icechunk`).
+pub use scifmt_io::{Checksum, ChunkReference, KerchunkWriter, ReferenceSink};
+
 /// The `blosc-chunk` crate, whose Blosc vocabulary [`ZarrCodec::Blosc`] takes: the `cname`
 /// ([`blosc_chunk::Codec`]), the shuffle ([`blosc_chunk::BloscShuffle`]) and the block size
 /// ([`blosc_chunk::Blocksize`]), with their names and parsers.
