@@ -46,8 +46,8 @@ pub(crate) struct VirtualizeArgs {
     /// fsync the local output before it is renamed into place.
     #[arg(long)]
     fsync: bool,
-    /// Files whose headers and jump tables are read at once from an object store, divided by
-    /// 4 (the requests in flight).
+    /// Requests in flight to an object store: the headers and jump tables of 4 × N files are
+    /// read per round (local sources are read one file at a time).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1024))]
     concurrency: u64,
     #[command(flatten)]
