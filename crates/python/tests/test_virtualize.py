@@ -7,6 +7,7 @@ codec (found through its entry point), and compared with ``wkw.Dataset.read``.""
 import json
 import os
 import pathlib
+import shutil
 import subprocess
 
 import numpy as np
@@ -21,15 +22,17 @@ REPO = pathlib.Path(__file__).resolve().parents[3]
 
 
 def _scifmt():
-    """The ``scifmt`` command: ``SCIFMT_CLI``, else the workspace's debug or release build."""
-    named = os.environ.get("SCIFMT_CLI")
-    if named:
-        return named
+    """The ``scifmt`` command: ``SCIFMT_CLI``, else the wheel's (on PATH), else the cargo-built
+    one (``SCIFMT_CARGO_CLI``, or the workspace's debug or release build)."""
+    for named in (os.environ.get("SCIFMT_CLI"), shutil.which("scifmt"),
+                  os.environ.get("SCIFMT_CARGO_CLI")):  # fmt: skip
+        if named:
+            return named
     for profile in ("debug", "release"):
         candidate = REPO / "target" / profile / "scifmt"
         if candidate.exists():
             return str(candidate)
-    pytest.fail("the scifmt command is needed: `cargo build -p scifmt-cli` (or set SCIFMT_CLI)")
+    pytest.fail("the scifmt command is needed: install the wheel or `cargo build -p scifmt-cli`")
 
 
 # (mag name, numpy type, channels, block type, block_len, file_len)
