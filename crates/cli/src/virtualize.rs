@@ -179,7 +179,8 @@ fn icechunk(
     ))
 }
 
-/// `--to icechunk`: a new repository at `dst` (refused if one is there unless `overwrite`).
+/// `--to icechunk`: a new local repository at `dst`, built complete in a hidden sibling and
+/// then put in place (an existing one is replaced only with `overwrite`, and only then).
 #[cfg(feature = "icechunk")]
 fn icechunk(
     srcs: &[Location],
@@ -190,15 +191,54 @@ fn icechunk(
     out: &mut Map<String, Value>,
 ) -> CliResult {
     let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
-    if dst.has_contents().map_err(fail)? {
-        if !overwrite {
-            return Err(Fail::usage(format!(
-                "{} exists: add --overwrite to replace it",
-                dst.name().display()
-            )));
-        }
-        dst.remove_all().map_err(fail)?;
+    let Location::Local(target) = dst else {
+        return Err(Fail::usage(
+            "--to icechunk writes a local repository (a directory) so far, not a URL",
+        ));
+    };
+    if dst.has_contents().map_err(fail)? && !overwrite {
+        return Err(Fail::usage(format!(
+            "{} exists: add --overwrite to replace it (the new repository replaces it only when complete)",
+            crate::names::display_name(target)
+        )));
     }
+    let staged = scifmt_io::sibling(target, "scifmt-virtualize").map_err(fail)?;
+    if staged.exists() {
+        std::fs::remove_dir_all(&staged).map_err(|e| Fail::input(&staged, describe(&e)))?;
+    }
+    let built = build_icechunk(
+        srcs,
+        &Location::Local(staged.clone()),
+        options,
+        progress,
+        out,
+    );
+    let placed = built.and_then(|()| {
+        if dst.has_contents().map_err(fail)? {
+            scifmt_io::replace_dir(&staged, target, scifmt_io::Durability::None).map_err(fail)
+        } else {
+            if target.exists() {
+                std::fs::remove_dir(target).map_err(|e| Fail::input(target, describe(&e)))?;
+            }
+            std::fs::rename(&staged, target).map_err(|e| Fail::input(target, describe(&e)))
+        }
+    });
+    if placed.is_err() {
+        let _ = std::fs::remove_dir_all(&staged);
+    }
+    placed
+}
+
+/// The repository at `dst` (a new directory).
+#[cfg(feature = "icechunk")]
+fn build_icechunk(
+    srcs: &[Location],
+    dst: &Location,
+    options: &VirtualizeOptions,
+    progress: &(dyn Fn(&Progress) + Sync),
+    out: &mut Map<String, Value>,
+) -> CliResult {
+    let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
     let prefixes = srcs
         .iter()
         .map(scifmt_io::reference_url)

@@ -30,8 +30,6 @@ pub use crate::overlap::{ensure_apart, is_url, overlap};
 pub use crate::prefetched::Prefetched;
 pub use crate::read_at::ReadAt;
 pub use crate::redact::redact;
-#[cfg(feature = "https")]
-pub use crate::remote::store::install_tls_provider;
 #[cfg(feature = "icechunk")]
 pub use crate::references::icechunk::IcechunkWriter;
 #[cfg(feature = "zarrs")]
@@ -42,6 +40,8 @@ pub use crate::references::{
     chunk::{Checksum, ChunkReference, ReferenceSink, reference_path, reference_url},
     kerchunk::{KerchunkSummary, KerchunkWriter},
 };
+#[cfg(feature = "https")]
+pub use crate::remote::store::install_tls_provider;
 #[cfg(feature = "zarrs")]
 pub use crate::remote::zarrs_store::ZarrsStore;
 #[cfg(feature = "object_store")]
