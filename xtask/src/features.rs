@@ -41,6 +41,10 @@ use crate::util::{cargo, exec};
 const NOT_IN_WORKSPACE: &[(&str, &str)] = &[
     // C-Blosc through zarrs would replace blosc-chunk's codec in blosc-chunk's own tests.
     ("zarrs-blosc-bench", "c-peer"),
+    // Icechunk repositories of virtual references: the `icechunk` crate and its dependencies
+    // are an opt-in build (see scifmt-io's README for its cost), kept out of CI's time.
+    ("scifmt-io", "icechunk"),
+    ("scifmt-cli", "icechunk"),
 ];
 
 /// Library crates checked with no features at all, in one clippy invocation (none of them turns

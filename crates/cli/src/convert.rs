@@ -116,7 +116,7 @@ pub(crate) struct ConvertArgs {
 
 /// A local path, or a URL's store and prefix (configured from the `AWS_*`, `GOOGLE_*`,
 /// `AZURE_*` environment like every command; named without credentials).
-fn location(path: &std::path::Path) -> CliResult<Location> {
+pub(crate) fn location(path: &std::path::Path) -> CliResult<Location> {
     Ok(match remote::parse_url(path)? {
         Some(url) => Location::Store(url),
         None => Location::Local(path.to_path_buf()),
@@ -124,11 +124,11 @@ fn location(path: &std::path::Path) -> CliResult<Location> {
 }
 
 /// The exit status after Ctrl-C (128 + SIGINT, as shells report it).
-const INTERRUPTED: u8 = 130;
+pub(crate) const INTERRUPTED: u8 = 130;
 
 /// A flag Ctrl-C (SIGINT) raises: the conversion stops at its next batch of blocks, keeping
 /// what is complete. A second Ctrl-C ends the process at once.
-fn interrupt_cancels() -> Cancel {
+pub(crate) fn interrupt_cancels() -> Cancel {
     let cancel = Cancel::new();
     let flag = cancel.clone();
     // Without a handler (one was set already) Ctrl-C ends the process as before: every file

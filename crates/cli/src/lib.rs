@@ -23,6 +23,7 @@ mod offset;
 mod print;
 mod progress;
 mod remote;
+mod virtualize;
 mod webknossos;
 mod wkw_cmd;
 mod zarr;
@@ -84,6 +85,12 @@ enum Cmd {
         after_help = "Examples:\n  scifmt convert dataset_wkw/ dataset_zarr3/ --to zarr3 --verify\n  scifmt convert color/1 color_1.zarr --to zarr3 --codec zstd --zstd-level 3 --jobs 2\n  scifmt convert dataset_zarr3/ dataset_wkw/ --to wkw --block-type lz4hc --json\n  scifmt convert dataset_wkw/ dataset_zarr3/ --to zarr3 --resume\n  scifmt convert color/1 color_1.zarr --to zarr3 --codec blosc --blosc-cname lz4 --clevel 5 --shuffle shuffle\n  scifmt convert s3://bucket/ds_wkw s3://bucket/ds_zarr3 --to zarr3 --verify\n\nSRC and DST are paths or URLs (s3://, gs://, az://, http(s)://, file://; credentials from the\nAWS_*, GOOGLE_*, AZURE_* environment). An existing DST is refused unless --overwrite or --resume. Exit status 1 when --verify finds\ndifferences, 2 for bad usage or bad input."
     )]
     Convert(convert::ConvertArgs),
+    /// Reference WKW data as Zarr v3 in place (virtual chunks: one per WKW block, read from the
+    /// WKW files by offset and length), reading only the files' headers and jump tables.
+    #[command(
+        after_help = "Examples:\n  scifmt virtualize dataset_wkw/ refs.json --to kerchunk\n  scifmt virtualize s3://bucket/ds_wkw refs.json --to kerchunk --json\n  scifmt virtualize color/1 color/2-2-1 both.json --to kerchunk\n  scifmt virtualize dataset_wkw/ repo/ --to icechunk\n\nThe layout is the one `scifmt convert --to zarr3` writes (a dataset: a group per layer, an array\nper mag at <layer>/<mag>; one mag: the array at the root; several sources: one node each, named\nlike its directory), with one chunk per WKW block (c, b, b, b): codecs transpose [3,2,1,0],\nbytes, and lz4-block for LZ4/LZ4HC files (a reader needs that codec: scifmt's Python package\nregisters it with zarr-python), fill value 0. A missing WKW file is missing chunks.\n\nEach reference carries its file's ETag (object stores) or modification time (local files):\nscifmt's reader and Icechunk refuse a chunk whose file changed since; fsspec does not check\n(kerchunk has no place for it; the checksums are kept under the key \"scifmt\").\n\nkerchunk: a JSON file {\"version\": 1, \"refs\": {...}} for fsspec's ReferenceFileSystem\n(zarr-python 3: zarr.open_group(FsspecStore(fs), mode=\"r\")). icechunk: a repository written\nwith the Icechunk crate (needs a scifmt built with the `icechunk` feature). zarr: refused, saying\nwhy (WKW blocks cannot be addressed by Zarr chunk keys).\n\nExit status 2 for bad usage or bad input, 130 when interrupted (nothing is written)."
+    )]
+    Virtualize(virtualize::VirtualizeArgs),
 }
 
 impl Cmd {
@@ -98,6 +105,7 @@ impl Cmd {
             Self::Offset(c) => c.run(),
             Self::Zarr(c) => c.run(),
             Self::Convert(a) => convert::run(&a),
+            Self::Virtualize(a) => virtualize::run(&a),
         }
     }
 }

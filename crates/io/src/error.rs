@@ -65,10 +65,49 @@ pub enum Error {
     /// version: reading on could mix two. See [`Access::Read`](crate::Access).
     #[cfg(feature = "object_store")]
     #[cfg_attr(docsrs, doc(cfg(feature = "object_store")))]
-    #[error("{url}: the object changed since it was opened (ETag no longer matches)")]
+    #[error(
+        "{url}: the object changed since it was opened or referenced (its ETag or modification time no longer matches)"
+    )]
     Changed {
-        /// The object.
+        /// The object (a `file://` URL for a local file a reference points into).
         url: String,
+    },
+    /// A document this crate reads (a kerchunk reference file) is malformed.
+    #[error("{name}: {what}")]
+    Format {
+        /// The document (path or URL without credentials).
+        name: String,
+        /// What is wrong, with the key or entry.
+        what: String,
+    },
+    /// Valid input this crate does not handle (a chunk key encoding, a kerchunk feature such as
+    /// templates).
+    #[error("unsupported: {name}: {what}")]
+    Unsupported {
+        /// The document or node.
+        name: String,
+        /// What is not supported.
+        what: String,
+    },
+    /// Icechunk failed on a repository (feature `icechunk`): its message, redacted.
+    #[cfg(feature = "icechunk")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "icechunk")))]
+    #[error("icechunk repository {repository}: {what}")]
+    Icechunk {
+        /// The repository (path or URL without credentials).
+        repository: String,
+        /// What went wrong.
+        what: String,
+    },
+    /// A size read from input exceeds a limit; nothing of that size was allocated.
+    #[error("limit exceeded: {what} needs {requested}, limit {limit}")]
+    LimitExceeded {
+        /// What would be allocated.
+        what: &'static str,
+        /// Requested amount.
+        requested: u64,
+        /// The limit.
+        limit: u64,
     },
 }
 
@@ -89,6 +128,8 @@ impl Error {
             Self::Io { source, .. } => source.kind(),
             Self::InvalidArgument(_) | Self::Overlap { .. } => std::io::ErrorKind::InvalidInput,
             Self::Cancelled => std::io::ErrorKind::Interrupted,
+            Self::Format { .. } | Self::LimitExceeded { .. } => std::io::ErrorKind::InvalidData,
+            Self::Unsupported { .. } => std::io::ErrorKind::Unsupported,
             #[cfg(feature = "object_store")]
             _ => std::io::ErrorKind::Other,
         };

@@ -12,6 +12,8 @@ mod overlap;
 mod prefetched;
 mod read_at;
 mod redact;
+#[cfg(feature = "references")]
+mod references;
 #[cfg(feature = "object_store")]
 mod remote;
 mod replace_dir;
@@ -28,6 +30,16 @@ pub use crate::overlap::{ensure_apart, is_url, overlap};
 pub use crate::prefetched::Prefetched;
 pub use crate::read_at::ReadAt;
 pub use crate::redact::redact;
+#[cfg(feature = "icechunk")]
+pub use crate::references::icechunk::IcechunkWriter;
+#[cfg(feature = "zarrs")]
+#[cfg(feature = "references")]
+pub use crate::references::reader::{DEFAULT_MAX_REFERENCE_BYTES, ReferenceStore};
+#[cfg(feature = "references")]
+pub use crate::references::{
+    chunk::{Checksum, ChunkReference, ReferenceSink, reference_path, reference_url},
+    kerchunk::{KerchunkSummary, KerchunkWriter},
+};
 #[cfg(feature = "https")]
 pub use crate::remote::store::install_tls_provider;
 #[cfg(feature = "zarrs")]
@@ -46,3 +58,6 @@ pub use crate::replace_dir::{replace_dir, sibling};
 pub use bytes;
 #[cfg(feature = "object_store")]
 pub use object_store;
+/// zarrs' Zarr v3 metadata model, whose group and array documents a [`ReferenceSink`] takes.
+#[cfg(feature = "references")]
+pub use zarrs_metadata;

@@ -446,3 +446,25 @@ pub(crate) fn finish_dataset(
         .join(PROPERTIES_JSON)
         .write_small(&text, options.durability)?)
 }
+
+/// The group documents of a virtualized (or converted) dataset's layers: each layer's name
+/// and its group with the OME-NGFF 0.5 `multiscales` of its mags, as [`finish_dataset`]
+/// writes them.
+pub(crate) fn layer_groups(src: &Location) -> Result<Vec<(String, GroupMetadataV3)>> {
+    let props_at = src.join(PROPERTIES_JSON);
+    let props_path = props_at.name();
+    let doc = read_json(&props_at)?;
+    let (voxel, unit) = voxel_size(&doc);
+    let mut out = Vec::new();
+    for layer in layers(&doc, &props_path)? {
+        let name = layer_name(layer, &props_path)?.to_owned();
+        let list: Vec<[u64; 3]> = mags(src, layer, &props_path)?
+            .iter()
+            .map(|e| e.mag)
+            .collect();
+        let group: GroupMetadataV3 = serde_json::from_value(layer_group(&list, voxel, &unit)?)
+            .map_err(|e| Error::Internal(format!("layer group of {name}: {e}")))?;
+        out.push((name, group));
+    }
+    Ok(out)
+}

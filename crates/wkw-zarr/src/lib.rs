@@ -13,6 +13,7 @@ mod plan;
 mod shard;
 mod target;
 mod verify;
+mod virtualize;
 
 pub use crate::{
     conversion::{convert, convert_mag_to_wkw, convert_mag_to_zarr3},
@@ -26,10 +27,15 @@ pub use crate::{
     plan::{Plan, Unit, convert_units, finish, plan},
     target::{MARKER, STAGE_TAG},
     verify::{Difference, VerifyReport, verify},
+    virtualize::{VirtualizeOptions, VirtualizeSummary, virtualize, virtualize_all},
 };
 
 /// Where a conversion reads and writes: a local path or a key prefix on an object store.
 pub use scifmt_io::{Location, StoreLocation};
+
+/// The virtual references [`virtualize`] streams, where it streams them, and the kerchunk
+/// writer (`scifmt-io`'s; its `IcechunkWriter` needs scifmt-io's feature `icechunk`).
+pub use scifmt_io::{Checksum, ChunkReference, KerchunkWriter, ReferenceSink};
 
 /// The `blosc-chunk` crate, whose Blosc vocabulary [`ZarrCodec::Blosc`] takes: the `cname`
 /// ([`blosc_chunk::Codec`]), the shuffle ([`blosc_chunk::BloscShuffle`]) and the block size

@@ -307,13 +307,7 @@ impl Layout {
             sharding.remove("index_location");
         }
         // tensorstore writes the fill value of float types as a float.
-        let fill = match self.voxel_type {
-            VoxelType::F32 | VoxelType::F64 => serde_json::Number::from_f64(0.0)
-                .map_or(FillValueMetadataV3::Number(0u64.into()), |n| {
-                    FillValueMetadataV3::Number(n)
-                }),
-            _ => FillValueMetadataV3::Number(0u64.into()),
-        };
+        let fill = self.fill_value();
         // `{"name": "default"}` (the `/` separator) as tensorstore writes it, the
         // configuration only for `.`.
         let key_encoding = match self.separator {
@@ -339,6 +333,64 @@ impl Layout {
         )
         .with_chunk_key_encoding(MetadataV3::new_with_configuration("default", key_encoding))
         .with_dimension_names(Some(names.iter().copied())))
+    }
+
+    /// The array metadata of a virtual (unsharded) array whose chunks are the WKW blocks
+    /// themselves, read in place: shape `(c, x, y, z)` as [`Layout::to_metadata`] has it,
+    /// chunks `(c, b, b, b)`, codecs `transpose [3, 2, 1, 0]` → `bytes` (little endian) →
+    /// `compressor` (`None` for raw blocks), fill value 0, chunk keys `c/0/x/y/z`.
+    ///
+    /// # Errors
+    /// [`Error::Internal`] if the layout cannot be expressed (a zero extent).
+    pub(crate) fn to_virtual_metadata(
+        &self,
+        compressor: Option<MetadataV3>,
+    ) -> Result<ArrayMetadataV3> {
+        let c = u64::from(self.channels);
+        let b = u64::from(self.block_len);
+        let [x, y, z] = self.shape;
+        let order =
+            TransposeOrder::new(&[3, 2, 1, 0]).map_err(|e| Error::Internal(e.to_string()))?;
+        let endian = (self.voxel_type.size() > 1).then_some(Endianness::Little);
+        let mut codecs = vec![
+            MetadataV3::new_with_configuration(
+                "transpose",
+                TransposeCodecConfiguration::V1(TransposeCodecConfigurationV1::new(order)),
+            ),
+            MetadataV3::new_with_configuration(
+                "bytes",
+                BytesCodecConfiguration::V1(BytesCodecConfigurationV1::new(endian)),
+            ),
+        ];
+        codecs.extend(compressor);
+        Ok(ArrayMetadataV3::new(
+            vec![c, x, y, z],
+            MetadataV3::new_with_configuration(
+                "regular",
+                RegularChunkGridConfiguration {
+                    chunk_shape: non_zero(&[c, b, b, b])?,
+                },
+            ),
+            MetadataV3::new(data_type_name(self.voxel_type)),
+            self.fill_value(),
+            codecs,
+        )
+        .with_chunk_key_encoding(MetadataV3::new_with_configuration(
+            "default",
+            Configuration::default(),
+        ))
+        .with_dimension_names(Some(["c", "x", "y", "z"])))
+    }
+
+    /// The fill value 0, written as a float for float types (as tensorstore writes it).
+    fn fill_value(&self) -> FillValueMetadataV3 {
+        match self.voxel_type {
+            VoxelType::F32 | VoxelType::F64 => serde_json::Number::from_f64(0.0)
+                .map_or(FillValueMetadataV3::Number(0u64.into()), |n| {
+                    FillValueMetadataV3::Number(n)
+                }),
+            _ => FillValueMetadataV3::Number(0u64.into()),
+        }
     }
 
     /// Parses an array's `zarr.json` (read from `path`), accepting any sharded array whose

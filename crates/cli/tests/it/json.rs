@@ -18,6 +18,7 @@ use common::{copy_dir, json, ok, run, testdata, tmp};
 const PRINTING: &[&[&str]] = &[
     &["info"],
     &["convert"], // writes a dataset and prints its summary (tests/it/convert.rs checks the JSON)
+    &["virtualize"], // writes references and prints its summary (tests/it/virtualize.rs)
     &["frame", "chunks"],
     &["frame", "meta"],
     &["wkw", "info"],

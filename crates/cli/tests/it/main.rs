@@ -13,5 +13,6 @@ mod readme;
 mod remote;
 mod robustness;
 mod safety;
+mod virtualize;
 mod wkw;
 mod zarr_blosc;

@@ -12,4 +12,5 @@ mod overwrite;
 mod remote;
 mod resume;
 mod units;
+mod virtualize;
 mod zarrs_reads;

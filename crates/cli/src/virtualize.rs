@@ -1,0 +1,253 @@
+//! `scifmt virtualize SRC... DST --to icechunk|kerchunk|zarr`: WKW data as Zarr v3 in place,
+//! as virtual references (`wkw_zarr::virtualize` streaming into a `scifmt_io` writer).
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use clap::{Args, ValueEnum};
+use serde_json::{Map, Value, json};
+use wkw_zarr::{Location, Progress, VirtualizeOptions};
+
+use crate::convert::{INTERRUPTED, interrupt_cancels, location};
+use crate::fail::{CliResult, Fail, describe};
+use crate::guard::{apart, file_output};
+use crate::inout::need_path;
+use crate::print::{JsonFlag, emit, emit_json, fields_text};
+use crate::progress::progress;
+
+/// What `--to` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum To {
+    /// An Icechunk repository (a directory or URL prefix) of virtual chunks.
+    Icechunk,
+    /// A kerchunk JSON reference file (version 1; fsspec's ReferenceFileSystem reads it).
+    Kerchunk,
+    /// A plain Zarr v3 hierarchy of metadata for raw data: not possible for WKW (refused,
+    /// saying why).
+    Zarr,
+}
+
+/// `scifmt virtualize`.
+#[derive(Debug, Args)]
+pub(crate) struct VirtualizeArgs {
+    /// One or more sources, then the output. A source is a webKNOSSOS WKW dataset root
+    /// (datasource-properties.json: every layer and mag) or a WKW mag directory (header.wkw),
+    /// a path or a URL (s3://, gs://, az://, http(s)://, file://). The output is a file or
+    /// object (kerchunk) or a directory or prefix (icechunk), refused if it exists unless
+    /// --overwrite; never an input, inside one or around one.
+    #[arg(value_name = "SRC... DST", num_args = 2.., required = true)]
+    paths: Vec<PathBuf>,
+    /// What to write.
+    #[arg(long, value_enum, ignore_case = true, default_value_t = To::Icechunk)]
+    to: To,
+    /// Replace an existing output (it is replaced only once the new one is complete).
+    #[arg(long)]
+    overwrite: bool,
+    /// fsync the local output before it is renamed into place.
+    #[arg(long)]
+    fsync: bool,
+    /// Requests in flight to an object store: the headers and jump tables of 4 × N files are
+    /// read per round (local sources are read one file at a time).
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1024))]
+    concurrency: u64,
+    #[command(flatten)]
+    json: JsonFlag,
+}
+
+/// Why `--to zarr` cannot be done, in one line.
+const NO_PLAIN_ZARR: &str = "--to zarr cannot address WKW blocks in place: a Zarr v3 chunk is a whole object named by its chunk key (`default`: c/0/X/Y/Z, `v2`: 0.X.Y.Z; no encoding gives z{z}/y{y}/x{x}.wkw), while a WKW block is a byte range inside a file of many blocks in Morton order; `sharding_indexed` would need an index of (offset, length) per chunk in each file, which WKW files lack (a raw file has none, an LZ4 file a jump table of end offsets at its start), and the `offset` codec only skips a header. Use --to icechunk or --to kerchunk, which reference each block by file, offset and length";
+
+/// Runs `scifmt virtualize`.
+pub(crate) fn run(a: &VirtualizeArgs) -> CliResult {
+    let Some((dst_path, src_paths)) = a.paths.split_last() else {
+        return Err(Fail::usage("virtualize needs SRC... DST"));
+    };
+    for p in src_paths {
+        need_path(p, "SRC")?;
+    }
+    need_path(dst_path, "DST")?;
+    if a.to == To::Zarr {
+        return Err(Fail::usage(NO_PLAIN_ZARR));
+    }
+    let inputs: Vec<&std::path::Path> = src_paths.iter().map(PathBuf::as_path).collect();
+    let srcs = src_paths
+        .iter()
+        .map(|p| location(p))
+        .collect::<CliResult<Vec<Location>>>()?;
+    let dst = location(dst_path)?;
+    let concurrency = usize::try_from(a.concurrency).unwrap_or(8);
+    let options = VirtualizeOptions::default()
+        .with_cancel(interrupt_cancels())
+        .with_remote(wkw_zarr::RemoteOptions::default().with_concurrency(concurrency));
+    let durability = if a.fsync {
+        wkw_zarr::Durability::Fsync
+    } else {
+        wkw_zarr::Durability::None
+    };
+    let bar = progress(0, "virtualize");
+    let on_progress = |p: &Progress| {
+        bar.set_length(p.total);
+        bar.set_position(p.done);
+        let name = p.array.to_string_lossy().into_owned();
+        bar.set_message(format!("virtualize {name}"));
+    };
+    let start = Instant::now();
+    let mut out = Map::new();
+    out.insert("to".into(), json!(format!("{:?}", a.to).to_lowercase()));
+    out.insert("sources".into(), json!(srcs.len()));
+    let result = match a.to {
+        To::Kerchunk => {
+            file_output(&inputs, dst_path, a.overwrite)?;
+            kerchunk(&srcs, &dst, &options, durability, &on_progress, &mut out)
+        }
+        To::Icechunk => {
+            apart(&inputs, dst_path)?;
+            icechunk(&srcs, &dst, a.overwrite, &options, &on_progress, &mut out)
+        }
+        To::Zarr => Err(Fail::usage(NO_PLAIN_ZARR)),
+    };
+    bar.finish_and_clear();
+    result?;
+    let seconds = start.elapsed().as_secs_f64();
+    out.insert("seconds".into(), json!((seconds * 1000.0).round() / 1000.0));
+    if a.json.json {
+        emit_json(&Value::Object(out))
+    } else {
+        emit(&fields_text(&out))
+    }
+}
+
+/// The sources into `sink`: one at the root, several each under its name.
+fn produce(
+    srcs: &[Location],
+    sink: &mut dyn scifmt_io::ReferenceSink,
+    options: &VirtualizeOptions,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> CliResult<wkw_zarr::VirtualizeSummary> {
+    let r = match srcs {
+        [one] => wkw_zarr::virtualize(one, sink, options, progress),
+        many => wkw_zarr::virtualize_all(many, sink, options, progress),
+    };
+    r.map_err(|e| match e {
+        wkw_zarr::Error::Cancelled => Fail {
+            code: INTERRUPTED,
+            msg: "interrupted: nothing was written (an existing output is untouched)".into(),
+        },
+        e => Fail::usage(describe(&e)),
+    })
+}
+
+/// The summary's counts in `out`.
+fn record(summary: &wkw_zarr::VirtualizeSummary, out: &mut Map<String, Value>) {
+    out.insert("groups".into(), json!(summary.groups));
+    out.insert("arrays".into(), json!(summary.arrays));
+    out.insert("files".into(), json!(summary.files));
+    out.insert("references".into(), json!(summary.references));
+    out.insert("bytes_read".into(), json!(summary.bytes_read));
+}
+
+/// `--to kerchunk`: one JSON file (or object), replaced when complete.
+fn kerchunk(
+    srcs: &[Location],
+    dst: &Location,
+    options: &VirtualizeOptions,
+    durability: wkw_zarr::Durability,
+    progress: &(dyn Fn(&Progress) + Sync),
+    out: &mut Map<String, Value>,
+) -> CliResult {
+    let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
+    let mut writer = scifmt_io::KerchunkWriter::create(dst, &options.remote).map_err(fail)?;
+    let summary = produce(srcs, &mut writer, options, progress)?;
+    let written = writer.finish(durability).map_err(fail)?;
+    record(&summary, out);
+    out.insert("bytes_written".into(), json!(written.bytes));
+    Ok(())
+}
+
+/// `--to icechunk` without the `icechunk` feature: refused, saying how to get it.
+#[cfg(not(feature = "icechunk"))]
+fn icechunk(
+    _srcs: &[Location],
+    _dst: &Location,
+    _overwrite: bool,
+    _options: &VirtualizeOptions,
+    _progress: &(dyn Fn(&Progress) + Sync),
+    _out: &mut Map<String, Value>,
+) -> CliResult {
+    Err(Fail::usage(
+        "--to icechunk: this scifmt was built without Icechunk support (cargo feature `icechunk` of scifmt-cli); use --to kerchunk, or build with `cargo install scifmt-cli --features icechunk`",
+    ))
+}
+
+/// `--to icechunk`: a new local repository at `dst`, built complete in a hidden sibling and
+/// then put in place (an existing one is replaced only with `overwrite`, and only then).
+#[cfg(feature = "icechunk")]
+fn icechunk(
+    srcs: &[Location],
+    dst: &Location,
+    overwrite: bool,
+    options: &VirtualizeOptions,
+    progress: &(dyn Fn(&Progress) + Sync),
+    out: &mut Map<String, Value>,
+) -> CliResult {
+    let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
+    let Location::Local(target) = dst else {
+        return Err(Fail::usage(
+            "--to icechunk writes a local repository (a directory) so far, not a URL",
+        ));
+    };
+    if dst.has_contents().map_err(fail)? && !overwrite {
+        return Err(Fail::usage(format!(
+            "{} exists: add --overwrite to replace it (the new repository replaces it only when complete)",
+            crate::names::display_name(target)
+        )));
+    }
+    let staged = scifmt_io::sibling(target, "scifmt-virtualize").map_err(fail)?;
+    if staged.exists() {
+        std::fs::remove_dir_all(&staged).map_err(|e| Fail::input(&staged, describe(&e)))?;
+    }
+    let built = build_icechunk(
+        srcs,
+        &Location::Local(staged.clone()),
+        options,
+        progress,
+        out,
+    );
+    let placed = built.and_then(|()| {
+        if dst.has_contents().map_err(fail)? {
+            scifmt_io::replace_dir(&staged, target, scifmt_io::Durability::None).map_err(fail)
+        } else {
+            if target.exists() {
+                std::fs::remove_dir(target).map_err(|e| Fail::input(target, describe(&e)))?;
+            }
+            std::fs::rename(&staged, target).map_err(|e| Fail::input(target, describe(&e)))
+        }
+    });
+    if placed.is_err() {
+        let _ = std::fs::remove_dir_all(&staged);
+    }
+    placed
+}
+
+/// The repository at `dst` (a new directory).
+#[cfg(feature = "icechunk")]
+fn build_icechunk(
+    srcs: &[Location],
+    dst: &Location,
+    options: &VirtualizeOptions,
+    progress: &(dyn Fn(&Progress) + Sync),
+    out: &mut Map<String, Value>,
+) -> CliResult {
+    let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
+    let prefixes = srcs
+        .iter()
+        .map(scifmt_io::reference_url)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(fail)?;
+    let mut writer = scifmt_io::IcechunkWriter::create(dst, &prefixes).map_err(fail)?;
+    let summary = produce(srcs, &mut writer, options, progress)?;
+    let snapshot = writer.finish().map_err(fail)?;
+    record(&summary, out);
+    out.insert("snapshot".into(), json!(snapshot));
+    Ok(())
+}

@@ -1,0 +1,246 @@
+//! [`KerchunkWriter`]: virtual references as a kerchunk JSON file (version 1), streamed.
+//!
+//! The file is `{"version": 1, "refs": {KEY: VALUE, …}, "scifmt": {"checksums": {URL: …}}}`:
+//! every node's `zarr.json` is a key whose value is the document as a JSON string, every chunk
+//! a key (its Zarr v3 store key, e.g. `color/1/c/0/3/1/2`) whose value is `[URL, offset,
+//! length]` — what fsspec's `ReferenceFileSystem` reads, and zarr-python 3 through it. kerchunk
+//! has no place for a source's version, so the [`Checksum`] of every source is kept under the
+//! top-level key `scifmt` (other readers ignore it; [`ReferenceStore`](crate::ReferenceStore)
+//! checks it).
+//!
+//! Nothing grows with the number of references: references go out through a 1 MiB buffer into
+//! the staged file or upload ([`Location::create`]), the checksums into an anonymous temporary
+//! file that is appended when the writer finishes; only the declared arrays (their paths and
+//! chunk key encodings) are kept.
+
+use std::collections::HashMap;
+use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
+
+use zarrs_metadata::v3::{ArrayMetadataV3, GroupMetadataV3};
+
+use crate::durable::Durability;
+use crate::error::{Error, Result};
+use crate::location::{Location, Sink};
+use crate::references::chunk::{
+    ChunkReference, KeyEncoding, ReferenceSink, check_node_path, node_key,
+};
+use crate::remote::options::RemoteOptions;
+
+/// The top-level key of the checksums section.
+pub(crate) const SCIFMT_KEY: &str = "scifmt";
+
+/// Bytes buffered before they go to the output.
+const BUFFER: usize = 1 << 20;
+
+/// Writes a kerchunk JSON reference file (see the module docs for its layout) to a local path
+/// or an object, streaming: it appears under its name only when [`KerchunkWriter::finish`]
+/// completes (a staged file renamed into place, or an upload).
+///
+/// ```
+/// # #[cfg(feature = "references")] {
+/// use scifmt_io::{ChunkReference, Durability, KerchunkWriter, ReferenceSink, RemoteOptions};
+/// use scifmt_io::zarrs_metadata::v3::{ArrayMetadataV3, GroupMetadataV3};
+///
+/// let dir = tempfile::tempdir()?;
+/// let out = dir.path().join("refs.json");
+/// let mut w = KerchunkWriter::create(&out.as_path().into(), &RemoteOptions::<()>::default())?;
+/// w.group("", &GroupMetadataV3::new())?;
+/// let array: ArrayMetadataV3 = serde_json::from_value(serde_json::json!({
+///     "zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+///     "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+///     "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+///     "codecs": [{"name": "bytes"}]}))?;
+/// w.array("a", &array)?;
+/// w.reference(&ChunkReference::new("a", &[1], "file:///data/x.bin", 16, 4))?;
+/// let summary = w.finish(Durability::None)?;
+/// assert_eq!(summary.references, 1);
+/// let doc: serde_json::Value = serde_json::from_slice(&std::fs::read(&out)?)?;
+/// assert_eq!(doc["refs"]["a/c/1"], serde_json::json!(["file:///data/x.bin", 16, 4]));
+/// # }
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+pub struct KerchunkWriter {
+    name: String,
+    out: Sink,
+    buf: Vec<u8>,
+    /// The checksum entries (`"URL": {…}`, comma-separated), appended at the end.
+    checksums: BufWriter<std::fs::File>,
+    checksums_written: u64,
+    last_url: Option<String>,
+    entries: u64,
+    arrays: HashMap<String, (KeyEncoding, usize)>,
+    nodes: std::collections::HashSet<String>,
+    summary: KerchunkSummary,
+}
+
+/// What a [`KerchunkWriter`] wrote.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct KerchunkSummary {
+    /// Groups and arrays declared.
+    pub nodes: u64,
+    /// Chunk references.
+    pub references: u64,
+    /// Distinct sources (checksum entries).
+    pub sources: u64,
+    /// Bytes of the reference file.
+    pub bytes: u64,
+}
+
+impl std::fmt::Debug for KerchunkWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KerchunkWriter")
+            .field("name", &self.name)
+            .field("summary", &self.summary)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KerchunkWriter {
+    /// Starts the reference file at `dst` (replacing what is there once finished; a caller
+    /// that must not replace checks first).
+    ///
+    /// # Errors
+    /// [`Error::Io`] if the temporary files cannot be created.
+    pub fn create<F>(dst: &Location, remote: &RemoteOptions<F>) -> Result<Self> {
+        let out = dst.create(remote)?;
+        let spool = tempfile::tempfile().map_err(|e| Error::io(std::env::temp_dir(), e))?;
+        let mut w = Self {
+            name: dst.to_string(),
+            out,
+            buf: Vec::with_capacity(BUFFER),
+            checksums: BufWriter::new(spool),
+            checksums_written: 0,
+            last_url: None,
+            entries: 0,
+            arrays: HashMap::new(),
+            nodes: std::collections::HashSet::new(),
+            summary: KerchunkSummary::default(),
+        };
+        w.put(b"{\"version\":1,\"refs\":{")?;
+        Ok(w)
+    }
+
+    /// Appends `bytes` to the output, through the buffer.
+    fn put(&mut self, bytes: &[u8]) -> Result<()> {
+        self.buf.extend_from_slice(bytes);
+        self.summary.bytes = self.summary.bytes.saturating_add(bytes.len() as u64);
+        if self.buf.len() >= BUFFER {
+            self.out.write_all(&self.buf)?;
+            self.buf.clear();
+        }
+        Ok(())
+    }
+
+    /// Appends one `"key": value` entry of `refs` (`value` already JSON).
+    fn entry(&mut self, key: &str, value: &str) -> Result<()> {
+        let mut text = String::with_capacity(key.len() + value.len() + 8);
+        if self.entries > 0 {
+            text.push(',');
+        }
+        text.push_str(&json_string(key));
+        text.push(':');
+        text.push_str(value);
+        self.entries += 1;
+        self.put(text.as_bytes())
+    }
+
+    fn node(&mut self, path: &str, doc: serde_json::Result<String>) -> Result<()> {
+        check_node_path(path)?;
+        if !self.nodes.insert(path.to_owned()) {
+            return Err(Error::InvalidArgument(format!(
+                "{}: node {path:?} declared twice",
+                self.name
+            )));
+        }
+        let text =
+            doc.map_err(|e| Error::InvalidArgument(format!("{}: node {path:?}: {e}", self.name)))?;
+        self.summary.nodes += 1;
+        self.entry(&node_key(path, "zarr.json"), &json_string(&text))
+    }
+
+    /// Completes the file: the checksums section is appended, then the file is renamed into
+    /// place (fsynced with [`Durability::Fsync`]) or the upload completed.
+    ///
+    /// # Errors
+    /// [`Error::Io`]; the upload's errors (it is aborted).
+    pub fn finish(mut self, durability: Durability) -> Result<KerchunkSummary> {
+        let spool_err = |e| Error::io(std::env::temp_dir(), e);
+        self.put(format!("}},\"{SCIFMT_KEY}\":{{\"version\":1,\"checksums\":{{").as_bytes())?;
+        let mut spool = self
+            .checksums
+            .into_inner()
+            .map_err(|e| spool_err(e.into_error()))?;
+        spool.seek(SeekFrom::Start(0)).map_err(spool_err)?;
+        let mut chunk = vec![0u8; 1 << 16];
+        loop {
+            let n = spool.read(&mut chunk).map_err(spool_err)?;
+            if n == 0 {
+                break;
+            }
+            self.buf.extend_from_slice(&chunk[..n]);
+            self.summary.bytes = self.summary.bytes.saturating_add(n as u64);
+            if self.buf.len() >= BUFFER {
+                self.out.write_all(&self.buf)?;
+                self.buf.clear();
+            }
+        }
+        self.buf.extend_from_slice(b"}}}");
+        self.summary.bytes = self.summary.bytes.saturating_add(3);
+        self.out.write_all(&self.buf)?;
+        self.out.finish(durability)?;
+        Ok(self.summary)
+    }
+}
+
+impl ReferenceSink for KerchunkWriter {
+    fn group(&mut self, path: &str, group: &GroupMetadataV3) -> Result<()> {
+        self.node(path, serde_json::to_string(group))
+    }
+
+    fn array(&mut self, path: &str, array: &ArrayMetadataV3) -> Result<()> {
+        let encoding = KeyEncoding::of(&array.chunk_key_encoding, &node_key(path, "zarr.json"))?;
+        self.node(path, serde_json::to_string(array))?;
+        self.arrays
+            .insert(path.to_owned(), (encoding, array.shape.len()));
+        Ok(())
+    }
+
+    fn reference(&mut self, r: &ChunkReference<'_>) -> Result<()> {
+        let Some(&(encoding, rank)) = self.arrays.get(r.array) else {
+            return Err(Error::InvalidArgument(format!(
+                "{}: a reference into {:?}, which was not declared as an array",
+                self.name, r.array
+            )));
+        };
+        if r.indices.len() != rank {
+            return Err(Error::InvalidArgument(format!(
+                "{}: chunk {:?} of the {rank}-d array {:?}",
+                self.name, r.indices, r.array
+            )));
+        }
+        let key = node_key(r.array, &encoding.key(r.indices));
+        let value = format!("[{},{},{}]", json_string(r.url), r.offset, r.length);
+        self.entry(&key, &value)?;
+        self.summary.references += 1;
+        if let Some(c) = r.checksum
+            && self.last_url.as_deref() != Some(r.url)
+        {
+            let sep = if self.checksums_written > 0 { "," } else { "" };
+            let text = format!("{sep}{}:{}", json_string(r.url), c.to_json());
+            self.checksums
+                .write_all(text.as_bytes())
+                .map_err(|e| Error::io(std::env::temp_dir(), e))?;
+            self.checksums_written += 1;
+            self.summary.sources += 1;
+            self.last_url = Some(r.url.to_owned());
+        }
+        Ok(())
+    }
+}
+
+/// `s` as a JSON string literal.
+pub(crate) fn json_string(s: &str) -> String {
+    // Serializing a `str` cannot fail.
+    serde_json::to_string(s).unwrap_or_default()
+}
