@@ -115,6 +115,9 @@ def test_ctrl_c_ends_a_waiting_command_as_it_ends_the_binary(cargo_cli):
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
+            # As from an interactive shell: a runner started in the background (SIGINT ignored,
+            # which exec keeps) must not make the binary immune to Ctrl-C.
+            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
         )
         try:
             _wait_until_reading_stdin(proc)
