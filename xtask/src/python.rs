@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{exec, project_root};
+use crate::util::project_root;
 
 /// What the suite installs, pinned: the runtime and test dependencies, and
 /// the reference packages the tests cross-check against (`wkw` for `scifmt.wkw`, `blosc2` for
@@ -73,17 +73,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let bin = venv.join("bin");
     let python = crate::util::venv_at(&venv, REQUIREMENTS)?;
     // The wheel as a user installs it (not an editable or develop build), replacing the last.
-    exec(
-        Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .args(["--force-reinstall", "--no-deps"])
-            .arg(&wheel),
+    crate::util::pip_install(
+        &python,
+        &[
+            std::ffi::OsStr::new("--force-reinstall"),
+            std::ffi::OsStr::new("--no-deps"),
+            wheel.as_os_str(),
+        ],
     )?;
 
     // The venv's tools first, and no directory that has `cargo` or `rustc`: the tests run what

@@ -77,17 +77,7 @@ pub(crate) fn python_venv(packages: &[&str]) -> Result<Option<PathBuf>, String> 
         exec(Command::new("python3").arg("-m").arg("venv").arg(&venv))?;
     }
     if !packages.is_empty() {
-        exec(
-            Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                ])
-                .args(packages),
-        )?;
+        pip_install(&python, packages)?;
     }
     Ok(Some(python))
 }
@@ -105,20 +95,32 @@ pub(crate) fn venv_at(dir: &Path, requirements: &[&str]) -> Result<PathBuf, Stri
     let stamp = dir.join("scifmt-requirements.txt");
     let wanted = requirements.join("\n");
     if !std::fs::read_to_string(&stamp).is_ok_and(|s| s == wanted) {
-        exec(
-            Command::new(&python)
-                .args([
-                    "-m",
-                    "pip",
-                    "install",
-                    "--quiet",
-                    "--disable-pip-version-check",
-                ])
-                .args(requirements),
-        )?;
+        pip_install(&python, requirements)?;
         std::fs::write(&stamp, wanted).map_err(|e| format!("{}: {e}", stamp.display()))?;
     }
     Ok(python)
+}
+
+/// `python -m pip install --quiet --disable-pip-version-check ARGS…` (packages, pins, wheel
+/// paths or pip options).
+///
+/// # Errors
+/// When pip fails.
+pub(crate) fn pip_install<S: AsRef<std::ffi::OsStr>>(
+    python: &Path,
+    args: &[S],
+) -> Result<(), String> {
+    exec(
+        Command::new(python)
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+            ])
+            .args(args),
+    )
 }
 
 /// The median of `v` (the mean of the middle two for an even count; NaN when empty).
