@@ -413,13 +413,19 @@ fn writers_sharing_a_pool_never_deadlock_on_file_locks() {
 fn replaced_files_are_closed() {
     use std::os::unix::fs::MetadataExt;
     use std::time::Instant;
-    let open_here = |ino: u64| {
-        std::fs::read_dir("/proc/self/fd")
-            .unwrap()
-            .any(|e| std::fs::metadata(e.unwrap().path()).is_ok_and(|m| m.ino() == ino))
+    // An open handle on one of this dataset's replaced files: same inode *and* a link into
+    // this test's directory. The inode alone is not enough: once a replaced file's last handle
+    // is closed its inode number can be reused by a file another test holds open.
+    let open_here = |dir: &std::path::Path, ino: u64| {
+        std::fs::read_dir("/proc/self/fd").unwrap().any(|e| {
+            let fd = e.unwrap().path();
+            std::fs::read_link(&fd).is_ok_and(|target| target.starts_with(dir))
+                && std::fs::metadata(&fd).is_ok_and(|m| m.ino() == ino)
+        })
     };
     for threads in [wkw::Threads::Rayon, wkw::Threads::Caller] {
         let dir = tempfile::tempdir().unwrap();
+        let real_dir = std::fs::canonicalize(dir.path()).unwrap();
         let ds = Dataset::create_with(
             dir.path(),
             Header::new(VoxelType::U16, 1, 8, 4, BlockType::Lz4).unwrap(),
@@ -436,11 +442,11 @@ fn replaced_files_are_closed() {
         // The last inode is the current file (never opened by the dataset after the write).
         replaced.pop();
         if threads == wkw::Threads::Caller {
-            assert!(!replaced.iter().any(|&i| open_here(i)), "{threads:?}");
+            assert!(!replaced.iter().any(|&i| open_here(&real_dir, i)), "{threads:?}");
             continue;
         }
         let deadline = Instant::now() + Duration::from_secs(20);
-        while replaced.iter().any(|&i| open_here(i)) {
+        while replaced.iter().any(|&i| open_here(&real_dir, i)) {
             assert!(
                 Instant::now() < deadline,
                 "replaced files still open after 20 s"
