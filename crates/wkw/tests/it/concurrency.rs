@@ -442,7 +442,10 @@ fn replaced_files_are_closed() {
         // The last inode is the current file (never opened by the dataset after the write).
         replaced.pop();
         if threads == wkw::Threads::Caller {
-            assert!(!replaced.iter().any(|&i| open_here(&real_dir, i)), "{threads:?}");
+            assert!(
+                !replaced.iter().any(|&i| open_here(&real_dir, i)),
+                "{threads:?}"
+            );
             continue;
         }
         let deadline = Instant::now() + Duration::from_secs(20);
