@@ -181,11 +181,13 @@ fn check_wheel(tools: &Tools, wheel: &Path) -> Result<(), String> {
 
 /// Builds the CLI for glibc 2.17 and packs it with its README and licences.
 ///
-/// maturin builds it too (as a binary-only wheel of `scifmt-cli`, from which the executable is
-/// taken): its zig linker wrapper is then the one the Python wheel was built with, so cargo
-/// reuses every dependency compiled for the wheel with the same features. (cargo-zigbuild's
-/// own wrapper lives at another path, which changes the fingerprint of every unit: the whole
-/// tree would be compiled a second time.)
+/// maturin builds it too, as a binary-only wheel from which the executable is taken: its zig
+/// linker wrapper is then the one the Python wheel was built with (cargo-zigbuild's own wrapper
+/// lives at another path, which changes the fingerprint of every unit). The binary is the
+/// Python package's `scifmt-standalone` (`scifmt_cli::run`, as the CLI's `main`), not
+/// scifmt-cli's own `scifmt`: built from that package, every dependency has the wheel's
+/// features, so cargo reuses the wheel's build and compiles only the binary (scifmt-cli's build
+/// resolves two features differently, which reach 26 crates).
 fn cli_archive(tools: &Tools, dist: &Path, version: &str) -> Result<PathBuf, String> {
     let root = project_root();
     let scratch = root.join("target").join("dist-cli");
@@ -203,8 +205,9 @@ fn cli_archive(tools: &Tools, dist: &Path, version: &str) -> Result<PathBuf, Str
                 "bin",
             ])
             .args(["--compatibility", "manylinux2014", "--target", TARGET])
+            .args(["--features", "standalone-cli"])
             .arg("--manifest-path")
-            .arg(root.join("crates").join("cli").join("Cargo.toml"))
+            .arg(python_manifest())
             .arg("--out")
             .arg(&scratch)
             .env("PATH", &tools.path)
@@ -213,8 +216,21 @@ fn cli_archive(tools: &Tools, dist: &Path, version: &str) -> Result<PathBuf, Str
     let binary = crate::util::cargo_target_dir()
         .join(TARGET)
         .join("release")
-        .join("scifmt");
+        .join("scifmt-standalone");
     check_glibc(&binary)?;
+    // It is the `scifmt` command of this version (it runs, and names itself as the CLI does).
+    let out = Command::new(&binary)
+        .arg("--version")
+        .output()
+        .map_err(|e| format!("{}: {e}", binary.display()))?;
+    let said = String::from_utf8_lossy(&out.stdout);
+    if !out.status.success() || said.trim() != format!("scifmt {version}") {
+        return Err(format!(
+            "{} --version said {:?}, expected \"scifmt {version}\"",
+            binary.display(),
+            said.trim()
+        ));
+    }
     let name = format!("scifmt-{version}-{TARGET}");
     let stage = scratch.join(&name);
     std::fs::create_dir_all(&stage).map_err(|e| format!("{}: {e}", stage.display()))?;

@@ -565,9 +565,16 @@ fn write_project(
         .filter(|b| !matches!(b.mode, Mode::Skip(_)))
         .map(|b| b.name.clone())
         .collect();
+    let workspace_manifest = root.join("Cargo.toml");
+    let levels = project::dev_opt_levels(
+        &std::fs::read_to_string(&workspace_manifest).map_err(|e| io(&workspace_manifest, e))?,
+    )?;
     let manifest = dir.join("Cargo.toml");
-    std::fs::write(&manifest, project::manifest(deps, mirror, &names, edition))
-        .map_err(|e| io(&manifest, e))?;
+    std::fs::write(
+        &manifest,
+        project::manifest(deps, mirror, &names, edition, &levels),
+    )
+    .map_err(|e| io(&manifest, e))?;
     // The workspace's lock file pins the registry crates to versions already in the cache.
     let lock = root.join("Cargo.lock");
     if lock.exists() {

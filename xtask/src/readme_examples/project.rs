@@ -22,22 +22,34 @@ pub(crate) struct Dep {
 
 /// The manifest: a package with its own `[workspace]` (so no parent workspace adopts it),
 /// `deps`, features named `mirror` (all on, empty — so a block's `cfg(feature = "…")` sees
-/// what the crates have on), and one `[[example]]` per name.
+/// what the crates have on), one `[[example]]` per name, and `dev_opt_levels` (package name,
+/// opt-level: the workspace's own `[profile.dev.package.NAME]` overrides, see
+/// [`dev_opt_levels`]).
 pub(crate) fn manifest(
     deps: &BTreeMap<String, Dep>,
     mirror: &BTreeSet<String>,
     examples: &[String],
     edition: &str,
+    dev_opt_levels: &[(String, i64)],
 ) -> String {
     let mut m = String::new();
     let _ = writeln!(
         m,
         "[package]\nname = \"readme-examples\"\nversion = \"0.0.0\"\nedition = \"{edition}\"\n\
          publish = false\nautoexamples = false\nautobins = false\n\n[workspace]\n\n\
-         # no debuginfo, as the scifmt workspace builds its dependencies: the two share the\n\
-         # target directory, and a dependency with the same features is then compiled once\n\
-         [profile.dev]\ndebug = false\n\n[dependencies]"
+         # no debuginfo and the workspace's per-package opt-levels, as the scifmt workspace\n\
+         # builds its dependencies: the two share the target directory, and a dependency with\n\
+         # the same features is then compiled once\n\
+         [profile.dev]\ndebug = false\n"
     );
+    for (name, level) in dev_opt_levels {
+        let _ = writeln!(
+            m,
+            "[profile.dev.package.{}]\nopt-level = {level}",
+            toml_str(name)
+        );
+    }
+    let _ = writeln!(m, "\n[dependencies]");
     for (name, d) in deps {
         let mut fields = Vec::new();
         if let Some(p) = &d.path {
@@ -194,6 +206,26 @@ pub(crate) fn build(project: &Path, target_dir: &Path) -> Result<BuildReport, St
     Ok(report)
 }
 
+/// The `opt-level` of each `[profile.dev.package.NAME]` in the workspace manifest `text` (not
+/// `"*"`, which sets only `debug`), sorted by name.
+///
+/// # Errors
+/// When `text` is not TOML.
+pub(crate) fn dev_opt_levels(text: &str) -> Result<Vec<(String, i64)>, String> {
+    let doc: toml::Table = text.parse().map_err(|e| format!("Cargo.toml: {e}"))?;
+    let packages = doc
+        .get("profile")
+        .and_then(|p| p.get("dev"))
+        .and_then(|d| d.get("package"))
+        .and_then(|p| p.as_table());
+    Ok(packages
+        .into_iter()
+        .flatten()
+        .filter(|(name, _)| name.as_str() != "*")
+        .filter_map(|(name, t)| Some((name.clone(), t.get("opt-level")?.as_integer()?)))
+        .collect())
+}
+
 /// The first line of a message.
 pub(crate) fn first_line(s: &str) -> &str {
     s.lines().next().unwrap_or_default()
@@ -224,11 +256,25 @@ mod tests {
             },
         );
         let mirror = ["ndarray".to_owned(), "parallel".to_owned()].into();
-        let m = manifest(&deps, &mirror, &["b001_wkw_l3".to_owned()], "2024");
+        let levels = [("zstd-sys".to_owned(), 3)];
+        let m = manifest(&deps, &mirror, &["b001_wkw_l3".to_owned()], "2024", &levels);
+        assert!(m.contains("[profile.dev.package.\"zstd-sys\"]\nopt-level = 3\n"));
         assert!(m.contains("\n[workspace]\n"));
         assert!(m.contains("\"wkw\" = { path = \"/w/crates/wkw\", features = [\"ndarray\"] }"));
         assert!(m.contains("\"serde_json\" = { version = \"1\", default-features = false }"));
         assert!(m.contains("default = [\"ndarray\", \"parallel\"]"));
         assert!(m.contains("name = \"b001_wkw_l3\"\npath = \"examples/b001_wkw_l3.rs\""));
+    }
+
+    #[test]
+    fn dev_opt_levels_are_the_workspace_overrides_but_star() {
+        let text = "[profile.dev]\ndebug = 1\n[profile.dev.package.\"*\"]\ndebug = false\n\
+                    [profile.dev.package.md-5]\nopt-level = 3\n\
+                    [profile.dev.package.blosc-chunk]\nopt-level = 1\n";
+        let levels = dev_opt_levels(text).unwrap();
+        assert_eq!(
+            levels,
+            [("blosc-chunk".to_owned(), 1), ("md-5".to_owned(), 3)]
+        );
     }
 }
