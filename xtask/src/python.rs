@@ -12,7 +12,8 @@
 //! ([`crate::util::build_workspace_bins`]: after `cargo test --workspace` they are already
 //! built): the remote tests start the server as a process (`SCIFMT_S3_TESTSERVER` names it) and
 //! the CLI tests compare the wheel's `scifmt` with the cargo-built one (`SCIFMT_CARGO_CLI`).
-//! pytest runs `crates/python/tests` (every `test_*.py`; extra arguments go to pytest). Needs
+//! pytest runs `crates/python/tests` (every `test_*.py`; extra arguments go to pytest).
+//! `cargo xtask python --prepare` only makes the venv (no wheel, no tests). Needs
 //! `python3` (3.9 or newer) with the `venv` module; fails when it is missing.
 
 use std::path::{Path, PathBuf};
@@ -49,6 +50,10 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     while let Some(a) = it.next() {
         if a == "--wheel" {
             wheel = Some(PathBuf::from(it.next().ok_or("--wheel needs a path")?));
+        } else if a == "--prepare" && args.len() == 1 {
+            // Only the venv with the pinned packages (.ci/run makes it while the wheel builds).
+            crate::util::venv_at(&root.join("target").join("python-venv"), REQUIREMENTS)?;
+            return Ok(());
         } else {
             pytest_args.push(a.clone());
         }
