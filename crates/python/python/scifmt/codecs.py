@@ -41,7 +41,7 @@ The codec's specification is the ``spec/b2nd-codec`` page of the ``blosc2-frame`
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional
 
 import numpy as np
@@ -336,6 +336,9 @@ def _make_zarr_codec() -> type:
         mode: str = "fast"
         acceleration: int = 1
         level: Optional[int] = None
+        #: The decoded size of a chunk in bytes, once zarr-python has fitted the codec to an
+        #: array (``evolve_from_array_spec``); not part of the Zarr v3 configuration.
+        size: Optional[int] = field(default=None, compare=False, repr=False)
 
         def __init__(self, *, mode: str = "fast", acceleration: Optional[int] = None,
                      level: Optional[int] = None) -> None:  # fmt: skip
@@ -345,6 +348,25 @@ def _make_zarr_codec() -> type:
             object.__setattr__(self, "mode", m)
             object.__setattr__(self, "acceleration", a)
             object.__setattr__(self, "level", lv)
+            object.__setattr__(self, "size", None)
+
+        def evolve_from_array_spec(self, array_spec: Any) -> "LZ4BlockCodec":
+            """The codec fitted to an array: it knows the decoded size of its chunks (for
+            :attr:`codec_config`)."""
+            fitted = LZ4BlockCodec(mode=self.mode, level=self.level,
+                                   acceleration=None if self.mode == "hc" else self.acceleration)  # fmt: skip
+            object.__setattr__(fitted, "size", self._decoded_size(array_spec))
+            return fitted
+
+        @property
+        def codec_config(self) -> dict:
+            """The equivalent numcodecs configuration (:class:`LZ4Block`, for Zarr v2 metadata
+            and kerchunk references, e.g. VirtualiZarr's ``.vz.to_kerchunk``): with ``size``
+            once the codec is fitted to an array, since numcodecs passes no chunk size."""
+            config = self.to_dict()["configuration"]
+            if self.size is not None:
+                config["size"] = self.size
+            return {"id": NAME, **config}
 
         @classmethod
         def from_dict(cls, data: dict) -> "LZ4BlockCodec":
