@@ -186,7 +186,7 @@ fn produce(
 fn ensure_apart(sources: &[String], dst: &str) -> Result<(), Failure> {
     for s in sources {
         scifmt_io::ensure_apart(Path::new(s), Path::new(dst)).map_err(|e| match e {
-            scifmt_io::Error::Overlap(_) => Failure::Overlap(e.to_string()),
+            scifmt_io::Error::Overlap { .. } => Failure::Overlap(e.to_string()),
             e => Failure::Output(e),
         })?;
     }

@@ -63,6 +63,16 @@ def _reorder(meta: Dict[str, Any], path: str) -> Dict[str, Any]:
     return meta
 
 
+def _sized(meta: Dict[str, Any]) -> None:
+    """Puts the decoded chunk size into an ``lz4-block`` codec's configuration (numcodecs'
+    ``lz4-block``, into which VirtualiZarr's Kerchunk writer turns it, needs it)."""
+    chunk = meta["chunk_grid"]["configuration"]["chunk_shape"]
+    size = int(np.prod(chunk, dtype=np.int64)) * np.dtype(meta["data_type"]).itemsize
+    for codec in meta["codecs"]:
+        if codec.get("name") == "lz4-block":
+            codec["configuration"] = {**codec.get("configuration", {}), "size": size}
+
+
 class WKWParser:
     """A VirtualiZarr 2.5 parser for WKW data (``Parser.__call__(url, registry) ->
     ManifestStore``).
@@ -211,6 +221,7 @@ class WKWParser:
             if several:
                 dims = [d if d == "c" else f"{d}_{name}" for d in dims]
             meta["dimension_names"] = dims
+            _sized(meta)
             manifest = ChunkManifest.from_arrays(
                 paths=table[index], offsets=offsets, lengths=lengths, validate_paths=False
             )
