@@ -375,8 +375,7 @@ fn grid_of(doc: &serde_json::Value, path: &str) -> scifmt_io::Result<Vec<u64>> {
 impl ReferenceSink for Collector {
     fn group(&mut self, path: &str, group: &GroupMetadataV3) -> scifmt_io::Result<()> {
         if self.keeps(path) {
-            let attrs =
-                serde_json::to_string(&group.attributes).map_err(|e| json_err(path, &e))?;
+            let attrs = serde_json::to_string(&group.attributes).map_err(|e| json_err(path, &e))?;
             self.groups.push((path.to_owned(), attrs));
         }
         Ok(())
