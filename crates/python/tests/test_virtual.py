@@ -410,3 +410,52 @@ def test_parser_selection_errors(vz, dataset, tmp_path):
             WKWParser(**kwargs)
     with pytest.raises(TypeError):
         WKWParser()(None, _registry())
+
+
+# --- object stores (the S3 test server) ---------------------------------------------------------
+
+
+def _s3_registry(server):
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import S3Store
+
+    env = server.storage_options
+    store = S3Store(server.bucket, endpoint=env["aws_endpoint_url"], region=env["aws_region"],
+                    access_key_id=env["aws_access_key_id"],
+                    secret_access_key=env["aws_secret_access_key"],
+                    virtual_hosted_style_request=False, client_options={"allow_http": True})  # fmt: skip
+    return ObjectStoreRegistry({f"s3://{server.bucket}": store})
+
+
+@pytest.mark.parametrize("name", ["u16_3ch_lz4_b8_f4", "f32_lz4hc_b16_f2", "i8_raw_b8_f2"])
+def test_parser_reads_headers_and_loads_chunks_over_s3(vz, server, testdata_root, name):
+    from scifmt.virtual import WKWParser
+
+    url = f"s3://{server.bucket}/wkw/{name}"
+    parser = WKWParser(concurrency=2)
+    vds = vz.open_virtual_dataset(url, registry=_s3_registry(server), parser=parser,
+                                  loadable_variables=[name])  # fmt: skip
+    got = vds[name].transpose("c", "x", "y", "z").values
+    want = _wkw_read(testdata_root / "wkw" / name, got.shape[1:])
+    np.testing.assert_array_equal(got, want)
+    # On a store the checksums are the objects' ETags.
+    assert parser.checksums and all(u.startswith(url + "/") and "etag" in c
+                                    for u, c in parser.checksums.items())  # fmt: skip
+
+
+def test_virtualize_from_and_to_s3(server, testdata_root, tmp_path):
+    src = f"s3://{server.bucket}/wkw/u16_3ch_lz4_b8_f4"
+    dst = f"s3://{server.bucket}/virtual/refs-{tmp_path.name}.json"
+    summary = scifmt.virtualize(src, dst, concurrency=3)
+    assert summary["references"] > 0 and summary["bytes_written"] > 0
+    local = scifmt.virtualize(testdata_root / "wkw" / "u16_3ch_lz4_b8_f4", tmp_path / "l.json")
+    assert {k: summary[k] for k in ("arrays", "files", "references", "bytes_read")} == \
+        {k: local[k] for k in ("arrays", "files", "references", "bytes_read")}  # fmt: skip
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        scifmt.virtualize(src, dst)
+    with pytest.raises(ValueError, match="inside|contains|same"):
+        scifmt.virtualize(src, f"{src}/refs.json", overwrite=True)
+    with pytest.raises(scifmt.VirtualizeError) as e:
+        scifmt.virtualize(f"s3://{server.bucket}/wkw/nothing-here", tmp_path / "x.json",
+                          storage_options={"aws_secret_access_key": "hunter2-secret"})  # fmt: skip
+    assert "nothing-here" in str(e.value) and "hunter2" not in str(e.value)
