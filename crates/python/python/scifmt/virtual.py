@@ -2,8 +2,10 @@
 
 :class:`WKWParser` is a VirtualiZarr parser: ``virtualizarr.open_virtual_dataset(url,
 registry=registry, parser=WKWParser())`` returns an ``xarray.Dataset`` whose variables are
-virtual arrays over the blocks of WKW files, read in place (``.load()`` through the registry's
-object stores; ``.vz.to_kerchunk(...)`` and ``.vz.to_icechunk(...)`` write them out). The
+virtual arrays over the blocks of WKW files, read in place: ``.vz.to_kerchunk(...)`` and
+``.vz.to_icechunk(...)`` write them out, and ``loadable_variables=[...]`` (or
+``xarray.open_zarr(parser(url, registry), consolidated=False)``) loads the voxels through the
+registry's object stores (a Dataset of virtual arrays itself cannot ``.load()``). The
 references come from Rust in bulk (``scifmt.virtualize``'s producer, ``wkw_zarr::virtualize``):
 only the files' headers and jump tables are read, and the manifests arrive as NumPy arrays, not
 one Python call per chunk.
@@ -92,8 +94,8 @@ class WKWParser:
     codec and every VirtualiZarr writer can write it (Kerchunk's Zarr v2 metadata has no
     transpose); ``ds["1"].transpose("c", "x", "y", "z")`` is what ``wkw.Dataset.read`` returns.
     ``"cxyz"`` gives ``scifmt.virtualize``'s layout, shape ``(c, x, y, z)`` through a
-    ``transpose`` codec (``.load()`` and ``.vz.to_icechunk`` work; ``.vz.to_kerchunk`` does
-    not: VirtualiZarr writes Zarr v2 metadata, which has no transpose filter). Dimension names
+    ``transpose`` codec (loading and ``.vz.to_icechunk`` work; ``.vz.to_kerchunk`` does not:
+    VirtualiZarr writes Zarr v2 metadata, which has no transpose filter). Dimension names
     are ``z``, ``y``, ``x``, ``c``; with several mags in one Dataset (they differ in size) the
     spatial ones are suffixed with the mag, ``z_2-2-1``.
 
