@@ -24,7 +24,7 @@ use crate::util::project_root;
 /// What the suite installs, pinned: the runtime and test dependencies, and
 /// the reference packages the tests cross-check against (`wkw` for `scifmt.wkw`, `blosc2` for
 /// the Blosc/b2nd modules, `zarr` + `numcodecs` + `blosc` (python-blosc, C-Blosc 1.21) for
-/// `scifmt.zarr`).
+/// `scifmt.zarr`, `virtualizarr` + `xarray` + `obstore` + `icechunk` for `scifmt.virtual`).
 const REQUIREMENTS: &[&str] = &[
     "numpy==2.4.6",
     "pytest==9.2.0",
@@ -37,6 +37,14 @@ const REQUIREMENTS: &[&str] = &[
     "zarr==3.1.6",
     "numcodecs==0.16.6",
     "blosc==1.11.4",
+    // `scifmt.virtual.WKWParser` (test_virtual.py): VirtualiZarr 2.5 (the newest for Python
+    // 3.11), the xarray and obstore it loads through, and Icechunk for `.vz.to_icechunk` (about
+    // 40 MB of wheels with their dependencies, pandas among them; 15 s to install).
+    "virtualizarr==2.5.1",
+    "xarray==2026.9.0",
+    "obstore==0.12.1",
+    "obspec-utils==0.9.0",
+    "icechunk==1.1.21",
 ];
 
 /// Seconds one test may take (the slowest, the Dask cluster tests, take about 20).

@@ -14,6 +14,7 @@ mod common;
 mod convert;
 mod dwe;
 mod lz4_block;
+mod virtualize;
 mod wkw;
 mod wkw_dataset;
 mod wkw_remote;
@@ -31,6 +32,7 @@ fn _scifmt(m: &Bound<'_, PyModule>) -> PyResult<()> {
     lz4_block::register(m)?;
     cli::register(m)?;
     b2nd_codec::register(m)?;
+    virtualize::register(m)?;
     m.add_function(wrap_pyfunction!(common::_panic_for_tests, m)?)?;
     m.add_function(wrap_pyfunction!(common::ensure_apart, m)?)?;
     Ok(())

@@ -8,7 +8,11 @@ size raises :class:`LZ4BlockError` (a ``ValueError``); encoding is liblz4's own.
 * :class:`LZ4BlockCodec`: the Zarr v3 codec for zarr-python 3, name ``"lz4-block"``, found by
   zarr-python through the ``scifmt`` wheel's ``zarr.codecs`` entry point (nothing to
   configure). Configuration ``{"mode": "fast", "acceleration": 1}`` (the default; WKW's LZ4) or
-  ``{"mode": "hc", "level": 9}`` (WKW's LZ4HC).
+  ``{"mode": "hc", "level": 9}`` (WKW's LZ4HC), optionally with ``"size"``: the decoded chunk
+  size in bytes, checked when decoding and carried into the numcodecs equivalent
+  (``codec_config``), so Zarr v2 / Kerchunk metadata converted from it decodes
+  (``scifmt.virtual.WKWParser`` writes it). ``size`` is an extension of this Python codec: the
+  codec's specification and the Rust (zarrs) implementation do not have it yet.
 * :class:`LZ4Block`: the numcodecs codec, id ``"lz4-block"`` (registered with numcodecs through
   the ``numcodecs.codecs`` entry point), for Zarr v2 metadata and kerchunk references. numcodecs
   passes no chunk size to ``decode``: give the chunk's byte size as ``size`` in the
@@ -336,22 +340,37 @@ def _make_zarr_codec() -> type:
         mode: str = "fast"
         acceleration: int = 1
         level: Optional[int] = None
+        #: The decoded size of every chunk in bytes, if the configuration names it (optional;
+        #: checked when decoding). It lets the codec's numcodecs equivalent
+        #: (:attr:`codec_config`) decode, e.g. in Kerchunk references VirtualiZarr writes.
+        size: Optional[int] = None
 
         def __init__(self, *, mode: str = "fast", acceleration: Optional[int] = None,
-                     level: Optional[int] = None) -> None:  # fmt: skip
+                     level: Optional[int] = None, size: Optional[int] = None) -> None:  # fmt: skip
             if mode == "hc" and acceleration is not None:
                 raise LZ4BlockError("`acceleration` belongs to mode \"fast\"")
             m, a, lv = _parameters(mode, None if mode == "hc" else acceleration, level)
+            if size is not None and (isinstance(size, bool)
+                                     or not isinstance(size, (int, np.integer)) or size < 0):  # fmt: skip
+                raise LZ4BlockError(f"`size` must be a non-negative integer, not {size!r}")
             object.__setattr__(self, "mode", m)
             object.__setattr__(self, "acceleration", a)
             object.__setattr__(self, "level", lv)
+            object.__setattr__(self, "size", None if size is None else int(size))
+
+        @property
+        def codec_config(self) -> dict:
+            """The equivalent numcodecs configuration (:class:`LZ4Block`, for Zarr v2 metadata
+            and kerchunk references, e.g. VirtualiZarr's ``.vz.to_kerchunk``), with ``size``
+            when the configuration has it."""
+            return {"id": NAME, **self.to_dict()["configuration"]}
 
         @classmethod
         def from_dict(cls, data: dict) -> "LZ4BlockCodec":
             if data.get("name") != NAME:
                 raise LZ4BlockError(f"codec entry names {data.get('name')!r}, not {NAME!r}")
             config = data.get("configuration") or {}
-            unknown = set(config) - {"mode", "acceleration", "level"}
+            unknown = set(config) - {"mode", "acceleration", "level", "size"}
             if unknown:
                 raise LZ4BlockError(f"unknown lz4-block configuration keys: {sorted(unknown)}")
             return cls(**config)
@@ -361,6 +380,8 @@ def _make_zarr_codec() -> type:
                 config = {"mode": "hc", "level": self.level}
             else:
                 config = {"mode": "fast", "acceleration": self.acceleration}
+            if self.size is not None:
+                config["size"] = self.size
             return {"name": NAME, "configuration": config}
 
         def _decoded_size(self, chunk_spec: Any) -> int:
@@ -370,7 +391,13 @@ def _make_zarr_codec() -> type:
 
         def _decode_sync(self, chunk_bytes: Any, chunk_spec: Any) -> Any:
             data = _bytes_view(chunk_bytes.as_numpy_array(), "chunk")
-            out = _core.decode(data, self._decoded_size(chunk_spec))
+            size = self._decoded_size(chunk_spec)
+            if self.size is not None and self.size != size:
+                raise LZ4BlockError(
+                    f"the lz4-block configuration says chunks decode to {self.size} bytes, but "
+                    f"this array's chunks have {size}"
+                )
+            out = _core.decode(data, size)
             return chunk_spec.prototype.buffer.from_bytes(out)
 
         async def _decode_single(self, chunk_bytes: Any, chunk_spec: Any) -> Any:

@@ -1,0 +1,239 @@
+"""``scifmt.virtual``: WKW data for VirtualiZarr (2.5).
+
+:class:`WKWParser` is a VirtualiZarr parser: ``virtualizarr.open_virtual_dataset(url,
+registry=registry, parser=WKWParser())`` returns an ``xarray.Dataset`` whose variables are
+virtual arrays over the blocks of WKW files, read in place: ``.vz.to_kerchunk(...)`` and
+``.vz.to_icechunk(...)`` write them out, and ``loadable_variables=[...]`` (or
+``xarray.open_zarr(parser(url, registry), consolidated=False)``) loads the voxels through the
+registry's object stores (a Dataset of virtual arrays itself cannot ``.load()``). The
+references come from Rust in bulk (``scifmt.virtualize``'s producer, ``wkw_zarr::virtualize``):
+only the files' headers and jump tables are read, and the manifests arrive as NumPy arrays, not
+one Python call per chunk.
+
+VirtualiZarr is not a dependency of ``scifmt``: install ``virtualizarr`` (2.5) and ``obstore``
+(``pip install 'scifmt[virtual]'``) to call the parser.
+"""
+
+import os
+import urllib.parse
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from scifmt._convert import _pairs
+from scifmt._scifmt import virtualize as _core
+from scifmt._virtualize import VirtualizeError, _concurrency
+
+__all__ = ["AXES", "VirtualizeError", "WKWParser"]
+
+#: The axis orders a :class:`WKWParser` gives its arrays.
+AXES = ("zyxc", "cxyz")
+
+
+def _local_or_url(url: str) -> str:
+    """The source for Rust: a ``file://`` URL as its local path (VirtualiZarr percent-encodes
+    it), any other URL as it is."""
+    if url.startswith("file://"):
+        parsed = urllib.parse.urlparse(url)
+        if parsed.netloc not in ("", "localhost"):
+            raise ValueError(f"{url}: a file:// URL of another host ({parsed.netloc!r})")
+        return urllib.parse.unquote(parsed.path)
+    return url
+
+
+def _node_name(url: str) -> str:
+    """The last segment of a path or URL (the name of a mag given as the source)."""
+    name = _local_or_url(url).rstrip("/").rsplit("/", 1)[-1]
+    return name or "data"
+
+
+def _reorder(meta: Dict[str, Any], path: str) -> Dict[str, Any]:
+    """An array's ``zarr.json`` ``(c, x, y, z)`` with a ``transpose [3, 2, 1, 0]`` codec as the
+    same bytes in their storage order: ``(z, y, x, c)``, no transpose."""
+    codecs = list(meta["codecs"])
+    first = codecs[0] if codecs else {}
+    if first.get("name") != "transpose" or list(first.get("configuration", {}).get("order", ())) != [3, 2, 1, 0]:
+        raise VirtualizeError(f"array {path!r}: expected a transpose [3, 2, 1, 0] codec first")  # pragma: no cover
+    meta = dict(meta)
+    meta["codecs"] = codecs[1:]
+    meta["shape"] = list(reversed(meta["shape"]))
+    grid = dict(meta["chunk_grid"])
+    config = dict(grid["configuration"])
+    config["chunk_shape"] = list(reversed(config["chunk_shape"]))
+    grid["configuration"] = config
+    meta["chunk_grid"] = grid
+    return meta
+
+
+def _sized(meta: Dict[str, Any]) -> None:
+    """Puts the decoded chunk size into an ``lz4-block`` codec's configuration (numcodecs'
+    ``lz4-block``, into which VirtualiZarr's Kerchunk writer turns it, needs it)."""
+    chunk = meta["chunk_grid"]["configuration"]["chunk_shape"]
+    size = int(np.prod(chunk, dtype=np.int64)) * np.dtype(meta["data_type"]).itemsize
+    for codec in meta["codecs"]:
+        if codec.get("name") == "lz4-block":
+            codec["configuration"] = {**codec.get("configuration", {}), "size": size}
+
+
+class WKWParser:
+    """A VirtualiZarr 2.5 parser for WKW data (``Parser.__call__(url, registry) ->
+    ManifestStore``).
+
+    The source (the ``url`` given to ``open_virtual_dataset``: a local path, ``file://``,
+    ``s3://``, ``gs://``, ``az://`` or ``http(s)://`` URL) is a WKW mag directory
+    (``header.wkw``) or a webKNOSSOS WKW dataset root (``datasource-properties.json``). The
+    nodes are those of ``scifmt.virtualize``: a mag is one array; a dataset is a group per
+    layer holding an array per mag (``color/1``, ``color/2-2-1``, ...). VirtualiZarr's
+    ``open_virtual_dataset`` shows one flat group, so for a dataset pick the layer with
+    ``group="color"`` (its mags become the variables ``"1"``, ``"2-2-1"``, ...; the layer's
+    attributes, OME-NGFF ``multiscales``, the Dataset's) and optionally one mag with
+    ``array="1"``. A mag given directly is the one variable named like its directory.
+
+    ``axes``: ``"zyxc"`` (the default) gives each array the shape ``(z, y, x, c)``, the order
+    in which a WKW block stores its voxels, so a chunk is decoded without a ``transpose``
+    codec and every VirtualiZarr writer can write it (Kerchunk's Zarr v2 metadata has no
+    transpose); ``ds["1"].transpose("c", "x", "y", "z")`` is what ``wkw.Dataset.read`` returns.
+    ``"cxyz"`` gives ``scifmt.virtualize``'s layout, shape ``(c, x, y, z)`` through a
+    ``transpose`` codec (loading and ``.vz.to_icechunk`` work; ``.vz.to_kerchunk`` does not:
+    VirtualiZarr writes Zarr v2 metadata, which has no transpose filter). Dimension names
+    are ``z``, ``y``, ``x``, ``c``; with several mags in one Dataset (they differ in size) the
+    spatial ones are suffixed with the mag, ``z_2-2-1``.
+
+    Chunks of LZ4 and LZ4HC files decode through scifmt's ``lz4-block`` codec (zarr-python
+    finds it through the ``scifmt`` wheel's entry points; in Kerchunk output it is the
+    numcodecs codec ``lz4-block`` with the decoded ``size``). Missing files are missing chunks
+    (fill value 0).
+
+    ``concurrency``: requests in flight while the headers and jump tables are read from an
+    object store; ``storage_options``: the object-store settings for reading them (as
+    ``scifmt.convert``; the environment's ``AWS_*``, ``GOOGLE_*``, ``AZURE_*`` first). Loading
+    chunks goes through the ``registry`` given to VirtualiZarr instead: register a store for
+    every URL prefix of the references, e.g. ``ObjectStoreRegistry({"file:///":
+    obstore.store.LocalStore()})`` for local files.
+
+    Checksums: a VirtualiZarr ``ManifestArray`` holds only path, offset and length per chunk,
+    so the source files' modification times or ETags that ``scifmt.virtualize`` keeps are not
+    in the ``ManifestStore``; they are in :attr:`checksums` after the call (URL →
+    ``{"etag": ...}`` or ``{"last_modified": [seconds, nanoseconds]}``), e.g. for
+    ``.vz.to_icechunk(last_updated_at=...)``.
+
+    Raises ``VirtualizeError`` (the message names the file or URL) when the source cannot be
+    read or the selection names nothing, ``ValueError`` / ``TypeError`` for invalid arguments.
+    """
+
+    def __init__(
+        self,
+        group: Optional[str] = None,
+        *,
+        array: Optional[str] = None,
+        axes: str = "zyxc",
+        concurrency: int = 8,
+        storage_options: Optional[Dict[str, str]] = None,
+    ) -> None:
+        for name, value in (("group", group), ("array", array)):
+            if value is not None and not isinstance(value, str):
+                raise TypeError(f"{name} must be a str or None, not {type(value).__name__}")
+            if value is not None and (not value.strip("/") or "\0" in value):
+                raise ValueError(f"{name}={value!r}: must name a node (e.g. \"color\", \"1\")")
+        if not isinstance(axes, str):
+            raise TypeError(f"axes must be a str, not {type(axes).__name__}")
+        if axes not in AXES:
+            raise ValueError(f"axes={axes!r}: must be one of {list(AXES)}")
+        self.group = None if group is None else group.strip("/")
+        self.array = None if array is None else array.strip("/")
+        self.axes = axes
+        self.concurrency = _concurrency(concurrency)
+        self._pairs = _pairs(storage_options)
+        #: Per source URL (of the references) its checksum when it was read, from every call.
+        self.checksums: Dict[str, Dict[str, Any]] = {}
+        #: The counts of the last call (``groups``, ``arrays``, ``files``, ``references``,
+        #: ``bytes_read``).
+        self.summary: Dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return (f"WKWParser(group={self.group!r}, array={self.array!r}, axes={self.axes!r}, "
+                f"concurrency={self.concurrency})")  # fmt: skip
+
+    def _selected(self, arrays: List[tuple], groups: List[Tuple[str, str]],
+                  url: str) -> Tuple[List[tuple], str]:  # fmt: skip
+        """The arrays the selection names, each with its variable name first, and the
+        attributes (JSON) of the group they are in."""
+        sel = "/".join(p for p in (self.group, self.array) if p)
+        attrs = dict(groups)
+
+        def parent(path: str) -> str:
+            return path.rsplit("/", 1)[0] if "/" in path else ""
+
+        exact = [a for a in arrays if a[0] == sel]
+        if exact:
+            path = exact[0][0]
+            name = path.rsplit("/", 1)[-1] if path else _node_name(url)
+            return [(name, *exact[0][1:])], attrs.get(parent(path), "{}") if path else "{}"
+        children = [a for a in arrays if a[0] and parent(a[0]) == sel]
+        if children:
+            return [(a[0].rsplit("/", 1)[-1], *a[1:]) for a in children], attrs.get(sel, "{}")
+        below = sorted(g for g in attrs if g and parent(g) == sel)
+        where = f"group {sel!r}" if sel else "the source"
+        if below:
+            raise VirtualizeError(
+                f"{url}: {where} holds groups, not arrays: pick one with "
+                f"WKWParser(group=...), one of {below}"
+            )
+        raise VirtualizeError(
+            f"{url}: no array or group at {sel!r} (groups: {sorted(g for g in attrs if g)})"
+        )
+
+    def __call__(self, url: str, registry: Any) -> Any:
+        """The ``ManifestStore`` of the WKW data at ``url`` (see the class docs)."""
+        import json
+
+        from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup, ManifestStore
+        from zarr.core.metadata.v3 import ArrayV3Metadata
+
+        if not isinstance(url, (str, os.PathLike)):
+            raise TypeError(f"url must be a str, not {type(url).__name__}")
+        url = os.fspath(url)
+        only = self.group or ""
+        if self.array is not None:
+            only = f"{only}/{self.array}" if only else self.array
+        groups, arrays, checksums, summary = _core.collect(
+            [_local_or_url(url)], only=only, concurrency=self.concurrency,
+            storage_options=self._pairs,
+        )  # fmt: skip
+        self.summary = dict(summary)
+        for u, c in checksums.items():
+            self.checksums[u] = json.loads(c)
+        chosen, attrs = self._selected(arrays, groups, url)
+        several = len(chosen) > 1
+        members = {}
+        for name, meta_json, grid, urls, index, offsets, lengths in chosen:
+            meta = json.loads(meta_json)
+            grid = tuple(int(g) for g in grid)
+            table = np.array(["", *urls], dtype=np.dtypes.StringDType())
+            index = np.asarray(index).reshape(grid)
+            offsets = np.asarray(offsets).reshape(grid)
+            lengths = np.asarray(lengths).reshape(grid)
+            if self.axes == "zyxc":
+                meta = _reorder(meta, name)
+                index, offsets, lengths = (np.ascontiguousarray(a.transpose(3, 2, 1, 0))
+                                           for a in (index, offsets, lengths))  # fmt: skip
+                dims = ["z", "y", "x", "c"]
+            else:
+                dims = ["c", "x", "y", "z"]
+            if several:
+                dims = [d if d == "c" else f"{d}_{name}" for d in dims]
+            meta["dimension_names"] = dims
+            _sized(meta)
+            manifest = ChunkManifest.from_arrays(
+                paths=table[index], offsets=offsets, lengths=lengths, validate_paths=False
+            )
+            members[name] = ManifestArray(
+                metadata=ArrayV3Metadata.from_dict(meta), chunkmanifest=manifest
+            )
+        attributes = json.loads(attrs)
+        return ManifestStore(ManifestGroup(arrays=members, attributes=attributes), registry=registry)
+
+
+def __dir__() -> list:
+    """The public API only."""
+    return sorted(__all__)

@@ -1,0 +1,576 @@
+//! `scifmt._scifmt.virtualize`: WKW data as virtual Zarr v3 references, through
+//! `wkw_zarr::virtualize` / `virtualize_all` (one source at the root, several each under its
+//! name, as `scifmt virtualize` lays them out).
+//!
+//! * `virtualize(sources, dst, to, …)` streams the references into a kerchunk JSON file or
+//!   object (`scifmt_io::KerchunkWriter`), like `scifmt virtualize … --to kerchunk`, and returns
+//!   the summary as a dict.
+//! * `collect(sources, …)` gathers them in memory for `scifmt.virtual.WKWParser` (VirtualiZarr):
+//!   every group's attributes and every array's `zarr.json` as JSON, and per array three NumPy
+//!   arrays over its chunk grid (an index into the array's URL table, the offsets and the
+//!   lengths), built in Rust in one pass ([`Collector`], a `ReferenceSink`), never one Python
+//!   call per chunk.
+//!
+//! Every call releases the GIL, runs on a worker thread that honours Ctrl-C
+//! (`common::interruptible`: the run stops between files, nothing is written) and catches
+//! panics. Failures raise `VirtualizeError` with the message of `wkw-zarr` / `scifmt-io` (it
+//! names the file or URL, never credentials); an existing output without `overwrite=True` is
+//! `OutputExistsError` (also a `FileExistsError`), an output that is a source, inside one or
+//! around one `OverlapError` (also a `ValueError`); invalid option values raise `ValueError`.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+use numpy::PyArray1;
+use pyo3::exceptions::{PyException, PyFileExistsError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use scifmt_io::zarrs_metadata::v3::{ArrayMetadataV3, GroupMetadataV3};
+use wkw_zarr::{Cancel, ChunkReference, Location, ReferenceSink, VirtualizeOptions};
+
+use crate::common::{TwoBaseException, interruptible};
+
+pyo3::create_exception!(
+    scifmt,
+    VirtualizeError,
+    PyException,
+    "Raised when ``scifmt.virtualize`` or ``scifmt.virtual.WKWParser`` fails: the message names \
+     the file or URL."
+);
+
+/// The output exists (no `overwrite=True`): a `VirtualizeError` and a `FileExistsError`.
+static OUTPUT_EXISTS: TwoBaseException = TwoBaseException::new(
+    "scifmt._scifmt.virtualize",
+    "OutputExistsError",
+    "The output of ``scifmt.virtualize`` exists: ``overwrite=True`` replaces it (a \
+     ``VirtualizeError`` and a ``FileExistsError``).",
+    |py| {
+        [
+            py.get_type::<VirtualizeError>(),
+            py.get_type::<PyFileExistsError>(),
+        ]
+    },
+);
+
+/// The output is a source, inside one or around one: a `VirtualizeError` and a `ValueError`.
+static OVERLAP: TwoBaseException = TwoBaseException::new(
+    "scifmt._scifmt.virtualize",
+    "OverlapError",
+    "The output of ``scifmt.virtualize`` is one of its sources, lies inside one or contains \
+     one (a ``VirtualizeError`` and a ``ValueError``).",
+    |py| {
+        [
+            py.get_type::<VirtualizeError>(),
+            py.get_type::<PyValueError>(),
+        ]
+    },
+);
+
+/// Adds the `virtualize` submodule to `parent`.
+///
+/// # Errors
+/// A Python error if the module cannot be created or registered.
+pub(crate) fn register(parent: &Bound<'_, PyModule>) -> PyResult<()> {
+    crate::common::add_submodule(parent, "virtualize", |m| {
+        m.add("VirtualizeError", m.py().get_type::<VirtualizeError>())?;
+        m.add("OutputExistsError", OUTPUT_EXISTS.class(m.py())?)?;
+        m.add("OverlapError", OVERLAP.class(m.py())?)?;
+        m.add("MAX_CONCURRENCY", MAX_CONCURRENCY)?;
+        m.add("MAX_GRID_POSITIONS", MAX_GRID_POSITIONS)?;
+        m.add_function(wrap_pyfunction!(virtualize, m)?)?;
+        m.add_function(wrap_pyfunction!(collect, m)?)?;
+        Ok(())
+    })
+}
+
+/// The most requests in flight a call may ask for (as the CLI's `--concurrency`).
+const MAX_CONCURRENCY: i64 = 1024;
+
+/// The most chunk-grid positions one array may have in [`collect`] (the grid is dense in
+/// VirtualiZarr: 20 bytes per position here, more there).
+const MAX_GRID_POSITIONS: u64 = 1 << 26;
+
+/// Why a failure happened, for the Python exception.
+enum Failure {
+    /// `wkw-zarr`'s error (`Cancelled` included).
+    Virtualize(wkw_zarr::Error),
+    /// The output's error (`scifmt-io`).
+    Output(scifmt_io::Error),
+    /// The output is a source or inside or around one.
+    Overlap(String),
+    /// The output exists and may not be replaced.
+    Exists(String),
+    /// An argument out of its range (found without the GIL).
+    Value(String),
+}
+
+impl From<wkw_zarr::Error> for Failure {
+    fn from(e: wkw_zarr::Error) -> Self {
+        Self::Virtualize(e)
+    }
+}
+
+impl From<scifmt_io::Error> for Failure {
+    fn from(e: scifmt_io::Error) -> Self {
+        Self::Output(e)
+    }
+}
+
+/// The Python exception for `f`.
+fn failure_err(py: Python<'_>, f: Failure) -> PyErr {
+    match f {
+        Failure::Virtualize(wkw_zarr::Error::Cancelled) => VirtualizeError::new_err(
+            "interrupted: nothing was written (an existing output is untouched)",
+        ),
+        Failure::Virtualize(e) => VirtualizeError::new_err(e.to_string()),
+        Failure::Output(e) => VirtualizeError::new_err(e.to_string()),
+        Failure::Overlap(m) => OVERLAP.err(py, m),
+        Failure::Exists(m) => OUTPUT_EXISTS.err(py, m),
+        Failure::Value(m) => PyValueError::new_err(m),
+    }
+}
+
+/// Runs `f` on a worker thread that `cancel` stops on Ctrl-C (then `KeyboardInterrupt` is
+/// raised); its failure or panic becomes the Python exception.
+fn run<T: Send>(
+    py: Python<'_>,
+    cancel: &Cancel,
+    f: impl FnOnce() -> Result<T, Failure> + Send,
+) -> PyResult<T> {
+    match interruptible(py, cancel, f)? {
+        Ok(Ok(v)) => Ok(v),
+        Ok(Err(e)) => Err(failure_err(py, e)),
+        Err(panic) => Err(VirtualizeError::new_err(panic)),
+    }
+}
+
+/// The options of a run: `concurrency` requests in flight, stopped by `cancel`.
+fn options(concurrency: i64, cancel: &Cancel) -> PyResult<VirtualizeOptions> {
+    if !(1..=MAX_CONCURRENCY).contains(&concurrency) {
+        return Err(PyValueError::new_err(format!(
+            "concurrency={concurrency}: must be 1..={MAX_CONCURRENCY}"
+        )));
+    }
+    let requests = usize::try_from(concurrency).unwrap_or(8);
+    Ok(VirtualizeOptions::default()
+        .with_cancel(cancel.clone())
+        .with_remote(wkw_zarr::RemoteOptions::default().with_concurrency(requests)))
+}
+
+/// The sources as locations (configured from the environment, then `config`).
+fn locations(sources: &[String], config: &[(String, String)]) -> Result<Vec<Location>, Failure> {
+    if sources.is_empty() {
+        return Err(Failure::Value("no sources to virtualize".into()));
+    }
+    sources
+        .iter()
+        .map(|s| Location::parse(s, config).map_err(Failure::Output))
+        .collect()
+}
+
+/// The references of `srcs` into `sink`: one source at the root, several each under its name.
+fn produce(
+    srcs: &[Location],
+    sink: &mut dyn ReferenceSink,
+    options: &VirtualizeOptions,
+) -> Result<wkw_zarr::VirtualizeSummary, Failure> {
+    let progress = |_: &wkw_zarr::Progress| {};
+    Ok(match srcs {
+        [one] => wkw_zarr::virtualize(one, sink, options, &progress)?,
+        many => wkw_zarr::virtualize_all(many, sink, options, &progress)?,
+    })
+}
+
+/// Refuses an output that is a source, inside one or around one (before anything is read).
+fn ensure_apart(sources: &[String], dst: &str) -> Result<(), Failure> {
+    for s in sources {
+        scifmt_io::ensure_apart(Path::new(s), Path::new(dst)).map_err(|e| match e {
+            scifmt_io::Error::Overlap { .. } => Failure::Overlap(e.to_string()),
+            e => Failure::Output(e),
+        })?;
+    }
+    Ok(())
+}
+
+/// Refuses an existing kerchunk output without `overwrite` (and a directory always: a file
+/// never replaces one).
+fn check_output(dst: &Location, overwrite: bool) -> Result<(), Failure> {
+    if let Location::Local(p) = dst
+        && p.is_dir()
+    {
+        return Err(Failure::Exists(format!(
+            "{} exists as a directory, and the kerchunk output (a file) never replaces one",
+            p.display()
+        )));
+    }
+    match dst.size()? {
+        Some(n) if !overwrite => Err(Failure::Exists(format!(
+            "{} exists (a file of {n} bytes): overwrite=True replaces it (only once the new \
+             one is complete)",
+            dst.name().display()
+        ))),
+        _ => Ok(()),
+    }
+}
+
+/// The summary's counts.
+fn summary_dict<'py>(
+    py: Python<'py>,
+    s: &wkw_zarr::VirtualizeSummary,
+) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("groups", s.groups)?;
+    d.set_item("arrays", s.arrays)?;
+    d.set_item("files", s.files)?;
+    d.set_item("references", s.references)?;
+    d.set_item("bytes_read", s.bytes_read)?;
+    Ok(d)
+}
+
+/// `scifmt virtualize SOURCES... DST --to TO`: the summary as a dict (`to`, `sources`,
+/// `groups`, `arrays`, `files`, `references`, `bytes_read`, `bytes_written`, `seconds`).
+#[pyfunction]
+#[pyo3(signature = (sources, dst, to="kerchunk", *, overwrite=false, fsync=false, concurrency=8, storage_options=None))]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the keyword options of scifmt.virtualize"
+)]
+fn virtualize<'py>(
+    py: Python<'py>,
+    sources: Vec<String>,
+    dst: String,
+    to: &str,
+    overwrite: bool,
+    fsync: bool,
+    concurrency: i64,
+    storage_options: Option<Vec<(String, String)>>,
+) -> PyResult<Bound<'py, PyDict>> {
+    match to {
+        "kerchunk" => {}
+        "icechunk" => {
+            return Err(VirtualizeError::new_err(
+                "to=\"icechunk\": this scifmt wheel was built without Icechunk support (the \
+                 `icechunk` cargo feature); use to=\"kerchunk\", the `scifmt` command built with \
+                 `cargo install scifmt-cli --features icechunk`, or scifmt.virtual.WKWParser \
+                 with VirtualiZarr's `.vz.to_icechunk`",
+            ));
+        }
+        "zarr" => {
+            return Err(PyValueError::new_err(
+                "to=\"zarr\": a plain Zarr v3 hierarchy cannot address WKW blocks in place (a \
+                 block is a byte range inside a file of many blocks): use to=\"kerchunk\"",
+            ));
+        }
+        other => {
+            return Err(PyValueError::new_err(format!(
+                "to={other:?}: must be \"kerchunk\" or \"icechunk\""
+            )));
+        }
+    }
+    let cancel = Cancel::new();
+    let opts = options(concurrency, &cancel)?;
+    let config = storage_options.unwrap_or_default();
+    let durability = if fsync {
+        wkw_zarr::Durability::Fsync
+    } else {
+        wkw_zarr::Durability::None
+    };
+    let start = Instant::now();
+    let (summary, written) = run(py, &cancel, || {
+        ensure_apart(&sources, &dst)?;
+        let srcs = locations(&sources, &config)?;
+        let out = Location::parse(&dst, &config)?;
+        check_output(&out, overwrite)?;
+        let mut writer = wkw_zarr::KerchunkWriter::create(&out, &opts.remote)?;
+        let summary = produce(&srcs, &mut writer, &opts)?;
+        let written = writer.finish(durability)?;
+        Ok((summary, written.bytes))
+    })?;
+    let seconds = (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
+    let d = summary_dict(py, &summary)?;
+    d.set_item("to", to)?;
+    d.set_item("sources", sources.len())?;
+    d.set_item("bytes_written", written)?;
+    d.set_item("seconds", seconds)?;
+    Ok(d)
+}
+
+/// One array as [`Collector`] gathers it.
+struct ArrayRefs {
+    /// Its `zarr.json`.
+    meta: String,
+    /// Chunks per dimension.
+    grid: Vec<u64>,
+    /// The distinct URLs, in order of first use; `index[i] = k + 1` names `urls[k]`, 0 none.
+    urls: Vec<String>,
+    by_url: HashMap<String, u32>,
+    index: Vec<u32>,
+    offsets: Vec<u64>,
+    lengths: Vec<u64>,
+}
+
+/// A `ReferenceSink` that keeps the nodes below `only` (all for `""`) in memory.
+struct Collector {
+    only: String,
+    groups: Vec<(String, String)>,
+    arrays: Vec<(String, ArrayRefs)>,
+    by_path: HashMap<String, usize>,
+    checksums: HashMap<String, String>,
+}
+
+impl Collector {
+    fn new(only: String) -> Self {
+        Self {
+            only,
+            groups: Vec::new(),
+            arrays: Vec::new(),
+            by_path: HashMap::new(),
+            checksums: HashMap::new(),
+        }
+    }
+
+    /// Whether the node at `path` is kept.
+    fn keeps(&self, path: &str) -> bool {
+        self.only.is_empty()
+            || path == self.only
+            || path
+                .strip_prefix(self.only.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
+    }
+}
+
+/// The error of metadata that does not serialize.
+fn json_err(path: &str, e: &serde_json::Error) -> scifmt_io::Error {
+    scifmt_io::Error::InvalidArgument(format!("metadata of {path:?}: {e}"))
+}
+
+/// The chunk grid of an array's metadata: `ceil(shape / chunk_shape)` per dimension.
+fn grid_of(doc: &serde_json::Value, path: &str) -> scifmt_io::Result<Vec<u64>> {
+    let bad = |what: &str| {
+        scifmt_io::Error::InvalidArgument(format!("array {path:?}: {what} (need a regular grid)"))
+    };
+    let ints = |v: Option<&serde_json::Value>, what: &str| -> scifmt_io::Result<Vec<u64>> {
+        v.and_then(serde_json::Value::as_array)
+            .ok_or_else(|| bad(what))?
+            .iter()
+            .map(|x| x.as_u64().ok_or_else(|| bad(what)))
+            .collect()
+    };
+    let shape = ints(doc.get("shape"), "no shape")?;
+    let chunks = ints(
+        doc.pointer("/chunk_grid/configuration/chunk_shape"),
+        "no chunk_shape",
+    )?;
+    if shape.len() != chunks.len() || chunks.contains(&0) {
+        return Err(bad("a chunk shape that does not fit the shape"));
+    }
+    Ok(shape
+        .iter()
+        .zip(&chunks)
+        .map(|(s, c)| s.div_ceil(*c))
+        .collect())
+}
+
+impl ReferenceSink for Collector {
+    fn group(&mut self, path: &str, group: &GroupMetadataV3) -> scifmt_io::Result<()> {
+        if self.keeps(path) {
+            let attrs = serde_json::to_string(&group.attributes).map_err(|e| json_err(path, &e))?;
+            self.groups.push((path.to_owned(), attrs));
+        }
+        Ok(())
+    }
+
+    fn array(&mut self, path: &str, array: &ArrayMetadataV3) -> scifmt_io::Result<()> {
+        if !self.keeps(path) {
+            return Ok(());
+        }
+        let meta = serde_json::to_string(array).map_err(|e| json_err(path, &e))?;
+        let doc: serde_json::Value = serde_json::from_str(&meta)
+            .map_err(|e| scifmt_io::Error::InvalidArgument(format!("array {path:?}: {e}")))?;
+        let grid = grid_of(&doc, path)?;
+        let positions = grid
+            .iter()
+            .try_fold(1u64, |n, &g| n.checked_mul(g))
+            .filter(|&n| n <= MAX_GRID_POSITIONS)
+            .ok_or_else(|| {
+                scifmt_io::Error::InvalidArgument(format!(
+                    "array {path:?}: a chunk grid of {grid:?} has more than {MAX_GRID_POSITIONS} \
+                     positions, more than an in-memory manifest holds (use \
+                     scifmt.virtualize(..., to=\"kerchunk\"), which streams them)"
+                ))
+            })?;
+        let n = usize::try_from(positions)
+            .map_err(|_| scifmt_io::Error::InvalidArgument(format!("{positions} positions")))?;
+        let alloc = |what: &str| {
+            scifmt_io::Error::InvalidArgument(format!(
+                "array {path:?}: cannot allocate the {what} of {n} chunks"
+            ))
+        };
+        let mut index = Vec::new();
+        index.try_reserve_exact(n).map_err(|_| alloc("manifest"))?;
+        index.resize(n, 0u32);
+        let mut offsets = Vec::new();
+        offsets.try_reserve_exact(n).map_err(|_| alloc("offsets"))?;
+        offsets.resize(n, 0u64);
+        let mut lengths = Vec::new();
+        lengths.try_reserve_exact(n).map_err(|_| alloc("lengths"))?;
+        lengths.resize(n, 0u64);
+        if self.by_path.contains_key(path) {
+            return Err(scifmt_io::Error::InvalidArgument(format!(
+                "array {path:?} declared twice"
+            )));
+        }
+        self.by_path.insert(path.to_owned(), self.arrays.len());
+        self.arrays.push((
+            path.to_owned(),
+            ArrayRefs {
+                meta,
+                grid,
+                urls: Vec::new(),
+                by_url: HashMap::new(),
+                index,
+                offsets,
+                lengths,
+            },
+        ));
+        Ok(())
+    }
+
+    fn reference(&mut self, r: &ChunkReference<'_>) -> scifmt_io::Result<()> {
+        if !self.keeps(r.array) {
+            return Ok(());
+        }
+        let Some(&k) = self.by_path.get(r.array) else {
+            return Err(scifmt_io::Error::InvalidArgument(format!(
+                "a reference to the undeclared array {:?}",
+                r.array
+            )));
+        };
+        let Some((_, a)) = self.arrays.get_mut(k) else {
+            return Err(scifmt_io::Error::InvalidArgument(format!(
+                "array {:?} is gone",
+                r.array
+            )));
+        };
+        if r.indices.len() != a.grid.len() {
+            return Err(scifmt_io::Error::InvalidArgument(format!(
+                "a reference of rank {} to array {:?} of rank {}",
+                r.indices.len(),
+                r.array,
+                a.grid.len()
+            )));
+        }
+        let mut flat = 0u64;
+        for (&i, &g) in r.indices.iter().zip(&a.grid) {
+            if i >= g {
+                return Err(scifmt_io::Error::InvalidArgument(format!(
+                    "chunk {:?} of {:?} is outside its grid {:?} ({})",
+                    r.indices, r.array, a.grid, r.url
+                )));
+            }
+            flat = flat * g + i;
+        }
+        let url = match a.by_url.get(r.url) {
+            Some(&u) => u,
+            None => {
+                a.urls.push(r.url.to_owned());
+                let u = u32::try_from(a.urls.len()).map_err(|_| {
+                    scifmt_io::Error::InvalidArgument(format!(
+                        "array {:?} references more than 2^32 files",
+                        r.array
+                    ))
+                })?;
+                a.by_url.insert(r.url.to_owned(), u);
+                if let Some(c) = r.checksum {
+                    self.checksums
+                        .entry(r.url.to_owned())
+                        .or_insert_with(|| c.to_json().to_string());
+                }
+                u
+            }
+        };
+        let at = usize::try_from(flat).unwrap_or(usize::MAX);
+        match (
+            a.index.get_mut(at),
+            a.offsets.get_mut(at),
+            a.lengths.get_mut(at),
+        ) {
+            (Some(i), Some(o), Some(l)) => {
+                *i = url;
+                *o = r.offset;
+                *l = r.length;
+                Ok(())
+            }
+            _ => Err(scifmt_io::Error::InvalidArgument(format!(
+                "chunk {:?} of {:?} is outside its manifest",
+                r.indices, r.array
+            ))),
+        }
+    }
+}
+
+/// One array for Python: `(path, zarr.json, grid, urls, url index, offsets, lengths)`, the
+/// last three flat in C order over the grid.
+type ArrayOut<'py> = (
+    String,
+    String,
+    Vec<u64>,
+    Vec<String>,
+    Bound<'py, PyArray1<u32>>,
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u64>>,
+);
+
+/// The nodes of `sources` at and below `only` (`""`: all) with their references, for
+/// `scifmt.virtual.WKWParser`: `(groups, arrays, checksums, summary)` where `groups` is
+/// `[(path, attributes JSON)]`, `arrays` is `[(path, zarr.json, grid, urls, url index,
+/// offsets, lengths)]` (see [`ArrayOut`]; url index `k + 1` names `urls[k]`, 0 a missing
+/// chunk), `checksums` is `{url: checksum JSON}` (`{"etag": …}` or `{"last_modified":
+/// [seconds, nanos]}`) and `summary` the counts of the whole run.
+#[pyfunction]
+#[pyo3(signature = (sources, *, only="", concurrency=8, storage_options=None))]
+#[allow(
+    clippy::type_complexity,
+    reason = "the tuple Python unpacks, described above"
+)]
+fn collect<'py>(
+    py: Python<'py>,
+    sources: Vec<String>,
+    only: &str,
+    concurrency: i64,
+    storage_options: Option<Vec<(String, String)>>,
+) -> PyResult<(
+    Vec<(String, String)>,
+    Vec<ArrayOut<'py>>,
+    HashMap<String, String>,
+    Bound<'py, PyDict>,
+)> {
+    let cancel = Cancel::new();
+    let opts = options(concurrency, &cancel)?;
+    let config = storage_options.unwrap_or_default();
+    let only = only.trim_matches('/').to_owned();
+    let (collector, summary) = run(py, &cancel, || {
+        let srcs = locations(&sources, &config)?;
+        let mut sink = Collector::new(only);
+        let summary = produce(&srcs, &mut sink, &opts)?;
+        Ok((sink, summary))
+    })?;
+    let arrays = collector
+        .arrays
+        .into_iter()
+        .map(|(path, a)| {
+            (
+                path,
+                a.meta,
+                a.grid,
+                a.urls,
+                PyArray1::from_vec(py, a.index),
+                PyArray1::from_vec(py, a.offsets),
+                PyArray1::from_vec(py, a.lengths),
+            )
+        })
+        .collect();
+    let summary = summary_dict(py, &summary)?;
+    Ok((collector.groups, arrays, collector.checksums, summary))
+}

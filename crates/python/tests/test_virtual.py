@@ -1,0 +1,461 @@
+"""``scifmt.virtualize`` (in this process) and ``scifmt.virtual.WKWParser`` (VirtualiZarr 2.5):
+WKW data written here by the reference ``wkw`` package (raw, LZ4 and LZ4HC files, several voxel
+types, 1–3 channels, a missing file, a second mag) is virtualized, read back through fsspec's
+``ReferenceFileSystem`` + zarr-python, through VirtualiZarr's ``ManifestStore`` (``.load()``),
+through VirtualiZarr's Kerchunk and Icechunk writers, and compared with ``wkw.Dataset.read``.
+Bad arguments and sources raise Python exceptions (never a Rust panic)."""
+
+import json
+import os
+import pathlib
+import shutil
+import subprocess
+
+import numpy as np
+import pytest
+
+import scifmt
+
+wkw = pytest.importorskip("wkw")
+zarr = pytest.importorskip("zarr")
+reference = pytest.importorskip("fsspec.implementations.reference")
+zarr_storage = pytest.importorskip("zarr.storage")
+
+REPO = pathlib.Path(__file__).resolve().parents[3]
+
+# (layer, numpy type, channels, block type, block_len, file_len)
+LAYERS = [
+    ("u8_raw", np.uint8, 1, wkw.Header.BLOCK_TYPE_RAW, 8, 2),
+    ("u16_lz4_3ch", np.uint16, 3, wkw.Header.BLOCK_TYPE_LZ4, 8, 2),
+    ("f32_lz4hc", np.float32, 1, wkw.Header.BLOCK_TYPE_LZ4HC, 16, 2),
+    ("i64_raw_2ch", np.int64, 2, wkw.Header.BLOCK_TYPE_RAW, 4, 2),
+    ("i8_lz4", np.int8, 1, wkw.Header.BLOCK_TYPE_LZ4, 8, 1),
+]
+
+
+def _data(dtype, shape, seed):
+    rng = np.random.default_rng(seed)
+    if np.issubdtype(dtype, np.floating):
+        return rng.standard_normal(shape).astype(dtype)
+    info = np.iinfo(dtype)
+    # Runs of equal values, so LZ4 blocks really compress.
+    data = rng.integers(info.min, info.max, size=shape, dtype=dtype, endpoint=True)
+    data[..., ::2] = data[..., :1]
+    return data
+
+
+def _write_mag(root, dtype, channels, block_type, block_len, file_len, files_x, seed):
+    """A mag whose data fills files 1..files_x along x (file 0 missing); its side per file."""
+    side = block_len * file_len
+    header = wkw.Header(dtype, block_len=block_len, file_len=file_len, block_type=block_type,
+                        num_channels=channels)  # fmt: skip
+    data = _data(dtype, (channels, files_x * side, side, side), seed)
+    with wkw.Dataset.create(str(root), header) as ds:
+        ds.write((side, 0, 0), np.asfortranarray(data))
+    return side
+
+
+def _dataset(tmp_path):
+    """A webKNOSSOS WKW dataset: one layer per entry of LAYERS with mag 1, the first layer
+    also with mag 2-2-1 (smaller). Returns the root and {(layer, mag): mag directory}."""
+    root = tmp_path / "ds"
+    layers, mags = [], {}
+    for i, (name, dtype, channels, block_type, block_len, file_len) in enumerate(LAYERS):
+        mag = root / name / "1"
+        side = _write_mag(mag, dtype, channels, block_type, block_len, file_len, 2, i)
+        mags[(name, "1")] = mag
+        entries = [{"mag": [1, 1, 1], "path": f"./{name}/1", "cubeLength": side}]
+        if i == 0:
+            mag2 = root / name / "2-2-1"
+            _write_mag(mag2, dtype, channels, block_type, block_len, file_len, 1, 99)
+            mags[(name, "2-2-1")] = mag2
+            entries.append({"mag": [2, 2, 1], "path": f"./{name}/2-2-1", "cubeLength": side})
+        layers.append({
+            "name": name, "category": "color", "dataFormat": "wkw",
+            "elementClass": np.dtype(dtype).name, "numChannels": channels,
+            "boundingBox": {"topLeft": [side, 0, 0], "width": 2 * side, "height": side,
+                            "depth": side},
+            "mags": entries,
+        })  # fmt: skip
+    props = {"id": {"name": "ds", "team": ""}, "scale": {"factor": [1.0, 1.0, 1.0],
+             "unit": "nanometer"}, "dataLayers": layers}  # fmt: skip
+    (root / "datasource-properties.json").write_text(json.dumps(props))
+    return root, mags
+
+
+@pytest.fixture
+def dataset(tmp_path):
+    return _dataset(tmp_path)
+
+
+def _wkw_read(mag, shape_xyz):
+    with wkw.Dataset.open(str(mag)) as ds:
+        return ds.read((0, 0, 0), tuple(shape_xyz))
+
+
+def _refs_group(refs, zarr_format=3):
+    fs = reference.ReferenceFileSystem(str(refs), asynchronous=True)
+    store = zarr_storage.FsspecStore(fs, read_only=True, path="")
+    return zarr.open_group(store=store, mode="r", zarr_format=zarr_format)
+
+
+# --- scifmt.virtualize -------------------------------------------------------------------------
+
+
+def test_virtualize_to_kerchunk_reads_like_wkw(dataset, tmp_path):
+    root, mags = dataset
+    refs = tmp_path / "refs.json"
+    summary = scifmt.virtualize(root, refs)
+    assert summary["to"] == "kerchunk"
+    assert summary["sources"] == 1
+    assert summary["arrays"] == len(mags)
+    assert summary["groups"] == 1 + len(LAYERS)
+    assert summary["files"] == 2 * len(LAYERS) + 1
+    assert summary["bytes_written"] == refs.stat().st_size
+    assert summary["bytes_read"] > 0 and summary["references"] > 0
+    group = _refs_group(refs)
+    for (layer, mag_name), mag in mags.items():
+        a = group[f"{layer}/{mag_name}"]
+        dtype, channels = next((l[1], l[2]) for l in LAYERS if l[0] == layer)
+        assert a.dtype == np.dtype(dtype) and a.shape[0] == channels
+        got = a[...]
+        want = _wkw_read(mag, a.shape[1:])
+        np.testing.assert_array_equal(got, want, err_msg=f"{layer}/{mag_name}")
+        side = a.shape[2]
+        assert not got[:, :side].any() and got[:, side:].any()  # the missing file: zeros
+
+
+def test_virtualize_matches_the_command(dataset, tmp_path):
+    """The same references as ``scifmt virtualize --to kerchunk`` (the wheel's command)."""
+    root, mags = dataset
+    ours = tmp_path / "ours.json"
+    two = [str(mags[("u16_lz4_3ch", "1")]), str(mags[("u8_raw", "2-2-1")])]
+    scifmt.virtualize(two, ours)
+    command = shutil.which("scifmt") or os.environ.get("SCIFMT_CARGO_CLI")
+    if not command:
+        pytest.skip("no scifmt command on PATH")
+    theirs = tmp_path / "theirs.json"
+    out = subprocess.run([command, "virtualize", *two, str(theirs), "--to", "kerchunk"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(ours.read_text()) == json.loads(theirs.read_text())
+    # Two sources: each the array named like its directory.
+    doc = json.loads(ours.read_text())
+    assert "1/zarr.json" in doc["refs"] and "2-2-1/zarr.json" in doc["refs"]
+
+
+def test_virtualize_one_mag_is_the_root_array(dataset, tmp_path):
+    root, mags = dataset
+    mag = mags[("i8_lz4", "1")]
+    refs = tmp_path / "mag.json"
+    summary = scifmt.virtualize(mag, refs, concurrency=1)
+    assert summary["arrays"] == 1 and summary["groups"] == 0
+    fs = reference.ReferenceFileSystem(str(refs), asynchronous=True)
+    arr = zarr.open_array(store=zarr_storage.FsspecStore(fs, read_only=True, path=""), mode="r",
+                          zarr_format=3)  # fmt: skip
+    np.testing.assert_array_equal(arr[...], _wkw_read(mag, arr.shape[1:]))
+
+
+def test_virtualize_refuses_an_existing_output_unless_overwrite(dataset, tmp_path):
+    root, mags = dataset
+    refs = tmp_path / "refs.json"
+    refs.write_text("keep")
+    with pytest.raises(FileExistsError, match="overwrite=True") as e:
+        scifmt.virtualize(root, refs)
+    assert isinstance(e.value, scifmt.VirtualizeError)
+    assert refs.read_text() == "keep"
+    summary = scifmt.virtualize(root, refs, overwrite=True, fsync=True)
+    assert refs.stat().st_size == summary["bytes_written"]
+    # A directory is never replaced by the file.
+    (tmp_path / "dir").mkdir()
+    with pytest.raises(scifmt.VirtualizeError, match="directory"):
+        scifmt.virtualize(root, tmp_path / "dir", overwrite=True)
+
+
+def test_virtualize_refuses_an_output_inside_or_around_a_source(dataset, tmp_path):
+    root, mags = dataset
+    for dst in (root / "refs.json", mags[("u8_raw", "1")] / "x.json", root, tmp_path):
+        with pytest.raises(ValueError, match=str(root.name)) as e:
+            scifmt.virtualize(root, dst, overwrite=True)
+        assert isinstance(e.value, scifmt.VirtualizeError), dst
+    assert not (root / "refs.json").exists()
+
+
+def test_virtualize_errors_name_the_source(tmp_path):
+    missing = tmp_path / "nowhere"
+    with pytest.raises(scifmt.VirtualizeError, match="nowhere"):
+        scifmt.virtualize(missing, tmp_path / "r.json")
+    # Not WKW: a Zarr array.
+    z = tmp_path / "a.zarr"
+    zarr.create_array(str(z), shape=(4,), chunks=(2,), dtype="u1")
+    with pytest.raises(scifmt.VirtualizeError):
+        scifmt.virtualize(z, tmp_path / "r.json")
+    # A WKW file whose jump table is damaged.
+    mag = tmp_path / "bad"
+    _write_mag(mag, np.uint8, 1, wkw.Header.BLOCK_TYPE_LZ4, 8, 1, 1, 3)
+    f = next(mag.glob("z*/y*/x*.wkw"))
+    raw = bytearray(f.read_bytes())
+    raw[16:24] = (2**40).to_bytes(8, "little")
+    f.write_bytes(bytes(raw))
+    with pytest.raises(scifmt.VirtualizeError, match=f.name):
+        scifmt.virtualize(mag, tmp_path / "r.json")
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize(
+    "kwargs, error",
+    [
+        ({"concurrency": -1}, ValueError),
+        ({"concurrency": 0}, ValueError),
+        ({"concurrency": 1025}, ValueError),
+        ({"concurrency": 2**70}, ValueError),
+        ({"concurrency": "8"}, TypeError),
+        ({"concurrency": 1.5}, TypeError),
+        ({"concurrency": True}, TypeError),
+        ({"overwrite": "yes"}, TypeError),
+        ({"fsync": 1}, TypeError),
+        ({"to": "zarr"}, ValueError),
+        ({"to": "parquet"}, ValueError),
+        ({"to": 3}, TypeError),
+        ({"storage_options": ["a"]}, TypeError),
+        ({"storage_options": {"a": object()}}, TypeError),
+    ],
+)
+def test_virtualize_hostile_arguments_raise(dataset, tmp_path, kwargs, error):
+    root, _ = dataset
+    with pytest.raises(error):
+        scifmt.virtualize(root, tmp_path / "r.json", **kwargs)
+    assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize("sources", [[], 5, b"ds", [None], ["a\0b"], [""]])
+def test_virtualize_bad_sources_raise(tmp_path, sources):
+    with pytest.raises((TypeError, ValueError)):
+        scifmt.virtualize(sources, tmp_path / "r.json")
+    with pytest.raises((TypeError, ValueError)):
+        scifmt.virtualize(tmp_path, None)
+
+
+def test_virtualize_icechunk_without_the_feature_says_so(dataset, tmp_path):
+    root, _ = dataset
+    with pytest.raises(scifmt.VirtualizeError, match="without Icechunk support"):
+        scifmt.virtualize(root, tmp_path / "repo", to="icechunk")
+    assert not (tmp_path / "repo").exists()
+
+
+def test_virtualize_two_sources_of_one_name_are_refused(dataset, tmp_path):
+    root, mags = dataset
+    with pytest.raises(scifmt.VirtualizeError, match="named"):
+        scifmt.virtualize([mags[("u8_raw", "1")], mags[("i8_lz4", "1")]], tmp_path / "r.json")
+
+
+# --- scifmt.virtual.WKWParser (VirtualiZarr) ----------------------------------------------------
+
+
+@pytest.fixture
+def vz():
+    virtualizarr = pytest.importorskip("virtualizarr")
+    pytest.importorskip("obstore")
+    return virtualizarr
+
+
+def _registry():
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+
+    return ObjectStoreRegistry({"file:///": LocalStore()})
+
+
+def _open(vz, url, loadable=None, **kwargs):
+    from scifmt.virtual import WKWParser
+
+    return vz.open_virtual_dataset(str(url), registry=_registry(), parser=WKWParser(**kwargs),
+                                   loadable_variables=loadable)  # fmt: skip
+
+
+def _load(vz, url, **kwargs):
+    """The Dataset with every variable loaded through the ManifestStore and its registry."""
+    names = list(_open(vz, url, **kwargs).data_vars)
+    return _open(vz, url, loadable=names, **kwargs).load()
+
+
+@pytest.mark.parametrize("layer", [l[0] for l in LAYERS])
+def test_parser_loads_like_wkw(vz, dataset, layer):
+    root, mags = dataset
+    vds = _open(vz, root, group=layer, array="1")
+    assert list(vds.data_vars) == ["1"]
+    assert vds["1"].dims == ("z", "y", "x", "c")
+    assert type(vds["1"].data).__name__ == "ManifestArray"
+    got = _load(vz, root, group=layer, array="1")["1"].transpose("c", "x", "y", "z").values
+    want = _wkw_read(mags[(layer, "1")], got.shape[1:])
+    np.testing.assert_array_equal(got, want)
+    # scifmt.virtualize's layout: (c, x, y, z) through a transpose codec.
+    vds = _open(vz, root, group=layer, array="1", axes="cxyz")
+    assert vds["1"].dims == ("c", "x", "y", "z")
+    loaded = _load(vz, root, group=layer, array="1", axes="cxyz")
+    np.testing.assert_array_equal(loaded["1"].values, want)
+
+
+def test_parser_a_layer_with_several_mags(vz, dataset):
+    root, mags = dataset
+    vds = _open(vz, root, group="u8_raw")
+    assert sorted(vds.data_vars) == ["1", "2-2-1"]
+    assert vds["2-2-1"].dims == ("z_2-2-1", "y_2-2-1", "x_2-2-1", "c")
+    # The layer's attributes (OME-NGFF multiscales) are the Dataset's.
+    assert "ome" in vds.attrs or "multiscales" in json.dumps(vds.attrs)
+    loaded = _load(vz, root, group="u8_raw")
+    for mag in ("1", "2-2-1"):
+        got = loaded[mag].transpose("c", *(f"{a}_{mag}" for a in "xyz")).values
+        np.testing.assert_array_equal(got, _wkw_read(mags[("u8_raw", mag)], got.shape[1:]))
+
+
+def test_parser_a_mag_given_directly(vz, dataset):
+    root, mags = dataset
+    mag = mags[("u16_lz4_3ch", "1")]
+    # A file:// URL with percent-encoding, as VirtualiZarr makes of paths.
+    vds = _open(vz, mag.resolve().as_uri())
+    assert list(vds.data_vars) == ["1"]
+    got = _load(vz, mag.resolve().as_uri())["1"].transpose("c", "x", "y", "z").values
+    assert got.shape[0] == 3
+    np.testing.assert_array_equal(got, _wkw_read(mag, got.shape[1:]))
+
+
+def test_parser_manifests_come_in_bulk(vz, dataset):
+    from scifmt.virtual import WKWParser
+
+    root, mags = dataset
+    parser = WKWParser(group="f32_lz4hc", array="1", axes="cxyz")
+    store = parser(root.resolve().as_uri(), _registry())
+    marr = store._group["1"]
+    manifest = marr.manifest
+    # Grid (c, x, y, z): 1 × 6 × 2 × 2 blocks (the layer's bounding box ends at x = 96); the
+    # first file (x blocks 0, 1) is missing.
+    assert manifest.shape_chunk_grid == (1, 6, 2, 2)
+    paths = manifest._paths
+    assert (paths[:, :2] == "").all() and (paths[:, 2:] != "").all()
+    for key, entry in manifest.dict().items():
+        path = pathlib.Path(entry["path"].removeprefix("file://"))
+        assert path.is_file() and entry["offset"] >= 16 + 8 * 8
+        assert entry["offset"] + entry["length"] <= path.stat().st_size
+    # The source files' modification times, which a ManifestArray cannot carry.
+    assert parser.checksums
+    for url, checksum in parser.checksums.items():
+        seconds, nanos = checksum["last_modified"]
+        assert seconds * 10**9 + nanos == pathlib.Path(url.removeprefix("file://")).stat().st_mtime_ns
+    # The whole dataset was read (every layer's headers and jump tables), one array kept.
+    assert parser.summary["files"] == 2 * len(LAYERS) + 1
+    assert int((paths != "").sum()) == 2 * 2 * 2 * 2
+
+
+def test_parser_to_kerchunk_round_trip(vz, dataset, tmp_path):
+    root, mags = dataset
+    for layer, *_ in LAYERS:
+        vds = _open(vz, root, group=layer, array="1")
+        refs = tmp_path / f"{layer}.json"
+        vds.vz.to_kerchunk(str(refs), format="json")
+        doc = json.loads(refs.read_text())
+        zarray = json.loads(doc["refs"]["1/.zarray"])
+        if layer in ("u16_lz4_3ch", "f32_lz4hc", "i8_lz4"):
+            # numcodecs' lz4-block needs the decoded size: the codec carries it.
+            (lz4,) = zarray["filters"]
+            assert lz4["id"] == "lz4-block" and lz4["size"] > 0
+        got = _refs_group(refs, zarr_format=2)["1"][...]
+        want = _wkw_read(mags[(layer, "1")], got.shape[:3][::-1])
+        np.testing.assert_array_equal(got.transpose(3, 2, 1, 0), want, err_msg=layer)
+
+
+def test_parser_to_icechunk_round_trip(vz, dataset, tmp_path):
+    icechunk = pytest.importorskip("icechunk")
+    root, mags = dataset
+    prefix = f"file://{root.resolve()}/"
+    config = icechunk.RepositoryConfig.default()
+    config.set_virtual_chunk_container(
+        icechunk.VirtualChunkContainer(prefix, icechunk.local_filesystem_store(str(root.resolve())))
+    )
+    storage = icechunk.local_filesystem_storage(str(tmp_path / "repo"))
+    repo = icechunk.Repository.create(storage, config,
+                                      authorize_virtual_chunk_access={prefix: None})  # fmt: skip
+    session = repo.writable_session("main")
+    for layer in ("u8_raw", "u16_lz4_3ch", "f32_lz4hc"):
+        vds = _open(vz, root, group=layer, array="1", axes="cxyz")
+        vds.vz.to_icechunk(session.store, group=layer)
+    session.commit("virtual WKW")
+    read = repo.readonly_session("main")
+    group = zarr.open_group(read.store, mode="r")
+    for layer in ("u8_raw", "u16_lz4_3ch", "f32_lz4hc"):
+        a = group[f"{layer}/1"]
+        np.testing.assert_array_equal(a[...], _wkw_read(mags[(layer, "1")], a.shape[1:]),
+                                      err_msg=layer)  # fmt: skip
+
+
+def test_parser_selection_errors(vz, dataset, tmp_path):
+    from scifmt.virtual import WKWParser
+
+    root, mags = dataset
+    with pytest.raises(scifmt.VirtualizeError, match="pick one with WKWParser\\(group=...\\)"):
+        _open(vz, root)
+    with pytest.raises(scifmt.VirtualizeError, match="'nope'"):
+        _open(vz, root, group="nope")
+    with pytest.raises(scifmt.VirtualizeError, match="'u8_raw/9'"):
+        _open(vz, root, group="u8_raw", array="9")
+    with pytest.raises(scifmt.VirtualizeError, match="nowhere"):
+        _open(vz, tmp_path / "nowhere")
+    for kwargs, error in [
+        ({"axes": "xyz"}, ValueError), ({"axes": 1}, TypeError), ({"group": 3}, TypeError),
+        ({"group": "/"}, ValueError), ({"array": ""}, ValueError),
+        ({"concurrency": 0}, ValueError), ({"concurrency": -5}, ValueError),
+        ({"concurrency": None}, TypeError), ({"storage_options": "x"}, TypeError),
+    ]:  # fmt: skip
+        with pytest.raises(error):
+            WKWParser(**kwargs)
+    with pytest.raises(TypeError):
+        WKWParser()(None, _registry())
+
+
+# --- object stores (the S3 test server) ---------------------------------------------------------
+
+
+def _s3_registry(server):
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import S3Store
+
+    env = server.storage_options
+    store = S3Store(server.bucket, endpoint=env["aws_endpoint_url"], region=env["aws_region"],
+                    access_key_id=env["aws_access_key_id"],
+                    secret_access_key=env["aws_secret_access_key"],
+                    virtual_hosted_style_request=False, client_options={"allow_http": True})  # fmt: skip
+    return ObjectStoreRegistry({f"s3://{server.bucket}": store})
+
+
+@pytest.mark.parametrize("name", ["u16_3ch_lz4_b8_f4", "f32_lz4hc_b16_f2", "i8_raw_b8_f2"])
+def test_parser_reads_headers_and_loads_chunks_over_s3(vz, server, testdata_root, name):
+    from scifmt.virtual import WKWParser
+
+    url = f"s3://{server.bucket}/wkw/{name}"
+    parser = WKWParser(concurrency=2)
+    vds = vz.open_virtual_dataset(url, registry=_s3_registry(server), parser=parser,
+                                  loadable_variables=[name])  # fmt: skip
+    got = vds[name].transpose("c", "x", "y", "z").values
+    want = _wkw_read(testdata_root / "wkw" / name, got.shape[1:])
+    np.testing.assert_array_equal(got, want)
+    # On a store the checksums are the objects' ETags.
+    assert parser.checksums and all(u.startswith(url + "/") and "etag" in c
+                                    for u, c in parser.checksums.items())  # fmt: skip
+
+
+def test_virtualize_from_and_to_s3(server, testdata_root, tmp_path):
+    src = f"s3://{server.bucket}/wkw/u16_3ch_lz4_b8_f4"
+    dst = f"s3://{server.bucket}/virtual/refs-{tmp_path.name}.json"
+    summary = scifmt.virtualize(src, dst, concurrency=3)
+    assert summary["references"] > 0 and summary["bytes_written"] > 0
+    local = scifmt.virtualize(testdata_root / "wkw" / "u16_3ch_lz4_b8_f4", tmp_path / "l.json")
+    assert {k: summary[k] for k in ("arrays", "files", "references", "bytes_read")} == \
+        {k: local[k] for k in ("arrays", "files", "references", "bytes_read")}  # fmt: skip
+    with pytest.raises(FileExistsError, match="overwrite=True"):
+        scifmt.virtualize(src, dst)
+    with pytest.raises(ValueError, match="inside|contains|same"):
+        scifmt.virtualize(src, f"{src}/refs.json", overwrite=True)
+    with pytest.raises(scifmt.VirtualizeError) as e:
+        scifmt.virtualize(f"s3://{server.bucket}/wkw/nothing-here", tmp_path / "x.json",
+                          storage_options={"aws_secret_access_key": "hunter2-secret"})  # fmt: skip
+    assert "nothing-here" in str(e.value) and "hunter2" not in str(e.value)
