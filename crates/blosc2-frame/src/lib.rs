@@ -32,6 +32,8 @@ pub use scifmt_io::Durability;
 mod remote;
 mod stream;
 mod trailer;
+#[cfg(feature = "references")]
+mod virtualize;
 mod writer;
 #[cfg(feature = "zarrs")]
 mod zarrs_plugin;
@@ -55,6 +57,8 @@ pub use crate::remote::{
     BlockingRemoteB2nd, BlockingRemoteFrame, RemoteB2nd, RemoteFrame, RemoteFrameOptions,
     RemoteOptions, WriteMode,
 };
+#[cfg(feature = "references")]
+pub use crate::virtualize::{VirtualizeOptions, VirtualizeSummary, virtualize, virtualize_at};
 #[cfg(feature = "zarrs")]
 pub use crate::zarrs_plugin::{Registration, ZarrsB2ndCodec, register};
 pub use crate::{
