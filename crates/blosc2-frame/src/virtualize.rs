@@ -175,9 +175,14 @@ pub fn virtualize_at(
     options.cancel.check()?;
     let url = reference_url(src)?;
     let opened = match src {
-        Location::Local(path) => open_local(path, &url, &options.limits)?,
-        Location::Store(s) => open_remote(s, &url, options)?,
-    };
+        Location::Local(path) => open_local(path, &url, &options.limits),
+        Location::Store(s) => open_remote(s, &url, options),
+    }
+    .map_err(|e| match e {
+        // I/O errors of the frame's reads name the source.
+        Error::Io(e) => Error::Io(std::io::Error::new(e.kind(), format!("{url}: {e}"))),
+        e => e,
+    })?;
     let frame = opened.frame.frame();
     let meta = b2nd_meta(frame, &url)?;
     let dtype = ZarrType::of(&meta.dtype).ok_or_else(|| Error::NotVirtualizable {
