@@ -187,6 +187,27 @@ pub enum Error {
         /// The object.
         url: String,
     },
+    /// A frame that cannot be made into virtual Zarr references (feature `references`): a
+    /// sparse frame, a frame without a `b2nd` metalayer, a dtype without a Zarr v3 data type,
+    /// chunks that are not the b2nd layout's. `url` names the source (a `file://` URL for a
+    /// local file), `what` says what is not supported.
+    #[cfg(feature = "references")]
+    #[error("{url}: cannot be virtualized: {what}")]
+    NotVirtualizable {
+        /// The source.
+        url: String,
+        /// Why, with the values involved.
+        what: String,
+    },
+    /// The reference sink refused a node or a chunk, or failed writing it (feature
+    /// `references`).
+    #[cfg(feature = "references")]
+    #[error("reference sink: {0}")]
+    Sink(#[source] scifmt_io::Error),
+    /// The run was stopped through its `scifmt_io::Cancel` flag (feature `references`).
+    #[cfg(feature = "references")]
+    #[error("cancelled")]
+    Cancelled,
 }
 
 /// `Result` with this crate's [`Error`].
@@ -202,6 +223,8 @@ impl From<scifmt_io::Error> for Error {
             scifmt_io::Error::Conflict { url } => Self::Conflict { url },
             #[cfg(feature = "object_store")]
             scifmt_io::Error::Changed { url } => Self::Changed { url },
+            #[cfg(feature = "references")]
+            scifmt_io::Error::Cancelled => Self::Cancelled,
             // I/O errors keep their kind; the message names the path.
             e => Self::Io(e.into_io()),
         }

@@ -8,6 +8,15 @@
 [`B2ndCodecConfig::from_json`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/struct.B2ndCodecConfig.html#method.from_json
 [`B2ndCodecConfig::to_json`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/struct.B2ndCodecConfig.html#method.to_json\n"
 )]
+// Likewise for the items of the `references` feature.
+#![cfg_attr(
+    not(feature = "references"),
+    doc = "\n\n[`virtualize`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/fn.virtualize.html
+[`virtualize_at`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/fn.virtualize_at.html
+[`VirtualizeOptions`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/struct.VirtualizeOptions.html
+[`VirtualizeSummary`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/struct.VirtualizeSummary.html
+[`Error::NotVirtualizable`]: https://docs.rs/blosc2-frame/latest/blosc2_frame/enum.Error.html#variant.NotVirtualizable\n"
+)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod array;
@@ -32,6 +41,8 @@ pub use scifmt_io::Durability;
 mod remote;
 mod stream;
 mod trailer;
+#[cfg(feature = "references")]
+mod virtualize;
 mod writer;
 #[cfg(feature = "zarrs")]
 mod zarrs_plugin;
@@ -55,6 +66,8 @@ pub use crate::remote::{
     BlockingRemoteB2nd, BlockingRemoteFrame, RemoteB2nd, RemoteFrame, RemoteFrameOptions,
     RemoteOptions, WriteMode,
 };
+#[cfg(feature = "references")]
+pub use crate::virtualize::{VirtualizeOptions, VirtualizeSummary, virtualize, virtualize_at};
 #[cfg(feature = "zarrs")]
 pub use crate::zarrs_plugin::{Registration, ZarrsB2ndCodec, register};
 pub use crate::{

@@ -1,5 +1,11 @@
-//! `scifmt virtualize SRC... DST --to icechunk|kerchunk|zarr`: WKW data as Zarr v3 in place,
-//! as virtual references (`wkw_zarr::virtualize` streaming into a `scifmt_io` writer).
+//! `scifmt virtualize SRC... DST --to icechunk|kerchunk|zarr`: WKW data and b2nd arrays as
+//! Zarr v3 in place, as virtual references (`wkw_zarr::virtualize` and
+//! `blosc2_frame::virtualize` streaming into a `scifmt_io` writer).
+//!
+//! Each source is told apart by what it is: a local file starting with the Blosc2 frame magic,
+//! a file or URL named `*.b2nd` / `*.b2frame`, or a directory holding `chunks.b2frame` (a
+//! sparse frame, refused by `blosc2_frame`) is a b2nd frame; anything else is WKW (a dataset
+//! root or a mag, as `wkw_zarr` detects them).
 
 use std::path::PathBuf;
 use std::time::Instant;
@@ -22,8 +28,8 @@ pub(crate) enum To {
     Icechunk,
     /// A kerchunk JSON reference file (version 1; fsspec's ReferenceFileSystem reads it).
     Kerchunk,
-    /// A plain Zarr v3 hierarchy of metadata for raw data: not possible for WKW (refused,
-    /// saying why).
+    /// A plain Zarr v3 hierarchy of metadata for raw data: not possible for WKW or b2nd
+    /// (refused, saying why).
     Zarr,
 }
 
@@ -31,10 +37,12 @@ pub(crate) enum To {
 #[derive(Debug, Args)]
 pub(crate) struct VirtualizeArgs {
     /// One or more sources, then the output. A source is a webKNOSSOS WKW dataset root
-    /// (datasource-properties.json: every layer and mag) or a WKW mag directory (header.wkw),
-    /// a path or a URL (s3://, gs://, az://, http(s)://, file://). The output is a file or
-    /// object (kerchunk) or a directory or prefix (icechunk), refused if it exists unless
-    /// --overwrite; never an input, inside one or around one.
+    /// (datasource-properties.json: every layer and mag), a WKW mag directory (header.wkw) or
+    /// a b2nd array (a contiguous Blosc2 frame with the b2nd metalayer, as python-blosc2
+    /// writes .b2nd files; told by its magic bytes, or for URLs by the name ending in .b2nd or
+    /// .b2frame), a path or a URL (s3://, gs://, az://, http(s)://, file://). The output is a
+    /// file or object (kerchunk) or a directory or prefix (icechunk), refused if it exists
+    /// unless --overwrite; never an input, inside one or around one.
     #[arg(value_name = "SRC... DST", num_args = 2.., required = true)]
     paths: Vec<PathBuf>,
     /// What to write.
@@ -46,8 +54,9 @@ pub(crate) struct VirtualizeArgs {
     /// fsync the local output before it is renamed into place.
     #[arg(long)]
     fsync: bool,
-    /// Requests in flight to an object store: the headers and jump tables of 4 × N files are
-    /// read per round (local sources are read one file at a time).
+    /// Requests in flight to an object store: the headers and jump tables of 4 × N WKW files
+    /// are read per round (local sources are read one file at a time; a b2nd frame's metadata
+    /// takes one or two rounds).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1024))]
     concurrency: u64,
     #[command(flatten)]
@@ -55,7 +64,7 @@ pub(crate) struct VirtualizeArgs {
 }
 
 /// Why `--to zarr` cannot be done, in one line.
-const NO_PLAIN_ZARR: &str = "--to zarr cannot address WKW blocks in place: a Zarr v3 chunk is a whole object named by its chunk key (`default`: c/0/X/Y/Z, `v2`: 0.X.Y.Z; no encoding gives z{z}/y{y}/x{x}.wkw), while a WKW block is a byte range inside a file of many blocks in Morton order; `sharding_indexed` would need an index of (offset, length) per chunk in each file, which WKW files lack (a raw file has none, an LZ4 file a jump table of end offsets at its start), and the `offset` codec only skips a header. Use --to icechunk or --to kerchunk, which reference each block by file, offset and length";
+const NO_PLAIN_ZARR: &str = "--to zarr cannot address WKW blocks in place: a Zarr v3 chunk is a whole object named by its chunk key (`default`: c/0/X/Y/Z, `v2`: 0.X.Y.Z; no encoding gives z{z}/y{y}/x{x}.wkw), while a WKW block is a byte range inside a file of many blocks in Morton order; `sharding_indexed` would need an index of (offset, length) per chunk in each file, which WKW files lack (a raw file has none, an LZ4 file a jump table of end offsets at its start), and the `offset` codec only skips a header (a b2nd frame's chunks are likewise byte ranges of one file, located by its index). Use --to icechunk or --to kerchunk, which reference each block by file, offset and length";
 
 /// Runs `scifmt virtualize`.
 pub(crate) fn run(a: &VirtualizeArgs) -> CliResult {
@@ -76,9 +85,17 @@ pub(crate) fn run(a: &VirtualizeArgs) -> CliResult {
         .collect::<CliResult<Vec<Location>>>()?;
     let dst = location(dst_path)?;
     let concurrency = usize::try_from(a.concurrency).unwrap_or(8);
-    let options = VirtualizeOptions::default()
-        .with_cancel(interrupt_cancels())
-        .with_remote(wkw_zarr::RemoteOptions::default().with_concurrency(concurrency));
+    let cancel = interrupt_cancels();
+    let options = Options {
+        wkw: VirtualizeOptions::default()
+            .with_cancel(cancel.clone())
+            .with_remote(wkw_zarr::RemoteOptions::default().with_concurrency(concurrency)),
+        b2nd: {
+            let b = blosc2_frame::VirtualizeOptions::default().with_cancel(cancel);
+            let remote = b.remote.clone().with_concurrency(concurrency);
+            b.with_remote(remote)
+        },
+    };
     let durability = if a.fsync {
         wkw_zarr::Durability::Fsync
     } else {
@@ -117,46 +134,210 @@ pub(crate) fn run(a: &VirtualizeArgs) -> CliResult {
     }
 }
 
-/// The sources into `sink`: one at the root, several each under its name.
+/// What a source is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// A WKW dataset root or mag (`wkw_zarr` tells which, or refuses).
+    Wkw,
+    /// A Blosc2 frame, virtualized as a b2nd array (`blosc2_frame` refuses other frames).
+    B2nd,
+}
+
+/// The Blosc2 frame magic, at byte 2 of every frame.
+const FRAME_MAGIC: &[u8; 8] = b"b2frame\0";
+
+/// Whether `name` ends in `.b2nd` or `.b2frame` (any case).
+fn frame_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    lower.ends_with(".b2nd") || lower.ends_with(".b2frame")
+}
+
+/// What `src` is: a frame by its magic (local files), its name (URLs) or its
+/// `chunks.b2frame` (sparse-frame directories); WKW otherwise.
+fn kind(src: &Location) -> Kind {
+    match src {
+        Location::Local(p) if p.is_dir() => {
+            if p.join(blosc2_frame::SPARSE_FRAME_FILE).is_file() {
+                Kind::B2nd
+            } else {
+                Kind::Wkw
+            }
+        }
+        Location::Local(p) => {
+            let mut head = [0u8; 10];
+            let magic = std::fs::File::open(p)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+                .is_ok()
+                && head.get(2..) == Some(&FRAME_MAGIC[..]);
+            if magic || p.to_str().is_some_and(frame_name) {
+                Kind::B2nd
+            } else {
+                Kind::Wkw
+            }
+        }
+        Location::Store(s) => {
+            if frame_name(s.url().trim_end_matches('/')) {
+                Kind::B2nd
+            } else {
+                Kind::Wkw
+            }
+        }
+    }
+}
+
+/// The options of both kinds of sources.
+struct Options {
+    wkw: VirtualizeOptions,
+    b2nd: blosc2_frame::VirtualizeOptions,
+}
+
+/// What the sources gave, whatever their kind.
+#[derive(Debug, Default)]
+struct Counts {
+    groups: u64,
+    arrays: u64,
+    files: u64,
+    references: u64,
+    inline: u64,
+    bytes_read: u64,
+}
+
+impl Counts {
+    fn add_wkw(&mut self, s: &wkw_zarr::VirtualizeSummary) {
+        self.groups += s.groups;
+        self.arrays += s.arrays;
+        self.files += s.files;
+        self.references += s.references;
+        self.bytes_read += s.bytes_read;
+    }
+
+    fn add_b2nd(&mut self, s: &blosc2_frame::VirtualizeSummary) {
+        self.arrays += s.arrays;
+        self.files += s.files;
+        self.references += s.references;
+        self.inline += s.inline;
+        self.bytes_read += s.bytes_read;
+    }
+}
+
+/// Ctrl-C's failure.
+fn interrupted() -> Fail {
+    Fail {
+        code: INTERRUPTED,
+        msg: "interrupted: nothing was written (an existing output is untouched)".into(),
+    }
+}
+
+fn wkw_fail(e: wkw_zarr::Error) -> Fail {
+    match e {
+        wkw_zarr::Error::Cancelled => interrupted(),
+        e => Fail::usage(describe(&e)),
+    }
+}
+
+/// A b2nd source's failure, naming the source where the error does not.
+fn b2nd_fail(src: &Location, e: blosc2_frame::Error) -> Fail {
+    match e {
+        blosc2_frame::Error::Cancelled => interrupted(),
+        e @ (blosc2_frame::Error::NotVirtualizable { .. }
+        | blosc2_frame::Error::Changed { .. }
+        | blosc2_frame::Error::Remote { .. }
+        | blosc2_frame::Error::Sink(_)) => Fail::usage(describe(&e)),
+        e => Fail::input(src.name(), describe(&e)),
+    }
+}
+
+/// The node names of several sources: the last segment of each path or URL (as
+/// `wkw_zarr::virtualize_all` names them).
+fn node_names(srcs: &[Location]) -> CliResult<Vec<String>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut names = Vec::with_capacity(srcs.len());
+    for s in srcs {
+        let name = match s {
+            Location::Local(p) => std::fs::canonicalize(p)
+                .map_err(|e| Fail::input(p, describe(&e)))?
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_owned),
+            Location::Store(_) => s.file_name(),
+        }
+        .filter(|n| !n.is_empty() && n != "." && n != ".." && !n.starts_with("__"))
+        .ok_or_else(|| Fail::usage(format!("{s} has no name to give its node")))?;
+        if !seen.insert(name.clone()) {
+            return Err(Fail::usage(format!(
+                "two sources are named {name:?}: each becomes the node of its name"
+            )));
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
+
+/// The sources into `sink`: one at the root, several each under its name (WKW-only runs as
+/// `wkw_zarr::virtualize_all` makes them).
 fn produce(
     srcs: &[Location],
     sink: &mut dyn scifmt_io::ReferenceSink,
-    options: &VirtualizeOptions,
+    options: &Options,
     progress: &(dyn Fn(&Progress) + Sync),
-) -> CliResult<wkw_zarr::VirtualizeSummary> {
-    let r = match srcs {
-        [one] => wkw_zarr::virtualize(one, sink, options, progress),
-        many => wkw_zarr::virtualize_all(many, sink, options, progress),
-    };
-    r.map_err(|e| match e {
-        wkw_zarr::Error::Cancelled => Fail {
-            code: INTERRUPTED,
-            msg: "interrupted: nothing was written (an existing output is untouched)".into(),
-        },
-        e => Fail::usage(describe(&e)),
-    })
+) -> CliResult<Counts> {
+    let kinds: Vec<Kind> = srcs.iter().map(kind).collect();
+    let mut counts = Counts::default();
+    if kinds.iter().all(|&k| k == Kind::Wkw) {
+        let summary = match srcs {
+            [one] => wkw_zarr::virtualize(one, sink, &options.wkw, progress),
+            many => wkw_zarr::virtualize_all(many, sink, &options.wkw, progress),
+        }
+        .map_err(wkw_fail)?;
+        counts.add_wkw(&summary);
+        return Ok(counts);
+    }
+    if let [one] = srcs {
+        let summary = blosc2_frame::virtualize_at(one, "", sink, &options.b2nd)
+            .map_err(|e| b2nd_fail(one, e))?;
+        counts.add_b2nd(&summary);
+        return Ok(counts);
+    }
+    let names = node_names(srcs)?;
+    sink.group("", &scifmt_io::zarrs_metadata::v3::GroupMetadataV3::new())
+        .map_err(|e| Fail::usage(describe(&e)))?;
+    counts.groups += 1;
+    for ((src, name), k) in srcs.iter().zip(&names).zip(kinds) {
+        match k {
+            Kind::Wkw => counts.add_wkw(
+                &wkw_zarr::virtualize_at(src, name, sink, &options.wkw, progress)
+                    .map_err(wkw_fail)?,
+            ),
+            Kind::B2nd => counts.add_b2nd(
+                &blosc2_frame::virtualize_at(src, name, sink, &options.b2nd)
+                    .map_err(|e| b2nd_fail(src, e))?,
+            ),
+        }
+    }
+    Ok(counts)
 }
 
 /// The summary's counts in `out`.
-fn record(summary: &wkw_zarr::VirtualizeSummary, out: &mut Map<String, Value>) {
-    out.insert("groups".into(), json!(summary.groups));
-    out.insert("arrays".into(), json!(summary.arrays));
-    out.insert("files".into(), json!(summary.files));
-    out.insert("references".into(), json!(summary.references));
-    out.insert("bytes_read".into(), json!(summary.bytes_read));
+fn record(counts: &Counts, out: &mut Map<String, Value>) {
+    out.insert("groups".into(), json!(counts.groups));
+    out.insert("arrays".into(), json!(counts.arrays));
+    out.insert("files".into(), json!(counts.files));
+    out.insert("references".into(), json!(counts.references));
+    out.insert("inline".into(), json!(counts.inline));
+    out.insert("bytes_read".into(), json!(counts.bytes_read));
 }
 
 /// `--to kerchunk`: one JSON file (or object), replaced when complete.
 fn kerchunk(
     srcs: &[Location],
     dst: &Location,
-    options: &VirtualizeOptions,
+    options: &Options,
     durability: wkw_zarr::Durability,
     progress: &(dyn Fn(&Progress) + Sync),
     out: &mut Map<String, Value>,
 ) -> CliResult {
     let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
-    let mut writer = scifmt_io::KerchunkWriter::create(dst, &options.remote).map_err(fail)?;
+    let mut writer = scifmt_io::KerchunkWriter::create(dst, &options.wkw.remote).map_err(fail)?;
     let summary = produce(srcs, &mut writer, options, progress)?;
     let written = writer.finish(durability).map_err(fail)?;
     record(&summary, out);
@@ -170,7 +351,7 @@ fn icechunk(
     _srcs: &[Location],
     _dst: &Location,
     _overwrite: bool,
-    _options: &VirtualizeOptions,
+    _options: &Options,
     _progress: &(dyn Fn(&Progress) + Sync),
     _out: &mut Map<String, Value>,
 ) -> CliResult {
@@ -186,7 +367,7 @@ fn icechunk(
     srcs: &[Location],
     dst: &Location,
     overwrite: bool,
-    options: &VirtualizeOptions,
+    options: &Options,
     progress: &(dyn Fn(&Progress) + Sync),
     out: &mut Map<String, Value>,
 ) -> CliResult {
@@ -234,7 +415,7 @@ fn icechunk(
 fn build_icechunk(
     srcs: &[Location],
     dst: &Location,
-    options: &VirtualizeOptions,
+    options: &Options,
     progress: &(dyn Fn(&Progress) + Sync),
     out: &mut Map<String, Value>,
 ) -> CliResult {

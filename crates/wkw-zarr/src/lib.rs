@@ -27,7 +27,7 @@ pub use crate::{
     plan::{Plan, Unit, convert_units, finish, plan},
     target::{MARKER, STAGE_TAG},
     verify::{Difference, VerifyReport, verify},
-    virtualize::{VirtualizeOptions, VirtualizeSummary, virtualize, virtualize_all},
+    virtualize::{VirtualizeOptions, VirtualizeSummary, virtualize, virtualize_all, virtualize_at},
 };
 
 /// Where a conversion reads and writes: a local path or a key prefix on an object store.

@@ -121,6 +121,22 @@ pub fn virtualize(
     source(&src.into(), "", sink, options, progress)
 }
 
+/// [`virtualize`] into the node at path `at` (`""` for the root; `/`-separated names
+/// otherwise: the caller declares the groups above it), for callers that put WKW sources
+/// beside others in one hierarchy.
+///
+/// # Errors
+/// As [`virtualize`]; the sink's errors for a path that is not a node path.
+pub fn virtualize_at(
+    src: &Location,
+    at: &str,
+    sink: &mut dyn ReferenceSink,
+    options: &VirtualizeOptions,
+    progress: &(dyn Fn(&Progress) + Sync),
+) -> Result<VirtualizeSummary> {
+    source(src, at, sink, options, progress)
+}
+
 /// [`virtualize`] for several sources at once: the root is a group, each source the group
 /// (dataset) or array (mag) named like its directory (the last segment of its path or URL).
 ///

@@ -106,7 +106,7 @@ impl RemoteFrame {
 
     /// Opens the frame at `at` (a contiguous frame, `chunks.b2frame` or a sparse-frame
     /// prefix).
-    async fn open_at(at: Object, options: RemoteOptions) -> Result<Self> {
+    pub(crate) async fn open_at(at: Object, options: RemoteOptions) -> Result<Self> {
         let target = if at.path().filename() == Some(SPARSE_FRAME_FILE) {
             Target::SparseIndex
         } else {
@@ -132,6 +132,7 @@ impl RemoteFrame {
         options: RemoteOptions,
     ) -> Result<Self> {
         let size = pre.len();
+        let opened_bytes = pre.pieces().iter().map(|(_, b)| b.len() as u64).sum();
         let frame = Frame::from_reader_typed(pre, 0, expected, &options.format.limits)?;
         let sorted_offsets = if dir.is_none() {
             let mut v: Vec<u64> = frame
@@ -149,7 +150,7 @@ impl RemoteFrame {
             Vec::new()
         };
         Ok(Self {
-            remote: Remote::new(obj, dir, size, options, sorted_offsets),
+            remote: Remote::new(obj, dir, size, options, sorted_offsets, opened_bytes),
             frame,
         })
     }

@@ -40,6 +40,9 @@ pub(crate) struct Remote {
     sorted_offsets: Vec<u64>,
     /// Uncompressed chunk sizes, for frames whose chunks vary in size (fetched once).
     sizes: OnceLock<Vec<usize>>,
+    /// Bytes fetched to open the frame (header, metalayers, index, trailer and the
+    /// speculative head and tail around them).
+    pub(crate) opened_bytes: u64,
 }
 
 /// The directory (prefix) of a sparse frame, where its chunk files are.
@@ -120,8 +123,10 @@ impl Remote {
         size: u64,
         options: RemoteOptions,
         sorted_offsets: Vec<u64>,
+        opened_bytes: u64,
     ) -> Self {
         Self {
+            opened_bytes,
             requests: request_options(&options),
             obj,
             dir,

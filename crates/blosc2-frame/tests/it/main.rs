@@ -17,4 +17,5 @@ mod remote_memory;
 mod robustness;
 mod serde;
 mod typed;
+mod virtualize;
 mod writer;

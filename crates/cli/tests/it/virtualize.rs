@@ -239,3 +239,224 @@ fn an_s3_source_is_read_by_headers_and_jump_tables_only() {
     );
     assert!(n > 0);
 }
+
+/// Checks every chunk reference of the b2nd array `node` of the kerchunk document `doc`
+/// against the frame `frame`: the bytes it names (read from `local`, or from the URL's file),
+/// decoded by the `b2nd` codec, are the chunk's items as blosc2-frame reads them. Returns the
+/// number of chunks checked.
+fn chunks_are_b2nd_chunks(doc: &Value, node: &str, frame: &Path, local: Option<&Path>) -> usize {
+    let meta: Value =
+        serde_json::from_str(doc["refs"][format!("{node}zarr.json")].as_str().unwrap()).unwrap();
+    let array = blosc2_frame::B2ndArray::open(frame).unwrap();
+    let b2nd = array.meta().clone();
+    assert_eq!(meta["shape"], serde_json::json!(b2nd.shape));
+    assert_eq!(
+        meta["chunk_grid"]["configuration"]["chunk_shape"],
+        serde_json::json!(b2nd.chunkshape)
+    );
+    let codec = blosc2_frame::B2ndCodec::new(blosc2_frame::B2ndCodecConfig::new(
+        &serde_json::from_value::<Vec<u64>>(
+            meta["codecs"][0]["configuration"]["blockshape"].clone(),
+        )
+        .unwrap(),
+    ))
+    .unwrap();
+    let size = array.itemsize();
+    let mut n = 0;
+    let prefix = format!("{node}c/");
+    for (key, v) in doc["refs"].as_object().unwrap() {
+        let Some(rest) = key.strip_prefix(&prefix) else {
+            continue;
+        };
+        let idx: Vec<u64> = rest.split('/').map(|p| p.parse().unwrap()).collect();
+        let url = v[0].as_str().unwrap();
+        let file = match url.strip_prefix("file://") {
+            Some(p) => std::path::PathBuf::from(p),
+            None => local.unwrap().to_path_buf(),
+        };
+        let bytes = std::fs::read(&file).unwrap();
+        let at = |v: u64| usize::try_from(v).unwrap();
+        let (offset, length) = (v[1].as_u64().unwrap(), v[2].as_u64().unwrap());
+        let chunk = codec
+            .decode(&bytes[at(offset)..at(offset + length)], &b2nd.chunkshape, size)
+            .unwrap();
+        // The part of the chunk inside the array, from blosc2-frame's region read.
+        let start: Vec<u64> = idx.iter().zip(&b2nd.chunkshape).map(|(i, c)| i * c).collect();
+        let stop: Vec<u64> = start
+            .iter()
+            .zip(&b2nd.chunkshape)
+            .zip(&b2nd.shape)
+            .map(|((s, c), e)| (s + c).min(*e))
+            .collect();
+        let want = array.read_region(&start, &stop).unwrap();
+        let extent: Vec<u64> = start.iter().zip(&stop).map(|(a, b)| b - a).collect();
+        let items: u64 = extent.iter().product();
+        for k in 0..items {
+            // Item k of the region (C order) is at the same coordinates in the chunk.
+            let (mut rest, mut linear, mut stride) = (k, 0u64, 1u64);
+            for d in (0..extent.len()).rev() {
+                linear += (rest % extent[d]) * stride;
+                rest /= extent[d];
+                stride *= b2nd.chunkshape[d];
+            }
+            let (w, c) = (at(k) * size, at(linear) * size);
+            assert_eq!(&chunk[c..c + size], &want[w..w + size], "{node}{rest} item {k}");
+        }
+        n += 1;
+    }
+    n
+}
+
+#[test]
+fn b2nd_frames_become_kerchunk_references_to_their_chunks() {
+    let dir = tmp();
+    let a = testdata("blosc/frames/b2nd_u2_7x9x11.b2nd");
+    let out = dir.path().join("one.json");
+    let summary = json(&[
+        "virtualize",
+        &s(&a),
+        &s(&out),
+        "--to",
+        "kerchunk",
+        "--json",
+    ]);
+    // The same keys as for WKW sources.
+    let keys: Vec<&str> = summary
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "to",
+            "sources",
+            "groups",
+            "arrays",
+            "files",
+            "references",
+            "inline",
+            "bytes_read",
+            "bytes_written",
+            "seconds"
+        ]
+    );
+    assert_eq!(
+        (summary["arrays"].as_u64(), summary["files"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert!(summary["bytes_read"].as_u64().unwrap() < std::fs::metadata(&a).unwrap().len());
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let n = chunks_are_b2nd_chunks(&doc, "", &a, None);
+    assert_eq!(n as u64, summary["references"].as_u64().unwrap());
+    assert!(n > 0);
+    // Several sources, b2nd frames beside a WKW mag: each the node of its name.
+    let b = testdata("blosc/frames/b2nd_be_f8_11x10.b2nd");
+    let z = testdata("blosc/frames/b2nd_zeros_f8_50x40.b2nd");
+    let mag = testdata("wkw/u8_raw_b8_f4");
+    let out = dir.path().join("all.json");
+    let summary = json(&[
+        "virtualize",
+        &s(&a),
+        &s(&b),
+        &s(&z),
+        &s(&mag),
+        &s(&out),
+        "--to",
+        "kerchunk",
+        "--json",
+    ]);
+    assert_eq!(
+        (summary["groups"].as_u64(), summary["arrays"].as_u64()),
+        (Some(1), Some(4))
+    );
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let root: Value = serde_json::from_str(doc["refs"]["zarr.json"].as_str().unwrap()).unwrap();
+    assert_eq!(root["node_type"], "group");
+    let mut refs = chunks_are_b2nd_chunks(&doc, "b2nd_u2_7x9x11.b2nd/", &a, None);
+    refs += chunks_are_b2nd_chunks(&doc, "b2nd_be_f8_11x10.b2nd/", &b, None);
+    // The zero runs of this one have no reference: they read as the fill value.
+    refs += chunks_are_b2nd_chunks(&doc, "b2nd_zeros_f8_50x40.b2nd/", &z, None);
+    refs += chunks_are_blocks(&doc, "u8_raw_b8_f4/", &mag, None);
+    assert_eq!(refs as u64, summary["references"].as_u64().unwrap());
+    // What is not a b2nd array is refused, saying why.
+    let x = s(&dir.path().join("x.json"));
+    fails(
+        &[
+            "virtualize",
+            &s(&testdata("blosc/frames/lz4_shuffle_meta_vlmeta.b2frame")),
+            &x,
+            "--to",
+            "kerchunk",
+        ],
+        2,
+        "no \"b2nd\" metalayer",
+    );
+    fails(
+        &[
+            "virtualize",
+            &s(&testdata("blosc/frames/sparse_lz4.b2frame")),
+            &x,
+            "--to",
+            "kerchunk",
+        ],
+        2,
+        "a sparse frame",
+    );
+    // Two sources of one name.
+    fails(
+        &["virtualize", &s(&a), &s(&a), &x, "--to", "kerchunk"],
+        2,
+        "two sources are named",
+    );
+    assert!(!dir.path().join("x.json").exists());
+}
+
+#[test]
+fn an_s3_b2nd_source_is_read_by_its_metadata_only() {
+    let dir = tmp();
+    let frames = dir.path().join("frames");
+    std::fs::create_dir(&frames).unwrap();
+    let a = testdata("blosc/frames/b2nd_i8_25x7.b2nd");
+    std::fs::copy(&a, frames.join("a.b2nd")).unwrap();
+    let server = TestServer::start().unwrap();
+    server.upload_dir(&frames, "fx").unwrap();
+    server.reset_stats();
+    let out = dir.path().join("refs.json");
+    let run = Command::new(env!("CARGO_BIN_EXE_scifmt"))
+        .args([
+            "virtualize",
+            &server.url("fx/a.b2nd"),
+            &s(&out),
+            "--to",
+            "kerchunk",
+            "--json",
+        ])
+        .envs(server.env())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let sent: u64 = server
+        .log()
+        .iter()
+        .filter(|r| r.is_object_get() && r.key == "fx/a.b2nd")
+        .map(|r| r.bytes_sent)
+        .sum();
+    assert_eq!(summary["bytes_read"].as_u64(), Some(sent));
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let checksums = doc["scifmt"]["checksums"].as_object().unwrap();
+    assert_eq!(checksums.len(), 1);
+    for (url, c) in checksums {
+        assert_eq!(url, &server.url("fx/a.b2nd"));
+        assert!(c["etag"].as_str().is_some_and(|e| !e.is_empty()), "{c}");
+    }
+    let n = chunks_are_b2nd_chunks(&doc, "", &a, Some(&a));
+    assert_eq!(n as u64, summary["references"].as_u64().unwrap());
+}

@@ -177,6 +177,21 @@ pub trait ReferenceSink {
     /// [`Error::InvalidArgument`] for an undeclared array or indices of the wrong rank; the
     /// writer's errors.
     fn reference(&mut self, reference: &ChunkReference<'_>) -> Result<()>;
+
+    /// Adds one chunk whose encoded bytes are given inline rather than referenced (a small
+    /// chunk no source holds, e.g. a run of NaNs a Blosc2 frame stores only as a flag in its
+    /// index). The default refuses: writers that cannot store inline chunks keep it.
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] from writers without inline chunks (the default);
+    /// otherwise as [`ReferenceSink::reference`].
+    fn inline(&mut self, array: &str, indices: &[u64], bytes: &[u8]) -> Result<()> {
+        let _ = bytes;
+        Err(Error::Unsupported {
+            name: format!("{array:?} chunk {indices:?}"),
+            what: "inline chunks: this reference writer stores byte-range references only (not supported yet)".into(),
+        })
+    }
 }
 
 /// Checks that `path` is a node path: empty (the root) or `/`-separated names, none empty,

@@ -219,19 +219,7 @@ impl ReferenceSink for IcechunkWriter {
     }
 
     fn reference(&mut self, r: &ChunkReference<'_>) -> Result<()> {
-        let Some(&(encoding, rank)) = self.arrays.get(r.array) else {
-            return Err(Error::InvalidArgument(format!(
-                "{}: a reference into {:?}, which was not declared as an array",
-                self.name, r.array
-            )));
-        };
-        if r.indices.len() != rank {
-            return Err(Error::InvalidArgument(format!(
-                "{}: chunk {:?} of the {rank}-d array {:?}",
-                self.name, r.indices, r.array
-            )));
-        }
-        let key = node_key(r.array, &encoding.key(r.indices));
+        let key = self.chunk_key(r.array, r.indices)?;
         let reference = VirtualChunkRef {
             location: VirtualChunkLocation::from_url(r.url).map_err(|e| ic(&self.name, e))?,
             offset: r.offset,
@@ -240,6 +228,39 @@ impl ReferenceSink for IcechunkWriter {
         };
         block_on(self.store.set_virtual_ref(&key, reference, true))?
             .map_err(|e| ic(&self.name, e))?;
+        self.added()
+    }
+
+    /// Sets the chunk to `bytes` (Icechunk keeps chunks up to its inline threshold, 512 bytes
+    /// by default, in the manifest; larger ones as chunk objects of the repository).
+    fn inline(&mut self, array: &str, indices: &[u64], bytes: &[u8]) -> Result<()> {
+        let key = self.chunk_key(array, indices)?;
+        block_on(self.store.set(&key, bytes::Bytes::copy_from_slice(bytes)))?
+            .map_err(|e| ic(&self.name, e))?;
+        self.added()
+    }
+}
+
+impl IcechunkWriter {
+    /// The store key of chunk `indices` of the declared array `array`.
+    fn chunk_key(&self, array: &str, indices: &[u64]) -> Result<String> {
+        let Some(&(encoding, rank)) = self.arrays.get(array) else {
+            return Err(Error::InvalidArgument(format!(
+                "{}: a chunk of {array:?}, which was not declared as an array",
+                self.name
+            )));
+        };
+        if indices.len() != rank {
+            return Err(Error::InvalidArgument(format!(
+                "{}: chunk {indices:?} of the {rank}-d array {array:?}",
+                self.name
+            )));
+        }
+        Ok(node_key(array, &encoding.key(indices)))
+    }
+
+    /// Counts one chunk set; commits every [`COMMIT_EVERY`] of them.
+    fn added(&mut self) -> Result<()> {
         self.pending += 1;
         if self.pending >= COMMIT_EVERY {
             let name = self.name.clone();
@@ -293,9 +314,11 @@ mod tests {
         w.array("a", &array).unwrap();
         w.reference(&ChunkReference::new("a", &[1], &url, 16, 4).with_checksum(Some(&checksum)))
             .unwrap();
+        w.inline("a", &[0], &[9, 8, 7, 6]).unwrap();
+        assert!(w.inline("b", &[0], &[1]).is_err());
         w.finish().unwrap();
 
-        let read = || {
+        let read = |key: &str| {
             block_on(async {
                 let storage = icechunk::new_local_filesystem_storage(&repo_dir)
                     .await
@@ -312,18 +335,16 @@ mod tests {
                     .await
                     .unwrap();
                 let store = Store::from_session(Arc::new(RwLock::new(session))).await;
-                store
-                    .get("a/c/1", &ByteRange::ALL)
-                    .await
-                    .map(|b| b.to_vec())
+                store.get(key, &ByteRange::ALL).await.map(|b| b.to_vec())
             })
             .unwrap()
         };
-        assert_eq!(read().unwrap(), [16, 17, 18, 19]);
+        assert_eq!(read("a/c/1").unwrap(), [16, 17, 18, 19]);
+        assert_eq!(read("a/c/0").unwrap(), [9, 8, 7, 6]);
         let f = std::fs::File::options().write(true).open(&file).unwrap();
         f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
             .unwrap();
-        let e = read().unwrap_err().to_string();
+        let e = read("a/c/1").unwrap_err().to_string();
         assert!(e.contains("checksum"), "{e}");
     }
 }

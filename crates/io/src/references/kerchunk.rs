@@ -3,10 +3,10 @@
 //! The file is `{"version": 1, "refs": {KEY: VALUE, …}, "scifmt": {"checksums": {URL: …}}}`:
 //! every node's `zarr.json` is a key whose value is the document as a JSON string, every chunk
 //! a key (its Zarr v3 store key, e.g. `color/1/c/0/3/1/2`) whose value is `[URL, offset,
-//! length]` — what fsspec's `ReferenceFileSystem` reads, and zarr-python 3 through it. kerchunk
-//! has no place for a source's version, so the [`Checksum`] of every source is kept under the
-//! top-level key `scifmt` (other readers ignore it; [`ReferenceStore`](crate::ReferenceStore)
-//! checks it).
+//! length]` (or, for a chunk given inline, `"base64:…"`) — what fsspec's `ReferenceFileSystem`
+//! reads, and zarr-python 3 through it. kerchunk has no place for a source's version, so the
+//! [`Checksum`] of every source is kept under the top-level key `scifmt` (other readers ignore
+//! it; [`ReferenceStore`](crate::ReferenceStore) checks it).
 //!
 //! Nothing grows with the number of references: references go out through a 1 MiB buffer into
 //! the staged file or upload ([`Location::create`]), the checksums into an anonymous temporary
@@ -81,6 +81,8 @@ pub struct KerchunkSummary {
     pub nodes: u64,
     /// Chunk references.
     pub references: u64,
+    /// Chunks written inline (`base64:` values).
+    pub inline: u64,
     /// Distinct sources (checksum entries).
     pub sources: u64,
     /// Bytes of the reference file.
@@ -207,19 +209,7 @@ impl ReferenceSink for KerchunkWriter {
     }
 
     fn reference(&mut self, r: &ChunkReference<'_>) -> Result<()> {
-        let Some(&(encoding, rank)) = self.arrays.get(r.array) else {
-            return Err(Error::InvalidArgument(format!(
-                "{}: a reference into {:?}, which was not declared as an array",
-                self.name, r.array
-            )));
-        };
-        if r.indices.len() != rank {
-            return Err(Error::InvalidArgument(format!(
-                "{}: chunk {:?} of the {rank}-d array {:?}",
-                self.name, r.indices, r.array
-            )));
-        }
-        let key = node_key(r.array, &encoding.key(r.indices));
+        let key = self.chunk_key(r.array, r.indices)?;
         let value = format!("[{},{},{}]", json_string(r.url), r.offset, r.length);
         self.entry(&key, &value)?;
         self.summary.references += 1;
@@ -236,6 +226,39 @@ impl ReferenceSink for KerchunkWriter {
             self.last_url = Some(r.url.to_owned());
         }
         Ok(())
+    }
+
+    /// Writes the chunk as a `base64:` value (fsspec's `ReferenceFileSystem` and
+    /// [`ReferenceStore`](crate::ReferenceStore) read it as the chunk's bytes).
+    fn inline(&mut self, array: &str, indices: &[u64], bytes: &[u8]) -> Result<()> {
+        use base64::Engine;
+        let key = self.chunk_key(array, indices)?;
+        let text = format!(
+            "base64:{}",
+            base64::engine::general_purpose::STANDARD.encode(bytes)
+        );
+        self.entry(&key, &json_string(&text))?;
+        self.summary.inline += 1;
+        Ok(())
+    }
+}
+
+impl KerchunkWriter {
+    /// The store key of chunk `indices` of the declared array `array`.
+    fn chunk_key(&self, array: &str, indices: &[u64]) -> Result<String> {
+        let Some(&(encoding, rank)) = self.arrays.get(array) else {
+            return Err(Error::InvalidArgument(format!(
+                "{}: a chunk of {array:?}, which was not declared as an array",
+                self.name
+            )));
+        };
+        if indices.len() != rank {
+            return Err(Error::InvalidArgument(format!(
+                "{}: chunk {indices:?} of the {rank}-d array {array:?}",
+                self.name
+            )));
+        }
+        Ok(node_key(array, &encoding.key(indices)))
     }
 }
 

@@ -553,6 +553,41 @@ mod tests {
     }
 
     #[test]
+    fn inline_chunks_are_written_as_base64_and_read_back() {
+        use crate::references::chunk::ReferenceSink;
+        use crate::{Durability, KerchunkWriter};
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("refs.json");
+        let mut w =
+            KerchunkWriter::create(&out.as_path().into(), &RemoteOptions::<()>::default()).unwrap();
+        let array: zarrs_metadata::v3::ArrayMetadataV3 =
+            serde_json::from_value(serde_json::json!({
+            "zarr_format": 3, "node_type": "array", "shape": [4, 4], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 2]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}]}))
+            .unwrap();
+        w.array("a", &array).unwrap();
+        let bytes = [0u8, 1, 254, 255];
+        w.inline("a", &[1, 0], &bytes).unwrap();
+        // Undeclared arrays and indices of another rank are refused as for references.
+        assert!(w.inline("b", &[0, 0], &bytes).is_err());
+        assert!(w.inline("a", &[0], &bytes).is_err());
+        let summary = w.finish(Durability::None).unwrap();
+        assert_eq!((summary.inline, summary.references), (1, 0));
+        let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+        assert_eq!(doc["refs"]["a/c/1/0"], "base64:AAH+/w==");
+        let s = ReferenceStore::open(
+            &out.as_path().into(),
+            &[],
+            RemoteOptions::default(),
+            crate::DEFAULT_MAX_REFERENCE_BYTES,
+        )
+        .unwrap();
+        assert_eq!(s.read("a/c/1/0").unwrap().unwrap(), &bytes[..]);
+    }
+
+    #[test]
     fn malformed_reference_files_are_errors() {
         for bad in [
             &b"[]"[..],
