@@ -278,10 +278,18 @@ fn chunks_are_b2nd_chunks(doc: &Value, node: &str, frame: &Path, local: Option<&
         let at = |v: u64| usize::try_from(v).unwrap();
         let (offset, length) = (v[1].as_u64().unwrap(), v[2].as_u64().unwrap());
         let chunk = codec
-            .decode(&bytes[at(offset)..at(offset + length)], &b2nd.chunkshape, size)
+            .decode(
+                &bytes[at(offset)..at(offset + length)],
+                &b2nd.chunkshape,
+                size,
+            )
             .unwrap();
         // The part of the chunk inside the array, from blosc2-frame's region read.
-        let start: Vec<u64> = idx.iter().zip(&b2nd.chunkshape).map(|(i, c)| i * c).collect();
+        let start: Vec<u64> = idx
+            .iter()
+            .zip(&b2nd.chunkshape)
+            .map(|(i, c)| i * c)
+            .collect();
         let stop: Vec<u64> = start
             .iter()
             .zip(&b2nd.chunkshape)
@@ -300,7 +308,11 @@ fn chunks_are_b2nd_chunks(doc: &Value, node: &str, frame: &Path, local: Option<&
                 stride *= b2nd.chunkshape[d];
             }
             let (w, c) = (at(k) * size, at(linear) * size);
-            assert_eq!(&chunk[c..c + size], &want[w..w + size], "{node}{rest} item {k}");
+            assert_eq!(
+                &chunk[c..c + size],
+                &want[w..w + size],
+                "{node}{rest} item {k}"
+            );
         }
         n += 1;
     }
@@ -312,14 +324,7 @@ fn b2nd_frames_become_kerchunk_references_to_their_chunks() {
     let dir = tmp();
     let a = testdata("blosc/frames/b2nd_u2_7x9x11.b2nd");
     let out = dir.path().join("one.json");
-    let summary = json(&[
-        "virtualize",
-        &s(&a),
-        &s(&out),
-        "--to",
-        "kerchunk",
-        "--json",
-    ]);
+    let summary = json(&["virtualize", &s(&a), &s(&out), "--to", "kerchunk", "--json"]);
     // The same keys as for WKW sources.
     let keys: Vec<&str> = summary
         .as_object()
