@@ -228,8 +228,8 @@ impl ReferenceSink for KerchunkWriter {
         Ok(())
     }
 
-    /// Writes the chunk as a `base64:` value (fsspec's `ReferenceFileSystem` and
-    /// [`ReferenceStore`](crate::ReferenceStore) read it as the chunk's bytes).
+    /// Writes the chunk as a `base64:` value (fsspec's `ReferenceFileSystem` and this crate's
+    /// `ReferenceStore`, feature `zarrs`, read it as the chunk's bytes).
     fn inline(&mut self, array: &str, indices: &[u64], bytes: &[u8]) -> Result<()> {
         use base64::Engine;
         let key = self.chunk_key(array, indices)?;
