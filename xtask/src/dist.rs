@@ -181,13 +181,13 @@ fn check_wheel(tools: &Tools, wheel: &Path) -> Result<(), String> {
 
 /// Builds the CLI for glibc 2.17 and packs it with its README and licences.
 ///
-/// maturin builds it too, as a binary-only wheel from which the executable is taken: its zig
-/// linker wrapper is then the one the Python wheel was built with (cargo-zigbuild's own wrapper
-/// lives at another path, which changes the fingerprint of every unit). The binary is the
-/// Python package's `scifmt-standalone` (`scifmt_cli::run`, as the CLI's `main`), not
-/// scifmt-cli's own `scifmt`: built from that package, every dependency has the wheel's
-/// features, so cargo reuses the wheel's build and compiles only the binary (scifmt-cli's build
-/// resolves two features differently, which reach 26 crates).
+/// maturin builds it too (as a binary-only wheel of `scifmt-cli`, from which the executable is
+/// taken): its zig linker wrapper is then the one the Python wheel was built with, so cargo
+/// reuses the dependencies compiled for the wheel whose features are the same. scifmt-cli's
+/// feature resolution differs from the wheel's in two features (numpy turns on num-traits'
+/// `default`, the Python package wkw's `ndarray`), which reach 26 crates: those are compiled a
+/// second time. (cargo-zigbuild's own wrapper lives at another path, which changes the
+/// fingerprint of every unit: the whole tree would be compiled a second time.)
 fn cli_archive(tools: &Tools, dist: &Path, version: &str) -> Result<PathBuf, String> {
     let root = project_root();
     let scratch = root.join("target").join("dist-cli");
@@ -205,9 +205,8 @@ fn cli_archive(tools: &Tools, dist: &Path, version: &str) -> Result<PathBuf, Str
                 "bin",
             ])
             .args(["--compatibility", "manylinux2014", "--target", TARGET])
-            .args(["--features", "standalone-cli"])
             .arg("--manifest-path")
-            .arg(python_manifest())
+            .arg(root.join("crates").join("cli").join("Cargo.toml"))
             .arg("--out")
             .arg(&scratch)
             .env("PATH", &tools.path)
@@ -216,7 +215,7 @@ fn cli_archive(tools: &Tools, dist: &Path, version: &str) -> Result<PathBuf, Str
     let binary = crate::util::cargo_target_dir()
         .join(TARGET)
         .join("release")
-        .join("scifmt-standalone");
+        .join("scifmt");
     check_glibc(&binary)?;
     // It is the `scifmt` command of this version (it runs, and names itself as the CLI does).
     let out = Command::new(&binary)

@@ -45,10 +45,6 @@ const NOT_IN_WORKSPACE: &[(&str, &str)] = &[
     // are an opt-in build (see scifmt-io's README for its cost), kept out of CI's time.
     ("scifmt-io", "icechunk"),
     ("scifmt-cli", "icechunk"),
-    // Only adds the `scifmt-standalone` binary (the CLI's one-line `main`), which `xtask dist`
-    // builds in release (in CI too) for the CLI archive; a debug build of it would link a
-    // second copy of the CLI for nothing.
-    ("scifmt-python", "standalone-cli"),
 ];
 
 /// Library crates checked with no features at all, in one clippy invocation (none of them turns

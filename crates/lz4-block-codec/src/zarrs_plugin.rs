@@ -24,8 +24,13 @@ use crate::codec::Lz4BlockCodec;
 use crate::config::{Lz4BlockConfiguration, NAME};
 
 /// The zarrs codec registered under the name `lz4-block`.
+///
+/// It keeps the configuration's optional `size` (the decoded size of every chunk, which
+/// implementations that are not told a chunk's size need, such as numcodecs for Zarr v2 and
+/// kerchunk references): when present, a chunk whose decoded size differs is an error, and
+/// the key is written back with the configuration.
 #[derive(Debug, Clone)]
-pub struct ZarrsLz4BlockCodec(Lz4BlockCodec);
+pub struct ZarrsLz4BlockCodec(Lz4BlockCodec, Option<u64>);
 
 zarrs::plugin::impl_extension_aliases!(ZarrsLz4BlockCodec, v3: "lz4-block");
 
@@ -37,7 +42,19 @@ impl ZarrsLz4BlockCodec {
     /// Wraps a codec.
     #[must_use]
     pub fn new(codec: Lz4BlockCodec) -> Self {
-        Self(codec)
+        Self(codec, None)
+    }
+
+    /// The same codec with the configuration key `size`: every chunk's decoded size in bytes.
+    #[must_use]
+    pub fn with_size(self, size: Option<u64>) -> Self {
+        Self(self.0, size)
+    }
+
+    /// The configuration's `size`, if it has one.
+    #[must_use]
+    pub fn size(&self) -> Option<u64> {
+        self.1
     }
 
     /// The wrapped codec.
@@ -51,14 +68,25 @@ fn create(metadata: &MetadataV3) -> Result<Codec, PluginCreateError> {
     let invalid = |e: &crate::Error| {
         PluginCreateError::ConfigurationInvalid(PluginConfigurationInvalidError::new(e.to_string()))
     };
-    let map: serde_json::Map<String, serde_json::Value> = match metadata.configuration() {
+    let mut map: serde_json::Map<String, serde_json::Value> = match metadata.configuration() {
         Some(_) => metadata.to_typed_configuration()?,
         None => serde_json::Map::new(),
+    };
+    // `size` is no encoder parameter: checked here, kept beside the configuration.
+    let size = match map.remove("size") {
+        None => None,
+        Some(v) => Some(v.as_u64().ok_or_else(|| {
+            invalid(&crate::Error::Configuration(format!(
+                "`size` must be a non-negative integer, not {v}"
+            )))
+        })?),
     };
     let config = Lz4BlockConfiguration::from_json(&serde_json::Value::Object(map))
         .map_err(|e| invalid(&e))?;
     let codec = Lz4BlockCodec::new(config).map_err(|e| invalid(&e))?;
-    Ok(Codec::BytesToBytes(Arc::new(ZarrsLz4BlockCodec(codec))))
+    Ok(Codec::BytesToBytes(Arc::new(
+        ZarrsLz4BlockCodec::new(codec).with_size(size),
+    )))
 }
 
 impl CodecTraitsV3 for ZarrsLz4BlockCodec {
@@ -110,7 +138,12 @@ impl CodecTraits for ZarrsLz4BlockCodec {
         _options: &CodecMetadataOptions,
     ) -> Option<Configuration> {
         match self.0.configuration().to_json() {
-            serde_json::Value::Object(map) => Some(Configuration::from(map)),
+            serde_json::Value::Object(mut map) => {
+                if let Some(size) = self.1 {
+                    map.insert("size".into(), size.into());
+                }
+                Some(Configuration::from(map))
+            }
             _ => None,
         }
     }
@@ -180,6 +213,11 @@ impl BytesToBytesCodecTraits for ZarrsLz4BlockCodec {
                 "{NAME}: the decoded size must be known (put the codec after `bytes`), got {decoded_representation:?}"
             )));
         };
+        if let Some(size) = self.1.filter(|&size| size != n) {
+            return Err(CodecError::Other(format!(
+                "{NAME}: the configuration's `size` is {size} bytes, but this chunk decodes to {n}"
+            )));
+        }
         let n = usize::try_from(n)
             .map_err(|_| CodecError::Other(format!("{NAME}: {n} bytes exceed usize")))?;
         self.0

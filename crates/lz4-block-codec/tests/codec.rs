@@ -282,3 +282,80 @@ fn zarrs_reads_wkw_blocks_in_place_and_round_trips() {
         .unwrap_err();
     assert!(e.to_string().contains("lz4-block"), "{e}");
 }
+
+/// The configuration key `size` (every chunk's decoded size): zarrs reads the reference's blocks
+/// when it matches the chunk, writes it back with the metadata, and refuses to decode when it
+/// differs or is not a non-negative integer.
+#[test]
+fn zarrs_checks_and_keeps_the_size_key() {
+    use zarrs::array::{Array, ArraySubset};
+    use zarrs::filesystem::FilesystemStore;
+
+    let file = reference_files()
+        .into_iter()
+        .find(|f| f.name.contains("f32_lz4hc_b16_f2"))
+        .unwrap();
+    let b: u64 = 16;
+    let open = |size: serde_json::Value| {
+        let dir = tempfile::tempdir().unwrap();
+        let metadata = serde_json::json!({
+            "zarr_format": 3,
+            "node_type": "array",
+            "shape": [1, b, b, b],
+            "data_type": "float32",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [1, b, b, b]}},
+            "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+            "fill_value": 0.0,
+            "codecs": [
+                {"name": "transpose", "configuration": {"order": [3, 2, 1, 0]}},
+                {"name": "bytes", "configuration": {"endian": "little"}},
+                {"name": "lz4-block", "configuration": {"mode": "hc", "level": 9, "size": size}}
+            ]
+        });
+        std::fs::write(dir.path().join("zarr.json"), metadata.to_string()).unwrap();
+        std::fs::create_dir_all(dir.path().join("c/0/0/0")).unwrap();
+        std::fs::write(dir.path().join("c/0/0/0/0"), &file.blocks[0]).unwrap();
+        let store = Arc::new(FilesystemStore::new(dir.path()).unwrap());
+        (dir, Array::open(store, "/"))
+    };
+    let subset = ArraySubset::new_with_ranges(&[0..1, 0..b, 0..b, 0..b]);
+    let block_bytes = file.block_bytes as u64;
+
+    // The right size: the block decodes, and the key is kept in the metadata zarrs writes.
+    let (_dir, array) = open(block_bytes.into());
+    let array = array.unwrap();
+    let got: Vec<f32> = array.retrieve_array_subset(&subset).unwrap();
+    let raw = Lz4BlockCodec::default()
+        .decode(&file.blocks[0], file.block_bytes)
+        .unwrap();
+    let n = usize::try_from(b).unwrap();
+    for (i, v) in raw.chunks_exact(4).enumerate() {
+        let (x, y, z) = (i % n, (i / n) % n, i / (n * n));
+        assert_eq!(
+            got[(x * n + y) * n + z],
+            f32::from_le_bytes(v.try_into().unwrap())
+        );
+    }
+    let written = serde_json::to_value(array.metadata()).unwrap();
+    let codecs = written["codecs"].as_array().unwrap();
+    assert_eq!(codecs[2]["configuration"]["size"], block_bytes, "{written}");
+
+    // Another size: an error naming both sizes, no data.
+    let (_dir, array) = open((block_bytes + 4).into());
+    let e = array
+        .unwrap()
+        .retrieve_array_subset::<Vec<f32>>(&subset)
+        .unwrap_err();
+    assert!(e.to_string().contains("`size`"), "{e}");
+
+    // Not a non-negative integer: the array does not open.
+    for bad in [
+        serde_json::json!(-1),
+        serde_json::json!("16384"),
+        serde_json::json!(1.5),
+    ] {
+        let (_dir, array) = open(bad.clone());
+        let e = array.unwrap_err();
+        assert!(e.to_string().contains("size"), "{bad}: {e}");
+    }
+}

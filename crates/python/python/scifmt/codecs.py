@@ -11,8 +11,8 @@ size raises :class:`LZ4BlockError` (a ``ValueError``); encoding is liblz4's own.
   ``{"mode": "hc", "level": 9}`` (WKW's LZ4HC), optionally with ``"size"``: the decoded chunk
   size in bytes, checked when decoding and carried into the numcodecs equivalent
   (``codec_config``), so Zarr v2 / Kerchunk metadata converted from it decodes
-  (``scifmt.virtual.WKWParser`` writes it). ``size`` is an extension of this Python codec: the
-  codec's specification and the Rust (zarrs) implementation do not have it yet.
+  (``scifmt.virtual.WKWParser`` writes it). ``size`` is an optional key of the codec's
+  specification; the Rust (zarrs) implementation checks it too.
 * :class:`LZ4Block`: the numcodecs codec, id ``"lz4-block"`` (registered with numcodecs through
   the ``numcodecs.codecs`` entry point), for Zarr v2 metadata and kerchunk references. numcodecs
   passes no chunk size to ``decode``: give the chunk's byte size as ``size`` in the
