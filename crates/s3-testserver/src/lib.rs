@@ -300,65 +300,42 @@ impl TestServer {
 
     /// Upload every file under `local` (recursively) to `prefix/<relative path>` through the S3
     /// protocol, bypassing faults, latency and the log (files over 64 MiB as multipart uploads of
-    /// 16 MiB parts). Returns the number of files.
+    /// 16 MiB parts), 16 files in flight at a time. Returns the number of files.
     ///
     /// Callable from synchronous and asynchronous code (it runs on a helper thread).
     ///
     /// # Errors
     /// Reading the local files, or the upload failing (as `io::Error::other`).
     pub fn upload_dir(&self, local: &Path, prefix: &str) -> io::Result<usize> {
+        use futures::StreamExt as _;
         let mut files = Vec::new();
         walk(local, &mut files)?;
         let store = self.internal_store()?;
         let prefix = prefix.trim_matches('/').to_owned();
         let local = local.to_path_buf();
+        let mut keyed = Vec::with_capacity(files.len());
+        for file in files {
+            let rel = file
+                .strip_prefix(&local)
+                .map_err(io::Error::other)?
+                .components()
+                .map(|c| c.as_os_str().to_string_lossy().into_owned())
+                .collect::<Vec<_>>()
+                .join("/");
+            let key = if prefix.is_empty() {
+                rel
+            } else {
+                format!("{prefix}/{rel}")
+            };
+            keyed.push((file, ObjectPath::from(key)));
+        }
         run_blocking(async move {
-            let mut n = 0;
-            for file in files {
-                let rel = file
-                    .strip_prefix(&local)
-                    .map_err(io::Error::other)?
-                    .components()
-                    .map(|c| c.as_os_str().to_string_lossy().into_owned())
-                    .collect::<Vec<_>>()
-                    .join("/");
-                let key = if prefix.is_empty() {
-                    rel
-                } else {
-                    format!("{prefix}/{rel}")
-                };
-                let key = ObjectPath::from(key);
-                let len = tokio::fs::metadata(&file).await?.len();
-                if len <= MULTIPART_THRESHOLD {
-                    let data = tokio::fs::read(&file).await?;
-                    store
-                        .put(&key, data.into())
-                        .await
-                        .map_err(io::Error::other)?;
-                } else {
-                    // Large files (benchmark volumes) as multipart uploads, read part by part.
-                    use tokio::io::AsyncReadExt as _;
-                    let upload = store.put_multipart(&key).await.map_err(io::Error::other)?;
-                    let mut writer =
-                        object_store::WriteMultipart::new_with_chunk_size(upload, MULTIPART_PART);
-                    let mut f = tokio::fs::File::open(&file).await?;
-                    let mut buf = vec![0u8; MULTIPART_PART];
-                    loop {
-                        let read = f.read(&mut buf).await?;
-                        if read == 0 {
-                            break;
-                        }
-                        writer
-                            .wait_for_capacity(4)
-                            .await
-                            .map_err(io::Error::other)?;
-                        writer.write(&buf[..read]);
-                    }
-                    writer.finish().await.map_err(io::Error::other)?;
-                }
-                n += 1;
-            }
-            Ok(n)
+            // Fixture trees are many small files: UPLOAD_CONCURRENCY puts in flight at a time.
+            futures::stream::iter(keyed)
+                .map(|(file, key)| upload_file(&store, file, key))
+                .buffer_unordered(UPLOAD_CONCURRENCY)
+                .try_fold(0, |n, ()| async move { Ok(n + 1) })
+                .await
         })
     }
 
@@ -475,6 +452,42 @@ fn run_blocking<T: Send + 'static>(
 }
 
 /// All regular files under `dir`, recursively, sorted.
+/// Puts in flight at a time in [`TestServer::upload_dir`].
+const UPLOAD_CONCURRENCY: usize = 16;
+
+/// One file of [`TestServer::upload_dir`] to `key`: a single put, or a multipart upload of
+/// [`MULTIPART_PART`]-byte parts read part by part for files over [`MULTIPART_THRESHOLD`].
+async fn upload_file(store: &AmazonS3, file: PathBuf, key: ObjectPath) -> io::Result<()> {
+    let len = tokio::fs::metadata(&file).await?.len();
+    if len <= MULTIPART_THRESHOLD {
+        let data = tokio::fs::read(&file).await?;
+        store
+            .put(&key, data.into())
+            .await
+            .map_err(io::Error::other)?;
+    } else {
+        // Large files (benchmark volumes) as multipart uploads, read part by part.
+        use tokio::io::AsyncReadExt as _;
+        let upload = store.put_multipart(&key).await.map_err(io::Error::other)?;
+        let mut writer = object_store::WriteMultipart::new_with_chunk_size(upload, MULTIPART_PART);
+        let mut f = tokio::fs::File::open(&file).await?;
+        let mut buf = vec![0u8; MULTIPART_PART];
+        loop {
+            let read = f.read(&mut buf).await?;
+            if read == 0 {
+                break;
+            }
+            writer
+                .wait_for_capacity(4)
+                .await
+                .map_err(io::Error::other)?;
+            writer.write(&buf[..read]);
+        }
+        writer.finish().await.map_err(io::Error::other)?;
+    }
+    Ok(())
+}
+
 fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> io::Result<()> {
     let mut entries: Vec<_> = std::fs::read_dir(dir)?.collect::<Result<_, _>>()?;
     entries.sort_by_key(std::fs::DirEntry::path);
