@@ -15,6 +15,20 @@ def testdata():
     return TESTDATA
 
 
+def scifmt_command():
+    """The ``scifmt`` command: ``SCIFMT_CLI``, else the wheel's (on PATH), else the cargo-built
+    one (``SCIFMT_CARGO_CLI``, or the workspace's debug or release build)."""
+    for named in (os.environ.get("SCIFMT_CLI"), shutil.which("scifmt"),
+                  os.environ.get("SCIFMT_CARGO_CLI")):  # fmt: skip
+        if named:
+            return named
+    for profile in ("debug", "release"):
+        candidate = REPO / "target" / profile / "scifmt"
+        if candidate.exists():
+            return str(candidate)
+    pytest.fail("the scifmt command is needed: install the wheel or `cargo build -p scifmt-cli`")
+
+
 class S3Server(NamedTuple):
     bucket: str
     #: The server's plain-HTTP control endpoint (`/reset`, `/stats`, `/log`).

@@ -7,32 +7,16 @@ codec (found through its entry point), and compared with ``wkw.Dataset.read``.""
 import json
 import os
 import pathlib
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
+from conftest import scifmt_command
 
 wkw = pytest.importorskip("wkw")
 zarr = pytest.importorskip("zarr")
 reference = pytest.importorskip("fsspec.implementations.reference")
 zarr_storage = pytest.importorskip("zarr.storage")
-
-REPO = pathlib.Path(__file__).resolve().parents[3]
-
-
-def _scifmt():
-    """The ``scifmt`` command: ``SCIFMT_CLI``, else the wheel's (on PATH), else the cargo-built
-    one (``SCIFMT_CARGO_CLI``, or the workspace's debug or release build)."""
-    for named in (os.environ.get("SCIFMT_CLI"), shutil.which("scifmt"),
-                  os.environ.get("SCIFMT_CARGO_CLI")):  # fmt: skip
-        if named:
-            return named
-    for profile in ("debug", "release"):
-        candidate = REPO / "target" / profile / "scifmt"
-        if candidate.exists():
-            return str(candidate)
-    pytest.fail("the scifmt command is needed: install the wheel or `cargo build -p scifmt-cli`")
 
 
 # (mag name, numpy type, channels, block type, block_len, file_len)
@@ -93,7 +77,7 @@ def _open_group(refs):
 
 
 def _virtualize(*args):
-    out = subprocess.run([_scifmt(), "virtualize", *map(str, args), "--to", "kerchunk",
+    out = subprocess.run([scifmt_command(), "virtualize", *map(str, args), "--to", "kerchunk",
                           "--json"], capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
@@ -151,7 +135,7 @@ def test_icechunk_reads_a_virtualized_dataset_like_wkw(tmp_path):
     icechunk = pytest.importorskip("icechunk")
     root, mags = _dataset(tmp_path)
     repo_dir = tmp_path / "repo"
-    out = subprocess.run([_scifmt(), "virtualize", str(root), str(repo_dir), "--to", "icechunk",
+    out = subprocess.run([scifmt_command(), "virtualize", str(root), str(repo_dir), "--to", "icechunk",
                           "--json"], capture_output=True, text=True)  # fmt: skip
     if out.returncode == 2 and "without Icechunk support" in out.stderr:
         pytest.skip("this scifmt was built without the icechunk feature")

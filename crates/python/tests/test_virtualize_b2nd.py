@@ -6,13 +6,11 @@ zarr-python 3 (``FsspecStore``), their chunks decoded in place by scifmt's ``b2n
 (found through its ``zarr.codecs`` entry point), and compared with ``blosc2.open(path)[...]``."""
 
 import json
-import os
-import pathlib
-import shutil
 import subprocess
 
 import numpy as np
 import pytest
+from conftest import scifmt_command
 
 blosc2 = pytest.importorskip("blosc2")
 zarr = pytest.importorskip("zarr")
@@ -20,25 +18,9 @@ reference = pytest.importorskip("fsspec.implementations.reference")
 zarr_storage = pytest.importorskip("zarr.storage")
 pytest.importorskip("scifmt.codecs")  # the `b2nd` codec's entry point
 
-REPO = pathlib.Path(__file__).resolve().parents[3]
-
-
-def _scifmt():
-    """The ``scifmt`` command: ``SCIFMT_CLI``, else the wheel's (on PATH), else the cargo-built
-    one (``SCIFMT_CARGO_CLI``, or the workspace's debug or release build)."""
-    for named in (os.environ.get("SCIFMT_CLI"), shutil.which("scifmt"),
-                  os.environ.get("SCIFMT_CARGO_CLI")):  # fmt: skip
-        if named:
-            return named
-    for profile in ("debug", "release"):
-        candidate = REPO / "target" / profile / "scifmt"
-        if candidate.exists():
-            return str(candidate)
-    pytest.fail("the scifmt command is needed: install the wheel or `cargo build -p scifmt-cli`")
-
 
 def _virtualize(*args):
-    out = subprocess.run([_scifmt(), "virtualize", *map(str, args), "--to", "kerchunk",
+    out = subprocess.run([scifmt_command(), "virtualize", *map(str, args), "--to", "kerchunk",
                           "--json"], capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 0, out.stderr
     return json.loads(out.stdout)
@@ -186,7 +168,7 @@ def test_plain_super_chunks_are_refused(tmp_path):
     schunk = blosc2.SChunk(chunksize=400, urlpath=str(path), mode="w", contiguous=True)
     schunk.append_data(np.arange(100, dtype="<i4"))
     del schunk
-    out = subprocess.run([_scifmt(), "virtualize", str(path), str(tmp_path / "r.json"), "--to",
+    out = subprocess.run([scifmt_command(), "virtualize", str(path), str(tmp_path / "r.json"), "--to",
                           "kerchunk"], capture_output=True, text=True)  # fmt: skip
     assert out.returncode == 2
     assert "b2nd" in out.stderr and "metalayer" in out.stderr
