@@ -41,7 +41,11 @@ pub(crate) struct Remote {
     /// Uncompressed chunk sizes, for frames whose chunks vary in size (fetched once).
     sizes: OnceLock<Vec<usize>>,
     /// Bytes fetched to open the frame (header, metalayers, index, trailer and the
-    /// speculative head and tail around them).
+    /// speculative head and tail around them). Read by `virtualize` (its `bytes_read`).
+    #[cfg_attr(
+        not(feature = "references"),
+        expect(dead_code, reason = "only virtualize reports it")
+    )]
     pub(crate) opened_bytes: u64,
 }
 
