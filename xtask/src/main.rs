@@ -87,7 +87,7 @@ const TASKS: &[Task] = &[
     (
         "python",
         python::run,
-        "the Python package as installed: the release wheel (built as dist builds it, or --wheel PATH) installed into the venv target/python-venv, its pytest suite against wkw, blosc2, zarr and a Dask cluster; --prepare only makes the venv [--wheel PATH | --prepare] [PYTEST ARGS…]",
+        "the Python package as installed: the release wheel (built as dist builds it, or --wheel PATH) installed into the venv target/python-venv, its pytest suite against wkw, blosc2, zarr and a Dask cluster; --prepare only makes the venv; --prebuilt uses target/debug's scifmt and s3-testserver as built [--wheel PATH | --prepare] [--prebuilt] [PYTEST ARGS…]",
     ),
 ];
 

@@ -12,6 +12,8 @@
 //! ([`crate::util::build_workspace_bins`]: after `cargo test --workspace` they are already
 //! built): the remote tests start the server as a process (`SCIFMT_S3_TESTSERVER` names it) and
 //! the CLI tests compare the wheel's `scifmt` with the cargo-built one (`SCIFMT_CARGO_CLI`).
+//! `--prebuilt` takes them from `target/debug` as they are, without running cargo (`.ci/run`
+//! built them and runs this beside `xtask ci`, whose cargo runs hold the build directory's lock).
 //! pytest runs `crates/python/tests` (every `test_*.py`; extra arguments go to pytest).
 //! `cargo xtask python --prepare` only makes the venv (no wheel, no tests). Needs
 //! `python3` (3.9 or newer) with the `venv` module; fails when it is missing.
@@ -53,11 +55,14 @@ const PYTEST_TIMEOUT: u32 = 600;
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let root = project_root();
     let mut wheel = None;
+    let mut prebuilt = false;
     let mut pytest_args = Vec::new();
     let mut it = args.iter();
     while let Some(a) = it.next() {
         if a == "--wheel" {
             wheel = Some(PathBuf::from(it.next().ok_or("--wheel needs a path")?));
+        } else if a == "--prebuilt" {
+            prebuilt = true;
         } else if a == "--prepare" && args.len() == 1 {
             // Only the venv with the pinned packages (.ci/run makes it while the wheel builds).
             crate::util::venv_at(&root.join("target").join("python-venv"), REQUIREMENTS)?;
@@ -109,7 +114,21 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     // The S3 test server and the cargo-built CLI (the wheel's `scifmt` is compared with it),
     // built with the workspace's binaries (the build of `cargo test --workspace`, so after the
     // tests nothing is compiled again).
-    let debug = crate::util::build_workspace_bins()?;
+    let debug = if prebuilt {
+        let debug = crate::util::cargo_target_dir().join("debug");
+        for bin in ["s3-testserver", "scifmt"] {
+            if !debug.join(bin).is_file() {
+                return Err(format!(
+                    "--prebuilt: {} is missing (build it with `cargo build --workspace --bins \
+                     --examples`)",
+                    debug.join(bin).display()
+                ));
+            }
+        }
+        debug
+    } else {
+        crate::util::build_workspace_bins()?
+    };
     let mut pytest = Command::new(&python);
     pytest
         .args(["-m", "pytest", "-q", "-p", "no:cacheprovider"])
