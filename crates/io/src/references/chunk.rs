@@ -1,6 +1,7 @@
 //! The vocabulary of virtual references: [`ChunkReference`], the source's [`Checksum`], the
 //! [`ReferenceSink`] producers stream into, chunk keys, and the URLs references name sources by.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -289,6 +290,45 @@ impl KeyEncoding {
             s.push('0');
         }
         s
+    }
+}
+
+/// The arrays a reference writer has declared, by node path: how each names its chunks, and
+/// its rank. The writers ([`crate::KerchunkWriter`], the Icechunk writer) check every chunk
+/// against it.
+#[derive(Debug, Default)]
+pub(crate) struct DeclaredArrays(HashMap<String, (KeyEncoding, usize)>);
+
+impl DeclaredArrays {
+    /// Declares the array at `path` (its `zarr.json` at `key`, named in errors).
+    ///
+    /// # Errors
+    /// [`Error::Unsupported`] for a chunk key encoding other than `default` and `v2`.
+    pub(crate) fn declare(&mut self, path: &str, key: &str, array: &ArrayMetadataV3) -> Result<()> {
+        let encoding = KeyEncoding::of(&array.chunk_key_encoding, key)?;
+        self.0
+            .insert(path.to_owned(), (encoding, array.shape.len()));
+        Ok(())
+    }
+
+    /// The store key of chunk `indices` of the declared array `array`; `writer` names the
+    /// output in errors.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an array that was not declared, or indices of another
+    /// rank.
+    pub(crate) fn chunk_key(&self, writer: &str, array: &str, indices: &[u64]) -> Result<String> {
+        let Some(&(encoding, rank)) = self.0.get(array) else {
+            return Err(Error::InvalidArgument(format!(
+                "{writer}: a chunk of {array:?}, which was not declared as an array"
+            )));
+        };
+        if indices.len() != rank {
+            return Err(Error::InvalidArgument(format!(
+                "{writer}: chunk {indices:?} of the {rank}-d array {array:?}"
+            )));
+        }
+        Ok(node_key(array, &encoding.key(indices)))
     }
 }
 

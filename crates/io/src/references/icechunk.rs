@@ -29,7 +29,7 @@ use zarrs_metadata::v3::{ArrayMetadataV3, GroupMetadataV3};
 use crate::error::{Error, Result};
 use crate::location::Location;
 use crate::references::chunk::{
-    Checksum, ChunkReference, KeyEncoding, ReferenceSink, check_node_path, node_key,
+    Checksum, ChunkReference, DeclaredArrays, ReferenceSink, check_node_path, node_key,
 };
 use crate::remote::runtime::block_on;
 
@@ -44,7 +44,7 @@ pub struct IcechunkWriter {
     name: String,
     repo: Repository,
     store: Store,
-    arrays: HashMap<String, (KeyEncoding, usize)>,
+    arrays: DeclaredArrays,
     pending: u64,
     commits: u64,
 }
@@ -162,7 +162,7 @@ impl IcechunkWriter {
             name,
             repo,
             store,
-            arrays: HashMap::new(),
+            arrays: DeclaredArrays::default(),
             pending: 0,
             commits: 0,
         })
@@ -211,15 +211,12 @@ impl ReferenceSink for IcechunkWriter {
     fn array(&mut self, path: &str, array: &ArrayMetadataV3) -> Result<()> {
         check_node_path(path)?;
         let key = node_key(path, "zarr.json");
-        let encoding = KeyEncoding::of(&array.chunk_key_encoding, &key)?;
-        self.set(&key, serde_json::to_string(array))?;
-        self.arrays
-            .insert(path.to_owned(), (encoding, array.shape.len()));
-        Ok(())
+        self.arrays.declare(path, &key, array)?;
+        self.set(&key, serde_json::to_string(array))
     }
 
     fn reference(&mut self, r: &ChunkReference<'_>) -> Result<()> {
-        let key = self.chunk_key(r.array, r.indices)?;
+        let key = self.arrays.chunk_key(&self.name, r.array, r.indices)?;
         let reference = VirtualChunkRef {
             location: VirtualChunkLocation::from_url(r.url).map_err(|e| ic(&self.name, e))?,
             offset: r.offset,
@@ -234,7 +231,7 @@ impl ReferenceSink for IcechunkWriter {
     /// Sets the chunk to `bytes` (Icechunk keeps chunks up to its inline threshold, 512 bytes
     /// by default, in the manifest; larger ones as chunk objects of the repository).
     fn inline(&mut self, array: &str, indices: &[u64], bytes: &[u8]) -> Result<()> {
-        let key = self.chunk_key(array, indices)?;
+        let key = self.arrays.chunk_key(&self.name, array, indices)?;
         block_on(self.store.set(&key, bytes::Bytes::copy_from_slice(bytes)))?
             .map_err(|e| ic(&self.name, e))?;
         self.added()
@@ -242,23 +239,6 @@ impl ReferenceSink for IcechunkWriter {
 }
 
 impl IcechunkWriter {
-    /// The store key of chunk `indices` of the declared array `array`.
-    fn chunk_key(&self, array: &str, indices: &[u64]) -> Result<String> {
-        let Some(&(encoding, rank)) = self.arrays.get(array) else {
-            return Err(Error::InvalidArgument(format!(
-                "{}: a chunk of {array:?}, which was not declared as an array",
-                self.name
-            )));
-        };
-        if indices.len() != rank {
-            return Err(Error::InvalidArgument(format!(
-                "{}: chunk {indices:?} of the {rank}-d array {array:?}",
-                self.name
-            )));
-        }
-        Ok(node_key(array, &encoding.key(indices)))
-    }
-
     /// Counts one chunk set; commits every [`COMMIT_EVERY`] of them.
     fn added(&mut self) -> Result<()> {
         self.pending += 1;

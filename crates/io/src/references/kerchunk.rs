@@ -13,7 +13,6 @@
 //! file that is appended when the writer finishes; only the declared arrays (their paths and
 //! chunk key encodings) are kept.
 
-use std::collections::HashMap;
 use std::io::{BufWriter, Read, Seek, SeekFrom, Write};
 
 use zarrs_metadata::v3::{ArrayMetadataV3, GroupMetadataV3};
@@ -22,7 +21,7 @@ use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::location::{Location, Sink};
 use crate::references::chunk::{
-    ChunkReference, KeyEncoding, ReferenceSink, check_node_path, node_key,
+    ChunkReference, DeclaredArrays, ReferenceSink, check_node_path, node_key,
 };
 use crate::remote::options::RemoteOptions;
 
@@ -68,7 +67,7 @@ pub struct KerchunkWriter {
     checksums_written: u64,
     last_url: Option<String>,
     entries: u64,
-    arrays: HashMap<String, (KeyEncoding, usize)>,
+    arrays: DeclaredArrays,
     nodes: std::collections::HashSet<String>,
     summary: KerchunkSummary,
 }
@@ -115,7 +114,7 @@ impl KerchunkWriter {
             checksums_written: 0,
             last_url: None,
             entries: 0,
-            arrays: HashMap::new(),
+            arrays: DeclaredArrays::default(),
             nodes: std::collections::HashSet::new(),
             summary: KerchunkSummary::default(),
         };
@@ -201,15 +200,13 @@ impl ReferenceSink for KerchunkWriter {
     }
 
     fn array(&mut self, path: &str, array: &ArrayMetadataV3) -> Result<()> {
-        let encoding = KeyEncoding::of(&array.chunk_key_encoding, &node_key(path, "zarr.json"))?;
-        self.node(path, serde_json::to_string(array))?;
         self.arrays
-            .insert(path.to_owned(), (encoding, array.shape.len()));
-        Ok(())
+            .declare(path, &node_key(path, "zarr.json"), array)?;
+        self.node(path, serde_json::to_string(array))
     }
 
     fn reference(&mut self, r: &ChunkReference<'_>) -> Result<()> {
-        let key = self.chunk_key(r.array, r.indices)?;
+        let key = self.arrays.chunk_key(&self.name, r.array, r.indices)?;
         let value = format!("[{},{},{}]", json_string(r.url), r.offset, r.length);
         self.entry(&key, &value)?;
         self.summary.references += 1;
@@ -232,7 +229,7 @@ impl ReferenceSink for KerchunkWriter {
     /// `ReferenceStore`, feature `zarrs`, read it as the chunk's bytes).
     fn inline(&mut self, array: &str, indices: &[u64], bytes: &[u8]) -> Result<()> {
         use base64::Engine;
-        let key = self.chunk_key(array, indices)?;
+        let key = self.arrays.chunk_key(&self.name, array, indices)?;
         let text = format!(
             "base64:{}",
             base64::engine::general_purpose::STANDARD.encode(bytes)
@@ -240,25 +237,6 @@ impl ReferenceSink for KerchunkWriter {
         self.entry(&key, &json_string(&text))?;
         self.summary.inline += 1;
         Ok(())
-    }
-}
-
-impl KerchunkWriter {
-    /// The store key of chunk `indices` of the declared array `array`.
-    fn chunk_key(&self, array: &str, indices: &[u64]) -> Result<String> {
-        let Some(&(encoding, rank)) = self.arrays.get(array) else {
-            return Err(Error::InvalidArgument(format!(
-                "{}: a chunk of {array:?}, which was not declared as an array",
-                self.name
-            )));
-        };
-        if indices.len() != rank {
-            return Err(Error::InvalidArgument(format!(
-                "{}: chunk {indices:?} of the {rank}-d array {array:?}",
-                self.name
-            )));
-        }
-        Ok(node_key(array, &encoding.key(indices)))
     }
 }
 
