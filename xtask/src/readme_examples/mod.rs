@@ -1,6 +1,6 @@
 //! `cargo xtask readme-examples [--only PATH] [--keep]`: every Rust block of every published
-//! crate's README and of the root README, compiled and run as a user outside this repository
-//! would.
+//! crate's README, of the root README and of the pages in `docs/`, compiled and run as a user
+//! outside this repository would.
 //!
 //! How a README is read:
 //!
@@ -227,10 +227,17 @@ fn workspace_packages() -> Result<Vec<Package>, String> {
     Ok(packages)
 }
 
-/// Reads the root README and every published crate's README.
+/// Reads the root README, the pages of `docs/` and every published crate's README.
 fn read_readmes(root: &Path, packages: &[Package], only: Option<&str>) -> Result<Plan, String> {
     let mut plan = Plan::default();
     let mut readmes: Vec<(PathBuf, Option<&Package>)> = vec![(root.join("README.md"), None)];
+    // The pages of `docs/`, read as the root README is (no package of their own).
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(root.join("docs"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    pages.retain(|p| p.extension().is_some_and(|e| e == "md"));
+    pages.sort();
+    readmes.extend(pages.into_iter().map(|p| (p, None)));
     for p in packages {
         let readme = p.dir.join("README.md");
         if !readme.exists() {
