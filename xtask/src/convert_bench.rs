@@ -1,7 +1,8 @@
 //! `cargo xtask convert-bench [--size N] [--reps N] [--latency-ms MS] [--layers L,…] [--skip-peer]
 //! [--skip-s3]`:
 //! WKW → Zarr3 conversion, `scifmt convert` against `webknossos copy-dataset`, side by side in
-//! one run (a benchmark: nothing here is a timed test).
+//! one run (a benchmark: nothing here is a timed test), and the same layers made readable as
+//! Zarr v3 without copying (`scifmt virtualize`) against that copy.
 //!
 //! 1. Builds (release) the `scifmt` and `s3-testserver` binaries and wkw-zarr's `zstd_alone`
 //!    example.
@@ -20,6 +21,11 @@
 //!    - the peer, S3 → S3: `webknossos copy-dataset s3://…/src/<layer> s3://…/peer/<rep>/<layer>
 //!      --data-format zarr3 --jobs 2` (webknossos-libs reads remote WKW with its own Python
 //!      reader over fsspec and s3fs; `S3_ENDPOINT_URL` points it at the server).
+//!
+//!    - virtual references instead of a copy: `scifmt virtualize SRC out/virtual/<layer>.json
+//!      --to kerchunk --overwrite --json`, and from the test server into it (`s3://…/src/<layer>`
+//!      → `s3://…/virtual/<rep>/<layer>.json`); their `--json` summaries give the references and
+//!      the bytes read and written, the server's counters the bytes it sent;
 //!
 //!    - the compressor alone: `zstd_alone FILE.wkw --threads 2 --level 5` (zstd level 5 with
 //!      checksum, as both tools write, over the layer's blocks already decoded in memory; the
@@ -45,6 +51,12 @@
 //!    time over it: the highest speed-up any converter writing the same chunks can reach here;
 //!    and for S3 → S3 the CPU time of ours and of the test server, which share the machine's
 //!    cores, spread over them: the least wall time the run could take.
+//!
+//! 8. Virtual references at scale: a raw `uint8` WKW mag of 2²⁰ blocks (`block_len` 8, 32 files
+//!    of 32³ blocks, 512 MiB, made once in `target/convert-bench/refs/`) and one of 2¹⁷ blocks
+//!    (4 of those files), each virtualized into kerchunk JSON under `measure`: the peak RSS per
+//!    million references, and whether it grows with the number of references (it should not:
+//!    the references are streamed out file by file).
 //!
 //! At the default size (1024) the sources take about 1 GB (uint8) and a few GB (uint64) of
 //! disk, twice (local and uploaded), and generating the uint64 layer needs 8 GiB of memory
@@ -76,6 +88,11 @@ const MIN_SPEEDUP: f64 = 3.0;
 const MAX_TREE_MIB: f64 = 256.0;
 const MIN_MEMORY_RATIO: f64 = 8.0;
 const MAX_S3_SLOWDOWN: f64 = 1.5;
+/// Virtual references instead of a copy: at least this much faster than the peer's copy, and
+/// reading and writing at most these shares of the dataset's bytes.
+const MIN_VIRTUAL_SPEEDUP: f64 = 50.0;
+const MAX_VIRTUAL_READ_SHARE: f64 = 0.001;
+const MAX_VIRTUAL_WRITE_SHARE: f64 = 0.01;
 
 const USAGE: &str = "convert-bench [--size N] [--reps N] [--latency-ms MS] [--layers uint8,uint64] [--skip-peer] [--skip-s3]";
 
@@ -210,12 +227,12 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut alone: Vec<(&str, f64)> = Vec::new();
     for rep in 0..opts.reps {
         for &layer in &opts.layers {
-            let mut tools = vec![Tool::Ours];
+            let mut tools = vec![Tool::Ours, Tool::Virtual];
             if opts.peer {
                 tools.push(Tool::Peer);
             }
             if server.is_some() {
-                tools.push(Tool::OursS3);
+                tools.extend([Tool::OursS3, Tool::VirtualS3]);
                 if opts.peer {
                     tools.push(Tool::PeerS3);
                 }
@@ -266,6 +283,28 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
                             .arg(format!("s3://{bucket}/src/{layer}"))
                             .arg(format!("s3://{bucket}/out/{rep}/{layer}"))
                             .args(["--to", "zarr3", "--jobs", JOBS, "--overwrite"])
+                            .envs(server.env.iter().cloned());
+                        Run::measured(tool, layer, &work, &mut cmd, Some(server))?
+                    }
+                    Tool::Virtual => {
+                        let dst = out.join(tool.dir()).join(format!("{layer}.json"));
+                        let mut cmd = Command::new(&scifmt);
+                        cmd.arg("virtualize").arg(src.join(layer)).arg(&dst).args([
+                            "--to",
+                            "kerchunk",
+                            "--overwrite",
+                            "--json",
+                        ]);
+                        Run::measured(tool, layer, &work, &mut cmd, None)?
+                    }
+                    Tool::VirtualS3 => {
+                        let server = server.as_ref().ok_or("no server")?;
+                        let bucket = server.var("S3_TESTSERVER_BUCKET")?;
+                        let mut cmd = Command::new(&scifmt);
+                        cmd.arg("virtualize")
+                            .arg(format!("s3://{bucket}/src/{layer}"))
+                            .arg(format!("s3://{bucket}/virtual/{rep}/{layer}.json"))
+                            .args(["--to", "kerchunk", "--overwrite", "--json"])
                             .envs(server.env.iter().cloned());
                         Run::measured(tool, layer, &work, &mut cmd, Some(server))?
                     }
@@ -335,6 +374,11 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         }
     }
     drop(server);
+    let mut dataset_bytes = BTreeMap::new();
+    for &layer in &opts.layers {
+        dataset_bytes.insert(layer, tree_bytes(&src.join(layer))?);
+    }
+    let at_scale = references_at_scale(&scifmt, &work.with_file_name("refs"))?;
 
     println!(
         "\nWKW → Zarr3, one {n}³ layer in one WKW file, --jobs {JOBS}, {reps} repetitions \
@@ -344,6 +388,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         lat = opts.latency_ms
     );
     println!("{}", table(&runs, &alone, opts.size));
+    println!("{}", virtual_table(&runs, &dataset_bytes, opts.size));
+    println!("{at_scale}");
     println!("Checks (each a requirement of this task; a failure stops it):\n");
     for c in &checks {
         println!("- {c}");
@@ -510,6 +556,8 @@ enum Tool {
     Peer,
     OursS3,
     PeerS3,
+    Virtual,
+    VirtualS3,
 }
 
 impl Tool {
@@ -519,6 +567,8 @@ impl Tool {
             Self::Peer => "webknossos copy-dataset",
             Self::OursS3 => "scifmt convert, S3 → S3",
             Self::PeerS3 => "webknossos copy-dataset, S3 → S3",
+            Self::Virtual => "scifmt virtualize",
+            Self::VirtualS3 => "scifmt virtualize, S3",
         }
     }
 
@@ -528,6 +578,8 @@ impl Tool {
             Self::Peer => "peer",
             Self::OursS3 => "s3",
             Self::PeerS3 => "peer-s3",
+            Self::Virtual => "virtual",
+            Self::VirtualS3 => "virtual-s3",
         }
     }
 }
@@ -540,6 +592,8 @@ struct Run {
     /// S3 runs: the server's CPU seconds and its `/stats` over the run.
     server_cpu_s: Option<f64>,
     server_stats: Option<serde_json::Value>,
+    /// `scifmt virtualize --json`: its summary (the last JSON line of its output).
+    summary: Option<serde_json::Value>,
 }
 
 impl Run {
@@ -608,12 +662,18 @@ impl Run {
                 log_path.display()
             ));
         }
+        let summary = if matches!(tool, Tool::Virtual | Tool::VirtualS3) {
+            Some(json_summary(&log_path)?)
+        } else {
+            None
+        };
         Ok(Self {
             tool,
             layer,
             m,
             server_cpu_s,
             server_stats,
+            summary,
         })
     }
 
@@ -856,6 +916,176 @@ fn summary(runs: &[Run], tool: Tool, layer: &str) -> Option<Summary> {
     })
 }
 
+/// The bytes of every file below `root`.
+fn tree_bytes(root: &Path) -> Result<u64, String> {
+    files(root)?.iter().try_fold(0u64, |sum, rel| {
+        let path = root.join(rel);
+        let len = std::fs::metadata(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .len();
+        Ok(sum + len)
+    })
+}
+
+/// The last line of a log that parses as a JSON object (a `--json` summary).
+fn json_summary(log: &Path) -> Result<serde_json::Value, String> {
+    let text = std::fs::read_to_string(log).map_err(|e| format!("{}: {e}", log.display()))?;
+    text.lines()
+        .rev()
+        .filter(|l| l.starts_with('{'))
+        .find_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .ok_or_else(|| format!("{}: no JSON summary", log.display()))
+}
+
+/// The median of a numeric field of the `--json` summaries of `tool`'s runs on `layer`.
+fn summary_field(runs: &[Run], tool: Tool, layer: &str, key: &str) -> Option<f64> {
+    let values: Vec<f64> = runs
+        .iter()
+        .filter(|r| r.tool == tool && r.layer == layer)
+        .filter_map(|r| r.summary.as_ref()?[key].as_f64())
+        .collect();
+    (!values.is_empty()).then(|| median(values))
+}
+
+/// Virtual references against the peer's copy: the speed-up and the shares of the dataset's
+/// bytes read and written, against the targets.
+fn virtual_table(runs: &[Run], dataset_bytes: &BTreeMap<&str, u64>, size: u32) -> String {
+    let mut out = String::from("Virtual references instead of a copy:\n\n");
+    let mut line = |text: String| {
+        out.push_str("- ");
+        out.push_str(&text);
+        out.push('\n');
+    };
+    for (&layer, &bytes) in dataset_bytes {
+        let Some(ours) = summary(runs, Tool::Virtual, layer) else {
+            continue;
+        };
+        let refs = summary_field(runs, Tool::Virtual, layer, "references").unwrap_or(f64::NAN);
+        line(format!(
+            "{layer}: {refs:.0} references in {:.3} s ({:.1} MiB peak RSS of the tree); the \
+             dataset is {bytes} bytes",
+            ours.wall_s, ours.tree_mib
+        ));
+        if let Some(peer) = summary(runs, Tool::Peer, layer) {
+            let speedup = peer.wall_s / ours.wall_s;
+            line(format!(
+                "{layer}: webknossos copy-dataset ÷ scifmt virtualize wall time {speedup:.0}× — \
+                 target ≥ {MIN_VIRTUAL_SPEEDUP}×: {}",
+                verdict(speedup >= MIN_VIRTUAL_SPEEDUP)
+            ));
+        }
+        let share = |key: &str, tool: Tool| {
+            summary_field(runs, tool, layer, key).map(|v| (v, v / bytes as f64))
+        };
+        for (key, max, what) in [
+            ("bytes_read", MAX_VIRTUAL_READ_SHARE, "read"),
+            ("bytes_written", MAX_VIRTUAL_WRITE_SHARE, "written"),
+        ] {
+            if let Some((v, f)) = share(key, Tool::Virtual) {
+                line(format!(
+                    "{layer}: bytes {what} {v:.0}, {:.4} % of the dataset — target ≤ {} %: {}",
+                    100.0 * f,
+                    100.0 * max,
+                    verdict(f <= max)
+                ));
+            }
+        }
+        if let Some(s3) = summary(runs, Tool::VirtualS3, layer) {
+            let sent = runs
+                .iter()
+                .filter(|r| r.tool == Tool::VirtualS3 && r.layer == layer)
+                .filter_map(|r| r.server_stats.as_ref()?["bytes_sent"].as_f64())
+                .collect::<Vec<_>>();
+            let requests = s3.requests.map_or(f64::NAN, |[n, _, _]| n);
+            let sent = if sent.is_empty() {
+                f64::NAN
+            } else {
+                median(sent)
+            };
+            line(format!(
+                "{layer}: from the S3 test server: {:.3} s, {requests:.0} requests, the server \
+                 sent {sent:.0} bytes ({:.4} % of the dataset; the listing and the headers and \
+                 jump tables)",
+                s3.wall_s,
+                100.0 * sent / bytes as f64
+            ));
+        }
+    }
+    if size != 1024 {
+        line(format!(
+            "size {size}³, not the 1024³ of the targets: the verdicts are indicative only"
+        ));
+    }
+    out
+}
+
+/// Virtual references at scale (step 8 of the module docs): raw `uint8` mags of 2¹⁷ and 2²⁰
+/// blocks of 8³ voxels, made once under `dir`, each virtualized into kerchunk JSON under
+/// `measure`. Returns the report.
+fn references_at_scale(scifmt: &Path, dir: &Path) -> Result<String, String> {
+    const FILE_SIDE: u32 = 8 * 32;
+    std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let mut out = String::from("Virtual references at scale (raw uint8, blocks of 8³):\n\n");
+    let mut per_million = Vec::new();
+    for files in [4u32, 32] {
+        let mag = dir.join(format!("files-{files}")).join("1");
+        if !mag.join("header.wkw").is_file() {
+            remove(&mag)?;
+            let header = wkw::Header::new(wkw::VoxelType::U8, 1, 8, 32, wkw::BlockType::Raw)
+                .map_err(|e| e.to_string())?;
+            let ds = wkw::Dataset::create(&mag, header)
+                .map_err(|e| format!("{}: {e}", mag.display()))?;
+            // One voxel per file: a raw WKW file holds all its blocks, so each file is whole.
+            let voxel = wkw::Array::from_vec(1, [1, 1, 1], wkw::Order::Fortran, vec![1u8])
+                .map_err(|e| e.to_string())?;
+            for i in 0..files {
+                ds.write([i * FILE_SIDE, 0, 0], &voxel.view())
+                    .map_err(|e| format!("{}: {e}", mag.display()))?;
+            }
+        }
+        let refs = dir.join(format!("files-{files}.json"));
+        let mut cmd = Command::new(scifmt);
+        cmd.arg("virtualize").arg(&mag).arg(&refs).args([
+            "--to",
+            "kerchunk",
+            "--overwrite",
+            "--json",
+        ]);
+        let layer = if files == 4 {
+            "131072-blocks"
+        } else {
+            "1048576-blocks"
+        };
+        let run = Run::measured(Tool::Virtual, layer, dir, &mut cmd, None)?;
+        let n = run
+            .summary
+            .as_ref()
+            .and_then(|s| s["references"].as_f64())
+            .ok_or("virtualize --json: no `references`")?;
+        let written = std::fs::metadata(&refs)
+            .map_err(|e| format!("{}: {e}", refs.display()))?
+            .len();
+        let mib = run.m.tree_peak_kib.max(run.m.max_rss_kib) as f64 / 1024.0;
+        per_million.push(mib);
+        out.push_str(&format!(
+            "- {n:.0} references: {:.2} s, {:.2} s CPU, peak RSS of the tree {mib:.1} MiB, \
+             kerchunk JSON {:.1} MiB\n",
+            run.m.wall_s,
+            run.m.user_s + run.m.sys_s,
+            written as f64 / (1024.0 * 1024.0)
+        ));
+    }
+    if let [small, large] = per_million[..] {
+        out.push_str(&format!(
+            "- peak RSS with 8× the references: {:.2}× — target: it does not grow with the \
+             number of references (≤ 1.5×): {}\n",
+            large / small,
+            verdict(large / small <= 1.5)
+        ));
+    }
+    Ok(out)
+}
+
 fn verdict(ok: bool) -> &'static str {
     if ok { "met" } else { "MISSED" }
 }
@@ -867,7 +1097,14 @@ fn table(runs: &[Run], alone: &[(&str, f64)], size: u32) -> String {
          | --- | --- | ---: | ---: | ---: | ---: | ---: |\n",
     );
     for layer in LAYERS {
-        for tool in [Tool::Ours, Tool::Peer, Tool::OursS3, Tool::PeerS3] {
+        for tool in [
+            Tool::Ours,
+            Tool::Peer,
+            Tool::OursS3,
+            Tool::PeerS3,
+            Tool::Virtual,
+            Tool::VirtualS3,
+        ] {
             if let Some(s) = summary(runs, tool, layer) {
                 let server = match (s.server_cpu_s, s.requests) {
                     (Some(c), Some([n, get, path])) => {

@@ -77,7 +77,7 @@ const TASKS: &[Task] = &[
     (
         "convert-bench",
         convert_bench::run,
-        "WKW -> Zarr3: scifmt convert vs webknossos copy-dataset (time, CPU, peak memory of the tree), and both S3 -> S3 with latency [--size N] [--layers L,...] [--reps N] [--latency-ms MS] [--skip-peer] [--skip-s3]",
+        "WKW -> Zarr3: scifmt convert vs webknossos copy-dataset (time, CPU, peak memory of the tree), and both S3 -> S3 with latency; scifmt virtualize vs that copy, and its memory at 2^17 and 2^20 references [--size N] [--layers L,...] [--reps N] [--latency-ms MS] [--skip-peer] [--skip-s3]",
     ),
     (
         "dist",
