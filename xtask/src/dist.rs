@@ -181,12 +181,14 @@ fn check_wheel(tools: &Tools, wheel: &Path) -> Result<(), String> {
 
 /// Builds the CLI for glibc 2.17 and packs it with its README and licences.
 ///
-/// maturin builds it too (as a binary-only wheel of `scifmt-cli`, from which the executable is
-/// taken): its zig linker wrapper is then the one the Python wheel was built with, so cargo
-/// reuses the dependencies compiled for the wheel whose features are the same. scifmt-cli's
-/// feature resolution differs from the wheel's in two features (numpy turns on num-traits'
-/// `default`, the Python package wkw's `ndarray`), which reach 26 crates: those are compiled a
-/// second time. (cargo-zigbuild's own wrapper lives at another path, which changes the
+/// maturin builds it too (as a binary-only wheel of `scifmt-cli-dist`, from which the executable
+/// is taken), right after the Python wheel: its zig linker wrapper is then the one the wheel was
+/// built with, and `crates/cli-dist` has the Python package's dependencies and features, so
+/// cargo reuses every dependency compiled for the wheel and only compiles and links that
+/// package. Anything else compiled again is an error: it means the two packages' dependencies
+/// have drifted apart (scifmt-cli's own package resolves two features differently, numpy's
+/// num-traits `default` and the Python package's wkw `ndarray`, which reach 26 crates: minutes
+/// on two cores). (cargo-zigbuild's own wrapper lives at another path, which changes the
 /// fingerprint of every unit: the whole tree would be compiled a second time.)
 fn cli_archive(tools: &Tools, dist: &Path, version: &str) -> Result<PathBuf, String> {
     let root = project_root();
@@ -194,7 +196,7 @@ fn cli_archive(tools: &Tools, dist: &Path, version: &str) -> Result<PathBuf, Str
     if scratch.exists() {
         std::fs::remove_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
     }
-    exec(
+    let compiled = exec_listing_compiled(
         Command::new(tools.bin.join("maturin"))
             .args([
                 "build",
@@ -206,16 +208,33 @@ fn cli_archive(tools: &Tools, dist: &Path, version: &str) -> Result<PathBuf, Str
             ])
             .args(["--compatibility", "manylinux2014", "--target", TARGET])
             .arg("--manifest-path")
-            .arg(root.join("crates").join("cli").join("Cargo.toml"))
+            .arg(root.join("crates").join("cli-dist").join("Cargo.toml"))
             .arg("--out")
             .arg(&scratch)
             .env("PATH", &tools.path)
             .current_dir(&root),
     )?;
+    let again: Vec<&String> = compiled
+        .iter()
+        .filter(|c| c.as_str() != "scifmt-cli-dist")
+        .collect();
+    if !again.is_empty() {
+        return Err(format!(
+            "the CLI binary's build compiled {} crates again after the wheel's ({}): \
+             crates/cli-dist/Cargo.toml's dependencies or features no longer match \
+             crates/python/Cargo.toml's",
+            again.len(),
+            again
+                .iter()
+                .map(|c| c.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
     let binary = crate::util::cargo_target_dir()
         .join(TARGET)
         .join("release")
-        .join("scifmt");
+        .join("scifmt-cli-dist");
     check_glibc(&binary)?;
     // It is the `scifmt` command of this version (it runs, and names itself as the CLI does).
     let out = Command::new(&binary)
@@ -264,6 +283,38 @@ fn cli_archive(tools: &Tools, dist: &Path, version: &str) -> Result<PathBuf, Str
     )?;
     std::fs::remove_dir_all(&scratch).map_err(|e| format!("{}: {e}", scratch.display()))?;
     Ok(archive)
+}
+
+/// Runs a command (echoing it and its output) to completion, and returns the packages cargo
+/// compiled in it (its `Compiling NAME vX.Y.Z` lines on standard error).
+fn exec_listing_compiled(cmd: &mut Command) -> Result<Vec<String>, String> {
+    use std::io::BufRead;
+    eprintln!("$ {cmd:?}");
+    let mut child = cmd
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start {cmd:?}: {e}"))?;
+    let mut compiled = Vec::new();
+    if let Some(err) = child.stderr.take() {
+        for line in std::io::BufReader::new(err).lines() {
+            let line = line.map_err(|e| format!("reading {cmd:?}'s output: {e}"))?;
+            eprintln!("{line}");
+            let mut words = line.split_whitespace();
+            if words.next() == Some("Compiling")
+                && let Some(name) = words.next()
+            {
+                compiled.push(name.to_owned());
+            }
+        }
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("waiting for {cmd:?}: {e}"))?;
+    if status.success() {
+        Ok(compiled)
+    } else {
+        Err(format!("{cmd:?} failed with {status}"))
+    }
 }
 
 /// The binary's newest `GLIBC_x.y` symbol version must be at most [`GLIBC`].
