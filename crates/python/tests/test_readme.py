@@ -1,5 +1,6 @@
 """Every Python example of the package README runs as written, each in an empty temporary
-directory. Examples on `s3://bucket/…` run against the S3 test server (the `server` fixture sets
+directory, twice there (a reader may paste an example again: the second run finds what the
+first left). Examples on `s3://bucket/…` run against the S3 test server (the `server` fixture sets
 the client environment), with the server's bucket in place of `bucket`."""
 
 import pathlib
@@ -22,4 +23,6 @@ def test_readme_example_runs(index, tmp_path, monkeypatch, request):
         server = request.getfixturevalue("server")
         code = code.replace("s3://bucket/", f"s3://{server.bucket}/readme-{index}/")
     monkeypatch.chdir(tmp_path)
-    exec(compile(code, f"{README.name}, Python example {index + 1}", "exec"), {"__name__": "readme"})
+    for run in (1, 2):
+        where = f"{README.name}, Python example {index + 1} (run {run})"
+        exec(compile(code, where, "exec"), {"__name__": "readme"})

@@ -1,4 +1,5 @@
-//! The READMEs tell the truth: every `sh` example of this crate's README runs, and every
+//! The READMEs tell the truth: every `sh` example of this crate's README runs (twice, as pasted
+//! again), and every
 //! `console` session (here and in the workspace README) prints what it shows.
 
 #![cfg(target_os = "linux")] // the sessions use bash, sha256sum, od, cmp
@@ -58,23 +59,46 @@ fn readme(rel: &str) -> String {
     std::fs::read_to_string(&p).unwrap_or_else(|e| panic!("{}: {e}", p.display()))
 }
 
+/// The scratch directory the README's examples start in (its first line makes it afresh).
+const SCRATCH: &str = "/tmp/scifmt-try";
+
 #[test]
 fn every_sh_example_of_the_readme_runs() {
-    let (dir, path) = workdir();
+    // The repository's root as a reader has it (with `testdata/`), and this test's own scratch
+    // directory in place of the README's `/tmp/scifmt-try`.
+    let (root, path) = workdir();
+    let scratch = common::tmp();
+    let scratch = scratch.path().join("scifmt-try");
     let mut ran = 0;
-    for block in blocks(&readme("README.md"), "sh") {
-        for line in block {
-            let line = line.trim();
-            if line.is_empty() || line.starts_with('#') {
-                continue;
+    // Twice: a reader may paste the examples again (the first line starts afresh).
+    for run in 1..=2 {
+        let mut cwd = root.path().to_path_buf();
+        for block in blocks(&readme("README.md"), "sh") {
+            for line in block {
+                let line = line.trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let script = line.replace(SCRATCH, &scratch.display().to_string());
+                let (code, _, err) = bash(&cwd, &path, &script);
+                assert_eq!(code, Some(0), "run {run}: `{line}`: {err}");
+                assert!(err.is_empty(), "run {run}: `{line}`: stderr {err}");
+                if line.contains(SCRATCH) {
+                    // It ends with `cd` into the scratch directory: the next lines run there.
+                    assert!(line.ends_with(&format!("cd {SCRATCH}")), "{line}");
+                    cwd.clone_from(&scratch);
+                }
+                ran += 1;
             }
-            let (code, _, err) = bash(dir.path(), &path, line);
-            assert_eq!(code, Some(0), "`{line}`: {err}");
-            assert!(err.is_empty(), "`{line}`: stderr {err}");
-            ran += 1;
         }
+        // Nothing was written beside the checkout's `testdata/`.
+        let names: Vec<_> = std::fs::read_dir(root.path())
+            .unwrap()
+            .map(|e| e.unwrap().file_name())
+            .collect();
+        assert_eq!(names, ["testdata"], "run {run}: the checkout got {names:?}");
     }
-    assert!(ran >= 27, "{ran} examples");
+    assert!(ran >= 2 * 28, "{ran} examples");
 }
 
 /// The commands of a console block with the output lines each shows (blank lines dropped).
