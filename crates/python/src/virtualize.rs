@@ -98,8 +98,9 @@ const MAX_GRID_POSITIONS: u64 = 1 << 26;
 enum Failure {
     /// `wkw-zarr`'s error (`Cancelled` included).
     Virtualize(wkw_zarr::Error),
-    /// `blosc2-frame`'s error for the b2nd source named first (`Cancelled` included).
-    Frame(String, blosc2_frame::Error),
+    /// `blosc2-frame`'s error for the b2nd source named first (`Cancelled` included; boxed,
+    /// it is large).
+    Frame(String, Box<blosc2_frame::Error>),
     /// The output's error (`scifmt-io`).
     Output(scifmt_io::Error),
     /// The output is a source or inside or around one.
@@ -128,8 +129,8 @@ const INTERRUPTED: &str = "interrupted: nothing was written (an existing output 
 /// The Python exception for `f`.
 fn failure_err(py: Python<'_>, f: Failure) -> PyErr {
     match f {
-        Failure::Virtualize(wkw_zarr::Error::Cancelled)
-        | Failure::Frame(_, blosc2_frame::Error::Cancelled) => {
+        Failure::Virtualize(wkw_zarr::Error::Cancelled) => VirtualizeError::new_err(INTERRUPTED),
+        Failure::Frame(_, e) if matches!(*e, blosc2_frame::Error::Cancelled) => {
             VirtualizeError::new_err(INTERRUPTED)
         }
         Failure::Virtualize(e) => VirtualizeError::new_err(e.to_string()),
@@ -269,7 +270,7 @@ fn frame(
     options: &Options,
 ) -> Result<blosc2_frame::VirtualizeSummary, Failure> {
     blosc2_frame::virtualize_at(src, at, sink, &options.b2nd)
-        .map_err(|e| Failure::Frame(src.name().display().to_string(), e))
+        .map_err(|e| Failure::Frame(src.name().display().to_string(), Box::new(e)))
 }
 
 /// The references of `srcs` into `sink`, laid out as `scifmt virtualize` lays them out: one
