@@ -13,7 +13,7 @@ use crate::error::{Error, Result};
 pub const HEADER_FIXED_LEN: usize = 87;
 
 /// `b2frame\0` at offset 2.
-const MAGIC: &[u8; 8] = b"b2frame\0";
+pub(crate) const MAGIC: &[u8; 8] = b"b2frame\0";
 
 /// Highest frame format version C-Blosc2 reads (`BLOSC2_VERSION_FRAME_FORMAT_VL_BLOCKS`).
 pub const MAX_FRAME_FORMAT_VERSION: u8 = 3;

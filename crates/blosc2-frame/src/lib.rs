@@ -67,7 +67,9 @@ pub use crate::remote::{
     RemoteOptions, WriteMode,
 };
 #[cfg(feature = "references")]
-pub use crate::virtualize::{VirtualizeOptions, VirtualizeSummary, virtualize, virtualize_at};
+pub use crate::virtualize::{
+    VirtualizeOptions, VirtualizeSummary, is_frame_source, virtualize, virtualize_at,
+};
 #[cfg(feature = "zarrs")]
 pub use crate::zarrs_plugin::{Registration, ZarrsB2ndCodec, register};
 pub use crate::{

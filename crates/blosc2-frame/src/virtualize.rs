@@ -161,6 +161,45 @@ pub fn virtualize(
     virtualize_at(&src.into(), "", sink, options)
 }
 
+/// Whether `src` is a Blosc2 frame for [`virtualize`] rather than another kind of source
+/// (e.g. WKW data, for callers that take both): a local file starting with the frame magic
+/// (`b2frame\0` at byte 2), a file or URL named `*.b2nd` or `*.b2frame` (any case), or a local
+/// directory holding [`SPARSE_FRAME_FILE`](crate::SPARSE_FRAME_FILE) (a sparse frame, which
+/// [`virtualize`] refuses saying so). Reads at most the first 10 bytes of a local file and
+/// sends no request: an object is told by its name alone.
+///
+/// ```
+/// use blosc2_frame::is_frame_source;
+/// use scifmt_io::Location;
+///
+/// let dir = tempfile::tempdir()?;
+/// let frame = dir.path().join("data.bin");
+/// std::fs::write(&frame, b"\x90\xa8b2frame\0rest of a header")?;
+/// assert!(is_frame_source(&Location::from(frame.as_path())));
+/// assert!(is_frame_source(&Location::from(dir.path().join("missing.B2ND").as_path())));
+/// assert!(!is_frame_source(&Location::from(dir.path())));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[must_use]
+pub fn is_frame_source(src: &Location) -> bool {
+    let named = |name: &str| {
+        let lower = name.to_ascii_lowercase();
+        lower.ends_with(".b2nd") || lower.ends_with(".b2frame")
+    };
+    match src {
+        Location::Local(p) if p.is_dir() => p.join(crate::SPARSE_FRAME_FILE).is_file(),
+        Location::Local(p) => {
+            let mut head = [0u8; 10];
+            let magic = std::fs::File::open(p)
+                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
+                .is_ok()
+                && head.get(2..) == Some(&crate::header::MAGIC[..]);
+            magic || p.to_str().is_some_and(named)
+        }
+        Location::Store(s) => named(s.url().trim_end_matches('/')),
+    }
+}
+
 /// [`virtualize`] into the array at node path `at` (`""` for the root; `/`-separated names
 /// otherwise: the caller declares the groups above it).
 ///
@@ -304,6 +343,15 @@ fn sparse(url: &str) -> Error {
 /// it is read is [`Error::Changed`].
 fn open_local(path: &std::path::Path, url: &str, limits: &Limits) -> Result<Opened> {
     if path.is_dir() {
+        if !path.join(crate::SPARSE_FRAME_FILE).is_file() {
+            return Err(Error::NotVirtualizable {
+                url: url.to_owned(),
+                what: format!(
+                    "a directory without {}: neither a frame file nor a sparse frame",
+                    crate::SPARSE_FRAME_FILE
+                ),
+            });
+        }
         return Err(sparse(url));
     }
     let file = std::fs::File::open(path)?;

@@ -143,45 +143,14 @@ enum Kind {
     B2nd,
 }
 
-/// The Blosc2 frame magic, at byte 2 of every frame.
-const FRAME_MAGIC: &[u8; 8] = b"b2frame\0";
-
-/// Whether `name` ends in `.b2nd` or `.b2frame` (any case).
-fn frame_name(name: &str) -> bool {
-    let lower = name.to_ascii_lowercase();
-    lower.ends_with(".b2nd") || lower.ends_with(".b2frame")
-}
-
 /// What `src` is: a frame by its magic (local files), its name (URLs) or its
-/// `chunks.b2frame` (sparse-frame directories); WKW otherwise.
+/// `chunks.b2frame` (sparse-frame directories), as `blosc2_frame::is_frame_source` tells;
+/// WKW otherwise.
 fn kind(src: &Location) -> Kind {
-    match src {
-        Location::Local(p) if p.is_dir() => {
-            if p.join(blosc2_frame::SPARSE_FRAME_FILE).is_file() {
-                Kind::B2nd
-            } else {
-                Kind::Wkw
-            }
-        }
-        Location::Local(p) => {
-            let mut head = [0u8; 10];
-            let magic = std::fs::File::open(p)
-                .and_then(|mut f| std::io::Read::read_exact(&mut f, &mut head))
-                .is_ok()
-                && head.get(2..) == Some(&FRAME_MAGIC[..]);
-            if magic || p.to_str().is_some_and(frame_name) {
-                Kind::B2nd
-            } else {
-                Kind::Wkw
-            }
-        }
-        Location::Store(s) => {
-            if frame_name(s.url().trim_end_matches('/')) {
-                Kind::B2nd
-            } else {
-                Kind::Wkw
-            }
-        }
+    if blosc2_frame::is_frame_source(src) {
+        Kind::B2nd
+    } else {
+        Kind::Wkw
     }
 }
 
@@ -247,32 +216,6 @@ fn b2nd_fail(src: &Location, e: blosc2_frame::Error) -> Fail {
     }
 }
 
-/// The node names of several sources: the last segment of each path or URL (as
-/// `wkw_zarr::virtualize_all` names them).
-fn node_names(srcs: &[Location]) -> CliResult<Vec<String>> {
-    let mut seen = std::collections::HashSet::new();
-    let mut names = Vec::with_capacity(srcs.len());
-    for s in srcs {
-        let name = match s {
-            Location::Local(p) => std::fs::canonicalize(p)
-                .map_err(|e| Fail::input(p, describe(&e)))?
-                .file_name()
-                .and_then(|n| n.to_str())
-                .map(str::to_owned),
-            Location::Store(_) => s.file_name(),
-        }
-        .filter(|n| !n.is_empty() && n != "." && n != ".." && !n.starts_with("__"))
-        .ok_or_else(|| Fail::usage(format!("{s} has no name to give its node")))?;
-        if !seen.insert(name.clone()) {
-            return Err(Fail::usage(format!(
-                "two sources are named {name:?}: each becomes the node of its name"
-            )));
-        }
-        names.push(name);
-    }
-    Ok(names)
-}
-
 /// The sources into `sink`: one at the root, several each under its name (WKW-only runs as
 /// `wkw_zarr::virtualize_all` makes them).
 fn produce(
@@ -298,7 +241,8 @@ fn produce(
         counts.add_b2nd(&summary);
         return Ok(counts);
     }
-    let names = node_names(srcs)?;
+    // Named as `wkw_zarr::virtualize_all` names them.
+    let names = scifmt_io::node_names(srcs).map_err(|e| Fail::usage(describe(&e)))?;
     sink.group("", &scifmt_io::zarrs_metadata::v3::GroupMetadataV3::new())
         .map_err(|e| Fail::usage(describe(&e)))?;
     counts.groups += 1;

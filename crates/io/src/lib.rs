@@ -25,7 +25,9 @@ pub use crate::durable::{Durability, Staged, commit, sync_dir, write_atomically}
 pub use crate::error::Overlap;
 pub use crate::error::{Error, Result};
 #[cfg(feature = "object_store")]
-pub use crate::location::{Listed, Location, RangeReader, SCHEMES, Sink, StoreLocation};
+pub use crate::location::{
+    Listed, Location, RangeReader, SCHEMES, Sink, StoreLocation, node_names,
+};
 pub use crate::overlap::{ensure_apart, is_url, overlap};
 pub use crate::prefetched::Prefetched;
 pub use crate::read_at::ReadAt;

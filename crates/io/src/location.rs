@@ -107,6 +107,41 @@ impl fmt::Debug for StoreLocation {
     }
 }
 
+/// The node names of several sources put side by side in one hierarchy, each
+/// [`Location::node_name`].
+///
+/// ```
+/// use scifmt_io::{Location, node_names};
+///
+/// let dir = tempfile::tempdir()?;
+/// let frame = dir.path().join("a.b2nd");
+/// std::fs::write(&frame, b"")?;
+/// let mag = Location::parse("memory:///ds/color/1/", &[])?;
+/// let names = node_names(&[Location::from(frame.as_path()), mag.clone()])?;
+/// assert_eq!(names, ["a.b2nd", "1"]);
+/// assert!(node_names(&[mag.clone(), mag]).is_err()); // two nodes of one name
+/// assert!(node_names(&[Location::from(dir.path().join("missing").as_path())]).is_err());
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+///
+/// # Errors
+/// As [`Location::node_name`]; [`Error::InvalidArgument`] for two sources of one name (each
+/// becomes the node of its name).
+pub fn node_names(srcs: &[Location]) -> Result<Vec<String>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut names = Vec::with_capacity(srcs.len());
+    for s in srcs {
+        let name = s.node_name()?;
+        if !seen.insert(name.clone()) {
+            return Err(Error::InvalidArgument(format!(
+                "two sources are named {name:?}: each becomes the node of its name"
+            )));
+        }
+        names.push(name);
+    }
+    Ok(names)
+}
+
 impl fmt::Display for Location {
     /// The path, or the URL without credentials.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -287,6 +322,27 @@ impl Location {
             Self::Local(p) => p.file_name().and_then(|n| n.to_str()).map(str::to_owned),
             Self::Store(s) => s.path.filename().map(str::to_owned),
         }
+    }
+
+    /// The name this source gives its node when several sources are put side by side in one
+    /// hierarchy (`scifmt virtualize A B DST`): the last segment of its canonical path (so `.`
+    /// is the current directory's name) or of its URL.
+    ///
+    /// # Errors
+    /// [`Error::Io`] for a local path that cannot be canonicalized (it does not exist);
+    /// [`Error::InvalidArgument`] when that segment is no node name (empty, `.`, `..`, not
+    /// UTF-8, or starting with `__`, which Zarr v3 reserves).
+    pub fn node_name(&self) -> Result<String> {
+        let name = match self {
+            Self::Local(p) => fs::canonicalize(p)
+                .map_err(|e| Error::io(p, e))?
+                .file_name()
+                .and_then(|n| n.to_str())
+                .map(str::to_owned),
+            Self::Store(_) => self.file_name(),
+        };
+        name.filter(|n| !n.is_empty() && n != "." && n != ".." && !n.starts_with("__"))
+            .ok_or_else(|| Error::InvalidArgument(format!("{self} has no name to give its node")))
     }
 
     fn remote_error(s: &StoreLocation, e: object_store::Error, access: Access) -> Error {

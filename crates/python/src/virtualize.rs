@@ -1,22 +1,25 @@
-//! `scifmt._scifmt.virtualize`: WKW data as virtual Zarr v3 references, through
-//! `wkw_zarr::virtualize` / `virtualize_all` (one source at the root, several each under its
-//! name, as `scifmt virtualize` lays them out).
+//! `scifmt._scifmt.virtualize`: WKW data and b2nd arrays as virtual Zarr v3 references, through
+//! `wkw_zarr::virtualize` / `virtualize_all` and `blosc2_frame::virtualize_at` (one source at
+//! the root, several each under its name, as `scifmt virtualize` lays them out: a source is a
+//! b2nd frame when `blosc2_frame::is_frame_source` says so, WKW otherwise).
 //!
 //! * `virtualize(sources, dst, to, …)` streams the references into a kerchunk JSON file or
 //!   object (`scifmt_io::KerchunkWriter`), like `scifmt virtualize … --to kerchunk`, and returns
 //!   the summary as a dict.
-//! * `collect(sources, …)` gathers them in memory for `scifmt.virtual.WKWParser` (VirtualiZarr):
-//!   every group's attributes and every array's `zarr.json` as JSON, and per array three NumPy
-//!   arrays over its chunk grid (an index into the array's URL table, the offsets and the
-//!   lengths), built in Rust in one pass ([`Collector`], a `ReferenceSink`), never one Python
-//!   call per chunk.
+//! * `collect(sources, …)` gathers them in memory for `scifmt.virtual.WKWParser` and
+//!   `B2ndParser` (VirtualiZarr): every group's attributes and every array's `zarr.json` as
+//!   JSON, and per array three NumPy arrays over its chunk grid (an index into the array's URL
+//!   table, the offsets and the lengths) plus its inline chunks (a b2nd frame's runs of NaNs),
+//!   built in Rust in one pass ([`Collector`], a `ReferenceSink`), never one Python call per
+//!   chunk.
 //!
 //! Every call releases the GIL, runs on a worker thread that honours Ctrl-C
 //! (`common::interruptible`: the run stops between files, nothing is written) and catches
-//! panics. Failures raise `VirtualizeError` with the message of `wkw-zarr` / `scifmt-io` (it
-//! names the file or URL, never credentials); an existing output without `overwrite=True` is
-//! `OutputExistsError` (also a `FileExistsError`), an output that is a source, inside one or
-//! around one `OverlapError` (also a `ValueError`); invalid option values raise `ValueError`.
+//! panics. Failures raise `VirtualizeError` with the message of `wkw-zarr` / `blosc2-frame` /
+//! `scifmt-io` (it names the file or URL, never credentials); an existing output without
+//! `overwrite=True` is `OutputExistsError` (also a `FileExistsError`), an output that is a
+//! source, inside one or around one `OverlapError` (also a `ValueError`); invalid option values
+//! raise `ValueError`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -25,7 +28,7 @@ use std::time::Instant;
 use numpy::PyArray1;
 use pyo3::exceptions::{PyException, PyFileExistsError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyBytes, PyDict};
 use scifmt_io::zarrs_metadata::v3::{ArrayMetadataV3, GroupMetadataV3};
 use wkw_zarr::{Cancel, ChunkReference, Location, ReferenceSink, VirtualizeOptions};
 
@@ -35,8 +38,8 @@ pyo3::create_exception!(
     scifmt,
     VirtualizeError,
     PyException,
-    "Raised when ``scifmt.virtualize`` or ``scifmt.virtual.WKWParser`` fails: the message names \
-     the file or URL."
+    "Raised when ``scifmt.virtualize``, ``scifmt.virtual.WKWParser`` or \
+     ``scifmt.virtual.B2ndParser`` fails: the message names the file or URL."
 );
 
 /// The output exists (no `overwrite=True`): a `VirtualizeError` and a `FileExistsError`.
@@ -95,6 +98,9 @@ const MAX_GRID_POSITIONS: u64 = 1 << 26;
 enum Failure {
     /// `wkw-zarr`'s error (`Cancelled` included).
     Virtualize(wkw_zarr::Error),
+    /// `blosc2-frame`'s error for the b2nd source named first (`Cancelled` included; boxed,
+    /// it is large).
+    Frame(String, Box<blosc2_frame::Error>),
     /// The output's error (`scifmt-io`).
     Output(scifmt_io::Error),
     /// The output is a source or inside or around one.
@@ -117,13 +123,27 @@ impl From<scifmt_io::Error> for Failure {
     }
 }
 
+/// The message of an interrupted run.
+const INTERRUPTED: &str = "interrupted: nothing was written (an existing output is untouched)";
+
 /// The Python exception for `f`.
 fn failure_err(py: Python<'_>, f: Failure) -> PyErr {
     match f {
-        Failure::Virtualize(wkw_zarr::Error::Cancelled) => VirtualizeError::new_err(
-            "interrupted: nothing was written (an existing output is untouched)",
-        ),
+        Failure::Virtualize(wkw_zarr::Error::Cancelled) => VirtualizeError::new_err(INTERRUPTED),
+        Failure::Frame(_, e) if matches!(*e, blosc2_frame::Error::Cancelled) => {
+            VirtualizeError::new_err(INTERRUPTED)
+        }
         Failure::Virtualize(e) => VirtualizeError::new_err(e.to_string()),
+        Failure::Frame(name, e) => {
+            // Most of blosc2-frame's errors name the source (a bad header or index names
+            // the field and offset only): the message names it always.
+            let msg = e.to_string();
+            if msg.contains(&name) {
+                VirtualizeError::new_err(msg)
+            } else {
+                VirtualizeError::new_err(format!("{name}: {msg}"))
+            }
+        }
         Failure::Output(e) => VirtualizeError::new_err(e.to_string()),
         Failure::Overlap(m) => OVERLAP.err(py, m),
         Failure::Exists(m) => OUTPUT_EXISTS.err(py, m),
@@ -145,17 +165,28 @@ fn run<T: Send>(
     }
 }
 
+/// The options of a run for both kinds of sources.
+struct Options {
+    wkw: VirtualizeOptions,
+    b2nd: blosc2_frame::VirtualizeOptions,
+}
+
 /// The options of a run: `concurrency` requests in flight, stopped by `cancel`.
-fn options(concurrency: i64, cancel: &Cancel) -> PyResult<VirtualizeOptions> {
+fn options(concurrency: i64, cancel: &Cancel) -> PyResult<Options> {
     if !(1..=MAX_CONCURRENCY).contains(&concurrency) {
         return Err(PyValueError::new_err(format!(
             "concurrency={concurrency}: must be 1..={MAX_CONCURRENCY}"
         )));
     }
     let requests = usize::try_from(concurrency).unwrap_or(8);
-    Ok(VirtualizeOptions::default()
-        .with_cancel(cancel.clone())
-        .with_remote(wkw_zarr::RemoteOptions::default().with_concurrency(requests)))
+    let b2nd = blosc2_frame::VirtualizeOptions::default().with_cancel(cancel.clone());
+    let remote = b2nd.remote.clone().with_concurrency(requests);
+    Ok(Options {
+        wkw: VirtualizeOptions::default()
+            .with_cancel(cancel.clone())
+            .with_remote(wkw_zarr::RemoteOptions::default().with_concurrency(requests)),
+        b2nd: b2nd.with_remote(remote),
+    })
 }
 
 /// The sources as locations (configured from the environment, then `config`).
@@ -169,17 +200,119 @@ fn locations(sources: &[String], config: &[(String, String)]) -> Result<Vec<Loca
         .collect()
 }
 
-/// The references of `srcs` into `sink`: one source at the root, several each under its name.
+/// What the sources are taken for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    /// Each as `blosc2_frame::is_frame_source` tells (as `scifmt virtualize` does).
+    Detect,
+    /// WKW data (`scifmt.virtual.WKWParser`).
+    Wkw,
+    /// A b2nd frame (`scifmt.virtual.B2ndParser`), whatever its name.
+    B2nd,
+}
+
+impl Kind {
+    fn parse(name: &str) -> PyResult<Self> {
+        match name {
+            "detect" => Ok(Self::Detect),
+            "wkw" => Ok(Self::Wkw),
+            "b2nd" => Ok(Self::B2nd),
+            other => Err(PyValueError::new_err(format!(
+                "kind={other:?}: must be \"detect\", \"wkw\" or \"b2nd\""
+            ))),
+        }
+    }
+
+    /// Whether `src` is taken for a b2nd frame.
+    fn is_frame(self, src: &Location) -> bool {
+        match self {
+            Self::Detect => blosc2_frame::is_frame_source(src),
+            Self::Wkw => false,
+            Self::B2nd => true,
+        }
+    }
+}
+
+/// What the sources gave, whatever their kind.
+#[derive(Debug, Default)]
+struct Counts {
+    groups: u64,
+    arrays: u64,
+    files: u64,
+    references: u64,
+    inline: u64,
+    bytes_read: u64,
+}
+
+impl Counts {
+    fn add_wkw(&mut self, s: &wkw_zarr::VirtualizeSummary) {
+        self.groups += s.groups;
+        self.arrays += s.arrays;
+        self.files += s.files;
+        self.references += s.references;
+        self.bytes_read += s.bytes_read;
+    }
+
+    fn add_b2nd(&mut self, s: &blosc2_frame::VirtualizeSummary) {
+        self.arrays += s.arrays;
+        self.files += s.files;
+        self.references += s.references;
+        self.inline += s.inline;
+        self.bytes_read += s.bytes_read;
+    }
+}
+
+/// One b2nd source at node path `at`.
+fn frame(
+    src: &Location,
+    at: &str,
+    sink: &mut dyn ReferenceSink,
+    options: &Options,
+) -> Result<blosc2_frame::VirtualizeSummary, Failure> {
+    blosc2_frame::virtualize_at(src, at, sink, &options.b2nd)
+        .map_err(|e| Failure::Frame(src.name().display().to_string(), Box::new(e)))
+}
+
+/// The references of `srcs` into `sink`, laid out as `scifmt virtualize` lays them out: one
+/// source at the root; several in a group, each under its name (`scifmt_io::node_names`); WKW
+/// sources only through `wkw_zarr::virtualize_all`.
 fn produce(
     srcs: &[Location],
     sink: &mut dyn ReferenceSink,
-    options: &VirtualizeOptions,
-) -> Result<wkw_zarr::VirtualizeSummary, Failure> {
+    options: &Options,
+    kind: Kind,
+) -> Result<Counts, Failure> {
     let progress = |_: &wkw_zarr::Progress| {};
-    Ok(match srcs {
-        [one] => wkw_zarr::virtualize(one, sink, options, &progress)?,
-        many => wkw_zarr::virtualize_all(many, sink, options, &progress)?,
-    })
+    let frames: Vec<bool> = srcs.iter().map(|s| kind.is_frame(s)).collect();
+    let mut counts = Counts::default();
+    if !frames.contains(&true) {
+        counts.add_wkw(&match srcs {
+            [one] => wkw_zarr::virtualize(one, sink, &options.wkw, &progress)?,
+            many => wkw_zarr::virtualize_all(many, sink, &options.wkw, &progress)?,
+        });
+        return Ok(counts);
+    }
+    if let [one] = srcs {
+        counts.add_b2nd(&frame(one, "", sink, options)?);
+        return Ok(counts);
+    }
+    let names = scifmt_io::node_names(srcs)?;
+    sink.group("", &GroupMetadataV3::new())?;
+    counts.groups += 1;
+    for ((src, name), is_frame) in srcs.iter().zip(&names).zip(frames) {
+        if is_frame {
+            counts.add_b2nd(&frame(src, name, sink, options)?);
+        } else {
+            counts.add_wkw(&wkw_zarr::virtualize_at(
+                src,
+                name,
+                sink,
+                &options.wkw,
+                &progress,
+            )?);
+        }
+    }
+    Ok(counts)
 }
 
 /// Refuses an output that is a source, inside one or around one (before anything is read).
@@ -215,21 +348,20 @@ fn check_output(dst: &Location, overwrite: bool) -> Result<(), Failure> {
 }
 
 /// The summary's counts.
-fn summary_dict<'py>(
-    py: Python<'py>,
-    s: &wkw_zarr::VirtualizeSummary,
-) -> PyResult<Bound<'py, PyDict>> {
+fn summary_dict<'py>(py: Python<'py>, s: &Counts) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("groups", s.groups)?;
     d.set_item("arrays", s.arrays)?;
     d.set_item("files", s.files)?;
     d.set_item("references", s.references)?;
+    d.set_item("inline", s.inline)?;
     d.set_item("bytes_read", s.bytes_read)?;
     Ok(d)
 }
 
 /// `scifmt virtualize SOURCES... DST --to TO`: the summary as a dict (`to`, `sources`,
-/// `groups`, `arrays`, `files`, `references`, `bytes_read`, `bytes_written`, `seconds`).
+/// `groups`, `arrays`, `files`, `references`, `inline`, `bytes_read`, `bytes_written`,
+/// `seconds`).
 #[pyfunction]
 #[pyo3(signature = (sources, dst, to="kerchunk", *, overwrite=false, fsync=false, concurrency=8, storage_options=None))]
 #[allow(
@@ -252,14 +384,15 @@ fn virtualize<'py>(
             return Err(VirtualizeError::new_err(
                 "to=\"icechunk\": this scifmt wheel was built without Icechunk support (the \
                  `icechunk` cargo feature); use to=\"kerchunk\", the `scifmt` command built with \
-                 `cargo install scifmt-cli --features icechunk`, or scifmt.virtual.WKWParser \
-                 with VirtualiZarr's `.vz.to_icechunk`",
+                 `cargo install scifmt-cli --features icechunk`, or scifmt.virtual.WKWParser / \
+                 B2ndParser with VirtualiZarr's `.vz.to_icechunk`",
             ));
         }
         "zarr" => {
             return Err(PyValueError::new_err(
-                "to=\"zarr\": a plain Zarr v3 hierarchy cannot address WKW blocks in place (a \
-                 block is a byte range inside a file of many blocks): use to=\"kerchunk\"",
+                "to=\"zarr\": a plain Zarr v3 hierarchy cannot address WKW blocks or b2nd \
+                 chunks in place (each is a byte range inside a file of many): use \
+                 to=\"kerchunk\"",
             ));
         }
         other => {
@@ -282,8 +415,8 @@ fn virtualize<'py>(
         let srcs = locations(&sources, &config)?;
         let out = Location::parse(&dst, &config)?;
         check_output(&out, overwrite)?;
-        let mut writer = wkw_zarr::KerchunkWriter::create(&out, &opts.remote)?;
-        let summary = produce(&srcs, &mut writer, &opts)?;
+        let mut writer = wkw_zarr::KerchunkWriter::create(&out, &opts.wkw.remote)?;
+        let summary = produce(&srcs, &mut writer, &opts, Kind::Detect)?;
         let written = writer.finish(durability)?;
         Ok((summary, written.bytes))
     })?;
@@ -308,6 +441,37 @@ struct ArrayRefs {
     index: Vec<u32>,
     offsets: Vec<u64>,
     lengths: Vec<u64>,
+    /// The chunks given inline: their C-order positions on the grid and, for each, which of
+    /// the distinct encoded chunks `inline_chunks` it is (a b2nd frame's NaN runs all share
+    /// one 32-byte chunk).
+    inline_at: Vec<u64>,
+    inline_which: Vec<u32>,
+    inline_chunks: Vec<Vec<u8>>,
+    inline_by: HashMap<Vec<u8>, u32>,
+}
+
+impl ArrayRefs {
+    /// The C-order position of chunk `indices` of array `array` on the grid.
+    fn position(&self, array: &str, indices: &[u64], url: &str) -> scifmt_io::Result<u64> {
+        if indices.len() != self.grid.len() {
+            return Err(scifmt_io::Error::InvalidArgument(format!(
+                "a reference of rank {} to array {array:?} of rank {}",
+                indices.len(),
+                self.grid.len()
+            )));
+        }
+        let mut flat = 0u64;
+        for (&i, &g) in indices.iter().zip(&self.grid) {
+            if i >= g {
+                return Err(scifmt_io::Error::InvalidArgument(format!(
+                    "chunk {indices:?} of {array:?} is outside its grid {:?} ({url})",
+                    self.grid
+                )));
+            }
+            flat = flat * g + i;
+        }
+        Ok(flat)
+    }
 }
 
 /// A `ReferenceSink` that keeps the nodes below `only` (all for `""`) in memory.
@@ -432,6 +596,10 @@ impl ReferenceSink for Collector {
                 index,
                 offsets,
                 lengths,
+                inline_at: Vec::new(),
+                inline_which: Vec::new(),
+                inline_chunks: Vec::new(),
+                inline_by: HashMap::new(),
             },
         ));
         Ok(())
@@ -441,55 +609,30 @@ impl ReferenceSink for Collector {
         if !self.keeps(r.array) {
             return Ok(());
         }
-        let Some(&k) = self.by_path.get(r.array) else {
-            return Err(scifmt_io::Error::InvalidArgument(format!(
-                "a reference to the undeclared array {:?}",
-                r.array
-            )));
-        };
-        let Some((_, a)) = self.arrays.get_mut(k) else {
-            return Err(scifmt_io::Error::InvalidArgument(format!(
-                "array {:?} is gone",
-                r.array
-            )));
-        };
-        if r.indices.len() != a.grid.len() {
-            return Err(scifmt_io::Error::InvalidArgument(format!(
-                "a reference of rank {} to array {:?} of rank {}",
-                r.indices.len(),
-                r.array,
-                a.grid.len()
-            )));
-        }
-        let mut flat = 0u64;
-        for (&i, &g) in r.indices.iter().zip(&a.grid) {
-            if i >= g {
-                return Err(scifmt_io::Error::InvalidArgument(format!(
-                    "chunk {:?} of {:?} is outside its grid {:?} ({})",
-                    r.indices, r.array, a.grid, r.url
-                )));
-            }
-            flat = flat * g + i;
-        }
-        let url = match a.by_url.get(r.url) {
-            Some(&u) => u,
-            None => {
-                a.urls.push(r.url.to_owned());
-                let u = u32::try_from(a.urls.len()).map_err(|_| {
-                    scifmt_io::Error::InvalidArgument(format!(
-                        "array {:?} references more than 2^32 files",
-                        r.array
-                    ))
-                })?;
-                a.by_url.insert(r.url.to_owned(), u);
-                if let Some(c) = r.checksum {
-                    self.checksums
-                        .entry(r.url.to_owned())
-                        .or_insert_with(|| c.to_json().to_string());
+        let (flat, url, new_url) = {
+            let a = self.declared(r.array)?;
+            let flat = a.position(r.array, r.indices, r.url)?;
+            match a.by_url.get(r.url) {
+                Some(&u) => (flat, u, false),
+                None => {
+                    a.urls.push(r.url.to_owned());
+                    let u = u32::try_from(a.urls.len()).map_err(|_| {
+                        scifmt_io::Error::InvalidArgument(format!(
+                            "array {:?} references more than 2^32 files",
+                            r.array
+                        ))
+                    })?;
+                    a.by_url.insert(r.url.to_owned(), u);
+                    (flat, u, true)
                 }
-                u
             }
         };
+        if new_url && let Some(c) = r.checksum {
+            self.checksums
+                .entry(r.url.to_owned())
+                .or_insert_with(|| c.to_json().to_string());
+        }
+        let a = self.declared(r.array)?;
         let at = usize::try_from(flat).unwrap_or(usize::MAX);
         match (
             a.index.get_mut(at),
@@ -508,10 +651,58 @@ impl ReferenceSink for Collector {
             ))),
         }
     }
+
+    fn inline(&mut self, array: &str, indices: &[u64], bytes: &[u8]) -> scifmt_io::Result<()> {
+        if !self.keeps(array) {
+            return Ok(());
+        }
+        let a = self.declared(array)?;
+        let flat = a.position(array, indices, "inline")?;
+        let which = match a.inline_by.get(bytes) {
+            Some(&w) => w,
+            None => {
+                let w = u32::try_from(a.inline_chunks.len()).map_err(|_| {
+                    scifmt_io::Error::InvalidArgument(format!(
+                        "array {array:?} has more than 2^32 distinct inline chunks"
+                    ))
+                })?;
+                a.inline_chunks.push(bytes.to_vec());
+                a.inline_by.insert(bytes.to_vec(), w);
+                w
+            }
+        };
+        // An inline chunk replaces a reference at its position (none is expected there).
+        let at = usize::try_from(flat).unwrap_or(usize::MAX);
+        if let Some(i) = a.index.get_mut(at) {
+            *i = 0;
+        }
+        a.inline_at.push(flat);
+        a.inline_which.push(which);
+        Ok(())
+    }
 }
 
-/// One array for Python: `(path, zarr.json, grid, urls, url index, offsets, lengths)`, the
-/// last three flat in C order over the grid.
+impl Collector {
+    /// The array declared at `path`.
+    fn declared(&mut self, path: &str) -> scifmt_io::Result<&mut ArrayRefs> {
+        let Some(&k) = self.by_path.get(path) else {
+            return Err(scifmt_io::Error::InvalidArgument(format!(
+                "a reference to the undeclared array {path:?}"
+            )));
+        };
+        match self.arrays.get_mut(k) {
+            Some((_, a)) => Ok(a),
+            None => Err(scifmt_io::Error::InvalidArgument(format!(
+                "array {path:?} is gone"
+            ))),
+        }
+    }
+}
+
+/// One array for Python: `(path, zarr.json, grid, urls, url index, offsets, lengths,
+/// inline positions, inline which, inline chunks)`: url index, offsets and lengths flat in C
+/// order over the grid; the inline chunks' C-order positions, for each the index of its
+/// encoded bytes in the list of distinct inline chunks, and that list.
 type ArrayOut<'py> = (
     String,
     String,
@@ -520,16 +711,21 @@ type ArrayOut<'py> = (
     Bound<'py, PyArray1<u32>>,
     Bound<'py, PyArray1<u64>>,
     Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u64>>,
+    Bound<'py, PyArray1<u32>>,
+    Vec<Bound<'py, PyBytes>>,
 );
 
 /// The nodes of `sources` at and below `only` (`""`: all) with their references, for
-/// `scifmt.virtual.WKWParser`: `(groups, arrays, checksums, summary)` where `groups` is
-/// `[(path, attributes JSON)]`, `arrays` is `[(path, zarr.json, grid, urls, url index,
-/// offsets, lengths)]` (see [`ArrayOut`]; url index `k + 1` names `urls[k]`, 0 a missing
-/// chunk), `checksums` is `{url: checksum JSON}` (`{"etag": …}` or `{"last_modified":
-/// [seconds, nanos]}`) and `summary` the counts of the whole run.
+/// `scifmt.virtual.WKWParser` and `B2ndParser`: `(groups, arrays, checksums, summary)` where
+/// `groups` is `[(path, attributes JSON)]`, `arrays` is `[(path, zarr.json, grid, urls, url
+/// index, offsets, lengths, inline positions, inline which, inline chunks)]` (see [`ArrayOut`];
+/// url index `k + 1` names `urls[k]`, 0 no reference), `checksums` is `{url: checksum JSON}`
+/// (`{"etag": …}` or `{"last_modified": [seconds, nanos]}`) and `summary` the counts of the
+/// whole run. `kind`: `"detect"` (as `scifmt.virtualize`), `"wkw"` or `"b2nd"` (every source
+/// taken for one).
 #[pyfunction]
-#[pyo3(signature = (sources, *, only="", concurrency=8, storage_options=None))]
+#[pyo3(signature = (sources, *, only="", kind="detect", concurrency=8, storage_options=None))]
 #[allow(
     clippy::type_complexity,
     reason = "the tuple Python unpacks, described above"
@@ -538,6 +734,7 @@ fn collect<'py>(
     py: Python<'py>,
     sources: Vec<String>,
     only: &str,
+    kind: &str,
     concurrency: i64,
     storage_options: Option<Vec<(String, String)>>,
 ) -> PyResult<(
@@ -546,6 +743,7 @@ fn collect<'py>(
     HashMap<String, String>,
     Bound<'py, PyDict>,
 )> {
+    let kind = Kind::parse(kind)?;
     let cancel = Cancel::new();
     let opts = options(concurrency, &cancel)?;
     let config = storage_options.unwrap_or_default();
@@ -553,13 +751,18 @@ fn collect<'py>(
     let (collector, summary) = run(py, &cancel, || {
         let srcs = locations(&sources, &config)?;
         let mut sink = Collector::new(only);
-        let summary = produce(&srcs, &mut sink, &opts)?;
+        let summary = produce(&srcs, &mut sink, &opts, kind)?;
         Ok((sink, summary))
     })?;
     let arrays = collector
         .arrays
         .into_iter()
         .map(|(path, a)| {
+            let chunks = a
+                .inline_chunks
+                .iter()
+                .map(|b| PyBytes::new(py, b))
+                .collect();
             (
                 path,
                 a.meta,
@@ -568,6 +771,9 @@ fn collect<'py>(
                 PyArray1::from_vec(py, a.index),
                 PyArray1::from_vec(py, a.offsets),
                 PyArray1::from_vec(py, a.lengths),
+                PyArray1::from_vec(py, a.inline_at),
+                PyArray1::from_vec(py, a.inline_which),
+                chunks,
             )
         })
         .collect();

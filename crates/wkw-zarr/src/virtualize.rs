@@ -152,33 +152,15 @@ pub fn virtualize_all(
     if srcs.is_empty() {
         return Err(Error::InvalidArgument("no sources to virtualize".into()));
     }
-    let mut names = std::collections::HashSet::new();
-    let mut named = Vec::new();
-    for s in srcs {
-        let name = match s {
-            Location::Local(p) => std::fs::canonicalize(p)
-                .map_err(|e| Error::io(p, e))?
-                .file_name()
-                .and_then(|n| n.to_str())
-                .map(str::to_owned),
-            Location::Store(_) => s.file_name(),
-        }
-        .filter(|n| !n.is_empty() && n != "." && n != ".." && !n.starts_with("__"))
-        .ok_or_else(|| Error::InvalidArgument(format!("{s} has no name to give its node")))?;
-        if !names.insert(name.clone()) {
-            return Err(Error::InvalidArgument(format!(
-                "two sources are named {name:?}: each becomes the node of its name"
-            )));
-        }
-        named.push((s, name));
-    }
+    // Named as `scifmt virtualize` names any sources side by side (WKW or not).
+    let names = scifmt_io::node_names(srcs)?;
     sink.group("", &GroupMetadataV3::new())?;
     let mut summary = VirtualizeSummary {
         groups: 1,
         ..VirtualizeSummary::default()
     };
-    for (s, name) in named {
-        summary.add(&source(s, &name, sink, options, progress)?);
+    for (s, name) in srcs.iter().zip(&names) {
+        summary.add(&source(s, name, sink, options, progress)?);
     }
     Ok(summary)
 }

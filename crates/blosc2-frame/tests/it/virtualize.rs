@@ -15,7 +15,7 @@ use blosc2_frame::blosc_chunk::CParams;
 use blosc2_frame::{
     B2ND_METALAYER, B2ndArray, B2ndCodec, B2ndCodecConfig, B2ndMeta, ChunkLocation, Error, Fill,
     Frame, FrameParams, FrameWriter, VirtualizeOptions, VirtualizeSummary, b2nd_frame_from_slice,
-    virtualize, virtualize_at,
+    is_frame_source, virtualize, virtualize_at,
 };
 use s3_testserver::TestServer;
 use scifmt_io::object_store::ObjectStoreExt;
@@ -403,6 +403,47 @@ fn plain_super_chunks_sparse_frames_and_other_dtypes_are_refused() -> TestResult
     )
     .unwrap_err();
     assert!(matches!(e, Error::Cancelled), "{e}");
+    Ok(())
+}
+
+#[test]
+fn frame_sources_are_told_apart_from_other_data() -> TestResult {
+    let dir = tempfile::tempdir()?;
+    let frames = testdata().join("frames");
+    let local = |p: &Path| Location::from(p);
+    // Fixtures by name and magic, a sparse frame's directory.
+    for name in B2ND_FIXTURES {
+        assert!(is_frame_source(&local(&frames.join(name))), "{name}");
+    }
+    assert!(is_frame_source(&local(&frames.join("sparse_lz4.b2frame"))));
+    // The magic alone, whatever the name; the name alone (missing files, URLs; any case).
+    let renamed = dir.path().join("data.bin");
+    std::fs::copy(frames.join(B2ND_FIXTURES[0]), &renamed)?;
+    assert!(is_frame_source(&local(&renamed)));
+    assert!(is_frame_source(&local(&dir.path().join("missing.B2nd"))));
+    for url in ["memory:///x/a.b2nd", "memory:///x/a.B2FRAME"] {
+        assert!(is_frame_source(&Location::parse(url, &[])?), "{url}");
+    }
+    // Other data: a WKW mag, a plain directory, a short file, a JSON file, other URLs.
+    let short = dir.path().join("short.dat");
+    std::fs::write(&short, b"\x90\xa8b2f")?;
+    for p in [
+        testdata().join("../wkw/u8_raw_b8_f4"),
+        dir.path().to_path_buf(),
+        short,
+        dir.path().join("refs.json"),
+    ] {
+        assert!(!is_frame_source(&local(&p)), "{}", p.display());
+    }
+    assert!(!is_frame_source(&Location::parse("memory:///x/mag/", &[])?));
+    // A directory that is not a sparse frame is refused saying so.
+    let mut w = Counting::default();
+    let e = virtualize(dir.path(), &mut w, &VirtualizeOptions::default()).unwrap_err();
+    assert!(
+        matches!(e, Error::NotVirtualizable { .. })
+            && e.to_string().contains("a directory without"),
+        "{e}"
+    );
     Ok(())
 }
 

@@ -1,8 +1,9 @@
 """Scientific formats from Rust (see the package README).
 
 ``scifmt.convert`` converts webKNOSSOS WKW datasets and sharded Zarr v3 into each other, in
-this process or over a Dask cluster; ``scifmt.virtualize`` writes WKW data as virtual Zarr v3
-references (kerchunk) and ``scifmt.virtual.WKWParser`` hands them to VirtualiZarr. Submodules: ``scifmt.wkw`` (a drop-in for the ``wkw``
+this process or over a Dask cluster; ``scifmt.virtualize`` writes WKW data and b2nd arrays as
+virtual Zarr v3 references (kerchunk) and ``scifmt.virtual.WKWParser`` / ``B2ndParser`` hand
+them to VirtualiZarr. Submodules: ``scifmt.wkw`` (a drop-in for the ``wkw``
 package), ``scifmt.wkw.dask`` (Dask helpers), ``scifmt.blosc`` (Blosc chunks), ``scifmt.b2nd``
 (b2nd arrays), ``scifmt.dwe`` (``.dwe`` embeddings), ``scifmt.zarr`` (Zarr's ``blosc`` codec
 for zarr-python and numcodecs) and ``scifmt.codecs`` (the ``lz4-block`` codec: raw LZ4 blocks

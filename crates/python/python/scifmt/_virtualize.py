@@ -1,6 +1,7 @@
-"""``scifmt.virtualize``: WKW data as virtual Zarr v3 references (the ``scifmt virtualize``
-command in this process): every block of every WKW file one chunk, referenced in place by file
-URL, offset and length, without reading a voxel."""
+"""``scifmt.virtualize``: WKW data and b2nd arrays as virtual Zarr v3 references (the
+``scifmt virtualize`` command in this process): every block of every WKW file, every chunk of a
+``.b2nd`` frame one chunk, referenced in place by file URL, offset and length, without reading
+a voxel."""
 
 import os
 from typing import Any, Dict, List, Optional, Sequence, Union
@@ -31,7 +32,7 @@ def _sources(sources: Any) -> List[str]:
         )
     out = [_location(s, "sources[]") for s in sources]
     if not out:
-        raise ValueError("sources is empty: give at least one WKW dataset or mag")
+        raise ValueError("sources is empty: give at least one WKW dataset or mag, or b2nd file")
     return out
 
 
@@ -58,12 +59,26 @@ def virtualize(
 
     A source is a webKNOSSOS WKW dataset root (``datasource-properties.json``: every layer and
     mag; a group per layer with its OME-NGFF ``multiscales``, an array per mag at
-    ``<layer>/<mag>``) or a WKW mag directory (``header.wkw``: the array at the root). Several
-    sources each become the group (dataset) or array (mag) named like their directory. The
-    arrays have the shape ``(c, x, y, z)`` and one WKW block per chunk, decoded through the
+    ``<layer>/<mag>``), a WKW mag directory (``header.wkw``: the array at the root) or a b2nd
+    array (python-blosc2's ``.b2nd`` files: a contiguous Blosc2 frame with the ``b2nd``
+    metalayer; the array at the root). A source is taken for a b2nd frame, as ``scifmt
+    virtualize`` tells them apart, when it is a local file starting with the frame magic, a
+    path or URL named ``*.b2nd`` or ``*.b2frame``, or a directory holding ``chunks.b2frame``
+    (a sparse frame, refused); for WKW otherwise. Several sources, of either kind, each become
+    the group (dataset) or array (mag, frame) named like their directory or file (``a.b2nd``
+    stays ``a.b2nd``) under a root group; two of one name are refused.
+
+    WKW arrays have the shape ``(c, x, y, z)`` and one WKW block per chunk, decoded through the
     ``transpose`` codec and, for LZ4 and LZ4HC files, scifmt's ``lz4-block`` codec (registered
     with zarr-python and numcodecs by this package); a missing file is a run of missing chunks
-    (fill value 0). Only headers and jump tables are read.
+    (fill value 0). Only headers and jump tables are read. A b2nd array keeps its shape, dtype
+    (bool, integers, floats, complex, either byte order) and chunk shape, one frame chunk per
+    chunk, decoded by scifmt's ``b2nd`` codec with the frame's block shape; chunks stored as
+    runs of zeros or left uninitialised are missing chunks (fill value 0), runs of NaNs are
+    written inline (each a 32-byte Blosc2 chunk of NaNs). Only the frame's header, metalayers,
+    index and trailer are read. Refused with ``VirtualizeError`` naming the file: sparse frames,
+    frames without the ``b2nd`` metalayer (plain super-chunks), 0-D arrays, dtypes without a
+    Zarr v3 data type (structured, strings, datetimes) and damaged or truncated frames.
 
     Each side is a local path or a URL (``s3://``, ``gs://``, ``az://``, ``http(s)://``,
     ``file://``), configured from the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) and
@@ -77,12 +92,12 @@ def virtualize(
     ``overwrite`` (it is replaced only once the new one is complete); an output that is a
     source, lies inside one or contains one is refused either way. ``fsync`` syncs a local
     output before it is renamed into place. ``concurrency``: requests in flight to an object
-    store (the headers and jump tables of ``4 × concurrency`` files per round; local files are
-    read one at a time), 1..1024.
+    store (the headers and jump tables of ``4 × concurrency`` WKW files per round; local files
+    are read one at a time; a frame's metadata takes one or two rounds), 1..1024.
 
     Returns the summary as a dict: ``to``, ``sources``, ``groups``, ``arrays``, ``files``,
-    ``references`` (chunks), ``bytes_read`` (headers and jump tables), ``bytes_written``,
-    ``seconds``.
+    ``references`` (chunks), ``inline`` (chunks written inline: a frame's runs of NaNs),
+    ``bytes_read`` (headers and jump tables, frames' metadata), ``bytes_written``, ``seconds``.
 
     Raises ``VirtualizeError`` when it fails (the message names the file or URL, never
     credentials); ``OutputExistsError`` (also a ``FileExistsError``) for an existing output

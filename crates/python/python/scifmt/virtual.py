@@ -1,17 +1,19 @@
-"""``scifmt.virtual``: WKW data for VirtualiZarr (2.5).
+"""``scifmt.virtual``: WKW data and b2nd arrays for VirtualiZarr (2.5).
 
-:class:`WKWParser` is a VirtualiZarr parser: ``virtualizarr.open_virtual_dataset(url,
-registry=registry, parser=WKWParser())`` returns an ``xarray.Dataset`` whose variables are
-virtual arrays over the blocks of WKW files, read in place: ``.vz.to_kerchunk(...)`` and
-``.vz.to_icechunk(...)`` write them out, and ``loadable_variables=[...]`` (or
-``xarray.open_zarr(parser(url, registry), consolidated=False)``) loads the voxels through the
-registry's object stores (a Dataset of virtual arrays itself cannot ``.load()``). The
-references come from Rust in bulk (``scifmt.virtualize``'s producer, ``wkw_zarr::virtualize``):
-only the files' headers and jump tables are read, and the manifests arrive as NumPy arrays, not
-one Python call per chunk.
+:class:`WKWParser` and :class:`B2ndParser` are VirtualiZarr parsers:
+``virtualizarr.open_virtual_dataset(url, registry=registry, parser=WKWParser())`` returns an
+``xarray.Dataset`` whose variables are virtual arrays over the blocks of WKW files (or, with
+``B2ndParser()``, over the chunks of a python-blosc2 ``.b2nd`` file), read in place:
+``.vz.to_icechunk(...)`` (and for WKW ``.vz.to_kerchunk(...)``) write them out, and
+``loadable_variables=[...]`` (or ``xarray.open_zarr(parser(url, registry),
+consolidated=False)``) loads the values through the registry's object stores (a Dataset of
+virtual arrays itself cannot ``.load()``). The references come from Rust in bulk
+(``scifmt.virtualize``'s producers, ``wkw_zarr::virtualize`` and ``blosc2_frame::virtualize``):
+only the files' headers and jump tables (a frame's header, metalayers, index and trailer) are
+read, and the manifests arrive as NumPy arrays, not one Python call per chunk.
 
 VirtualiZarr is not a dependency of ``scifmt``: install ``virtualizarr`` (2.5) and ``obstore``
-(``pip install 'scifmt[virtual]'``) to call the parser.
+(``pip install 'scifmt[virtual]'``) to call the parsers.
 """
 
 import os
@@ -24,7 +26,7 @@ from scifmt._convert import _pairs
 from scifmt._scifmt import virtualize as _core
 from scifmt._virtualize import VirtualizeError, _concurrency
 
-__all__ = ["AXES", "VirtualizeError", "WKWParser"]
+__all__ = ["AXES", "B2ndParser", "VirtualizeError", "WKWParser"]
 
 #: The axis orders a :class:`WKWParser` gives its arrays.
 AXES = ("zyxc", "cxyz")
@@ -73,6 +75,36 @@ def _sized(meta: Dict[str, Any]) -> None:
     for codec in meta["codecs"]:
         if codec.get("name") == "lz4-block":
             codec["configuration"] = {**codec.get("configuration", {}), "size": size}
+
+
+def _manifest(url: str, name: str, grid: Tuple[int, ...], urls: List[str], index: Any,
+              offsets: Any, lengths: Any, inline_at: Any,
+              order: Optional[Tuple[int, ...]] = None) -> Any:  # fmt: skip
+    """The ``ChunkManifest`` of one array as ``_core.collect`` gives it (flat C-order arrays
+    over ``grid``), its axes permuted to ``order`` if given. A VirtualiZarr 2.5 manifest holds byte ranges of files only: an array with
+    inline chunks (a b2nd frame's runs of NaNs, stored only as a flag in its index) is refused
+    rather than given with those chunks missing (they would read as the fill value 0)."""
+    from virtualizarr.manifests import ChunkManifest
+
+    inline_at = np.asarray(inline_at)
+    if inline_at.size:
+        first = tuple(int(i) for i in np.unravel_index(int(inline_at.min()), grid))
+        key = "c/" + "/".join(map(str, first))
+        raise VirtualizeError(
+            f"{url}: array {name!r} has {inline_at.size} chunk(s) stored only as a flag (runs "
+            f"of NaNs), the first {key} (grid position {list(first)}): their bytes are in no "
+            f"file, and a VirtualiZarr 2.5 ChunkManifest holds only byte ranges of files (no "
+            f"inline chunks), so they would read as the fill value 0. Use "
+            f"scifmt.virtualize(source, 'refs.json', to='kerchunk'), which writes them inline"
+        )
+    table = np.array(["", *urls], dtype=np.dtypes.StringDType())
+
+    def shaped(a: Any) -> np.ndarray:
+        a = np.asarray(a).reshape(grid)
+        return a if order is None else np.ascontiguousarray(a.transpose(order))
+
+    return ChunkManifest.from_arrays(paths=table[shaped(index)], offsets=shaped(offsets),
+                                     lengths=shaped(lengths), validate_paths=False)  # fmt: skip
 
 
 class WKWParser:
@@ -147,7 +179,7 @@ class WKWParser:
         #: Per source URL (of the references) its checksum when it was read, from every call.
         self.checksums: Dict[str, Dict[str, Any]] = {}
         #: The counts of the last call (``groups``, ``arrays``, ``files``, ``references``,
-        #: ``bytes_read``).
+        #: ``inline``, ``bytes_read``).
         self.summary: Dict[str, int] = {}
 
     def __repr__(self) -> str:
@@ -187,7 +219,7 @@ class WKWParser:
         """The ``ManifestStore`` of the WKW data at ``url`` (see the class docs)."""
         import json
 
-        from virtualizarr.manifests import ChunkManifest, ManifestArray, ManifestGroup, ManifestStore
+        from virtualizarr.manifests import ManifestArray, ManifestGroup, ManifestStore
         from zarr.core.metadata.v3 import ArrayV3Metadata
 
         if not isinstance(url, (str, os.PathLike)):
@@ -197,7 +229,7 @@ class WKWParser:
         if self.array is not None:
             only = f"{only}/{self.array}" if only else self.array
         groups, arrays, checksums, summary = _core.collect(
-            [_local_or_url(url)], only=only, concurrency=self.concurrency,
+            [_local_or_url(url)], only=only, kind="wkw", concurrency=self.concurrency,
             storage_options=self._pairs,
         )  # fmt: skip
         self.summary = dict(summary)
@@ -206,32 +238,124 @@ class WKWParser:
         chosen, attrs = self._selected(arrays, groups, url)
         several = len(chosen) > 1
         members = {}
-        for name, meta_json, grid, urls, index, offsets, lengths in chosen:
+        for name, meta_json, grid, urls, index, offsets, lengths, inline_at, _, _ in chosen:
             meta = json.loads(meta_json)
             grid = tuple(int(g) for g in grid)
-            table = np.array(["", *urls], dtype=np.dtypes.StringDType())
-            index = np.asarray(index).reshape(grid)
-            offsets = np.asarray(offsets).reshape(grid)
-            lengths = np.asarray(lengths).reshape(grid)
             if self.axes == "zyxc":
                 meta = _reorder(meta, name)
-                index, offsets, lengths = (np.ascontiguousarray(a.transpose(3, 2, 1, 0))
-                                           for a in (index, offsets, lengths))  # fmt: skip
-                dims = ["z", "y", "x", "c"]
+                order, dims = (3, 2, 1, 0), ["z", "y", "x", "c"]
             else:
-                dims = ["c", "x", "y", "z"]
+                order, dims = None, ["c", "x", "y", "z"]
+            manifest = _manifest(url, name, grid, urls, index, offsets, lengths, inline_at, order)
             if several:
                 dims = [d if d == "c" else f"{d}_{name}" for d in dims]
             meta["dimension_names"] = dims
             _sized(meta)
-            manifest = ChunkManifest.from_arrays(
-                paths=table[index], offsets=offsets, lengths=lengths, validate_paths=False
-            )
             members[name] = ManifestArray(
                 metadata=ArrayV3Metadata.from_dict(meta), chunkmanifest=manifest
             )
         attributes = json.loads(attrs)
         return ManifestStore(ManifestGroup(arrays=members, attributes=attributes), registry=registry)
+
+
+def _stem(url: str) -> str:
+    """The file name of a path or URL without its last suffix (``a.b2nd`` -> ``a``)."""
+    name = _node_name(url)
+    stem = name.rsplit(".", 1)[0] if "." in name.lstrip(".") else name
+    return stem or "data"
+
+
+class B2ndParser:
+    """A VirtualiZarr 2.5 parser for b2nd arrays (``Parser.__call__(url, registry) ->
+    ManifestStore``): python-blosc2's ``.b2nd`` files, contiguous Blosc2 frames with the
+    ``b2nd`` metalayer.
+
+    The source (the ``url`` given to ``open_virtual_dataset``: a local path, ``file://``,
+    ``s3://``, ``gs://``, ``az://`` or ``http(s)://`` URL; taken for a frame whatever its name)
+    is one frame: the Dataset has one variable, named like the file without its suffix
+    (``temps.b2nd`` gives ``"temps"``; a WKW mag given to :class:`WKWParser` is named like its
+    directory instead), with the dimensions ``dim_0``, ``dim_1``, ... Its metadata is
+    ``scifmt.virtualize``'s for the frame: the b2nd shape and dtype (bool, integers, floats,
+    complex, either byte order), the ``chunkshape`` as the chunk grid, fill value 0, and the
+    ``b2nd`` codec with the frame's ``blockshape`` and byte order, which decodes every chunk
+    where it is (zarr-python finds the codec through the ``scifmt`` wheel's entry points).
+    Only the frame's header, metalayers, index and trailer are read (on an object store a
+    4 KiB head and a 16 KiB tail, then the missing metadata in one round, every read pinned to
+    the ETag of the first); never a chunk.
+
+    Chunks the frame stores as runs of zeros, or leaves uninitialised, have no reference: they
+    read as the fill value 0 (what python-blosc2 returns for them). Chunks stored as runs of NaNs
+    have no bytes in the file either, and a VirtualiZarr 2.5 ``ChunkManifest`` holds byte ranges
+    of files only (no inline chunks), so a frame with such chunks is refused: the
+    ``VirtualizeError`` names the first such chunk; ``scifmt.virtualize(url, "refs.json",
+    to="kerchunk")`` writes them inline instead. Refused likewise (``VirtualizeError`` naming the
+    file): sparse frames (a directory), plain super-chunks (no ``b2nd`` metalayer), 0-D arrays,
+    dtypes without a Zarr v3 data type (structured, strings, datetimes), and a damaged or
+    truncated frame.
+
+    Writing the references out: ``.vz.to_icechunk(...)`` keeps the Zarr v3 metadata and its
+    ``b2nd`` codec. ``.vz.to_kerchunk(...)`` does not work: VirtualiZarr 2.5 writes Kerchunk's
+    Zarr v2 metadata and drops every array→bytes codec from it, which would leave the chunks
+    undecoded (it raises instead, inside VirtualiZarr); ``scifmt.virtualize(url, "refs.json",
+    to="kerchunk")`` writes Kerchunk references of b2nd arrays (with the ``b2nd`` codec, Zarr v3
+    metadata, which fsspec's ``ReferenceFileSystem`` and zarr-python 3 read).
+
+    ``concurrency``: requests in flight while the metadata is read from an object store;
+    ``storage_options``: the object-store settings for reading it (as ``scifmt.convert``; the
+    environment's ``AWS_*``, ``GOOGLE_*``, ``AZURE_*`` first). Loading chunks goes through the
+    ``registry`` given to VirtualiZarr instead, e.g. ``ObjectStoreRegistry({"file:///":
+    obstore.store.LocalStore()})`` for local files.
+
+    Checksums: the file's modification time or the object's ETag when it was read are in
+    :attr:`checksums` after the call (URL → ``{"etag": ...}`` or ``{"last_modified": [seconds,
+    nanoseconds]}``; a ``ManifestArray`` cannot hold them), e.g. for
+    ``.vz.to_icechunk(last_updated_at=...)``, which makes Icechunk refuse chunks of a file
+    modified later.
+
+    Raises ``VirtualizeError`` (the message names the file or URL) when the source cannot be
+    read or virtualized, ``ValueError`` / ``TypeError`` for invalid arguments.
+    """
+
+    def __init__(self, *, concurrency: int = 8,
+                 storage_options: Optional[Dict[str, str]] = None) -> None:  # fmt: skip
+        self.concurrency = _concurrency(concurrency)
+        self._pairs = _pairs(storage_options)
+        #: Per source URL (of the references) its checksum when it was read, from every call.
+        self.checksums: Dict[str, Dict[str, Any]] = {}
+        #: The counts of the last call (``groups``, ``arrays``, ``files``, ``references``,
+        #: ``inline``, ``bytes_read``).
+        self.summary: Dict[str, int] = {}
+
+    def __repr__(self) -> str:
+        return f"B2ndParser(concurrency={self.concurrency})"
+
+    def __call__(self, url: str, registry: Any) -> Any:
+        """The ``ManifestStore`` of the b2nd array at ``url`` (see the class docs)."""
+        import json
+
+        from virtualizarr.manifests import ManifestArray, ManifestGroup, ManifestStore
+        from zarr.core.metadata.v3 import ArrayV3Metadata
+
+        if not isinstance(url, (str, os.PathLike)):
+            raise TypeError(f"url must be a str, not {type(url).__name__}")
+        url = os.fspath(url)
+        _, arrays, checksums, summary = _core.collect(
+            [_local_or_url(url)], kind="b2nd", concurrency=self.concurrency,
+            storage_options=self._pairs,
+        )  # fmt: skip
+        self.summary = dict(summary)
+        for u, c in checksums.items():
+            self.checksums[u] = json.loads(c)
+        if len(arrays) != 1:  # pragma: no cover (one frame is one array)
+            raise VirtualizeError(f"{url}: {len(arrays)} arrays, expected one")
+        _, meta_json, grid, urls, index, offsets, lengths, inline_at, _, _ = arrays[0]
+        name = _stem(url)
+        meta = json.loads(meta_json)
+        grid = tuple(int(g) for g in grid)
+        manifest = _manifest(url, name, grid, urls, index, offsets, lengths, inline_at)
+        meta["dimension_names"] = [f"dim_{i}" for i in range(len(grid))]
+        array = ManifestArray(metadata=ArrayV3Metadata.from_dict(meta), chunkmanifest=manifest)
+        return ManifestStore(ManifestGroup(arrays={name: array}, attributes={}), registry=registry)
 
 
 def __dir__() -> list:
