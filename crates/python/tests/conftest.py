@@ -29,6 +29,22 @@ def scifmt_command():
     pytest.fail("the scifmt command is needed: install the wheel or `cargo build -p scifmt-cli`")
 
 
+@pytest.fixture
+def vz():
+    """VirtualiZarr (the tests of ``scifmt.virtual`` parsers), skipping without it or obstore."""
+    virtualizarr = pytest.importorskip("virtualizarr")
+    pytest.importorskip("obstore")
+    return virtualizarr
+
+
+def local_registry():
+    """An obspec-utils registry that reads ``file:///`` URLs from the local file system."""
+    from obspec_utils.registry import ObjectStoreRegistry
+    from obstore.store import LocalStore
+
+    return ObjectStoreRegistry({"file:///": LocalStore()})
+
+
 class S3Server(NamedTuple):
     bucket: str
     #: The server's plain-HTTP control endpoint (`/reset`, `/stats`, `/log`).

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 import scifmt
+from conftest import local_registry
 
 wkw = pytest.importorskip("wkw")
 zarr = pytest.importorskip("zarr")
@@ -252,24 +253,10 @@ def test_virtualize_two_sources_of_one_name_are_refused(dataset, tmp_path):
 # --- scifmt.virtual.WKWParser (VirtualiZarr) ----------------------------------------------------
 
 
-@pytest.fixture
-def vz():
-    virtualizarr = pytest.importorskip("virtualizarr")
-    pytest.importorskip("obstore")
-    return virtualizarr
-
-
-def _registry():
-    from obspec_utils.registry import ObjectStoreRegistry
-    from obstore.store import LocalStore
-
-    return ObjectStoreRegistry({"file:///": LocalStore()})
-
-
 def _open(vz, url, loadable=None, **kwargs):
     from scifmt.virtual import WKWParser
 
-    return vz.open_virtual_dataset(str(url), registry=_registry(), parser=WKWParser(**kwargs),
+    return vz.open_virtual_dataset(str(url), registry=local_registry(), parser=WKWParser(**kwargs),
                                    loadable_variables=loadable)  # fmt: skip
 
 
@@ -325,7 +312,7 @@ def test_parser_manifests_come_in_bulk(vz, dataset):
 
     root, mags = dataset
     parser = WKWParser(group="f32_lz4hc", array="1", axes="cxyz")
-    store = parser(root.resolve().as_uri(), _registry())
+    store = parser(root.resolve().as_uri(), local_registry())
     marr = store._group["1"]
     manifest = marr.manifest
     # Grid (c, x, y, z): 1 × 6 × 2 × 2 blocks (the layer's bounding box ends at x = 96); the
@@ -409,7 +396,7 @@ def test_parser_selection_errors(vz, dataset, tmp_path):
         with pytest.raises(error):
             WKWParser(**kwargs)
     with pytest.raises(TypeError):
-        WKWParser()(None, _registry())
+        WKWParser()(None, local_registry())
 
 
 # --- object stores (the S3 test server) ---------------------------------------------------------

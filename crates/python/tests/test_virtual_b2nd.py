@@ -15,7 +15,7 @@ import urllib.request
 
 import numpy as np
 import pytest
-from conftest import scifmt_command
+from conftest import local_registry, scifmt_command
 
 import scifmt
 
@@ -57,20 +57,6 @@ def _write(tmp_path, name, shape, dtype, chunks, blocks, values=None, **kwargs):
     return path
 
 
-@pytest.fixture
-def vz():
-    virtualizarr = pytest.importorskip("virtualizarr")
-    pytest.importorskip("obstore")
-    return virtualizarr
-
-
-def _registry():
-    from obspec_utils.registry import ObjectStoreRegistry
-    from obstore.store import LocalStore
-
-    return ObjectStoreRegistry({"file:///": LocalStore()})
-
-
 def _parser(**kwargs):
     from scifmt.virtual import B2ndParser
 
@@ -78,7 +64,7 @@ def _parser(**kwargs):
 
 
 def _open(vz, url, parser=None, loadable=None, registry=None):
-    return vz.open_virtual_dataset(str(url), registry=registry or _registry(),
+    return vz.open_virtual_dataset(str(url), registry=registry or local_registry(),
                                    parser=parser or _parser(),
                                    loadable_variables=loadable)  # fmt: skip
 
@@ -127,7 +113,7 @@ def test_parser_manifest_references_each_stored_chunk(vz, tmp_path):
     name, shape, dtype, chunks, blocks = ARRAYS[1]
     path = _write(tmp_path, name, shape, dtype, chunks, blocks)
     parser = _parser()
-    store = parser(path.resolve().as_uri(), _registry())
+    store = parser(path.resolve().as_uri(), local_registry())
     marr = store._group[name]
     grid = tuple(-(-s // c) for s, c in zip(shape, chunks))
     assert marr.manifest.shape_chunk_grid == grid
@@ -179,7 +165,7 @@ def test_parser_zero_and_uninitialised_chunks_are_missing(vz, tmp_path):
     z[45:50, 30:35] = -2.5
     del z
     parser = _parser()
-    store = parser(str(path), _registry())
+    store = parser(str(path), local_registry())
     paths = store._group["z"].manifest._paths
     assert paths.shape == (3, 2)
     written = {(0, 0), (2, 1)}
@@ -196,7 +182,7 @@ def test_parser_zero_and_uninitialised_chunks_are_missing(vz, tmp_path):
     e[0:10] = np.arange(10, dtype="<i4") + 1
     del e
     parser = _parser()
-    store = parser(str(path), _registry())
+    store = parser(str(path), local_registry())
     paths = store._group["e"].manifest._paths
     got = _open(vz, path, loadable=["e"])["e"].values
     np.testing.assert_array_equal(got[0:10], _want(path)[0:10])
@@ -336,7 +322,7 @@ def test_parser_arguments_and_sources_that_are_refused(vz, tmp_path):
         with pytest.raises(error):
             B2ndParser(**kwargs)
     with pytest.raises(TypeError):
-        B2ndParser()(None, _registry())
+        B2ndParser()(None, local_registry())
     with pytest.raises(TypeError):
         B2ndParser(2)  # keyword-only
     assert "concurrency=3" in repr(B2ndParser(concurrency=3))
@@ -349,7 +335,7 @@ def test_parser_arguments_and_sources_that_are_refused(vz, tmp_path):
         _open(vz, mag)
     path = _write(tmp_path, "f", (6, 5), "<i4", (4, 4), (2, 2))
     with pytest.raises(scifmt.VirtualizeError):
-        vz.open_virtual_dataset(str(path), registry=_registry(), parser=WKWParser())
+        vz.open_virtual_dataset(str(path), registry=local_registry(), parser=WKWParser())
 
 
 # --- What is not a virtualizable b2nd array, damaged frames --------------------------------------
@@ -424,7 +410,7 @@ def test_damaged_frames_raise_virtualize_error(vz, tmp_path):
         assert path.name in str(e.value), (path.name, str(e.value))
         assert not refs.exists()
         with pytest.raises(scifmt.VirtualizeError) as e:
-            _parser()(str(path), _registry())
+            _parser()(str(path), local_registry())
         assert path.name in str(e.value), (path.name, str(e.value))
 
 
@@ -544,5 +530,5 @@ def test_parser_over_s3_reads_only_the_metadata(vz, server, tmp_path):
     # A missing object names its URL, never the credentials.
     with pytest.raises(scifmt.VirtualizeError) as e:
         _parser(storage_options={"aws_secret_access_key": "hunter2-secret"})(
-            f"s3://{server.bucket}/virtual-b2nd/nothing-here.b2nd", _registry())
+            f"s3://{server.bucket}/virtual-b2nd/nothing-here.b2nd", local_registry())
     assert "nothing-here" in str(e.value) and "hunter2" not in str(e.value)
