@@ -4,8 +4,9 @@
 //!
 //! The `scifmt` command is this crate's binary. Its library target holds the command itself,
 //! so that the `scifmt` Python wheel can carry the same command: [`run`] takes the arguments
-//! and returns the exit status. It is not an API for other programs (parse the `--json` output
-//! of the command instead).
+//! and returns the exit status; [`virtualize_sources`] is the source dispatch of
+//! `scifmt virtualize`, which `scifmt.virtualize` and `scifmt.virtual` in the wheel share. It is
+//! not an API for other programs (parse the `--json` output of the command instead).
 
 mod args;
 mod b2nd;
@@ -23,6 +24,7 @@ mod offset;
 mod print;
 mod progress;
 mod remote;
+mod sources;
 mod virtualize;
 mod webknossos;
 mod wkw_cmd;
@@ -34,6 +36,8 @@ use std::io::Write;
 use clap::{Parser, Subcommand};
 
 use crate::fail::CliResult;
+
+pub use sources::{SourceCounts, SourceError, SourceOptions, virtualize_sources};
 
 /// Inspect, convert and check Blosc chunks and frames, b2nd arrays, WKW and webKNOSSOS
 /// datasets, .dwe word embeddings and Zarr v2/v3 arrays (offset/pad and blosc codecs included).

@@ -12,7 +12,7 @@ use std::time::Instant;
 
 use clap::{Args, ValueEnum};
 use serde_json::{Map, Value, json};
-use wkw_zarr::{Location, Progress, VirtualizeOptions};
+use wkw_zarr::{Location, Progress};
 
 use crate::convert::{INTERRUPTED, interrupt_cancels, location};
 use crate::fail::{CliResult, Fail, describe};
@@ -20,6 +20,7 @@ use crate::guard::{apart, file_output};
 use crate::inout::need_path;
 use crate::print::{JsonFlag, emit, emit_json, fields_text};
 use crate::progress::progress;
+use crate::sources::{SourceCounts, SourceError, SourceOptions, virtualize_sources};
 
 /// What `--to` writes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -86,16 +87,7 @@ pub(crate) fn run(a: &VirtualizeArgs) -> CliResult {
     let dst = location(dst_path)?;
     let concurrency = usize::try_from(a.concurrency).unwrap_or(8);
     let cancel = interrupt_cancels();
-    let options = Options {
-        wkw: VirtualizeOptions::default()
-            .with_cancel(cancel.clone())
-            .with_remote(wkw_zarr::RemoteOptions::default().with_concurrency(concurrency)),
-        b2nd: {
-            let b = blosc2_frame::VirtualizeOptions::default().with_cancel(cancel);
-            let remote = b.remote.clone().with_concurrency(concurrency);
-            b.with_remote(remote)
-        },
-    };
+    let options = SourceOptions::new(concurrency, &cancel);
     let durability = if a.fsync {
         wkw_zarr::Durability::Fsync
     } else {
@@ -134,61 +126,6 @@ pub(crate) fn run(a: &VirtualizeArgs) -> CliResult {
     }
 }
 
-/// What a source is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    /// A WKW dataset root or mag (`wkw_zarr` tells which, or refuses).
-    Wkw,
-    /// A Blosc2 frame, virtualized as a b2nd array (`blosc2_frame` refuses other frames).
-    B2nd,
-}
-
-/// What `src` is: a frame by its magic (local files), its name (URLs) or its
-/// `chunks.b2frame` (sparse-frame directories), as `blosc2_frame::is_frame_source` tells;
-/// WKW otherwise.
-fn kind(src: &Location) -> Kind {
-    if blosc2_frame::is_frame_source(src) {
-        Kind::B2nd
-    } else {
-        Kind::Wkw
-    }
-}
-
-/// The options of both kinds of sources.
-struct Options {
-    wkw: VirtualizeOptions,
-    b2nd: blosc2_frame::VirtualizeOptions,
-}
-
-/// What the sources gave, whatever their kind.
-#[derive(Debug, Default)]
-struct Counts {
-    groups: u64,
-    arrays: u64,
-    files: u64,
-    references: u64,
-    inline: u64,
-    bytes_read: u64,
-}
-
-impl Counts {
-    fn add_wkw(&mut self, s: &wkw_zarr::VirtualizeSummary) {
-        self.groups += s.groups;
-        self.arrays += s.arrays;
-        self.files += s.files;
-        self.references += s.references;
-        self.bytes_read += s.bytes_read;
-    }
-
-    fn add_b2nd(&mut self, s: &blosc2_frame::VirtualizeSummary) {
-        self.arrays += s.arrays;
-        self.files += s.files;
-        self.references += s.references;
-        self.inline += s.inline;
-        self.bytes_read += s.bytes_read;
-    }
-}
-
 /// Ctrl-C's failure.
 fn interrupted() -> Fail {
     Fail {
@@ -197,72 +134,45 @@ fn interrupted() -> Fail {
     }
 }
 
-fn wkw_fail(e: wkw_zarr::Error) -> Fail {
+/// A source's failure: Ctrl-C's, the command's usage or output failure, or the input's
+/// (naming the source).
+fn source_fail(e: SourceError) -> Fail {
+    if e.is_cancelled() {
+        return interrupted();
+    }
     match e {
-        wkw_zarr::Error::Cancelled => interrupted(),
-        e => Fail::usage(describe(&e)),
+        SourceError::Frame { source_name, error } => match *error {
+            e @ (blosc2_frame::Error::NotVirtualizable { .. }
+            | blosc2_frame::Error::Changed { .. }
+            | blosc2_frame::Error::Remote { .. }
+            | blosc2_frame::Error::Sink(_)) => Fail::usage(describe(&e)),
+            e => Fail::input(source_name, describe(&e)),
+        },
+        SourceError::Wkw(e) => Fail::usage(describe(&e)),
+        SourceError::Output(e) => Fail::usage(describe(&e)),
     }
 }
 
-/// A b2nd source's failure, naming the source where the error does not.
-fn b2nd_fail(src: &Location, e: blosc2_frame::Error) -> Fail {
-    match e {
-        blosc2_frame::Error::Cancelled => interrupted(),
-        e @ (blosc2_frame::Error::NotVirtualizable { .. }
-        | blosc2_frame::Error::Changed { .. }
-        | blosc2_frame::Error::Remote { .. }
-        | blosc2_frame::Error::Sink(_)) => Fail::usage(describe(&e)),
-        e => Fail::input(src.name(), describe(&e)),
-    }
-}
-
-/// The sources into `sink`: one at the root, several each under its name (WKW-only runs as
-/// `wkw_zarr::virtualize_all` makes them).
+/// The sources into `sink` ([`virtualize_sources`]: a source is a b2nd frame when
+/// `blosc2_frame::is_frame_source` says so).
 fn produce(
     srcs: &[Location],
     sink: &mut dyn scifmt_io::ReferenceSink,
-    options: &Options,
+    options: &SourceOptions,
     progress: &(dyn Fn(&Progress) + Sync),
-) -> CliResult<Counts> {
-    let kinds: Vec<Kind> = srcs.iter().map(kind).collect();
-    let mut counts = Counts::default();
-    if kinds.iter().all(|&k| k == Kind::Wkw) {
-        let summary = match srcs {
-            [one] => wkw_zarr::virtualize(one, sink, &options.wkw, progress),
-            many => wkw_zarr::virtualize_all(many, sink, &options.wkw, progress),
-        }
-        .map_err(wkw_fail)?;
-        counts.add_wkw(&summary);
-        return Ok(counts);
-    }
-    if let [one] = srcs {
-        let summary = blosc2_frame::virtualize_at(one, "", sink, &options.b2nd)
-            .map_err(|e| b2nd_fail(one, e))?;
-        counts.add_b2nd(&summary);
-        return Ok(counts);
-    }
-    // Named as `wkw_zarr::virtualize_all` names them.
-    let names = scifmt_io::node_names(srcs).map_err(|e| Fail::usage(describe(&e)))?;
-    sink.group("", &scifmt_io::zarrs_metadata::v3::GroupMetadataV3::new())
-        .map_err(|e| Fail::usage(describe(&e)))?;
-    counts.groups += 1;
-    for ((src, name), k) in srcs.iter().zip(&names).zip(kinds) {
-        match k {
-            Kind::Wkw => counts.add_wkw(
-                &wkw_zarr::virtualize_at(src, name, sink, &options.wkw, progress)
-                    .map_err(wkw_fail)?,
-            ),
-            Kind::B2nd => counts.add_b2nd(
-                &blosc2_frame::virtualize_at(src, name, sink, &options.b2nd)
-                    .map_err(|e| b2nd_fail(src, e))?,
-            ),
-        }
-    }
-    Ok(counts)
+) -> CliResult<SourceCounts> {
+    virtualize_sources(
+        srcs,
+        &blosc2_frame::is_frame_source,
+        sink,
+        options,
+        progress,
+    )
+    .map_err(source_fail)
 }
 
 /// The summary's counts in `out`.
-fn record(counts: &Counts, out: &mut Map<String, Value>) {
+fn record(counts: &SourceCounts, out: &mut Map<String, Value>) {
     out.insert("groups".into(), json!(counts.groups));
     out.insert("arrays".into(), json!(counts.arrays));
     out.insert("files".into(), json!(counts.files));
@@ -275,7 +185,7 @@ fn record(counts: &Counts, out: &mut Map<String, Value>) {
 fn kerchunk(
     srcs: &[Location],
     dst: &Location,
-    options: &Options,
+    options: &SourceOptions,
     durability: wkw_zarr::Durability,
     progress: &(dyn Fn(&Progress) + Sync),
     out: &mut Map<String, Value>,
@@ -295,7 +205,7 @@ fn icechunk(
     _srcs: &[Location],
     _dst: &Location,
     _overwrite: bool,
-    _options: &Options,
+    _options: &SourceOptions,
     _progress: &(dyn Fn(&Progress) + Sync),
     _out: &mut Map<String, Value>,
 ) -> CliResult {
@@ -311,7 +221,7 @@ fn icechunk(
     srcs: &[Location],
     dst: &Location,
     overwrite: bool,
-    options: &Options,
+    options: &SourceOptions,
     progress: &(dyn Fn(&Progress) + Sync),
     out: &mut Map<String, Value>,
 ) -> CliResult {
@@ -359,7 +269,7 @@ fn icechunk(
 fn build_icechunk(
     srcs: &[Location],
     dst: &Location,
-    options: &Options,
+    options: &SourceOptions,
     progress: &(dyn Fn(&Progress) + Sync),
     out: &mut Map<String, Value>,
 ) -> CliResult {

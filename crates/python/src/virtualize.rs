@@ -1,7 +1,7 @@
 //! `scifmt._scifmt.virtualize`: WKW data and b2nd arrays as virtual Zarr v3 references, through
-//! `wkw_zarr::virtualize` / `virtualize_all` and `blosc2_frame::virtualize_at` (one source at
-//! the root, several each under its name, as `scifmt virtualize` lays them out: a source is a
-//! b2nd frame when `blosc2_frame::is_frame_source` says so, WKW otherwise).
+//! `scifmt_cli::virtualize_sources`, the sources of `scifmt virtualize` laid out as the command
+//! lays them out (one at the root, several each under its name; a source is a b2nd frame when
+//! `blosc2_frame::is_frame_source` says so, WKW otherwise).
 //!
 //! * `virtualize(sources, dst, to, …)` streams the references into a kerchunk JSON file or
 //!   object (`scifmt_io::KerchunkWriter`), like `scifmt virtualize … --to kerchunk`, and returns
@@ -29,8 +29,9 @@ use numpy::PyArray1;
 use pyo3::exceptions::{PyException, PyFileExistsError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
+use scifmt_cli::{SourceCounts, SourceError, SourceOptions, virtualize_sources};
 use scifmt_io::zarrs_metadata::v3::{ArrayMetadataV3, GroupMetadataV3};
-use wkw_zarr::{Cancel, ChunkReference, Location, ReferenceSink, VirtualizeOptions};
+use wkw_zarr::{Cancel, ChunkReference, Location, ReferenceSink};
 
 use crate::common::{TwoBaseException, interruptible};
 
@@ -96,11 +97,8 @@ const MAX_GRID_POSITIONS: u64 = 1 << 26;
 
 /// Why a failure happened, for the Python exception.
 enum Failure {
-    /// `wkw-zarr`'s error (`Cancelled` included).
-    Virtualize(wkw_zarr::Error),
-    /// `blosc2-frame`'s error for the b2nd source named first (`Cancelled` included; boxed,
-    /// it is large).
-    Frame(String, Box<blosc2_frame::Error>),
+    /// A source's error (`wkw-zarr`'s or `blosc2-frame`'s, cancelling included).
+    Source(SourceError),
     /// The output's error (`scifmt-io`).
     Output(scifmt_io::Error),
     /// The output is a source or inside or around one.
@@ -111,9 +109,9 @@ enum Failure {
     Value(String),
 }
 
-impl From<wkw_zarr::Error> for Failure {
-    fn from(e: wkw_zarr::Error) -> Self {
-        Self::Virtualize(e)
+impl From<SourceError> for Failure {
+    fn from(e: SourceError) -> Self {
+        Self::Source(e)
     }
 }
 
@@ -129,21 +127,8 @@ const INTERRUPTED: &str = "interrupted: nothing was written (an existing output 
 /// The Python exception for `f`.
 fn failure_err(py: Python<'_>, f: Failure) -> PyErr {
     match f {
-        Failure::Virtualize(wkw_zarr::Error::Cancelled) => VirtualizeError::new_err(INTERRUPTED),
-        Failure::Frame(_, e) if matches!(*e, blosc2_frame::Error::Cancelled) => {
-            VirtualizeError::new_err(INTERRUPTED)
-        }
-        Failure::Virtualize(e) => VirtualizeError::new_err(e.to_string()),
-        Failure::Frame(name, e) => {
-            // Most of blosc2-frame's errors name the source (a bad header or index names
-            // the field and offset only): the message names it always.
-            let msg = e.to_string();
-            if msg.contains(&name) {
-                VirtualizeError::new_err(msg)
-            } else {
-                VirtualizeError::new_err(format!("{name}: {msg}"))
-            }
-        }
+        Failure::Source(e) if e.is_cancelled() => VirtualizeError::new_err(INTERRUPTED),
+        Failure::Source(e) => VirtualizeError::new_err(e.to_string()),
         Failure::Output(e) => VirtualizeError::new_err(e.to_string()),
         Failure::Overlap(m) => OVERLAP.err(py, m),
         Failure::Exists(m) => OUTPUT_EXISTS.err(py, m),
@@ -165,28 +150,17 @@ fn run<T: Send>(
     }
 }
 
-/// The options of a run for both kinds of sources.
-struct Options {
-    wkw: VirtualizeOptions,
-    b2nd: blosc2_frame::VirtualizeOptions,
-}
-
 /// The options of a run: `concurrency` requests in flight, stopped by `cancel`.
-fn options(concurrency: i64, cancel: &Cancel) -> PyResult<Options> {
+fn options(concurrency: i64, cancel: &Cancel) -> PyResult<SourceOptions> {
     if !(1..=MAX_CONCURRENCY).contains(&concurrency) {
         return Err(PyValueError::new_err(format!(
             "concurrency={concurrency}: must be 1..={MAX_CONCURRENCY}"
         )));
     }
-    let requests = usize::try_from(concurrency).unwrap_or(8);
-    let b2nd = blosc2_frame::VirtualizeOptions::default().with_cancel(cancel.clone());
-    let remote = b2nd.remote.clone().with_concurrency(requests);
-    Ok(Options {
-        wkw: VirtualizeOptions::default()
-            .with_cancel(cancel.clone())
-            .with_remote(wkw_zarr::RemoteOptions::default().with_concurrency(requests)),
-        b2nd: b2nd.with_remote(remote),
-    })
+    Ok(SourceOptions::new(
+        usize::try_from(concurrency).unwrap_or(8),
+        cancel,
+    ))
 }
 
 /// The sources as locations (configured from the environment, then `config`).
@@ -233,86 +207,22 @@ impl Kind {
     }
 }
 
-/// What the sources gave, whatever their kind.
-#[derive(Debug, Default)]
-struct Counts {
-    groups: u64,
-    arrays: u64,
-    files: u64,
-    references: u64,
-    inline: u64,
-    bytes_read: u64,
-}
-
-impl Counts {
-    fn add_wkw(&mut self, s: &wkw_zarr::VirtualizeSummary) {
-        self.groups += s.groups;
-        self.arrays += s.arrays;
-        self.files += s.files;
-        self.references += s.references;
-        self.bytes_read += s.bytes_read;
-    }
-
-    fn add_b2nd(&mut self, s: &blosc2_frame::VirtualizeSummary) {
-        self.arrays += s.arrays;
-        self.files += s.files;
-        self.references += s.references;
-        self.inline += s.inline;
-        self.bytes_read += s.bytes_read;
-    }
-}
-
-/// One b2nd source at node path `at`.
-fn frame(
-    src: &Location,
-    at: &str,
-    sink: &mut dyn ReferenceSink,
-    options: &Options,
-) -> Result<blosc2_frame::VirtualizeSummary, Failure> {
-    blosc2_frame::virtualize_at(src, at, sink, &options.b2nd)
-        .map_err(|e| Failure::Frame(src.name().display().to_string(), Box::new(e)))
-}
-
-/// The references of `srcs` into `sink`, laid out as `scifmt virtualize` lays them out: one
-/// source at the root; several in a group, each under its name (`scifmt_io::node_names`); WKW
-/// sources only through `wkw_zarr::virtualize_all`.
+/// The references of `srcs` into `sink`, laid out as `scifmt virtualize` lays them out
+/// (`scifmt_cli::virtualize_sources`), each source taken for what `kind` says.
 fn produce(
     srcs: &[Location],
     sink: &mut dyn ReferenceSink,
-    options: &Options,
+    options: &SourceOptions,
     kind: Kind,
-) -> Result<Counts, Failure> {
-    let progress = |_: &wkw_zarr::Progress| {};
-    let frames: Vec<bool> = srcs.iter().map(|s| kind.is_frame(s)).collect();
-    let mut counts = Counts::default();
-    if !frames.contains(&true) {
-        counts.add_wkw(&match srcs {
-            [one] => wkw_zarr::virtualize(one, sink, &options.wkw, &progress)?,
-            many => wkw_zarr::virtualize_all(many, sink, &options.wkw, &progress)?,
-        });
-        return Ok(counts);
-    }
-    if let [one] = srcs {
-        counts.add_b2nd(&frame(one, "", sink, options)?);
-        return Ok(counts);
-    }
-    let names = scifmt_io::node_names(srcs)?;
-    sink.group("", &GroupMetadataV3::new())?;
-    counts.groups += 1;
-    for ((src, name), is_frame) in srcs.iter().zip(&names).zip(frames) {
-        if is_frame {
-            counts.add_b2nd(&frame(src, name, sink, options)?);
-        } else {
-            counts.add_wkw(&wkw_zarr::virtualize_at(
-                src,
-                name,
-                sink,
-                &options.wkw,
-                &progress,
-            )?);
-        }
-    }
-    Ok(counts)
+) -> Result<SourceCounts, Failure> {
+    let is_frame = |src: &Location| kind.is_frame(src);
+    Ok(virtualize_sources(
+        srcs,
+        &is_frame,
+        sink,
+        options,
+        &|_: &wkw_zarr::Progress| {},
+    )?)
 }
 
 /// Refuses an output that is a source, inside one or around one (before anything is read).
@@ -348,7 +258,7 @@ fn check_output(dst: &Location, overwrite: bool) -> Result<(), Failure> {
 }
 
 /// The summary's counts.
-fn summary_dict<'py>(py: Python<'py>, s: &Counts) -> PyResult<Bound<'py, PyDict>> {
+fn summary_dict<'py>(py: Python<'py>, s: &SourceCounts) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
     d.set_item("groups", s.groups)?;
     d.set_item("arrays", s.arrays)?;
@@ -745,9 +655,14 @@ fn collect<'py>(
 )> {
     let kind = Kind::parse(kind)?;
     let cancel = Cancel::new();
-    let opts = options(concurrency, &cancel)?;
+    let mut opts = options(concurrency, &cancel)?;
     let config = storage_options.unwrap_or_default();
     let only = only.trim_matches('/').to_owned();
+    if kind == Kind::Wkw && sources.len() == 1 {
+        // Only the selected layer's or mag's files are read (node paths of one source are
+        // the Collector's).
+        opts.wkw = opts.wkw.with_only(&only);
+    }
     let (collector, summary) = run(py, &cancel, || {
         let srcs = locations(&sources, &config)?;
         let mut sink = Collector::new(only);

@@ -329,8 +329,9 @@ def test_parser_manifests_come_in_bulk(vz, dataset):
     for url, checksum in parser.checksums.items():
         seconds, nanos = checksum["last_modified"]
         assert seconds * 10**9 + nanos == pathlib.Path(url.removeprefix("file://")).stat().st_mtime_ns
-    # The whole dataset was read (every layer's headers and jump tables), one array kept.
-    assert parser.summary["files"] == 2 * len(LAYERS) + 1
+    # Only the chosen mag's files were read (its two files' headers and jump tables).
+    assert parser.summary["files"] == 2 and parser.summary["arrays"] == 1
+    assert parser.summary["bytes_read"] == 2 * (16 + 8 * 2**3)
     assert int((paths != "").sum()) == 2 * 2 * 2 * 2
 
 

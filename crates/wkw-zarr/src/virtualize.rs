@@ -40,6 +40,11 @@ pub struct VirtualizeOptions {
     /// Raised to stop between files ([`Error::Cancelled`]); nothing is resumable, the sink
     /// decides what becomes of what it received.
     pub cancel: Cancel,
+    /// Only the arrays at or below this node path (`/`-separated, relative to each source as
+    /// [`virtualize`] names its nodes: `"color"` a layer, `"color/2-2-1"` a mag); `""` (the
+    /// default) all. Only their files are read; every group is still declared (a dataset's
+    /// groups come from its `datasource-properties.json`, no WKW file is read for them).
+    pub only: String,
 }
 
 impl Default for VirtualizeOptions {
@@ -48,6 +53,7 @@ impl Default for VirtualizeOptions {
             limits: wkw::Limits::default(),
             remote: RemoteOptions::default(),
             cancel: Cancel::new(),
+            only: String::new(),
         }
     }
 }
@@ -72,6 +78,23 @@ impl VirtualizeOptions {
     pub fn with_cancel(mut self, cancel: Cancel) -> Self {
         self.cancel = cancel;
         self
+    }
+
+    /// Virtualizes only the arrays at or below node path `only` (see [`Self::only`];
+    /// surrounding `/` ignored).
+    #[must_use]
+    pub fn with_only(mut self, only: &str) -> Self {
+        only.trim_matches('/').clone_into(&mut self.only);
+        self
+    }
+
+    /// Whether the array at node path `path` (relative to its source) is virtualized.
+    fn selects(&self, path: &str) -> bool {
+        self.only.is_empty()
+            || path == self.only
+            || path
+                .strip_prefix(self.only.as_str())
+                .is_some_and(|rest| rest.starts_with('/'))
     }
 }
 
@@ -183,6 +206,7 @@ fn source(
     progress: &(dyn Fn(&Progress) + Sync),
 ) -> Result<VirtualizeSummary> {
     match detect(src)? {
+        Source::WkwMag if !options.selects("") => Ok(VirtualizeSummary::default()),
         Source::WkwMag => mag(src, at, None, sink, options, progress),
         Source::Dataset(Format::Wkw) => {
             sink.group(at, &GroupMetadataV3::new())?;
@@ -195,6 +219,9 @@ fn source(
                 summary.groups += 1;
             }
             for a in dataset::dataset_arrays(src, Format::Zarr3)? {
+                if !options.selects(&a.dst) {
+                    continue;
+                }
                 let from = if a.src.is_empty() {
                     src.clone()
                 } else {

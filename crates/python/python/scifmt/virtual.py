@@ -119,7 +119,8 @@ class WKWParser:
     ``open_virtual_dataset`` shows one flat group, so for a dataset pick the layer with
     ``group="color"`` (its mags become the variables ``"1"``, ``"2-2-1"``, ...; the layer's
     attributes, OME-NGFF ``multiscales``, the Dataset's) and optionally one mag with
-    ``array="1"``. A mag given directly is the one variable named like its directory.
+    ``array="1"``. Only the chosen layer's (or mag's) files are read. A mag given directly is
+    the one variable named like its directory.
 
     ``axes``: ``"zyxc"`` (the default) gives each array the shape ``(z, y, x, c)``, the order
     in which a WKW block stores its voxels, so a chunk is decoded without a ``transpose``

@@ -201,6 +201,83 @@ fn datasets_keep_their_layers_mags_and_groups() -> TestResult {
     Ok(())
 }
 
+/// `with_only` reads the files of the chosen layer or mag only, declares every group, and
+/// the chosen arrays read as they do in a whole run.
+#[test]
+fn only_the_chosen_layer_or_mag_is_read() -> TestResult {
+    let _lz4 = lz4_block_codec::register();
+    let dir = tempfile::tempdir()?;
+    let ds = testdata().join("wkw-zarr/multi/wkw");
+    let props: Value =
+        serde_json::from_slice(&std::fs::read(ds.join("datasource-properties.json"))?)?;
+    let layers: Vec<&Value> = props["dataLayers"]
+        .as_array()
+        .ok_or("layers")?
+        .iter()
+        .collect();
+    assert!(layers.len() >= 2, "the fixture has several layers");
+    let whole = to_kerchunk(&Location::Local(ds.clone()), &dir.path().join("all.json"))?;
+    let mut files = 0;
+    for layer in &layers {
+        let lname = layer["name"].as_str().ok_or("name")?;
+        let out = dir.path().join(format!("{lname}.json"));
+        let mut w = KerchunkWriter::create(&out.as_path().into(), &RemoteOptions::<()>::default())?;
+        let options = VirtualizeOptions::default().with_only(&format!("/{lname}/"));
+        let summary = virtualize(Location::Local(ds.clone()), &mut w, &options, &|_| {})?;
+        w.finish(Durability::None)?;
+        // Its files only: the counts of the layer's mags' files and header bytes.
+        let mut want = (0, 0);
+        for m in layer["mags"].as_array().ok_or("mags")? {
+            let path = m["path"].as_str().ok_or("path")?.trim_start_matches("./");
+            let (n, bytes) = head_bytes(&ds.join(path))?;
+            want = (want.0 + n, want.1 + bytes);
+        }
+        assert_eq!((summary.files, summary.bytes_read), want, "{lname}");
+        assert_eq!(summary.groups, whole.groups, "every group is declared");
+        files += summary.files;
+        let store = open_refs(&out, &[])?;
+        for m in layer["mags"].as_array().ok_or("mags")? {
+            let path = m["path"].as_str().ok_or("path")?.trim_start_matches("./");
+            let v: Vec<u64> = m["mag"]
+                .as_array()
+                .ok_or("mag")?
+                .iter()
+                .filter_map(Value::as_u64)
+                .collect();
+            let mname = if v.iter().all(|&x| x == v[0]) {
+                v[0].to_string()
+            } else {
+                format!("{}-{}-{}", v[0], v[1], v[2])
+            };
+            same_as_wkw(&store, &format!("/{lname}/{mname}"), &ds.join(path))?;
+        }
+        let refs: Value = serde_json::from_slice(&std::fs::read(&out)?)?;
+        let keys: Vec<&String> = refs["refs"].as_object().ok_or("refs")?.keys().collect();
+        for other in layers.iter().filter(|l| l["name"] != layer["name"]) {
+            let oname = other["name"].as_str().ok_or("name")?;
+            // The other layers' groups are there, their arrays and chunks are not.
+            let group = format!("{oname}/zarr.json");
+            assert!(keys.contains(&&group), "{group}");
+            let below = keys
+                .iter()
+                .filter(|k| k.starts_with(&format!("{oname}/")) && ***k != group)
+                .count();
+            assert_eq!(below, 0, "{oname} has no arrays when {lname} is chosen");
+        }
+    }
+    assert_eq!(files, whole.files);
+    // A path that names nothing: nothing read.
+    let out = dir.path().join("none.json");
+    let mut w = KerchunkWriter::create(&out.as_path().into(), &RemoteOptions::<()>::default())?;
+    let options = VirtualizeOptions::default().with_only("no-such-layer");
+    let summary = virtualize(Location::Local(ds), &mut w, &options, &|_| {})?;
+    assert_eq!(
+        (summary.arrays, summary.files, summary.bytes_read),
+        (0, 0, 0)
+    );
+    Ok(())
+}
+
 #[test]
 fn several_sources_are_named_nodes_of_one_root() -> TestResult {
     let _lz4 = lz4_block_codec::register();
