@@ -30,7 +30,7 @@ fn run_ci_steps(tests: bool) -> Result<(), String> {
             .args(["doc", "--workspace", "--no-deps"])
             .env("RUSTDOCFLAGS", "-D warnings"),
     )?;
-    crate::features::run_steps()?;
+    crate::features::run_steps(false)?;
     crate::readme_examples::run(&[])?;
     // The advisories check downloads its database from outside the package registries, which
     // CI machines cannot reach: it stays configured in deny.toml for users and is skipped here.

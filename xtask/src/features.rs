@@ -25,8 +25,12 @@
 //!   these crates turns on a feature of another, so one invocation builds each without any.
 //!   `scifmt-io` has no dev-dependency on itself: its tests are also checked without features.
 //! * **zarrs-blosc-bench with `c-peer`** (zarrs' C-Blosc codec, which its bench needs and which
-//!   must stay out of the workspace tests): clippy on all targets, in the same invocation as
-//!   blosc-chunk's (the `blosc` feature of zarrs changes no code of blosc-chunk).
+//!   must stay out of the workspace tests): clippy on all targets, only with `--c-peer`
+//!   (`cargo xtask features --c-peer`), in the same invocation as blosc-chunk's (the `blosc`
+//!   feature of zarrs changes no code of blosc-chunk). Not in `cargo xtask ci`: it compiles
+//!   C-Blosc and zarrs a second time (about 100 CPU-seconds of CI's two cores) to lint a
+//!   benchmark harness, which `cargo bench -p zarrs-blosc-bench --features c-peer` compiles
+//!   whenever it is run.
 //!
 //! `wkw-zarr` has no `cfg(feature)` code (its features only pick object-store backends of
 //! `scifmt-io`), so its builds with and without features are the same code.
@@ -127,17 +131,19 @@ fn check_workspace_has_all_features() -> Result<(), String> {
     }
 }
 
-pub(crate) fn run_steps() -> Result<(), String> {
+/// The steps; with `c_peer` zarrs-blosc-bench's `c-peer` build too.
+pub(crate) fn run_steps(c_peer: bool) -> Result<(), String> {
     check_workspace_has_all_features()?;
-    clippy(&[
-        "-p",
-        "blosc-chunk",
-        "-p",
-        "zarrs-blosc-bench",
-        "--features",
-        "zarrs-blosc-bench/c-peer",
-        "--all-targets",
-    ])?;
+    let mut blosc = vec!["-p", "blosc-chunk", "--all-targets"];
+    if c_peer {
+        blosc.extend([
+            "-p",
+            "zarrs-blosc-bench",
+            "--features",
+            "zarrs-blosc-bench/c-peer",
+        ]);
+    }
+    clippy(&blosc)?;
     // The integration tests only: they assert what the features change (which codecs encode,
     // which fixtures decode); the library's unit tests have no `zfp`-dependent case, and
     // compiling the library a second time in test mode took about a minute of CI.
@@ -160,8 +166,12 @@ pub(crate) fn run_steps() -> Result<(), String> {
 }
 
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
-    if let Some(extra) = args.first() {
-        return Err(format!("unexpected argument `{extra}`"));
+    let mut c_peer = false;
+    for a in args {
+        match a.as_str() {
+            "--c-peer" => c_peer = true,
+            extra => return Err(format!("unexpected argument `{extra}`")),
+        }
     }
-    run_steps()
+    run_steps(c_peer)
 }

@@ -78,6 +78,7 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         None => crate::dist::build_wheel(
             &crate::dist::tools()?,
             &root.join("target").join("python-wheel"),
+            "release",
         )?,
     };
     let size = std::fs::metadata(&wheel).map_err(|e| format!("{}: {e}", wheel.display()))?;
