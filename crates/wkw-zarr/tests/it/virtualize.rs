@@ -67,6 +67,22 @@ fn same_as_wkw(
     Ok(shape)
 }
 
+/// A mag entry's factors and its node name as webKNOSSOS writes it (`1`, `2-2-1`).
+fn mag_name(entry: &Value) -> Result<(Vec<u64>, String), Box<dyn std::error::Error>> {
+    let v: Vec<u64> = entry["mag"]
+        .as_array()
+        .ok_or("mag")?
+        .iter()
+        .filter_map(Value::as_u64)
+        .collect();
+    let name = match v.as_slice() {
+        [a, b, c] if a == b && b == c => a.to_string(),
+        [a, b, c] => format!("{a}-{b}-{c}"),
+        _ => return Err(format!("mag {v:?}").into()),
+    };
+    Ok((v, name))
+}
+
 /// Every WKW file below `mag` and the bytes its header and jump table take.
 fn head_bytes(mag: &Path) -> Result<(u64, u64), Box<dyn std::error::Error>> {
     let header = wkw::Header::parse(&std::fs::read(mag.join("header.wkw"))?)?;
@@ -173,17 +189,7 @@ fn datasets_keep_their_layers_mags_and_groups() -> TestResult {
             assert_eq!(group["node_type"], "group");
             assert_eq!(group["attributes"]["ome"]["version"], "0.5");
             for m in layer["mags"].as_array().ok_or("mags")? {
-                let v: Vec<u64> = m["mag"]
-                    .as_array()
-                    .ok_or("mag")?
-                    .iter()
-                    .filter_map(Value::as_u64)
-                    .collect();
-                let mname = if v.iter().all(|&x| x == v[0]) {
-                    v[0].to_string()
-                } else {
-                    format!("{}-{}-{}", v[0], v[1], v[2])
-                };
+                let (v, mname) = mag_name(m)?;
                 let path = m["path"].as_str().ok_or("path")?.trim_start_matches("./");
                 let shape = same_as_wkw(&store, &format!("/{lname}/{mname}"), &ds.join(path))?;
                 // The layer's bounding box fits in the array (as the conversion sizes it).
@@ -238,17 +244,7 @@ fn only_the_chosen_layer_or_mag_is_read() -> TestResult {
         let store = open_refs(&out, &[])?;
         for m in layer["mags"].as_array().ok_or("mags")? {
             let path = m["path"].as_str().ok_or("path")?.trim_start_matches("./");
-            let v: Vec<u64> = m["mag"]
-                .as_array()
-                .ok_or("mag")?
-                .iter()
-                .filter_map(Value::as_u64)
-                .collect();
-            let mname = if v.iter().all(|&x| x == v[0]) {
-                v[0].to_string()
-            } else {
-                format!("{}-{}-{}", v[0], v[1], v[2])
-            };
+            let (_, mname) = mag_name(m)?;
             same_as_wkw(&store, &format!("/{lname}/{mname}"), &ds.join(path))?;
         }
         let refs: Value = serde_json::from_slice(&std::fs::read(&out)?)?;
