@@ -215,7 +215,8 @@ fn icechunk(
 }
 
 /// `--to icechunk`: a new local repository at `dst`, built complete in a hidden sibling and
-/// then put in place (an existing one is replaced only with `overwrite`, and only then).
+/// then put in place (an existing one is replaced only with `overwrite`, and only then); or a
+/// new repository at an `s3://` prefix that holds nothing.
 #[cfg(feature = "icechunk")]
 fn icechunk(
     srcs: &[Location],
@@ -227,9 +228,18 @@ fn icechunk(
 ) -> CliResult {
     let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
     let Location::Local(target) = dst else {
-        return Err(Fail::usage(
-            "--to icechunk writes a local repository (a directory) so far, not a URL",
-        ));
+        // On an object store: a new repository whose `main` moves to the references only
+        // when all are committed (IcechunkWriter), so it is never seen partial.
+        if dst.has_contents().map_err(fail)? {
+            return Err(Fail::usage(if overwrite {
+                format!(
+                    "{dst}: replacing an Icechunk repository on an object store is not supported yet (delete it first, or write to a new prefix)"
+                )
+            } else {
+                format!("{dst} exists: --to icechunk writes a new repository")
+            }));
+        }
+        return build_icechunk(srcs, dst, options, progress, out);
     };
     if dst.has_contents().map_err(fail)? && !overwrite {
         return Err(Fail::usage(format!(
@@ -279,7 +289,8 @@ fn build_icechunk(
         .map(scifmt_io::reference_url)
         .collect::<Result<Vec<_>, _>>()
         .map_err(fail)?;
-    let mut writer = scifmt_io::IcechunkWriter::create(dst, &prefixes).map_err(fail)?;
+    // Object stores as the environment configures them (as for every URL of the command).
+    let mut writer = scifmt_io::IcechunkWriter::create(dst, &prefixes, &[]).map_err(fail)?;
     let summary = produce(srcs, &mut writer, options, progress)?;
     let snapshot = writer.finish().map_err(fail)?;
     record(&summary, out);

@@ -465,3 +465,80 @@ fn an_s3_b2nd_source_is_read_by_its_metadata_only() {
     let n = chunks_are_b2nd_chunks(&doc, "", &a, Some(&a));
     assert_eq!(n as u64, summary["references"].as_u64().unwrap());
 }
+
+/// `--to icechunk` into an `s3://` prefix, of an `s3://` source (feature `icechunk`): a new
+/// repository whose only branch is `main` (the parts' branch is gone), the sources read by
+/// headers and jump tables only; a second run is refused, with or without `--overwrite`, and
+/// leaves it as it was. (scifmt-io's tests read such a repository back through Icechunk.)
+#[cfg(feature = "icechunk")]
+#[test]
+fn an_icechunk_repository_on_s3_of_an_s3_source() {
+    let src = testdata("wkw-zarr/multi/wkw");
+    let server = TestServer::start().unwrap();
+    server.upload_dir(&src, "ds/multi").unwrap();
+    server.reset_stats();
+    let run = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_scifmt"))
+            .args([
+                "virtualize",
+                &server.url("ds/multi"),
+                &server.url("repos/multi"),
+            ])
+            .args(extra)
+            .envs(server.env())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let first = run(&["--json"]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(summary["to"], "icechunk");
+    assert!(summary["references"].as_u64().unwrap() > 0);
+    assert!(summary["snapshot"].as_str().is_some_and(|s| !s.is_empty()));
+    let data_bytes: u64 = server
+        .log()
+        .iter()
+        .filter(|r| r.is_object_get() && r.key.ends_with(".wkw") && !r.key.ends_with("header.wkw"))
+        .map(|r| r.bytes_sent)
+        .sum();
+    assert_eq!(summary["bytes_read"].as_u64(), Some(data_bytes));
+    let keys = |dir: &Path| {
+        let n = server.download_prefix("repos/multi", dir).unwrap();
+        assert!(n > 0);
+        let mut all = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else {
+                    all.push(p.strip_prefix(dir).unwrap().to_string_lossy().into_owned());
+                }
+            }
+        }
+        all.sort();
+        all
+    };
+    let a = tmp();
+    let before = keys(a.path());
+    let branches: Vec<&String> = before.iter().filter(|k| k.starts_with("refs/")).collect();
+    assert!(!branches.is_empty());
+    assert!(
+        branches.iter().all(|k| k.starts_with("refs/branch.main/")),
+        "{branches:?}"
+    );
+    let again = run(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
+    let replace = run(&["--overwrite"]);
+    assert_eq!(replace.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&replace.stderr).contains("not supported yet"));
+    let b = tmp();
+    assert_eq!(keys(b.path()), before, "the refused runs wrote nothing");
+}

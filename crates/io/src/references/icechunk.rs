@@ -10,19 +10,23 @@
 //!
 //! Icechunk keeps a session's changes in memory until they are committed, so the writer
 //! commits every [`COMMIT_EVERY`] references and starts a new session: memory stays bounded
-//! whatever the number of references. The repository is local for now.
+//! whatever the number of references. The parts are committed on a branch of the writer's own;
+//! `main` moves to the last one when the writer finishes (a conditional update: it fails if
+//! another writer moved `main` meanwhile), so readers see the empty repository or the whole
+//! one. The repository is a local directory or an `s3://` prefix.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use icechunk::config::Credentials;
+use icechunk::format::SnapshotId;
 use icechunk::format::format_constants::SpecVersionBin;
 use icechunk::format::manifest::{
     Checksum as IcChecksum, SecondsSinceEpoch, VirtualChunkLocation, VirtualChunkRef,
 };
-use icechunk::storage::{ETag, S3Options};
+use icechunk::storage::{ETag, S3Credentials, S3Options, S3StaticCredentials};
 use icechunk::virtual_chunks::VirtualChunkContainer;
-use icechunk::{ObjectStoreConfig, Repository, RepositoryConfig, Store};
+use icechunk::{ObjectStoreConfig, Repository, RepositoryConfig, Storage, Store};
 use tokio::sync::RwLock;
 use zarrs_metadata::v3::{ArrayMetadataV3, GroupMetadataV3};
 
@@ -39,14 +43,27 @@ pub(crate) const COMMIT_EVERY: u64 = 1 << 20;
 /// The branch the references are committed to.
 const BRANCH: &str = "main";
 
+/// A branch name of this writer's own, for the parts before `main` moves.
+fn work_branch() -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
+    format!("scifmt-virtualize-{}-{nanos}", std::process::id())
+}
+
 /// Writes virtual references into a new Icechunk repository (see the module docs).
 pub struct IcechunkWriter {
     name: String,
     repo: Repository,
     store: Store,
+    /// The branch the parts are committed on.
+    work: String,
+    /// `main`'s snapshot when the repository was created.
+    initial: SnapshotId,
     arrays: DeclaredArrays,
     pending: u64,
     commits: u64,
+    commit_every: u64,
 }
 
 impl std::fmt::Debug for IcechunkWriter {
@@ -66,40 +83,137 @@ fn ic(name: &str, e: impl std::fmt::Display) -> Error {
     }
 }
 
+/// The setting `names[0]` (or one of its aliases, `names[1..]`): from `config` (keys as
+/// [`Location::parse`] takes them, in any case), else from the environment.
+fn setting(config: &[(String, String)], names: &[&str]) -> Option<String> {
+    let given = names.iter().find_map(|n| {
+        config
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(n))
+            .map(|(_, v)| v.clone())
+    });
+    given
+        .or_else(|| names.iter().find_map(|n| std::env::var(n).ok()))
+        .filter(|v| !v.is_empty())
+}
+
+/// Whether a boolean setting is `true`.
+fn flag(config: &[(String, String)], names: &[&str]) -> bool {
+    setting(config, names).is_some_and(|v| v.eq_ignore_ascii_case("true"))
+}
+
+/// The S3 options of `config` and the environment: endpoint, region, plain HTTP, path style
+/// for a custom endpoint (as [`store_for_url`](crate::store_for_url) configures S3).
+fn s3_options(config: &[(String, String)]) -> (S3Options, bool) {
+    let endpoint = setting(config, &["AWS_ENDPOINT_URL", "AWS_ENDPOINT"]);
+    let mut options = S3Options::default()
+        .with_allow_http(flag(config, &["AWS_ALLOW_HTTP"]))
+        .with_force_path_style(
+            endpoint.is_some() && !flag(config, &["AWS_VIRTUAL_HOSTED_STYLE_REQUEST"]),
+        );
+    if let Some(r) = setting(config, &["AWS_REGION", "AWS_DEFAULT_REGION"]) {
+        options = options.with_region(r);
+    }
+    if let Some(e) = &endpoint {
+        options = options.with_endpoint_url(e.clone());
+    }
+    (options, endpoint.is_some())
+}
+
+/// The S3 credentials `config` gives (access key and secret, maybe a session token); `None`:
+/// Icechunk takes them from the environment.
+fn s3_credentials(config: &[(String, String)]) -> Option<S3Credentials> {
+    let given = |names: &[&str]| {
+        names.iter().find_map(|n| {
+            config
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(n))
+                .map(|(_, v)| v.clone())
+        })
+    };
+    let key = given(&["AWS_ACCESS_KEY_ID"])?;
+    let secret = given(&["AWS_SECRET_ACCESS_KEY"])?;
+    Some(S3Credentials::Static(S3StaticCredentials {
+        access_key_id: key,
+        secret_access_key: secret,
+        session_token: given(&["AWS_SESSION_TOKEN", "AWS_TOKEN"]),
+        expires_after: None,
+    }))
+}
+
 /// The virtual chunk container for sources below `prefix` (a reference URL, see
-/// [`reference_url`](crate::reference_url)).
-fn container(prefix: &str, name: &str) -> Result<VirtualChunkContainer> {
+/// [`reference_url`](crate::reference_url)) and the credentials readers of this process use
+/// for it (`None`: the environment's).
+fn container(
+    prefix: &str,
+    name: &str,
+    config: &[(String, String)],
+) -> Result<(VirtualChunkContainer, Option<Credentials>)> {
     let prefix = format!("{}/", prefix.trim_end_matches('/'));
-    let store = if let Some(path) = prefix.strip_prefix("file://") {
-        ObjectStoreConfig::LocalFileSystem(std::path::PathBuf::from(path))
+    let (store, credentials) = if let Some(path) = prefix.strip_prefix("file://") {
+        (
+            ObjectStoreConfig::LocalFileSystem(std::path::PathBuf::from(path)),
+            None,
+        )
     } else if prefix.starts_with("s3://") {
-        let env = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
-        let endpoint = env("AWS_ENDPOINT_URL").or_else(|| env("AWS_ENDPOINT"));
-        let mut options = S3Options::default()
-            .with_allow_http(env("AWS_ALLOW_HTTP").is_some_and(|v| v.eq_ignore_ascii_case("true")))
-            .with_force_path_style(
-                endpoint.is_some()
-                    && !env("AWS_VIRTUAL_HOSTED_STYLE_REQUEST")
-                        .is_some_and(|v| v.eq_ignore_ascii_case("true")),
-            );
-        if let Some(r) = env("AWS_REGION").or_else(|| env("AWS_DEFAULT_REGION")) {
-            options = options.with_region(r);
-        }
-        if let Some(e) = &endpoint {
-            options = options.with_endpoint_url(e.clone());
-        }
-        if endpoint.is_some() {
+        let (options, custom_endpoint) = s3_options(config);
+        let store = if custom_endpoint {
             ObjectStoreConfig::S3Compatible(options)
         } else {
             ObjectStoreConfig::S3(options)
-        }
+        };
+        (store, s3_credentials(config).map(Credentials::S3))
     } else {
         return Err(Error::Unsupported {
             name: name.to_owned(),
             what: format!("virtual chunks of {prefix}: only local files and s3:// sources so far"),
         });
     };
-    VirtualChunkContainer::new(prefix, store).map_err(|e| ic(name, e))
+    let c = VirtualChunkContainer::new(prefix, store).map_err(|e| ic(name, e))?;
+    Ok((c, credentials))
+}
+
+/// The bucket and the key prefix of an `s3://bucket/prefix` URL.
+fn s3_bucket_prefix(url: &str) -> Option<(String, String)> {
+    let rest = url.strip_prefix("s3://")?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    (!bucket.is_empty()).then(|| (bucket.to_owned(), prefix.trim_matches('/').to_owned()))
+}
+
+/// The storage of a repository at `dst`: a local directory, or a prefix on S3 (configured
+/// by `config` and the environment).
+async fn storage(
+    dst: &Location,
+    name: &str,
+    config: &[(String, String)],
+) -> Result<Arc<dyn Storage + Send + Sync>> {
+    match dst {
+        Location::Local(path) => {
+            std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
+            icechunk::new_local_filesystem_storage(path)
+                .await
+                .map_err(|e| ic(name, e))
+        }
+        Location::Store(s) => {
+            let Some((bucket, prefix)) = s3_bucket_prefix(s.url()) else {
+                return Err(Error::Unsupported {
+                    name: name.to_owned(),
+                    what: "Icechunk repositories on object stores: s3:// only so far".into(),
+                });
+            };
+            let (options, _) = s3_options(config);
+            icechunk::new_s3_object_store_storage(
+                options,
+                bucket,
+                (!prefix.is_empty()).then_some(prefix),
+                s3_credentials(config),
+                Vec::new(),
+                Vec::new(),
+            )
+            .await
+            .map_err(|e| ic(name, e))
+        }
+    }
 }
 
 /// Icechunk's checksum for ours: the ETag, or the modification time rounded up to a second.
@@ -120,72 +234,89 @@ fn ic_checksum(c: &Checksum) -> Option<IcChecksum> {
 }
 
 impl IcechunkWriter {
-    /// Creates a repository at `dst` (a local directory that is empty or absent) whose virtual
-    /// chunks may come from below each of `sources` (reference URLs: `file:///…`, `s3://…`).
+    /// Creates a repository at `dst` (a local directory that is empty or absent, or an
+    /// `s3://` prefix that holds none) whose virtual chunks may come from below each of
+    /// `sources` (reference URLs: `file:///…`, `s3://…`). `config`: object-store settings as
+    /// [`Location::parse`] takes them (`AWS_ENDPOINT_URL`, `AWS_ACCESS_KEY_ID`, …; any case),
+    /// over the environment's, for the repository and the S3 sources.
+    ///
+    /// The references are committed on a branch of their own; `main` holds the empty first
+    /// snapshot until [`finish`](Self::finish) moves it to the last one, so a reader never
+    /// sees a partial repository, however many parts the references are committed in.
     ///
     /// # Errors
-    /// [`Error::Unsupported`] for a repository on an object store or a source of another
-    /// scheme; [`Error::Icechunk`] if Icechunk cannot create it (e.g. `dst` is not empty).
-    pub fn create(dst: &Location, sources: &[String]) -> Result<Self> {
+    /// [`Error::Unsupported`] for a repository on an object store other than S3 or a source
+    /// of another scheme; [`Error::Icechunk`] if Icechunk cannot create it (e.g. `dst` holds
+    /// one already).
+    pub fn create(dst: &Location, sources: &[String], config: &[(String, String)]) -> Result<Self> {
         let name = dst.to_string();
-        let Location::Local(path) = dst else {
-            return Err(Error::Unsupported {
-                name,
-                what: "Icechunk repositories on object stores: not yet (write it locally)".into(),
-            });
-        };
-        let mut config = RepositoryConfig::default();
+        let mut repo_config = RepositoryConfig::default();
         let mut authorized: HashMap<String, Option<Credentials>> = HashMap::new();
         for s in sources {
-            let c = container(s, &name)?;
-            authorized.insert(c.url_prefix().to_owned(), None);
-            config
+            let (c, credentials) = container(s, &name, config)?;
+            authorized.insert(c.url_prefix().to_owned(), credentials);
+            repo_config
                 .set_virtual_chunk_container(c)
                 .map_err(|e| ic(&name, e))?;
         }
-        std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
-        let (repo, store) = block_on(async {
-            let storage = icechunk::new_local_filesystem_storage(path)
-                .await
-                .map_err(|e| ic(&name, e))?;
+        let (repo, store, work, initial) = block_on(async {
+            let storage = storage(dst, &name, config).await?;
             let repo = Repository::create(storage)
-                .config(config)
+                .config(repo_config)
                 .spec_version(SpecVersionBin::V1)
                 .authorize_virtual_chunk_access(authorized)
                 .execute()
                 .await
                 .map_err(|e| ic(&name, e))?;
-            let store = Self::session(&repo, &name).await?;
-            Ok::<_, Error>((repo, store))
+            let initial = repo.lookup_branch(BRANCH).await.map_err(|e| ic(&name, e))?;
+            let work = work_branch();
+            repo.create_branch(&work, &initial)
+                .await
+                .map_err(|e| ic(&name, e))?;
+            let store = Self::session(&repo, &work, &name).await?;
+            Ok::<_, Error>((repo, store, work, initial))
         })??;
         Ok(Self {
             name,
             repo,
             store,
+            work,
+            initial,
             arrays: DeclaredArrays::default(),
             pending: 0,
             commits: 0,
+            commit_every: COMMIT_EVERY,
         })
     }
 
-    async fn session(repo: &Repository, name: &str) -> Result<Store> {
+    /// Commits a part every `n` chunks (at least 1; [`COMMIT_EVERY`] by default): Icechunk
+    /// holds a part's changes in memory until it is committed.
+    #[must_use]
+    pub fn with_commit_every(mut self, n: u64) -> Self {
+        self.commit_every = n.max(1);
+        self
+    }
+
+    async fn session(repo: &Repository, branch: &str, name: &str) -> Result<Store> {
         let session = repo
-            .writable_session(BRANCH)
+            .writable_session(branch)
             .await
             .map_err(|e| ic(name, e))?;
         Ok(Store::from_session(Arc::new(RwLock::new(session))).await)
     }
 
-    /// Commits what the current session holds, with `message`; the snapshot id.
-    async fn commit(&self, message: &str) -> Result<String> {
+    /// Commits what the current session holds, with `message` (also nothing: the last part
+    /// may have just been committed); the snapshot.
+    async fn commit(&self, message: &str) -> Result<SnapshotId> {
         let session = self.store.session();
         let mut guard = session.write().await;
         let id = guard
             .commit(message)
+            .allow_empty(true)
             .execute()
             .await
             .map_err(|e| ic(&self.name, e))?;
-        Ok(id.to_string())
+        Ok(id)
     }
 
     fn set(&self, key: &str, text: serde_json::Result<String>) -> Result<()> {
@@ -193,12 +324,25 @@ impl IcechunkWriter {
         block_on(self.store.set(key, text.into()))?.map_err(|e| ic(&self.name, e))
     }
 
-    /// Commits the last references; the id of the snapshot that holds them all.
+    /// Commits the last references and moves `main` to the snapshot that holds them all (only
+    /// if `main` is still where [`create`](Self::create) left it: another writer's commit in
+    /// between is an error, not overwritten); its id.
     ///
     /// # Errors
     /// [`Error::Icechunk`].
     pub fn finish(self) -> Result<String> {
-        block_on(self.commit("scifmt virtualize"))?
+        block_on(async {
+            let last = self.commit("scifmt virtualize").await?;
+            self.repo
+                .reset_branch(BRANCH, &last, Some(&self.initial))
+                .await
+                .map_err(|e| ic(&self.name, e))?;
+            self.repo
+                .delete_branch(&self.work)
+                .await
+                .map_err(|e| ic(&self.name, e))?;
+            Ok(last.to_string())
+        })?
     }
 }
 
@@ -239,16 +383,16 @@ impl ReferenceSink for IcechunkWriter {
 }
 
 impl IcechunkWriter {
-    /// Counts one chunk set; commits every [`COMMIT_EVERY`] of them.
+    /// Counts one chunk set; commits every `commit_every` of them.
     fn added(&mut self) -> Result<()> {
         self.pending += 1;
-        if self.pending >= COMMIT_EVERY {
+        if self.pending >= self.commit_every {
             let name = self.name.clone();
             let part = self.commits + 1;
             let store = block_on(async {
                 self.commit(&format!("scifmt virtualize (part {part})"))
                     .await?;
-                Self::session(&self.repo, &name).await
+                Self::session(&self.repo, &self.work, &name).await
             })??;
             self.store = store;
             self.commits = part;
@@ -282,6 +426,7 @@ mod tests {
         let mut w = IcechunkWriter::create(
             &Location::Local(repo_dir.clone()),
             std::slice::from_ref(&prefix),
+            &[],
         )
         .unwrap();
         w.group("", &GroupMetadataV3::new()).unwrap();
@@ -326,5 +471,118 @@ mod tests {
             .unwrap();
         let e = read("a/c/1").unwrap_err().to_string();
         assert!(e.contains("checksum"), "{e}");
+    }
+
+    /// The repository on S3 (the test server), of an S3 source: `main` stays the empty first
+    /// snapshot while the parts are committed, holds every reference once the writer
+    /// finishes, and a rewritten source fails the read (its ETag).
+    #[test]
+    fn a_repository_on_s3_reads_back_and_main_moves_only_when_finished() {
+        let server = s3_testserver::TestServer::start().unwrap();
+        let config = server.env();
+        let src = Location::parse(&server.url("src/data.bin"), &config).unwrap();
+        src.write_small(
+            &(0u8..=255).collect::<Vec<_>>(),
+            crate::Durability::default(),
+        )
+        .unwrap();
+        let meta = block_on(async {
+            let Location::Store(s) = &src else {
+                unreachable!("an s3:// URL")
+            };
+            object_store::ObjectStoreExt::head(s.store(), s.path()).await
+        })
+        .unwrap()
+        .unwrap();
+        let checksum = Checksum::of_object(&meta);
+        assert!(matches!(checksum, Checksum::ETag(_)));
+        let prefix = server.url("src");
+        let url = server.url("src/data.bin");
+        let dst = Location::parse(&server.url("repos/one"), &config).unwrap();
+        let mut w = IcechunkWriter::create(&dst, std::slice::from_ref(&prefix), &config)
+            .unwrap()
+            .with_commit_every(1);
+        w.group("", &GroupMetadataV3::new()).unwrap();
+        let array: ArrayMetadataV3 = serde_json::from_value(serde_json::json!({
+            "zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}]}))
+        .unwrap();
+        w.array("a", &array).unwrap();
+        for (i, offset) in [(0u64, 100u64), (1, 16)] {
+            w.reference(
+                &ChunkReference::new("a", &[i], &url, offset, 4).with_checksum(Some(&checksum)),
+            )
+            .unwrap();
+        }
+        assert_eq!(w.commits, 2, "two parts committed before finishing");
+        let read = |key: &str| {
+            block_on(async {
+                let (options, _) = s3_options(&config);
+                let storage = icechunk::new_s3_object_store_storage(
+                    options,
+                    server.bucket().to_owned(),
+                    Some("repos/one".into()),
+                    s3_credentials(&config),
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .await
+                .unwrap();
+                let auth = HashMap::from([(
+                    format!("{prefix}/"),
+                    s3_credentials(&config).map(Credentials::S3),
+                )]);
+                let repo = Repository::open(storage)
+                    .authorize_virtual_chunk_access(auth)
+                    .execute()
+                    .await
+                    .unwrap();
+                let session = repo
+                    .readonly_session(&VersionInfo::BranchTipRef(BRANCH.into()))
+                    .await
+                    .unwrap();
+                let store = Store::from_session(Arc::new(RwLock::new(session))).await;
+                store.get(key, &ByteRange::ALL).await.map(|b| b.to_vec())
+            })
+            .unwrap()
+        };
+        // Parts committed, main not moved: the array is not there yet.
+        assert!(read("a/zarr.json").is_err());
+        let snapshot = w.finish().unwrap();
+        assert!(!snapshot.is_empty());
+        assert_eq!(read("a/c/0").unwrap(), [100, 101, 102, 103]);
+        assert_eq!(read("a/c/1").unwrap(), [16, 17, 18, 19]);
+        assert!(read("zarr.json").is_ok());
+        // A repository there already: refused, the existing one untouched.
+        assert!(IcechunkWriter::create(&dst, std::slice::from_ref(&prefix), &config).is_err());
+        assert_eq!(read("a/c/1").unwrap(), [16, 17, 18, 19]);
+        // The source rewritten (same size, other bytes, a new ETag): the read fails.
+        src.write_small(&[7u8; 256], crate::Durability::default())
+            .unwrap();
+        let e = read("a/c/1").unwrap_err().to_string();
+        assert!(e.contains("checksum") && e.contains(&url), "{e}");
+        // Nothing of the writer's own branch is left.
+        let branches = block_on(async {
+            let (options, _) = s3_options(&config);
+            let storage = icechunk::new_s3_object_store_storage(
+                options,
+                server.bucket().to_owned(),
+                Some("repos/one".into()),
+                s3_credentials(&config),
+                Vec::new(),
+                Vec::new(),
+            )
+            .await
+            .unwrap();
+            let repo = Repository::open(storage).execute().await.unwrap();
+            repo.list_branches().await.unwrap()
+        })
+        .unwrap();
+        assert_eq!(
+            branches.into_iter().collect::<Vec<_>>(),
+            [BRANCH.to_owned()]
+        );
     }
 }
