@@ -289,7 +289,7 @@ impl IcechunkWriter {
         })
     }
 
-    /// Commits a part every `n` chunks (at least 1; [`COMMIT_EVERY`] by default): Icechunk
+    /// Commits a part every `n` chunks (at least 1; 2²⁰ by default): Icechunk
     /// holds a part's changes in memory until it is committed.
     #[must_use]
     pub fn with_commit_every(mut self, n: u64) -> Self {
