@@ -205,7 +205,7 @@ pub fn virtualize(
 /// Whether `src` is a Blosc2 frame for [`virtualize`] rather than another kind of source
 /// (e.g. WKW data, for callers that take both): a local file starting with the frame magic
 /// (`b2frame\0` at byte 2), a file or URL named `*.b2nd` or `*.b2frame` (any case), or a local
-/// directory holding [`SPARSE_FRAME_FILE`](crate::SPARSE_FRAME_FILE) (a sparse frame). Reads
+/// directory holding [`SPARSE_FRAME_FILE`] (a sparse frame). Reads
 /// at most the first 10 bytes of a local file and sends no request: an object (or a sparse
 /// frame's prefix) is told by its name alone.
 ///

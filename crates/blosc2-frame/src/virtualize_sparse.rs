@@ -204,7 +204,7 @@ impl ChunkFiles {
             let mut listing = store.list(prefix);
             let mut seen = 0usize;
             while let Some(meta) = listing.next().await {
-                if seen % CANCEL_EVERY == 0 {
+                if seen.is_multiple_of(CANCEL_EVERY) {
                     cancel.check()?;
                 }
                 seen += 1;

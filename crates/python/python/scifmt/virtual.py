@@ -289,7 +289,7 @@ class B2ndParser:
     of files only (no inline chunks), so a frame with such chunks is refused: the
     ``VirtualizeError`` names the first such chunk; ``scifmt.virtualize(url, "refs.json",
     to="kerchunk")`` writes them inline instead. Refused likewise (``VirtualizeError`` naming the
-    file): sparse frames (a directory), plain super-chunks (no ``b2nd`` metalayer), 0-D arrays,
+    file): plain super-chunks (no ``b2nd`` metalayer), 0-D arrays,
     dtypes without a Zarr v3 data type (structured, strings, datetimes), and a damaged or
     truncated frame.
 
