@@ -90,6 +90,8 @@ pub struct VirtualizeOptions {
     pub limits: Limits,
     /// Requests to object stores. The default fetches a speculative head of 4 KiB and tail of
     /// 16 KiB at open (rather than [`RemoteFrame`]'s 64 KiB each: no chunk is read after).
+    /// `concurrency` bounds the `HEAD` requests of a sparse frame's chunk files on stores whose
+    /// listings carry no ETags.
     pub remote: RemoteOptions,
     /// Raised to stop ([`Error::Cancelled`]); the sink decides what becomes of what it
     /// received.
