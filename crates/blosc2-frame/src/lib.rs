@@ -43,6 +43,8 @@ mod stream;
 mod trailer;
 #[cfg(feature = "references")]
 mod virtualize;
+#[cfg(feature = "references")]
+mod virtualize_sparse;
 mod writer;
 #[cfg(feature = "zarrs")]
 mod zarrs_plugin;

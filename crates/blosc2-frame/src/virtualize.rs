@@ -1,10 +1,10 @@
 //! b2nd frames as virtual Zarr v3 references (feature `references`): the array of a `.b2nd`
-//! (or `.b2frame` with a `b2nd` metalayer) contiguous frame declared as a Zarr v3 array whose
-//! chunks are the Blosc2 chunks of the frame, read in place through the `b2nd` codec
+//! (or `.b2frame` with a `b2nd` metalayer) frame, contiguous or sparse, declared as a Zarr v3
+//! array whose chunks are the Blosc2 chunks of the frame, read in place through the `b2nd` codec
 //! ([`B2ndCodec`](crate::B2ndCodec), spec `spec/b2nd-codec/`).
 //!
 //! Only the frame's metadata is read: the fixed header with its metalayers, the trailer and
-//! the index chunk (the offsets of the chunks); never a chunk. A local file is read with
+//! the index chunk (where the chunks are); never a chunk. A local file is read with
 //! positional reads and its modification time and length are compared before and after; an
 //! object is opened like [`RemoteFrame`] opens it (a speculative head and tail, then the
 //! missing metadata ranges in one coalesced round), every read pinned to the ETag of the
@@ -15,21 +15,51 @@
 //! `u1`–`u8`, `f2`–`f8`, `c8`, `c16` in either byte order; others are refused), fill value 0
 //! and the codec `b2nd` with the b2nd `blockshape`, the dtype's byte order and (for writers)
 //! the frame's compressor, level and shuffle. Chunk `i` of the index is the chunk at the C
-//! order position `i` of the chunk grid; its reference is the byte range from its offset to
-//! the next stored chunk's offset (or the end of the chunk section): a Blosc2 chunk knows its
-//! length (`cbytes`), and decoders ignore what follows it, so a frame whose chunks were
-//! rewritten (leaving unused bytes between chunks) still reads right.
+//! order position `i` of the chunk grid.
 //!
-//! Special chunks of the index (stored as a flag, no bytes): runs of zeros and uninitialised
-//! runs get no reference, so they read as the fill value 0 (what python-blosc2 returns for
-//! zeros; uninitialised content is unspecified, and this crate's own reads also give zeros);
-//! a run of NaNs (float32/float64 arrays) is given inline ([`ReferenceSink::inline`]) as the
-//! 32-byte Blosc2 special chunk of NaNs of the chunk's size, which the `b2nd` codec decodes.
-//! A sink without inline chunks refuses it ([`Error::Sink`] naming the chunk).
+//! # Contiguous frames
+//! One file (or object): header, chunks, index chunk, trailer. A stored chunk's reference is
+//! the byte range of the frame from its offset to the next stored chunk's offset (or the end of
+//! the chunk section): a Blosc2 chunk knows its length (`cbytes`), and decoders ignore what
+//! follows it, so a frame whose chunks were rewritten (leaving unused bytes between chunks)
+//! still reads right. Every reference carries the frame's checksum (ETag, or modification
+//! time).
 //!
-//! Refused with [`Error::NotVirtualizable`]: sparse frames (a directory of chunk files), frames
-//! without a `b2nd` metalayer (plain super-chunks: their chunks are not the chunks of an
-//! N-dimensional array), dtypes without a Zarr v3 data type (structured, strings, datetimes).
+//! # Sparse frames
+//! A directory (an object prefix) holding `chunks.b2frame` — a frame of type 1 made of the
+//! header (with the metalayers), the index chunk and the trailer, no chunks — and one file per
+//! stored chunk, named by the number the index holds for it as 8 upper-case hexadecimal digits
+//! and `.chunk` (`00000000.chunk`, `0000001A.chunk`, …), each file one whole Blosc2 chunk
+//! (C-Blosc2's
+//! [README_SFRAME_FORMAT.rst](https://github.com/Blosc/c-blosc2/blob/main/README_SFRAME_FORMAT.rst)
+//! and
+//! [README_CFRAME_FORMAT.rst](https://github.com/Blosc/c-blosc2/blob/main/README_CFRAME_FORMAT.rst);
+//! this crate's [format notes](crate::file_format)). The source is the
+//! directory or its `chunks.b2frame`. A stored chunk's reference is its whole file: the file's
+//! URL, offset 0, the file's length, and the file's own checksum (ETag, or modification time). Besides `chunks.b2frame`,
+//! only the chunk files' metadata is read: locally one `stat` per chunk file the index names;
+//! on an object store one `LIST` of the directory (its pages), which gives every object's
+//! length, ETag and modification time (objects the index does not name are skipped, so memory
+//! stays bounded by the index). Checked without reading a chunk's bytes: every chunk file the
+//! index names exists ([`Error::Io`] with `NotFound` locally, [`Error::Remote`] with
+//! `NotFound` on a store, naming the file and the chunk) and is a file of at least a chunk
+//! header's 16 bytes ([`Error::Invalid`] naming the file). Not checked, as it needs the
+//! chunk's first bytes: that the file's length agrees with the `cbytes` of the chunk's header
+//! (C-Blosc2 writes exactly `cbytes` bytes; a longer file still decodes, a shorter one or a
+//! damaged header fails when the chunk is read through the reference, by the `b2nd` codec).
+//!
+//! # Special chunks
+//! Special chunks of the index (stored as a flag, no bytes, in either kind of frame): runs of
+//! zeros and uninitialised runs get no reference, so they read as the fill value 0 (what
+//! python-blosc2 returns for zeros; uninitialised content is unspecified, and this crate's own
+//! reads also give zeros); a run of NaNs (float32/float64 arrays) is given inline
+//! ([`ReferenceSink::inline`]) as the 32-byte Blosc2 special chunk of NaNs of the chunk's size,
+//! which the `b2nd` codec decodes. A sink without inline chunks refuses it ([`Error::Sink`]
+//! naming the chunk).
+//!
+//! Refused with [`Error::NotVirtualizable`]: frames without a `b2nd` metalayer (plain
+//! super-chunks: their chunks are not the chunks of an N-dimensional array), dtypes without a
+//! Zarr v3 data type (structured, strings, datetimes).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -41,11 +71,12 @@ use serde_json::{Value, json};
 use crate::b2nd::{B2ND_METALAYER, B2ndMeta, unravel};
 use crate::b2nd_codec::{B2ndCodecConfig, Endian};
 use crate::error::{Error, Result};
-use crate::header::FrameHeader;
+use crate::header::{FrameHeader, FrameType};
 use crate::limits::Limits;
 use crate::offsets::ChunkLocation;
-use crate::reader::{Frame, MIN_CHUNK_LEN};
+use crate::reader::{Frame, MIN_CHUNK_LEN, SPARSE_FRAME_FILE};
 use crate::remote::{RemoteFrame, RemoteOptions};
+use crate::virtualize_sparse::{ChunkDir, ChunkFiles};
 
 /// Chunks between two looks at the cancel flag.
 const CANCEL_EVERY: usize = 4096;
@@ -59,6 +90,8 @@ pub struct VirtualizeOptions {
     pub limits: Limits,
     /// Requests to object stores. The default fetches a speculative head of 4 KiB and tail of
     /// 16 KiB at open (rather than [`RemoteFrame`]'s 64 KiB each: no chunk is read after).
+    /// `concurrency` bounds the `HEAD` requests of a sparse frame's chunk files on stores whose
+    /// listings carry no ETags.
     pub remote: RemoteOptions,
     /// Raised to stop ([`Error::Cancelled`]); the sink decides what becomes of what it
     /// received.
@@ -105,9 +138,11 @@ impl VirtualizeOptions {
 pub struct VirtualizeSummary {
     /// Arrays declared (1 per frame).
     pub arrays: u64,
-    /// Frame files or objects read (their metadata only).
+    /// Frame files or objects read (their metadata only): 1 for a contiguous frame; for a
+    /// sparse frame its `chunks.b2frame` and the distinct chunk files referenced (whose
+    /// metadata only was read).
     pub files: u64,
-    /// Byte-range references (one per stored chunk).
+    /// Byte-range references (one per stored chunk; a sparse frame's: whole chunk files).
     pub references: u64,
     /// Chunks given inline (runs of NaNs).
     pub inline: u64,
@@ -115,13 +150,16 @@ pub struct VirtualizeSummary {
     /// runs, chunks past the end of the index).
     pub fill_chunks: u64,
     /// Bytes read from the frames (header, metalayers, index, trailer; for objects also the
-    /// speculative head and tail fetched with them).
+    /// speculative head and tail fetched with them); never a chunk's. The listing of a sparse
+    /// frame's directory on a store is not counted.
     pub bytes_read: u64,
 }
 
-/// Streams the b2nd frame at `src` (a local `.b2nd` file or an object URL) into `sink` as the
-/// array at the root of the hierarchy: its metadata, then one reference per stored chunk (see
-/// the module docs).
+/// Streams the b2nd frame at `src` into `sink` as the array at the root of the hierarchy: its
+/// metadata, then one reference per stored chunk (see the module docs). `src` is a local path
+/// or an object URL: a contiguous frame (a `.b2nd` or `.b2frame` file or object), or a sparse
+/// frame (its directory or prefix, or its `chunks.b2frame`), whose chunks are referenced as
+/// the whole chunk files.
 ///
 /// ```
 /// use blosc2_frame::{VirtualizeOptions, b2nd_frame_from_slice, blosc_chunk::CParams};
@@ -145,11 +183,16 @@ pub struct VirtualizeSummary {
 /// ```
 ///
 /// # Errors
-/// [`Error::NotVirtualizable`] (naming the source) for a sparse frame, a frame without a
-/// `b2nd` metalayer, a dtype without a Zarr v3 data type, a header whose type size or chunk
-/// size disagrees with the metalayer; the validation errors of [`Frame::open`] for a bad
-/// header, metalayer, index or trailer ([`Error::Invalid`] naming field and offset, …);
-/// [`Error::LimitExceeded`]; [`Error::Io`] / [`Error::Remote`] for failed reads;
+/// [`Error::NotVirtualizable`] (naming the source) for a frame without a `b2nd` metalayer, a
+/// dtype without a Zarr v3 data type, a header whose type size or chunk size disagrees with
+/// the metalayer, a directory without `chunks.b2frame`; the validation errors of
+/// [`Frame::open`] for a bad header, metalayer, index or trailer ([`Error::Invalid`] naming
+/// field and offset, …); for a sparse frame, [`Error::Io`] (local) or [`Error::Remote`]
+/// (store) with `NotFound` for a chunk file the index names that is not there, naming the
+/// file and the chunk, and [`Error::Invalid`] for a chunk file shorter than a chunk header;
+/// [`Error::LimitExceeded`]; [`Error::Io`] / [`Error::Remote`] for failed reads, `stat`s
+/// and listings (a store that cannot list, such as a plain HTTP server, cannot serve a sparse
+/// frame);
 /// [`Error::Changed`] for a source that changed while it was read; [`Error::Cancelled`];
 /// [`Error::Sink`] for what the sink refuses (a NaN run, which needs an inline chunk, into a
 /// sink without them).
@@ -164,9 +207,9 @@ pub fn virtualize(
 /// Whether `src` is a Blosc2 frame for [`virtualize`] rather than another kind of source
 /// (e.g. WKW data, for callers that take both): a local file starting with the frame magic
 /// (`b2frame\0` at byte 2), a file or URL named `*.b2nd` or `*.b2frame` (any case), or a local
-/// directory holding [`SPARSE_FRAME_FILE`](crate::SPARSE_FRAME_FILE) (a sparse frame, which
-/// [`virtualize`] refuses saying so). Reads at most the first 10 bytes of a local file and
-/// sends no request: an object is told by its name alone.
+/// directory holding [`SPARSE_FRAME_FILE`] (a sparse frame). Reads
+/// at most the first 10 bytes of a local file and sends no request: an object (or a sparse
+/// frame's prefix) is told by its name alone.
 ///
 /// ```
 /// use blosc2_frame::is_frame_source;
@@ -234,13 +277,6 @@ pub fn virtualize_at(
     })?;
     check_sizes(frame.header(), &meta, &dtype, &url)?;
     let array = array_metadata(frame.header(), &meta, &dtype, &url)?;
-    sink.array(at, &array).map_err(Error::Sink)?;
-    let mut summary = VirtualizeSummary {
-        arrays: 1,
-        files: 1,
-        bytes_read: opened.bytes_read,
-        ..VirtualizeSummary::default()
-    };
     let grid = meta.chunks_per_dim();
     let nchunks = meta.nchunks();
     let index = frame.index();
@@ -254,9 +290,35 @@ pub fn virtualize_at(
             ),
         ));
     }
-    summary.fill_chunks = nchunks - index.len() as u64;
-    let ends = ChunkEnds::new(frame);
-    let header_len = u64::from(frame.header().header_len);
+    let index_start = frame.index_start()?;
+    // Where the stored chunks are; for a sparse frame the chunk files' metadata, before the
+    // sink receives anything.
+    let stored = match &opened.layout {
+        Layout::Contiguous { checksum } => Stored::Contiguous {
+            ends: ChunkEnds::new(frame),
+            header_len: u64::from(frame.header().header_len),
+            checksum,
+        },
+        Layout::Sparse { dir, dir_url } => Stored::Sparse(ChunkFiles::read(
+            dir,
+            dir_url,
+            index,
+            index_start,
+            &options.cancel,
+        )?),
+    };
+    sink.array(at, &array).map_err(Error::Sink)?;
+    let chunk_files = match &stored {
+        Stored::Contiguous { .. } => 0,
+        Stored::Sparse(files) => files.len() as u64,
+    };
+    let mut summary = VirtualizeSummary {
+        arrays: 1,
+        files: 1 + chunk_files,
+        bytes_read: opened.bytes_read,
+        fill_chunks: nchunks - index.len() as u64,
+        ..VirtualizeSummary::default()
+    };
     let mut nan_chunk: Option<Vec<u8>> = None;
     for (i, loc) in index.iter().enumerate() {
         if i % CANCEL_EVERY == 0 {
@@ -265,13 +327,28 @@ pub fn virtualize_at(
         let indices = unravel(i as u64, &grid);
         match *loc {
             ChunkLocation::Stored(off) => {
-                let len = ends.len_of(i, off)?;
-                let start = header_len.checked_add(off).ok_or(Error::Overflow {
-                    what: "chunk offset",
-                })?;
-                let r = ChunkReference::new(at, &indices, &url, start, len)
-                    .with_checksum(Some(&opened.checksum));
-                sink.reference(&r).map_err(Error::Sink)?;
+                match &stored {
+                    Stored::Contiguous {
+                        ends,
+                        header_len,
+                        checksum,
+                    } => {
+                        let len = ends.len_of(i, off)?;
+                        let start = header_len.checked_add(off).ok_or(Error::Overflow {
+                            what: "chunk offset",
+                        })?;
+                        let r = ChunkReference::new(at, &indices, &url, start, len)
+                            .with_checksum(Some(checksum));
+                        sink.reference(&r).map_err(Error::Sink)?;
+                    }
+                    Stored::Sparse(files) => {
+                        let (num, file) = files.get(i, off, index_start)?;
+                        let file_url = files.url(num);
+                        let r = ChunkReference::new(at, &indices, &file_url, 0, file.len)
+                            .with_checksum(Some(&file.checksum));
+                        sink.reference(&r).map_err(Error::Sink)?;
+                    }
+                }
                 summary.references += 1;
             }
             ChunkLocation::Nan => {
@@ -304,11 +381,31 @@ impl OpenedFrame {
     }
 }
 
-/// The frame, the source's checksum, the bytes read.
+/// The frame, where its chunks are, the bytes read.
 struct Opened {
     frame: OpenedFrame,
-    checksum: Checksum,
+    layout: Layout,
     bytes_read: u64,
+}
+
+/// Where the chunks of an opened frame are stored.
+enum Layout {
+    /// In the frame file (object) itself, whose checksum the references carry.
+    Contiguous { checksum: Checksum },
+    /// In the chunk files of a sparse frame's directory (named `dir_url`).
+    Sparse { dir: ChunkDir, dir_url: String },
+}
+
+/// The stored chunks' references: byte ranges of the frame, or whole chunk files.
+enum Stored<'a> {
+    /// Byte ranges of a contiguous frame (`header_len` bytes of header before the chunks).
+    Contiguous {
+        ends: ChunkEnds,
+        header_len: u64,
+        checksum: &'a Checksum,
+    },
+    /// The chunk files of a sparse frame.
+    Sparse(ChunkFiles),
 }
 
 /// A [`scifmt_io::ReadAt`] that counts the bytes read through it.
@@ -329,59 +426,86 @@ impl<R: scifmt_io::ReadAt> scifmt_io::ReadAt for Counting<R> {
     }
 }
 
-/// `Error::NotVirtualizable` for a sparse frame.
-fn sparse(url: &str) -> Error {
-    Error::NotVirtualizable {
-        url: url.to_owned(),
-        what: "a sparse frame (a directory of chunk files); only contiguous frames (.b2nd, \
-               .b2frame files) are virtualized so far"
-            .into(),
-    }
-}
-
-/// Opens the local frame file `path` (named `url`) by its metadata; a file that changes while
-/// it is read is [`Error::Changed`].
+/// Opens the local frame `path` (named `url`) by its metadata: a contiguous frame file, or a
+/// sparse frame (its directory, or its `chunks.b2frame`). A frame file that changes while it is
+/// read is [`Error::Changed`].
 fn open_local(path: &std::path::Path, url: &str, limits: &Limits) -> Result<Opened> {
-    if path.is_dir() {
-        if !path.join(crate::SPARSE_FRAME_FILE).is_file() {
+    let (file_path, mut sparse_dir) = if path.is_dir() {
+        let index = path.join(SPARSE_FRAME_FILE);
+        if !index.is_file() {
             return Err(Error::NotVirtualizable {
                 url: url.to_owned(),
                 what: format!(
-                    "a directory without {}: neither a frame file nor a sparse frame",
-                    crate::SPARSE_FRAME_FILE
+                    "a directory without {SPARSE_FRAME_FILE}: neither a frame file nor a sparse \
+                     frame"
                 ),
             });
         }
-        return Err(sparse(url));
-    }
-    let file = std::fs::File::open(path)?;
+        (index, Some(path.to_path_buf()))
+    } else {
+        (path.to_path_buf(), None)
+    };
+    let file = std::fs::File::open(&file_path)?;
     let stamp = |f: &std::fs::File| -> Result<(Checksum, u64)> {
         let m = f.metadata()?;
-        Ok((Checksum::of_file(&m, path)?, m.len()))
+        Ok((Checksum::of_file(&m, &file_path)?, m.len()))
     };
     let before = stamp(&file)?;
     let read = Arc::new(AtomicU64::new(0));
-    let counting = Counting {
-        inner: file.try_clone()?,
-        read: Arc::clone(&read),
+    let counting = || -> Result<Counting<std::fs::File>> {
+        Ok(Counting {
+            inner: file.try_clone()?,
+            read: Arc::clone(&read),
+        })
     };
-    let frame = match Frame::from_reader(counting, 0, limits) {
-        Err(Error::FrameType { found: 1, .. }) => return Err(sparse(url)),
-        r => r?,
+    let frame = if sparse_dir.is_some() {
+        Frame::from_reader_typed(counting()?, 0, FrameType::Sparse, limits)?
+    } else {
+        match Frame::from_reader(counting()?, 0, limits) {
+            // The `chunks.b2frame` of a sparse frame: its directory holds the chunk files.
+            Err(Error::FrameType { found: 1, .. })
+                if file_path.file_name() == Some(std::ffi::OsStr::new(SPARSE_FRAME_FILE)) =>
+            {
+                let dir = file_path
+                    .parent()
+                    .filter(|p| !p.as_os_str().is_empty())
+                    .unwrap_or_else(|| std::path::Path::new("."));
+                sparse_dir = Some(dir.to_path_buf());
+                Frame::from_reader_typed(counting()?, 0, FrameType::Sparse, limits)?
+            }
+            Err(Error::FrameType { found: 1, .. }) => {
+                return Err(Error::NotVirtualizable {
+                    url: url.to_owned(),
+                    what: format!(
+                        "the index file of a sparse frame, but not named {SPARSE_FRAME_FILE} \
+                         in its directory: give the directory"
+                    ),
+                });
+            }
+            r => r?,
+        }
     };
     if stamp(&file)? != before {
         return Err(Error::Changed {
             url: url.to_owned(),
         });
     }
+    let layout = match sparse_dir {
+        Some(dir) => Layout::Sparse {
+            dir_url: reference_url(&Location::Local(dir.clone()))?,
+            dir: ChunkDir::Local(dir),
+        },
+        None => Layout::Contiguous { checksum: before.0 },
+    };
     Ok(Opened {
         frame: OpenedFrame::Local(frame),
-        checksum: before.0,
+        layout,
         bytes_read: read.load(Ordering::Relaxed),
     })
 }
 
-/// Opens the frame object at `s` (named `url`) by its metadata, pinned to one version.
+/// Opens the frame object at `s` (named `url`) by its metadata, pinned to one version: a
+/// contiguous frame object, or a sparse frame (its prefix, or its `chunks.b2frame`).
 fn open_remote(
     s: &scifmt_io::StoreLocation,
     url: &str,
@@ -390,8 +514,22 @@ fn open_remote(
     let limits = options.limits;
     let remote = options.remote.clone().map_format(|f| f.with_limits(limits));
     let rf = scifmt_io::block_on(RemoteFrame::open_at(s.object(), remote))??;
-    if rf.is_sparse() {
-        return Err(sparse(url));
+    let bytes_read = rf.remote.opened_bytes;
+    if let Some(dir) = &rf.remote.dir {
+        // A sparse frame: its chunk files are listed later, each with its own checksum.
+        let layout = Layout::Sparse {
+            dir: ChunkDir::Store {
+                store: Arc::clone(rf.remote.obj.store()),
+                path: dir.path.clone(),
+                concurrency: options.remote.concurrency,
+            },
+            dir_url: dir.url.clone(),
+        };
+        return Ok(Opened {
+            frame: OpenedFrame::Remote(Box::new(rf)),
+            layout,
+            bytes_read,
+        });
     }
     let checksum = match rf.e_tag() {
         Some(e) => Checksum::ETag(e.to_owned()),
@@ -403,10 +541,9 @@ fn open_remote(
             Checksum::of_object(&meta)
         }
     };
-    let bytes_read = rf.remote.opened_bytes;
     Ok(Opened {
         frame: OpenedFrame::Remote(Box::new(rf)),
-        checksum,
+        layout: Layout::Contiguous { checksum },
         bytes_read,
     })
 }

@@ -4,7 +4,7 @@
 //!
 //! Each source is told apart by what it is: a local file starting with the Blosc2 frame magic,
 //! a file or URL named `*.b2nd` / `*.b2frame`, or a directory holding `chunks.b2frame` (a
-//! sparse frame, refused by `blosc2_frame`) is a b2nd frame; anything else is WKW (a dataset
+//! sparse frame) is a b2nd frame; anything else is WKW (a dataset
 //! root or a mag, as `wkw_zarr` detects them).
 
 use std::path::PathBuf;

@@ -344,10 +344,7 @@ def test_parser_arguments_and_sources_that_are_refused(vz, tmp_path):
 def _refused_sources(tmp_path):
     """(path, words of the message) of sources blosc2 makes that are refused."""
     out = []
-    sparse = tmp_path / "sparse.b2nd"
-    blosc2.asarray(np.arange(40, dtype="<i4").reshape(8, 5), urlpath=str(sparse), mode="w",
-                   chunks=(4, 5), blocks=(2, 5), contiguous=False)  # fmt: skip
-    out.append((sparse, "sparse frame"))
+    # (Sparse b2nd arrays are virtualized: test_virtual_b2nd_sparse.py.)
     plain = tmp_path / "plain.b2frame"
     schunk = blosc2.SChunk(chunksize=400, urlpath=str(plain), mode="w", contiguous=True)
     schunk.append_data(np.arange(100, dtype="<i4"))

@@ -39,6 +39,8 @@ fn fixtures() -> Vec<Fixture> {
     let mut v: Vec<Fixture> = frame_entries()
         .iter()
         .filter(|e| e["kind"] == "b2nd")
+        // A sparse frame's chunks are files of their own (`virtualize_sparse.rs`).
+        .filter(|e| !testdata().join(e["path"].as_str().unwrap()).is_dir())
         .map(|e| {
             let path = e["path"].as_str().unwrap();
             Fixture {

@@ -124,7 +124,7 @@ fn check(frame: &Frame<'_>, e: &Value) {
 #[test]
 fn every_fixture_frame_from_file_slice_and_offset() {
     let entries = frame_entries();
-    assert_eq!(entries.len(), 22);
+    assert_eq!(entries.len(), 23);
     for e in &entries {
         let path = e["path"].as_str().unwrap();
         let full = testdata().join(path);
@@ -287,9 +287,10 @@ fn get_slice_matches_decompress_all() {
     }
 }
 
-/// The logical arrays of the first three b2nd fixtures, recomputed from the generator calls
-/// recorded in the manifest. The per-dtype arrays (entries with `values`) are checked against
-/// their numpy expressions in `typed.rs`; here their C-order sha256 vouches for them.
+/// The logical arrays of the first three b2nd fixtures and the sparse one, recomputed from the
+/// generator calls recorded in the manifest. The per-dtype arrays (entries with `values`) are
+/// checked against their numpy expressions in `typed.rs`; here their C-order sha256 vouches
+/// for them.
 fn expected_array(path: &str) -> Option<Vec<u8>> {
     match path {
         "frames/b2nd_f4_20x30.b2nd" => {
@@ -303,6 +304,17 @@ fn expected_array(path: &str) -> Option<Vec<u8>> {
                 .flat_map(|k| {
                     let (r, c) = (k / 40, k % 40);
                     (if r < 5 && c < 5 { 1.0f64 } else { 0.0 }).to_le_bytes()
+                })
+                .collect(),
+        ),
+        // `written_values` everywhere but in chunk (1, 1) (rows 16..32, columns 20..40),
+        // never written: zeros.
+        "frames/b2nd_sparse_i4_37x45.b2nd" => Some(
+            (0..37 * 45)
+                .flat_map(|k: i32| {
+                    let (r, c) = (k / 45, k % 45);
+                    let written = !((16..32).contains(&r) && (20..40).contains(&c));
+                    (if written { k * 3 - 2000 } else { 0 }).to_le_bytes()
                 })
                 .collect(),
         ),

@@ -18,4 +18,5 @@ mod robustness;
 mod serde;
 mod typed;
 mod virtualize;
+mod virtualize_sparse;
 mod writer;

@@ -146,7 +146,7 @@ fn the_reference_fixtures_cover_every_element_type_in_both_orders() {
         .into_iter()
         .filter(|e| e["kind"] == "b2nd")
         .collect();
-    assert_eq!(b2nd.len(), 12, "b2nd fixtures");
+    assert_eq!(b2nd.len(), 13, "b2nd fixtures");
     assert_eq!(dtype_entries().len(), 9, "b2nd fixtures with region hashes");
     let dtypes: Vec<String> = b2nd
         .iter()

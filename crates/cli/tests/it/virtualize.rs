@@ -401,13 +401,14 @@ fn b2nd_frames_become_kerchunk_references_to_their_chunks() {
     fails(
         &[
             "virtualize",
+            // A sparse frame of a plain super-chunk (sparse b2nd arrays are virtualized).
             &s(&testdata("blosc/frames/sparse_lz4.b2frame")),
             &x,
             "--to",
             "kerchunk",
         ],
         2,
-        "a sparse frame",
+        "no \"b2nd\" metalayer",
     );
     // Two sources of one name.
     fails(
@@ -416,6 +417,38 @@ fn b2nd_frames_become_kerchunk_references_to_their_chunks() {
         "two sources are named",
     );
     assert!(!dir.path().join("x.json").exists());
+}
+
+#[test]
+fn a_sparse_b2nd_frame_becomes_references_to_its_chunk_files() {
+    let dir = tmp();
+    // python-blosc2's sparse b2nd array: chunks.b2frame and one %08X.chunk file per chunk.
+    let a = testdata("blosc/frames/b2nd_sparse_i4_37x45.b2nd");
+    let out = dir.path().join("sparse.json");
+    let summary = json(&["virtualize", &s(&a), &s(&out), "--to", "kerchunk", "--json"]);
+    let doc: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
+    let n = chunks_are_b2nd_chunks(&doc, "", &a, None);
+    assert!(n > 0);
+    assert_eq!(n as u64, summary["references"].as_u64().unwrap());
+    // Each reference is a whole chunk file; chunks.b2frame and each chunk file were read.
+    for (key, v) in doc["refs"].as_object().unwrap() {
+        if !key.starts_with("c/") {
+            continue;
+        }
+        let file =
+            std::path::PathBuf::from(v[0].as_str().unwrap().strip_prefix("file://").unwrap());
+        assert!(
+            file.starts_with(std::fs::canonicalize(&a).unwrap()),
+            "{key}"
+        );
+        assert_eq!(v[1].as_u64(), Some(0), "{key}");
+        assert_eq!(
+            v[2].as_u64(),
+            Some(std::fs::metadata(&file).unwrap().len()),
+            "{key}"
+        );
+    }
+    assert_eq!(summary["files"].as_u64(), Some(1 + n as u64));
 }
 
 #[test]

@@ -64,7 +64,7 @@ def virtualize(
     metalayer; the array at the root). A source is taken for a b2nd frame, as ``scifmt
     virtualize`` tells them apart, when it is a local file starting with the frame magic, a
     path or URL named ``*.b2nd`` or ``*.b2frame``, or a directory holding ``chunks.b2frame``
-    (a sparse frame, refused); for WKW otherwise. Several sources, of either kind, each become
+    (a sparse frame, each chunk referenced as its whole chunk file); for WKW otherwise. Several sources, of either kind, each become
     the group (dataset) or array (mag, frame) named like their directory or file (``a.b2nd``
     stays ``a.b2nd``) under a root group; two of one name are refused.
 
@@ -76,7 +76,8 @@ def virtualize(
     chunk, decoded by scifmt's ``b2nd`` codec with the frame's block shape; chunks stored as
     runs of zeros or left uninitialised are missing chunks (fill value 0), runs of NaNs are
     written inline (each a 32-byte Blosc2 chunk of NaNs). Only the frame's header, metalayers,
-    index and trailer are read. Refused with ``VirtualizeError`` naming the file: sparse frames,
+    index and trailer are read (for a sparse frame, ``chunks.b2frame`` and the chunk files'
+    metadata). Refused with ``VirtualizeError`` naming the file:
     frames without the ``b2nd`` metalayer (plain super-chunks), 0-D arrays, dtypes without a
     Zarr v3 data type (structured, strings, datetimes) and damaged or truncated frames.
 

@@ -269,7 +269,8 @@ def _stem(url: str) -> str:
 class B2ndParser:
     """A VirtualiZarr 2.5 parser for b2nd arrays (``Parser.__call__(url, registry) ->
     ManifestStore``): python-blosc2's ``.b2nd`` files, contiguous Blosc2 frames with the
-    ``b2nd`` metalayer.
+    ``b2nd`` metalayer, and sparse ones (a directory of ``chunks.b2frame`` and ``%08X.chunk``
+    files: each chunk is its whole chunk file, whose metadata alone is read).
 
     The source (the ``url`` given to ``open_virtual_dataset``: a local path, ``file://``,
     ``s3://``, ``gs://``, ``az://`` or ``http(s)://`` URL; taken for a frame whatever its name)
@@ -290,7 +291,7 @@ class B2ndParser:
     of files only (no inline chunks), so a frame with such chunks is refused: the
     ``VirtualizeError`` names the first such chunk; ``scifmt.virtualize(url, "refs.json",
     to="kerchunk")`` writes them inline instead. Refused likewise (``VirtualizeError`` naming the
-    file): sparse frames (a directory), plain super-chunks (no ``b2nd`` metalayer), 0-D arrays,
+    file): plain super-chunks (no ``b2nd`` metalayer), 0-D arrays,
     dtypes without a Zarr v3 data type (structured, strings, datetimes), and a damaged or
     truncated frame.
 

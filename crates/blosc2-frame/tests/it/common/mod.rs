@@ -38,12 +38,12 @@ pub(crate) fn sha256_hex(data: &[u8]) -> String {
     hex::encode(Sha256::digest(data))
 }
 
-/// Contiguous fixture frames (not the sparse directory) with their bytes.
+/// Contiguous fixture frames (not the sparse directories) with their bytes.
 pub(crate) fn contiguous_frames() -> Vec<(String, Vec<u8>)> {
     frame_entries()
         .iter()
         .map(|e| e["path"].as_str().unwrap().to_string())
-        .filter(|p| !p.starts_with("frames/sparse"))
+        .filter(|p| !testdata().join(p).is_dir())
         .map(|p| {
             let bytes = std::fs::read(testdata().join(&p)).unwrap();
             (p, bytes)
@@ -125,3 +125,5 @@ pub(crate) const CONTIGUOUS: &[&str] = &[
 ];
 
 pub(crate) const SPARSE: &str = "frames/sparse_lz4.b2frame";
+/// The sparse b2nd array fixture (a directory, like [`SPARSE`]).
+pub(crate) const SPARSE_B2ND: &str = "frames/b2nd_sparse_i4_37x45.b2nd";
