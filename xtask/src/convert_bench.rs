@@ -76,9 +76,9 @@ use crate::util::{cargo, cargo_target_dir, exec, median, project_root, venv_at};
 
 /// What the peer and the source generator need, pinned.
 /// s3fs (the fsspec version webknossos 4.3.3 brings) lets the peer read and write `s3://`.
-const REQUIREMENTS: &[&str] = &["webknossos==4.3.3", "wkw==1.1.24", "s3fs==2026.9.0"];
+pub(crate) const REQUIREMENTS: &[&str] = &["webknossos==4.3.3", "wkw==1.1.24", "s3fs==2026.9.0"];
 /// The source generator, relative to the workspace root.
-const GENERATOR: &str = "testdata/generators/wkw-zarr/bench_source.py";
+pub(crate) const GENERATOR: &str = "testdata/generators/wkw-zarr/bench_source.py";
 /// The two layers: directory name (also the `--dtype` of the generator).
 const LAYERS: [&str; 2] = ["uint8", "uint64"];
 /// Worker threads (processes for the peer) of every run.
@@ -431,7 +431,13 @@ fn zstd_alone(release: &Path, layer_dir: &Path) -> Result<f64, String> {
 
 /// Makes `src/<layer>` with the generator unless a stamp says it was made by the same script
 /// at the same size.
-fn source(python: &Path, script: &Path, src: &Path, layer: &str, size: u32) -> Result<(), String> {
+pub(crate) fn source(
+    python: &Path,
+    script: &Path,
+    src: &Path,
+    layer: &str,
+    size: u32,
+) -> Result<(), String> {
     let text = std::fs::read(script).map_err(|e| format!("{}: {e}", script.display()))?;
     let stamp_text = format!("{}\nsize {size}\n", hex::encode(Sha256::digest(&text)));
     let dir = src.join(layer);
@@ -451,7 +457,7 @@ fn source(python: &Path, script: &Path, src: &Path, layer: &str, size: u32) -> R
     std::fs::write(&stamp, stamp_text).map_err(|e| format!("{}: {e}", stamp.display()))
 }
 
-fn remove(dir: &Path) -> Result<(), String> {
+pub(crate) fn remove(dir: &Path) -> Result<(), String> {
     match std::fs::remove_dir_all(dir) {
         Ok(()) => Ok(()),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(()),

@@ -14,6 +14,7 @@ mod fixtures;
 mod fuzz;
 mod module_graph;
 mod python;
+mod read_bench;
 mod readme_examples;
 mod remote_bench;
 mod s3server;
@@ -78,6 +79,11 @@ const TASKS: &[Task] = &[
         "convert-bench",
         convert_bench::run,
         "WKW -> Zarr3: scifmt convert vs webknossos copy-dataset (time, CPU, peak memory of the tree), and both S3 -> S3 with latency; scifmt virtualize vs that copy, and its memory at 2^17 and 2^20 references [--size N] [--layers L,...] [--reps N] [--latency-ms MS] [--skip-peer] [--skip-s3]",
+    ),
+    (
+        "read-bench",
+        read_bench::run,
+        "256^3 regions read as virtual Zarr (zarr-python over Icechunk and kerchunk, zarrs over kerchunk) vs the converted Zarr3 and the WKW directly, and on S3 with latency [--size N] [--reps N] [--regions N] [--data DIR] [--wheel PATH] [--scifmt PATH] [--latency-ms MS] [--skip-s3]",
     ),
     (
         "dist",

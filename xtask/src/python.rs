@@ -27,7 +27,7 @@ use crate::util::project_root;
 /// the reference packages the tests cross-check against (`wkw` for `scifmt.wkw`, `blosc2` for
 /// the Blosc/b2nd modules, `zarr` + `numcodecs` + `blosc` (python-blosc, C-Blosc 1.21) for
 /// `scifmt.zarr`, `virtualizarr` + `xarray` + `obstore` + `icechunk` for `scifmt.virtual`).
-const REQUIREMENTS: &[&str] = &[
+pub(crate) const REQUIREMENTS: &[&str] = &[
     "numpy==2.4.6",
     "pytest==9.2.0",
     // A hung test fails after `PYTEST_TIMEOUT` with every thread's stack, instead of holding
