@@ -519,17 +519,8 @@ mod tests {
         assert_eq!(w.commits, 2, "two parts committed before finishing");
         let read = |key: &str| {
             block_on(async {
-                let (options, _) = s3_options(&config);
-                let storage = icechunk::new_s3_object_store_storage(
-                    options,
-                    server.bucket().to_owned(),
-                    Some("repos/one".into()),
-                    s3_credentials(&config),
-                    Vec::new(),
-                    Vec::new(),
-                )
-                .await
-                .unwrap();
+                // The storage opened as the writer opens it.
+                let storage = storage(&dst, "repos/one", &config).await.unwrap();
                 let auth = HashMap::from([(
                     format!("{prefix}/"),
                     s3_credentials(&config).map(Credentials::S3),
@@ -565,17 +556,7 @@ mod tests {
         assert!(e.contains("checksum") && e.contains(&url), "{e}");
         // Nothing of the writer's own branch is left.
         let branches = block_on(async {
-            let (options, _) = s3_options(&config);
-            let storage = icechunk::new_s3_object_store_storage(
-                options,
-                server.bucket().to_owned(),
-                Some("repos/one".into()),
-                s3_credentials(&config),
-                Vec::new(),
-                Vec::new(),
-            )
-            .await
-            .unwrap();
+            let storage = storage(&dst, "repos/one", &config).await.unwrap();
             let repo = Repository::open(storage).execute().await.unwrap();
             repo.list_branches().await.unwrap()
         })
