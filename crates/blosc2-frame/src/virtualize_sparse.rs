@@ -1,4 +1,4 @@
-//! The chunk files of a sparse frame for [`virtualize`](crate::virtualize): which files the
+//! The chunk files of a sparse frame for the crate's `virtualize`: which files the
 //! index names, and their lengths and checksums, from metadata alone (a `stat` per file
 //! locally, one listing of the directory on an object store, plus a `HEAD` per chunk file on
 //! stores whose listings carry no ETags). See the module docs of `virtualize` for the layout
