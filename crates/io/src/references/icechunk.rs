@@ -412,6 +412,16 @@ mod tests {
     use super::*;
     use crate::references::chunk::reference_url;
 
+    /// An array of 8 bytes in chunks of 4.
+    fn eight_bytes() -> ArrayMetadataV3 {
+        serde_json::from_value(serde_json::json!({
+            "zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [{"name": "bytes"}]}))
+        .unwrap()
+    }
+
     #[test]
     fn icechunk_reads_the_references_back_and_refuses_a_changed_source() {
         let dir = tempfile::tempdir().unwrap();
@@ -430,13 +440,7 @@ mod tests {
         )
         .unwrap();
         w.group("", &GroupMetadataV3::new()).unwrap();
-        let array: ArrayMetadataV3 = serde_json::from_value(serde_json::json!({
-            "zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
-            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
-            "codecs": [{"name": "bytes"}]}))
-        .unwrap();
-        w.array("a", &array).unwrap();
+        w.array("a", &eight_bytes()).unwrap();
         w.reference(&ChunkReference::new("a", &[1], &url, 16, 4).with_checksum(Some(&checksum)))
             .unwrap();
         w.inline("a", &[0], &[9, 8, 7, 6]).unwrap();
@@ -503,13 +507,7 @@ mod tests {
             .unwrap()
             .with_commit_every(1);
         w.group("", &GroupMetadataV3::new()).unwrap();
-        let array: ArrayMetadataV3 = serde_json::from_value(serde_json::json!({
-            "zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
-            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
-            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
-            "codecs": [{"name": "bytes"}]}))
-        .unwrap();
-        w.array("a", &array).unwrap();
+        w.array("a", &eight_bytes()).unwrap();
         for (i, offset) in [(0u64, 100u64), (1, 16)] {
             w.reference(
                 &ChunkReference::new("a", &[i], &url, offset, 4).with_checksum(Some(&checksum)),
