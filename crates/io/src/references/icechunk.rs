@@ -412,6 +412,44 @@ mod tests {
     use super::*;
     use crate::references::chunk::reference_url;
 
+    /// `key` read from the tip of `main` of the Icechunk 1 repository at `dst` (its storage
+    /// opened as the writer opens it), its virtual chunks below `prefix` authorized with
+    /// `credentials`; the store's error as text (a repository that does not open fails the
+    /// test).
+    #[allow(
+        clippy::unwrap_in_result,
+        reason = "only the read's own error is returned"
+    )]
+    fn read_main(
+        dst: &Location,
+        config: &[(String, String)],
+        prefix: &str,
+        credentials: Option<Credentials>,
+        key: &str,
+    ) -> std::result::Result<Vec<u8>, String> {
+        block_on(async {
+            let storage = storage(dst, "test", config).await.unwrap();
+            let auth = HashMap::from([(format!("{prefix}/"), credentials)]);
+            let repo = Repository::open(storage)
+                .authorize_virtual_chunk_access(auth)
+                .execute()
+                .await
+                .unwrap();
+            assert_eq!(repo.spec_version(), SpecVersionBin::V1);
+            let session = repo
+                .readonly_session(&VersionInfo::BranchTipRef(BRANCH.into()))
+                .await
+                .unwrap();
+            let store = Store::from_session(Arc::new(RwLock::new(session))).await;
+            store
+                .get(key, &ByteRange::ALL)
+                .await
+                .map(|b| b.to_vec())
+                .map_err(|e| e.to_string())
+        })
+        .unwrap()
+    }
+
     /// An array of 8 bytes in chunks of 4.
     fn eight_bytes() -> ArrayMetadataV3 {
         serde_json::from_value(serde_json::json!({
@@ -447,33 +485,14 @@ mod tests {
         assert!(w.inline("b", &[0], &[1]).is_err());
         w.finish().unwrap();
 
-        let read = |key: &str| {
-            block_on(async {
-                let storage = icechunk::new_local_filesystem_storage(&repo_dir)
-                    .await
-                    .unwrap();
-                let auth = HashMap::from([(format!("{prefix}/"), None)]);
-                let repo = Repository::open(storage)
-                    .authorize_virtual_chunk_access(auth)
-                    .execute()
-                    .await
-                    .unwrap();
-                assert_eq!(repo.spec_version(), SpecVersionBin::V1);
-                let session = repo
-                    .readonly_session(&VersionInfo::BranchTipRef(BRANCH.into()))
-                    .await
-                    .unwrap();
-                let store = Store::from_session(Arc::new(RwLock::new(session))).await;
-                store.get(key, &ByteRange::ALL).await.map(|b| b.to_vec())
-            })
-            .unwrap()
-        };
+        let repo = Location::Local(repo_dir.clone());
+        let read = |key: &str| read_main(&repo, &[], &prefix, None, key);
         assert_eq!(read("a/c/1").unwrap(), [16, 17, 18, 19]);
         assert_eq!(read("a/c/0").unwrap(), [9, 8, 7, 6]);
         let f = std::fs::File::options().write(true).open(&file).unwrap();
         f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
             .unwrap();
-        let e = read("a/c/1").unwrap_err().to_string();
+        let e = read("a/c/1").unwrap_err();
         assert!(e.contains("checksum"), "{e}");
     }
 
@@ -516,26 +535,8 @@ mod tests {
         }
         assert_eq!(w.commits, 2, "two parts committed before finishing");
         let read = |key: &str| {
-            block_on(async {
-                // The storage opened as the writer opens it.
-                let storage = storage(&dst, "repos/one", &config).await.unwrap();
-                let auth = HashMap::from([(
-                    format!("{prefix}/"),
-                    s3_credentials(&config).map(Credentials::S3),
-                )]);
-                let repo = Repository::open(storage)
-                    .authorize_virtual_chunk_access(auth)
-                    .execute()
-                    .await
-                    .unwrap();
-                let session = repo
-                    .readonly_session(&VersionInfo::BranchTipRef(BRANCH.into()))
-                    .await
-                    .unwrap();
-                let store = Store::from_session(Arc::new(RwLock::new(session))).await;
-                store.get(key, &ByteRange::ALL).await.map(|b| b.to_vec())
-            })
-            .unwrap()
+            let credentials = s3_credentials(&config).map(Credentials::S3);
+            read_main(&dst, &config, &prefix, credentials, key)
         };
         // Parts committed, main not moved: the array is not there yet.
         assert!(read("a/zarr.json").is_err());
@@ -550,7 +551,7 @@ mod tests {
         // The source rewritten (same size, other bytes, a new ETag): the read fails.
         src.write_small(&[7u8; 256], crate::Durability::default())
             .unwrap();
-        let e = read("a/c/1").unwrap_err().to_string();
+        let e = read("a/c/1").unwrap_err();
         assert!(e.contains("checksum") && e.contains(&url), "{e}");
         // Nothing of the writer's own branch is left.
         let branches = block_on(async {
