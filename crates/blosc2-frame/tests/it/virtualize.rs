@@ -6,7 +6,7 @@
 //! server only the frame's metadata is read. Sparse frames: `virtualize_sparse.rs`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::testdata;
+use crate::common::{key_of, testdata};
 
 use std::path::Path;
 use std::sync::Arc;
@@ -204,16 +204,7 @@ fn every_b2nd_fixture_reads_back_item_for_item() -> TestResult {
         let bytes = std::fs::read(&path)?;
         let grid = meta.chunks_per_dim();
         for (i, loc) in frame.index().iter().enumerate() {
-            let mut rest = i as u64;
-            let mut idx = vec![0; grid.len()];
-            for d in (0..grid.len()).rev() {
-                idx[d] = rest % grid[d];
-                rest /= grid[d];
-            }
-            let key = format!(
-                "c/{}",
-                idx.iter().map(u64::to_string).collect::<Vec<_>>().join("/")
-            );
+            let (key, _) = key_of(i, &grid);
             let r = &doc["refs"][&key];
             match loc {
                 ChunkLocation::Stored(_) => {

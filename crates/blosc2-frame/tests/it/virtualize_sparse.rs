@@ -7,7 +7,7 @@
 //! one listing and no chunk byte.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use crate::common::{frame_entries, sha256_hex, testdata};
+use crate::common::{frame_entries, key_of, sha256_hex, testdata};
 use crate::virtualize::{Counting, open_refs, read_whole, same_as_frame, to_kerchunk};
 
 use std::path::{Path, PathBuf};
@@ -41,21 +41,6 @@ fn copy_fixture(dir: &Path) -> Result<PathBuf, Box<dyn std::error::Error>> {
         std::fs::copy(entry.path(), to.join(entry.file_name()))?;
     }
     Ok(to)
-}
-
-/// The chunk key (`c/i/j`) of chunk `i` of a chunk grid `grid` (C order).
-fn key_of(i: usize, grid: &[u64]) -> (String, Vec<u64>) {
-    let mut rest = i as u64;
-    let mut idx = vec![0; grid.len()];
-    for d in (0..grid.len()).rev() {
-        idx[d] = rest % grid[d];
-        rest /= grid[d];
-    }
-    let key = format!(
-        "c/{}",
-        idx.iter().map(u64::to_string).collect::<Vec<_>>().join("/")
-    );
-    (key, idx)
 }
 
 /// The index entries of the stored chunks: (chunk, file number).
@@ -244,31 +229,23 @@ fn missing_and_short_chunk_files_are_errors_naming_them() -> TestResult {
     assert_eq!((sink.arrays, sink.references), (0, 0));
     // Shorter than a chunk header.
     std::fs::write(&file, [0u8; 15])?;
-    let e = virtualize(path.as_path(), &mut sink, &o).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::Invalid {
-                what: "chunk file",
-                ..
-            }
-        ) && e.to_string().contains(&name),
-        "{e}"
-    );
+    let invalid = |e: Error| {
+        assert!(
+            matches!(
+                e,
+                Error::Invalid {
+                    what: "chunk file",
+                    ..
+                }
+            ) && e.to_string().contains(&name),
+            "{e}"
+        );
+    };
+    invalid(virtualize(path.as_path(), &mut sink, &o).unwrap_err());
     // A directory in its place.
     std::fs::remove_file(&file)?;
     std::fs::create_dir(&file)?;
-    let e = virtualize(path.as_path(), &mut sink, &o).unwrap_err();
-    assert!(
-        matches!(
-            e,
-            Error::Invalid {
-                what: "chunk file",
-                ..
-            }
-        ) && e.to_string().contains(&name),
-        "{e}"
-    );
+    invalid(virtualize(path.as_path(), &mut sink, &o).unwrap_err());
     assert_eq!((sink.arrays, sink.references), (0, 0));
     Ok(())
 }

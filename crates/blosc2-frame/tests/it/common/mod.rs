@@ -127,3 +127,18 @@ pub(crate) const CONTIGUOUS: &[&str] = &[
 pub(crate) const SPARSE: &str = "frames/sparse_lz4.b2frame";
 /// The sparse b2nd array fixture (a directory, like [`SPARSE`]).
 pub(crate) const SPARSE_B2ND: &str = "frames/b2nd_sparse_i4_37x45.b2nd";
+
+/// The chunk key (`c/i/j`) of chunk `i` of a chunk grid `grid` (C order).
+pub(crate) fn key_of(i: usize, grid: &[u64]) -> (String, Vec<u64>) {
+    let mut rest = i as u64;
+    let mut idx = vec![0; grid.len()];
+    for d in (0..grid.len()).rev() {
+        idx[d] = rest % grid[d];
+        rest /= grid[d];
+    }
+    let key = format!(
+        "c/{}",
+        idx.iter().map(u64::to_string).collect::<Vec<_>>().join("/")
+    );
+    (key, idx)
+}
