@@ -23,7 +23,6 @@
 //!   `--no-default-features` (a `cfg` mistake shows up as an unused item or a missing one). Only
 //!   the library targets: the test targets always get the dev-dependency's features. None of
 //!   these crates turns on a feature of another, so one invocation builds each without any.
-//!   `scifmt-io` has no dev-dependency on itself: its tests are also checked without features.
 //! * **zarrs-blosc-bench with `c-peer`** (zarrs' C-Blosc codec, which its bench needs and which
 //!   must stay out of the workspace tests): clippy on all targets, only with `--c-peer`
 //!   (`cargo xtask features --c-peer`), in the same invocation as blosc-chunk's (the `blosc`
@@ -46,10 +45,6 @@ use crate::util::{cargo, exec};
 const NOT_IN_WORKSPACE: &[(&str, &str)] = &[
     // C-Blosc through zarrs would replace blosc-chunk's codec in blosc-chunk's own tests.
     ("zarrs-blosc-bench", "c-peer"),
-    // Icechunk repositories of virtual references: the `icechunk` crate and its dependencies
-    // are an opt-in build (see scifmt-io's README for its cost), kept out of CI's time.
-    ("scifmt-io", "icechunk"),
-    ("scifmt-cli", "icechunk"),
 ];
 
 /// Library crates checked with no features at all, in one clippy invocation (none of them turns

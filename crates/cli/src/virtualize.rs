@@ -49,7 +49,8 @@ pub(crate) struct VirtualizeArgs {
     /// What to write.
     #[arg(long, value_enum, ignore_case = true, default_value_t = To::Icechunk)]
     to: To,
-    /// Replace an existing output (it is replaced only once the new one is complete).
+    /// Replace an existing output (it is replaced only once the new one is complete); an
+    /// existing Icechunk repository is updated instead (one new commit on main).
     #[arg(long)]
     overwrite: bool,
     /// fsync the local output before it is renamed into place.
@@ -214,9 +215,11 @@ fn icechunk(
     ))
 }
 
-/// `--to icechunk`: a new local repository at `dst`, built complete in a hidden sibling and
-/// then put in place (an existing one is replaced only with `overwrite`, and only then); or a
-/// new repository at an `s3://` prefix that holds nothing.
+/// `--to icechunk`: a new repository at `dst`, or (with `overwrite`) a new commit on `main` of
+/// the Icechunk repository there, setting only what changed (the earlier snapshots stay in its
+/// history). A new local repository is built complete in a hidden sibling and then put in
+/// place, also over another local directory (with `overwrite`); on an object store `main`
+/// moves only when all is committed. Another prefix of an object store is refused.
 #[cfg(feature = "icechunk")]
 fn icechunk(
     srcs: &[Location],
@@ -227,21 +230,24 @@ fn icechunk(
     out: &mut Map<String, Value>,
 ) -> CliResult {
     let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
-    let Location::Local(target) = dst else {
-        // On an object store: a new repository whose `main` moves to the references only
-        // when all are committed (IcechunkWriter), so it is never seen partial.
-        if dst.has_contents().map_err(fail)? {
-            return Err(Fail::usage(if overwrite {
-                format!(
-                    "{dst}: replacing an Icechunk repository on an object store is not supported yet (delete it first, or write to a new prefix)"
-                )
-            } else {
-                format!("{dst} exists: --to icechunk writes a new repository")
-            }));
+    let exists = dst.has_contents().map_err(fail)?;
+    if exists && scifmt_io::IcechunkWriter::exists(dst, &[]).map_err(fail)? {
+        if !overwrite {
+            return Err(Fail::usage(format!(
+                "{dst} is an Icechunk repository: add --overwrite to update it (one new commit on main that sets what changed; its earlier snapshots stay in its history)"
+            )));
         }
-        return build_icechunk(srcs, dst, options, progress, out);
+        return build_icechunk(srcs, dst, true, options, progress, out);
+    }
+    let Location::Local(target) = dst else {
+        if exists {
+            return Err(Fail::usage(format!(
+                "{dst} holds objects that are not an Icechunk repository: --to icechunk writes to an empty prefix or updates a repository (never replaces other objects, also with --overwrite)"
+            )));
+        }
+        return build_icechunk(srcs, dst, false, options, progress, out);
     };
-    if dst.has_contents().map_err(fail)? && !overwrite {
+    if exists && !overwrite {
         return Err(Fail::usage(format!(
             "{} exists: add --overwrite to replace it (the new repository replaces it only when complete)",
             crate::names::display_name(target)
@@ -254,12 +260,13 @@ fn icechunk(
     let built = build_icechunk(
         srcs,
         &Location::Local(staged.clone()),
+        false,
         options,
         progress,
         out,
     );
     let placed = built.and_then(|()| {
-        if dst.has_contents().map_err(fail)? {
+        if exists {
             scifmt_io::replace_dir(&staged, target, scifmt_io::Durability::None).map_err(fail)
         } else {
             if target.exists() {
@@ -274,11 +281,12 @@ fn icechunk(
     placed
 }
 
-/// The repository at `dst` (a new directory).
+/// The repository at `dst`: a new one, or with `update` the one there updated.
 #[cfg(feature = "icechunk")]
 fn build_icechunk(
     srcs: &[Location],
     dst: &Location,
+    update: bool,
     options: &SourceOptions,
     progress: &(dyn Fn(&Progress) + Sync),
     out: &mut Map<String, Value>,
@@ -290,10 +298,26 @@ fn build_icechunk(
         .collect::<Result<Vec<_>, _>>()
         .map_err(fail)?;
     // Object stores as the environment configures them (as for every URL of the command).
-    let mut writer = scifmt_io::IcechunkWriter::create(dst, &prefixes, &[]).map_err(fail)?;
+    let mut writer = if update {
+        scifmt_io::IcechunkWriter::update(dst, &prefixes, &[])
+    } else {
+        scifmt_io::IcechunkWriter::create(dst, &prefixes, &[])
+    }
+    .map_err(fail)?;
     let summary = produce(srcs, &mut writer, options, progress)?;
-    let snapshot = writer.finish().map_err(fail)?;
+    let commit = writer.finish().map_err(fail)?;
     record(&summary, out);
-    out.insert("snapshot".into(), json!(snapshot));
+    out.insert("snapshot".into(), json!(commit.snapshot));
+    if let Some(u) = commit.update {
+        out.insert(
+            "update".into(),
+            json!({
+                "unchanged": u.unchanged,
+                "set": u.set,
+                "deleted": u.deleted,
+                "nodes_deleted": u.nodes_deleted,
+            }),
+        );
+    }
     Ok(())
 }

@@ -33,7 +33,7 @@ pub use crate::prefetched::Prefetched;
 pub use crate::read_at::ReadAt;
 pub use crate::redact::redact;
 #[cfg(feature = "icechunk")]
-pub use crate::references::icechunk::IcechunkWriter;
+pub use crate::references::icechunk::{IcechunkCommit, IcechunkWriter, UpdateCounts};
 #[cfg(feature = "zarrs")]
 #[cfg(feature = "references")]
 pub use crate::references::reader::{DEFAULT_MAX_REFERENCE_BYTES, ReferenceStore};

@@ -376,6 +376,74 @@ def test_parser_to_icechunk_round_trip(vz, dataset, tmp_path):
                                       err_msg=layer)  # fmt: skip
 
 
+def _cargo_command_with_icechunk():
+    """The cargo-built ``scifmt`` (``SCIFMT_CARGO_CLI``; the workspace's tests build it with
+    the ``icechunk`` feature, which the wheel's command lacks)."""
+    command = os.environ.get("SCIFMT_CARGO_CLI")
+    if not command:
+        pytest.skip("SCIFMT_CARGO_CLI names no cargo-built scifmt (cargo xtask python sets it)")
+    return command
+
+
+def _read_repository(icechunk, repo, root):
+    """The group at ``main`` of the Icechunk repository ``repo``, its virtual chunks below
+    ``root`` authorized."""
+    prefix = f"file://{root.resolve()}/"
+    r = icechunk.Repository.open(icechunk.local_filesystem_storage(str(repo)),
+                                 authorize_virtual_chunk_access={prefix: None})  # fmt: skip
+    return r, zarr.open_group(r.readonly_session("main").store, mode="r")
+
+
+def test_the_command_s_icechunk_repository_reads_like_wkw_and_updates(dataset, tmp_path):
+    """``scifmt virtualize DATASET REPO`` (``--to icechunk``, the default) read by Python
+    ``icechunk`` 1.1 + zarr-python equals ``wkw``'s reads of every layer and mag; after one file
+    is rewritten, ``--overwrite`` commits only its chunks, and the repository reads the new
+    voxels (the first snapshot stays in its history)."""
+    icechunk = pytest.importorskip("icechunk")
+    command = _cargo_command_with_icechunk()
+    root, mags = dataset
+    repo = tmp_path / "repo"
+
+    def run(*extra):
+        out = subprocess.run([command, "virtualize", str(root), str(repo), "--json", *extra],
+                             capture_output=True, text=True)  # fmt: skip
+        assert out.returncode == 0, out.stderr
+        return json.loads(out.stdout)
+
+    first = run()
+    assert first["to"] == "icechunk"
+
+    def check():
+        r, group = _read_repository(icechunk, repo, root)
+        for (layer, mag_name), mag in mags.items():
+            a = group[f"{layer}/{mag_name}"]
+            np.testing.assert_array_equal(a[...], _wkw_read(mag, a.shape[1:]),
+                                          err_msg=f"{layer}/{mag_name}")  # fmt: skip
+        return r
+
+    check()
+    again = subprocess.run([command, "virtualize", str(root), str(repo)],
+                           capture_output=True, text=True)  # fmt: skip
+    assert again.returncode == 2 and "is an Icechunk repository" in again.stderr
+    # One raw file rewritten with other voxels (its modification time moved on, as a later
+    # write's would be).
+    mag = mags[("u8_raw", "1")]
+    with wkw.Dataset.open(str(mag)) as ds:
+        side = ds.header.block_len * ds.header.file_len
+        ds.write((side, 0, 0), np.full((side, side, side), 7, np.uint8, order="F"))
+    (changed,) = [f for f in mag.rglob("x1.wkw")]
+    later = changed.stat().st_mtime + 10
+    os.utime(changed, (later, later))
+    update = run("--overwrite")
+    u = update["update"]
+    blocks = (side // 8) ** 3
+    assert u == {"unchanged": first["references"] - blocks, "set": blocks, "deleted": 0,
+                 "nodes_deleted": 0}, update  # fmt: skip
+    r = check()
+    snapshots = [s.id for s in r.ancestry(branch="main")]
+    assert snapshots[0] == update["snapshot"] and first["snapshot"] in snapshots
+
+
 def test_parser_selection_errors(vz, dataset, tmp_path):
     from scifmt.virtual import WKWParser
 

@@ -501,8 +501,10 @@ fn an_s3_b2nd_source_is_read_by_its_metadata_only() {
 
 /// `--to icechunk` into an `s3://` prefix, of an `s3://` source (feature `icechunk`): a new
 /// repository whose only branch is `main` (the parts' branch is gone), the sources read by
-/// headers and jump tables only; a second run is refused, with or without `--overwrite`, and
-/// leaves it as it was. (scifmt-io's tests read such a repository back through Icechunk.)
+/// headers and jump tables only; a second run is refused without `--overwrite` and leaves it
+/// as it was; with `--overwrite` it updates the repository: nothing set for unchanged sources,
+/// then only a rewritten file's chunks set and a deleted file's chunks deleted. (scifmt-io's
+/// tests read such repositories back through Icechunk.)
 #[cfg(feature = "icechunk")]
 #[test]
 fn an_icechunk_repository_on_s3_of_an_s3_source() {
@@ -568,10 +570,65 @@ fn an_icechunk_repository_on_s3_of_an_s3_source() {
     );
     let again = run(&[]);
     assert_eq!(again.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&again.stderr).contains("exists"));
-    let replace = run(&["--overwrite"]);
-    assert_eq!(replace.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&replace.stderr).contains("not supported yet"));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is an Icechunk repository"));
     let b = tmp();
-    assert_eq!(keys(b.path()), before, "the refused runs wrote nothing");
+    assert_eq!(keys(b.path()), before, "the refused run wrote nothing");
+
+    // --overwrite: an update; the sources unchanged, every reference is there already.
+    let update = |what: &str| {
+        let run = run(&["--overwrite", "--json"]);
+        assert!(
+            run.status.success(),
+            "{what}: {}",
+            String::from_utf8_lossy(&run.stderr)
+        );
+        let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+        summary
+    };
+    let references = summary["references"].as_u64().unwrap();
+    let same = update("unchanged sources");
+    assert_eq!(same["references"].as_u64(), Some(references));
+    assert_eq!(same["update"]["unchanged"].as_u64(), Some(references));
+    for n in ["set", "deleted", "nodes_deleted"] {
+        assert_eq!(same["update"][n].as_u64(), Some(0), "{n}: {same}");
+    }
+    assert_ne!(same["snapshot"], summary["snapshot"]);
+
+    // One data file rewritten (new bytes after its jump table: a new ETag), one deleted.
+    let object = |key: &str| scifmt_io::object_store::path::Path::from(format!("ds/multi/{key}"));
+    let store = server.store();
+    let changed = "color/1/z0/y0/x0.wkw";
+    let mut bytes = std::fs::read(src.join(changed)).unwrap();
+    let last = bytes.len() - 1;
+    bytes[last] ^= 1;
+    scifmt_io::block_on(scifmt_io::object_store::ObjectStoreExt::put(
+        store.as_ref(),
+        &object(changed),
+        bytes.into(),
+    ))
+    .unwrap()
+    .unwrap();
+    scifmt_io::block_on(scifmt_io::object_store::ObjectStoreExt::delete(
+        store.as_ref(),
+        &object("color/1/z0/y1/x1.wkw"),
+    ))
+    .unwrap()
+    .unwrap();
+    let after = update("a file changed, one deleted");
+    let now = after["references"].as_u64().unwrap();
+    assert!(now < references, "{after}");
+    let u = &after["update"];
+    let (unchanged, set, deleted) = (
+        u["unchanged"].as_u64().unwrap(),
+        u["set"].as_u64().unwrap(),
+        u["deleted"].as_u64().unwrap(),
+    );
+    assert!(set > 0 && unchanged > 0, "{after}");
+    assert_eq!(unchanged + set, now, "{after}");
+    assert_eq!(
+        deleted,
+        references - now,
+        "only the deleted file's chunks: {after}"
+    );
+    assert_eq!(u["nodes_deleted"].as_u64(), Some(0));
 }

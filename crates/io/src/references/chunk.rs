@@ -330,6 +330,15 @@ impl DeclaredArrays {
         }
         Ok(node_key(array, &encoding.key(indices)))
     }
+
+    /// The paths of the declared arrays.
+    #[cfg_attr(
+        not(feature = "icechunk"),
+        expect(dead_code, reason = "only the Icechunk writer lists them")
+    )]
+    pub(crate) fn paths(&self) -> impl Iterator<Item = &str> {
+        self.0.keys().map(String::as_str)
+    }
 }
 
 /// The URL a reference names the file or object at `location` by: a store URL as it is

@@ -14,16 +14,27 @@
 //! `main` moves to the last one when the writer finishes (a conditional update: it fails if
 //! another writer moved `main` meanwhile), so readers see the empty repository or the whole
 //! one. The repository is a local directory or an `s3://` prefix.
+//!
+//! [`IcechunkWriter::update`] opens an existing repository instead: the work branch starts at
+//! `main`'s tip, and the run's nodes and references are compared with what is there. A
+//! reference that is already there (same file, range and checksum) is not set again, and what
+//! the run no longer produces is deleted: references to files it did not reference or whose
+//! checksum changed, chunks stored in the repository that it did not store, and nodes it did not
+//! write. `main` then moves to one new commit holding exactly what a new repository would hold;
+//! the earlier snapshots stay in its history. Memory: a checksum per source file, a path per
+//! node, the coordinates of the stored chunks (runs of NaNs), besides Icechunk's session.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
+use futures::TryStreamExt;
 use icechunk::config::Credentials;
-use icechunk::format::SnapshotId;
 use icechunk::format::format_constants::SpecVersionBin;
+use icechunk::format::manifest::ChunkPayload;
 use icechunk::format::manifest::{
     Checksum as IcChecksum, SecondsSinceEpoch, VirtualChunkLocation, VirtualChunkRef,
 };
+use icechunk::format::{ByteRange, ChunkIndices, NodeType, Path, SnapshotId};
 use icechunk::storage::{ETag, S3Credentials, S3Options, S3StaticCredentials};
 use icechunk::virtual_chunks::VirtualChunkContainer;
 use icechunk::{ObjectStoreConfig, Repository, RepositoryConfig, Storage, Store};
@@ -51,19 +62,48 @@ fn work_branch() -> String {
     format!("scifmt-virtualize-{}-{nanos}", std::process::id())
 }
 
-/// Writes virtual references into a new Icechunk repository (see the module docs).
+/// Writes virtual references into an Icechunk repository, new or existing (see the module
+/// docs).
 pub struct IcechunkWriter {
     name: String,
     repo: Repository,
     store: Store,
     /// The branch the parts are committed on.
     work: String,
-    /// `main`'s snapshot when the repository was created.
+    /// `main`'s snapshot when the writer started.
     initial: SnapshotId,
     arrays: DeclaredArrays,
     pending: u64,
     commits: u64,
     commit_every: u64,
+    /// Set when updating an existing repository.
+    update: Option<Update>,
+}
+
+/// What an update compares against and deletes by (see the module docs).
+#[derive(Debug, Default)]
+struct Update {
+    /// The nodes this run wrote, as Icechunk paths.
+    nodes: HashSet<String>,
+    /// Each source file this run referenced, with its checksum now.
+    files: HashMap<String, Option<IcChecksum>>,
+    /// The chunks this run stored in the repository (inline or as chunk objects), by array.
+    stored: HashMap<String, HashSet<Vec<u32>>>,
+    counts: UpdateCounts,
+}
+
+/// What [`IcechunkWriter::update`] changed: chunks set and deleted, chunks that were already
+/// there as this run found them.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct UpdateCounts {
+    /// Chunks that were already in the repository as this run produced them (not set again).
+    pub unchanged: u64,
+    /// Chunks set: new, or changed since the last run.
+    pub set: u64,
+    /// Chunks deleted: their file is gone or changed, or the run no longer produces them.
+    pub deleted: u64,
+    /// Nodes (groups, arrays) deleted: the run no longer produces them.
+    pub nodes_deleted: u64,
 }
 
 impl std::fmt::Debug for IcechunkWriter {
@@ -180,16 +220,19 @@ fn s3_bucket_prefix(url: &str) -> Option<(String, String)> {
     (!bucket.is_empty()).then(|| (bucket.to_owned(), prefix.trim_matches('/').to_owned()))
 }
 
-/// The storage of a repository at `dst`: a local directory, or a prefix on S3 (configured
-/// by `config` and the environment).
+/// The storage of a repository at `dst`: a local directory (made if `create`), or a prefix on
+/// S3 (configured by `config` and the environment).
 async fn storage(
     dst: &Location,
     name: &str,
     config: &[(String, String)],
+    create: bool,
 ) -> Result<Arc<dyn Storage + Send + Sync>> {
     match dst {
         Location::Local(path) => {
-            std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
+            if create {
+                std::fs::create_dir_all(path).map_err(|e| Error::io(path, e))?;
+            }
             icechunk::new_local_filesystem_storage(path)
                 .await
                 .map_err(|e| ic(name, e))
@@ -216,6 +259,11 @@ async fn storage(
     }
 }
 
+/// The JSON text of the node metadata at `key`.
+fn json(key: &str, text: serde_json::Result<String>) -> Result<String> {
+    text.map_err(|e| Error::InvalidArgument(format!("{key}: {e}")))
+}
+
 /// Icechunk's checksum for ours: the ETag, or the modification time rounded up to a second.
 fn ic_checksum(c: &Checksum) -> Option<IcChecksum> {
     match c {
@@ -231,6 +279,52 @@ fn ic_checksum(c: &Checksum) -> Option<IcChecksum> {
             )))
         }
     }
+}
+
+/// The virtual chunk containers of `sources` (reference URLs) and the credentials that
+/// authorize each (`None`: the environment's).
+type Containers = (
+    Vec<VirtualChunkContainer>,
+    HashMap<String, Option<Credentials>>,
+);
+
+fn containers(sources: &[String], name: &str, config: &[(String, String)]) -> Result<Containers> {
+    let mut all = Vec::new();
+    let mut authorized = HashMap::new();
+    for s in sources {
+        let (c, credentials) = container(s, name, config)?;
+        authorized.insert(c.url_prefix().to_owned(), credentials);
+        all.push(c);
+    }
+    Ok((all, authorized))
+}
+
+/// The Icechunk path of the node at `path` (ours: `""` for the root, `a/b` below it).
+fn ic_path(path: &str, name: &str) -> Result<Path> {
+    Path::new(&format!("/{path}")).map_err(|e| ic(name, e))
+}
+
+/// Icechunk's chunk coordinates for `indices`.
+fn ic_coords(indices: &[u64], name: &str) -> Result<ChunkIndices> {
+    indices
+        .iter()
+        .map(|&i| u32::try_from(i))
+        .collect::<std::result::Result<Vec<_>, _>>()
+        .map(ChunkIndices)
+        .map_err(|_| {
+            Error::InvalidArgument(format!(
+                "{name}: chunk {indices:?}: Icechunk's chunk indices are 32-bit"
+            ))
+        })
+}
+
+/// What [`IcechunkWriter::finish`] committed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IcechunkCommit {
+    /// The id of the snapshot `main` now points at.
+    pub snapshot: String,
+    /// For [`IcechunkWriter::update`]: what changed.
+    pub update: Option<UpdateCounts>,
 }
 
 impl IcechunkWriter {
@@ -250,17 +344,15 @@ impl IcechunkWriter {
     /// one already).
     pub fn create(dst: &Location, sources: &[String], config: &[(String, String)]) -> Result<Self> {
         let name = dst.to_string();
+        let (all, authorized) = containers(sources, &name, config)?;
         let mut repo_config = RepositoryConfig::default();
-        let mut authorized: HashMap<String, Option<Credentials>> = HashMap::new();
-        for s in sources {
-            let (c, credentials) = container(s, &name, config)?;
-            authorized.insert(c.url_prefix().to_owned(), credentials);
+        for c in all {
             repo_config
                 .set_virtual_chunk_container(c)
                 .map_err(|e| ic(&name, e))?;
         }
         let (repo, store, work, initial) = block_on(async {
-            let storage = storage(dst, &name, config).await?;
+            let storage = storage(dst, &name, config, true).await?;
             let repo = Repository::create(storage)
                 .config(repo_config)
                 .spec_version(SpecVersionBin::V1)
@@ -268,15 +360,106 @@ impl IcechunkWriter {
                 .execute()
                 .await
                 .map_err(|e| ic(&name, e))?;
-            let initial = repo.lookup_branch(BRANCH).await.map_err(|e| ic(&name, e))?;
-            let work = work_branch();
-            repo.create_branch(&work, &initial)
+            Self::start(repo, &name).await
+        })??;
+        Ok(Self::new(name, repo, store, work, initial, None))
+    }
+
+    /// Opens the existing repository at `dst` (as [`create`](Self::create) makes them) to
+    /// make `main` hold this run's nodes and references, in one new commit that sets only
+    /// what changed and deletes what the run no longer produces (see the module docs). The
+    /// virtual chunk containers of `sources` are added to its configuration if missing.
+    ///
+    /// # Errors
+    /// [`Error::Icechunk`] if there is no repository at `dst` or Icechunk cannot open it;
+    /// [`Error::Unsupported`] as for `create`.
+    pub fn update(dst: &Location, sources: &[String], config: &[(String, String)]) -> Result<Self> {
+        let name = dst.to_string();
+        let (all, authorized) = containers(sources, &name, config)?;
+        let (repo, store, work, initial) = block_on(async {
+            let storage = storage(dst, &name, config, false).await?;
+            let repo = Repository::open(storage)
+                .authorize_virtual_chunk_access(authorized.clone())
+                .execute()
                 .await
                 .map_err(|e| ic(&name, e))?;
-            let store = Self::session(&repo, &work, &name).await?;
-            Ok::<_, Error>((repo, store, work, initial))
+            let mut repo_config = repo.config().clone();
+            let mut missing = false;
+            for c in all {
+                if !repo_config
+                    .virtual_chunk_containers()
+                    .any(|have| *have == c)
+                {
+                    missing = true;
+                    repo_config
+                        .set_virtual_chunk_container(c)
+                        .map_err(|e| ic(&name, e))?;
+                }
+            }
+            let repo = if missing {
+                let mut authorized = authorized;
+                for prefix in repo.authorized_virtual_container_prefixes() {
+                    authorized.entry(prefix).or_insert(None);
+                }
+                let repo = repo
+                    .reopen(Some(repo_config), Some(authorized))
+                    .await
+                    .map_err(|e| ic(&name, e))?;
+                repo.save_config().await.map_err(|e| ic(&name, e))?;
+                repo
+            } else {
+                repo
+            };
+            Self::start(repo, &name).await
         })??;
-        Ok(Self {
+        Ok(Self::new(
+            name,
+            repo,
+            store,
+            work,
+            initial,
+            Some(Update::default()),
+        ))
+    }
+
+    /// Whether `dst` holds an Icechunk repository (`config` as for [`create`](Self::create)).
+    ///
+    /// # Errors
+    /// [`Error::Icechunk`] if its storage cannot be read; [`Error::Unsupported`] as for
+    /// `create`.
+    pub fn exists(dst: &Location, config: &[(String, String)]) -> Result<bool> {
+        let name = dst.to_string();
+        block_on(async {
+            let storage = storage(dst, &name, config, false).await?;
+            Repository::exists(storage, None)
+                .await
+                .map_err(|e| ic(&name, e))
+        })?
+    }
+
+    /// The writer's own branch at `main`'s tip, and a session on it.
+    async fn start(
+        repo: Repository,
+        name: &str,
+    ) -> Result<(Repository, Store, String, SnapshotId)> {
+        let initial = repo.lookup_branch(BRANCH).await.map_err(|e| ic(name, e))?;
+        let work = work_branch();
+        repo.create_branch(&work, &initial)
+            .await
+            .map_err(|e| ic(name, e))?;
+        let store = Self::session(&repo, &work, name).await?;
+        Ok((repo, store, work, initial))
+    }
+
+    fn new(
+        name: String,
+        repo: Repository,
+        store: Store,
+        work: String,
+        initial: SnapshotId,
+        update: Option<Update>,
+    ) -> Self {
+        Self {
             name,
             repo,
             store,
@@ -286,7 +469,8 @@ impl IcechunkWriter {
             pending: 0,
             commits: 0,
             commit_every: COMMIT_EVERY,
-        })
+            update,
+        }
     }
 
     /// Commits a part every `n` chunks (at least 1; 2²⁰ by default): Icechunk
@@ -319,19 +503,20 @@ impl IcechunkWriter {
         Ok(id)
     }
 
-    fn set(&self, key: &str, text: serde_json::Result<String>) -> Result<()> {
-        let text = text.map_err(|e| Error::InvalidArgument(format!("{key}: {e}")))?;
+    fn set(&self, key: &str, text: String) -> Result<()> {
         block_on(self.store.set(key, text.into()))?.map_err(|e| ic(&self.name, e))
     }
 
-    /// Commits the last references and moves `main` to the snapshot that holds them all (only
-    /// if `main` is still where [`create`](Self::create) left it: another writer's commit in
-    /// between is an error, not overwritten); its id.
+    /// Commits the last references (for [`update`](Self::update), after deleting what the run
+    /// no longer produces) and moves `main` to the snapshot that holds them all, only if
+    /// `main` is still where the writer found it: another writer's commit in between is an
+    /// error, not overwritten.
     ///
     /// # Errors
     /// [`Error::Icechunk`].
-    pub fn finish(self) -> Result<String> {
+    pub fn finish(mut self) -> Result<IcechunkCommit> {
         block_on(async {
+            self.prune().await?;
             let last = self.commit("scifmt virtualize").await?;
             self.repo
                 .reset_branch(BRANCH, &last, Some(&self.initial))
@@ -341,22 +526,145 @@ impl IcechunkWriter {
                 .delete_branch(&self.work)
                 .await
                 .map_err(|e| ic(&self.name, e))?;
-            Ok(last.to_string())
+            Ok(IcechunkCommit {
+                snapshot: last.to_string(),
+                update: self.update.as_ref().map(|u| u.counts),
+            })
         })?
+    }
+
+    /// For an update: deletes the chunks of this run's arrays that it did not produce (their
+    /// file unreferenced or changed, or a stored chunk it did not store) and the nodes it did
+    /// not write.
+    async fn prune(&mut self) -> Result<()> {
+        let Some(update) = self.update.as_mut() else {
+            return Ok(());
+        };
+        let name = &self.name;
+        let session = self.store.session();
+        let mut guard = session.write().await;
+        for array in self.arrays.paths() {
+            let path = ic_path(array, name)?;
+            let stored = update.stored.get(array);
+            let stale: Vec<ChunkIndices> = guard
+                .array_chunk_iterator(&path)
+                .await
+                .try_filter_map(|info| {
+                    let keep = match &info.payload {
+                        ChunkPayload::Virtual(v) => update
+                            .files
+                            .get(v.location.url())
+                            .is_some_and(|now| *now == v.checksum),
+                        _ => stored.is_some_and(|s| s.contains(&info.coord.0)),
+                    };
+                    std::future::ready(Ok((!keep).then_some(info.coord)))
+                })
+                .try_collect()
+                .await
+                .map_err(|e| ic(name, e))?;
+            update.counts.deleted += stale.len() as u64;
+            guard
+                .delete_chunks(&path, stale)
+                .await
+                .map_err(|e| ic(name, e))?;
+        }
+        let nodes: Vec<(NodeType, Path)> = guard
+            .list_nodes(&Path::root())
+            .await
+            .map_err(|e| ic(name, e))?
+            .map(|n| n.map(|n| (n.node_type(), n.path)))
+            .collect::<std::result::Result<_, _>>()
+            .map_err(|e| ic(name, e))?;
+        for (kind, path) in nodes {
+            if update.nodes.contains(path.as_str()) || guard.get_node(&path).await.is_err() {
+                // Written by this run, or deleted with its parent group.
+                continue;
+            }
+            match kind {
+                NodeType::Group => guard.delete_group(path).await,
+                NodeType::Array => guard.delete_array(path).await,
+            }
+            .map_err(|e| ic(name, e))?;
+            update.counts.nodes_deleted += 1;
+        }
+        Ok(())
+    }
+
+    /// For an update: records the node at `path` as written; whether its `zarr.json` is
+    /// `text` already.
+    fn node_unchanged(&mut self, path: &str, key: &str, text: &str) -> Result<bool> {
+        let Some(update) = self.update.as_mut() else {
+            return Ok(false);
+        };
+        update
+            .nodes
+            .insert(ic_path(path, &self.name)?.as_str().to_owned());
+        let now = block_on(self.store.get(key, &ByteRange::ALL))?;
+        Ok(now.is_ok_and(|b| b.as_ref() == text.as_bytes()))
+    }
+
+    /// For an update: records the chunk `indices` of `array` as produced (`payload`: what it
+    /// is now); whether the repository holds it so already.
+    fn chunk_unchanged(
+        &mut self,
+        array: &str,
+        indices: &[u64],
+        payload: &ChunkPayload,
+    ) -> Result<bool> {
+        let Some(update) = self.update.as_mut() else {
+            return Ok(false);
+        };
+        let coords = ic_coords(indices, &self.name)?;
+        match payload {
+            ChunkPayload::Virtual(v) => {
+                if !update.files.contains_key(v.location.url()) {
+                    update
+                        .files
+                        .insert(v.location.url().to_owned(), v.checksum.clone());
+                }
+            }
+            _ => {
+                update
+                    .stored
+                    .entry(array.to_owned())
+                    .or_default()
+                    .insert(coords.0.clone());
+            }
+        }
+        let path = ic_path(array, &self.name)?;
+        let session = self.store.session();
+        let have = block_on(async { session.read().await.get_chunk_ref(&path, &coords).await })?
+            .map_err(|e| ic(&self.name, e))?;
+        let same = have.as_ref() == Some(payload);
+        if same {
+            update.counts.unchanged += 1;
+        } else {
+            update.counts.set += 1;
+        }
+        Ok(same)
     }
 }
 
 impl ReferenceSink for IcechunkWriter {
     fn group(&mut self, path: &str, group: &GroupMetadataV3) -> Result<()> {
         check_node_path(path)?;
-        self.set(&node_key(path, "zarr.json"), serde_json::to_string(group))
+        let key = node_key(path, "zarr.json");
+        let text = json(&key, serde_json::to_string(group))?;
+        if self.node_unchanged(path, &key, &text)? {
+            return Ok(());
+        }
+        self.set(&key, text)
     }
 
     fn array(&mut self, path: &str, array: &ArrayMetadataV3) -> Result<()> {
         check_node_path(path)?;
         let key = node_key(path, "zarr.json");
         self.arrays.declare(path, &key, array)?;
-        self.set(&key, serde_json::to_string(array))
+        let text = json(&key, serde_json::to_string(array))?;
+        if self.node_unchanged(path, &key, &text)? {
+            return Ok(());
+        }
+        self.set(&key, text)
     }
 
     fn reference(&mut self, r: &ChunkReference<'_>) -> Result<()> {
@@ -367,6 +675,13 @@ impl ReferenceSink for IcechunkWriter {
             length: r.length,
             checksum: r.checksum.and_then(ic_checksum),
         };
+        let payload = ChunkPayload::Virtual(reference);
+        if self.chunk_unchanged(r.array, r.indices, &payload)? {
+            return Ok(());
+        }
+        let ChunkPayload::Virtual(reference) = payload else {
+            unreachable!("made virtual above")
+        };
         block_on(self.store.set_virtual_ref(&key, reference, true))?
             .map_err(|e| ic(&self.name, e))?;
         self.added()
@@ -376,8 +691,11 @@ impl ReferenceSink for IcechunkWriter {
     /// by default, in the manifest; larger ones as chunk objects of the repository).
     fn inline(&mut self, array: &str, indices: &[u64], bytes: &[u8]) -> Result<()> {
         let key = self.arrays.chunk_key(&self.name, array, indices)?;
-        block_on(self.store.set(&key, bytes::Bytes::copy_from_slice(bytes)))?
-            .map_err(|e| ic(&self.name, e))?;
+        let bytes = bytes::Bytes::copy_from_slice(bytes);
+        if self.chunk_unchanged(array, indices, &ChunkPayload::Inline(bytes.clone()))? {
+            return Ok(());
+        }
+        block_on(self.store.set(&key, bytes))?.map_err(|e| ic(&self.name, e))?;
         self.added()
     }
 }
@@ -406,7 +724,6 @@ impl IcechunkWriter {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "a failed unwrap is a failed test")]
 
-    use icechunk::format::ByteRange;
     use icechunk::repository::VersionInfo;
 
     use super::*;
@@ -428,7 +745,7 @@ mod tests {
         key: &str,
     ) -> std::result::Result<Vec<u8>, String> {
         block_on(async {
-            let storage = storage(dst, "test", config).await.unwrap();
+            let storage = storage(dst, "test", config, false).await.unwrap();
             let auth = HashMap::from([(format!("{prefix}/"), credentials)]);
             let repo = Repository::open(storage)
                 .authorize_virtual_chunk_access(auth)
@@ -452,8 +769,13 @@ mod tests {
 
     /// An array of 8 bytes in chunks of 4.
     fn eight_bytes() -> ArrayMetadataV3 {
+        bytes_in_fours(8)
+    }
+
+    /// An array of `len` bytes in chunks of 4.
+    fn bytes_in_fours(len: u64) -> ArrayMetadataV3 {
         serde_json::from_value(serde_json::json!({
-            "zarr_format": 3, "node_type": "array", "shape": [8], "data_type": "uint8",
+            "zarr_format": 3, "node_type": "array", "shape": [len], "data_type": "uint8",
             "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [4]}},
             "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
             "codecs": [{"name": "bytes"}]}))
@@ -494,6 +816,126 @@ mod tests {
             .unwrap();
         let e = read("a/c/1").unwrap_err();
         assert!(e.contains("checksum"), "{e}");
+    }
+
+    /// A second run over an existing repository: references already there are not set again,
+    /// a changed or deleted file's references and a node the run no longer writes are
+    /// deleted, `main` moves by one commit (the first snapshot stays in its history), and a
+    /// writer that started before another one finished fails instead of overwriting it.
+    #[test]
+    fn an_update_sets_what_changed_and_deletes_what_is_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir(&src).unwrap();
+        let (one, two) = (src.join("one.bin"), src.join("two.bin"));
+        std::fs::write(&one, (0u8..=255).collect::<Vec<_>>()).unwrap();
+        std::fs::write(&two, (0u8..=255).rev().collect::<Vec<_>>()).unwrap();
+        let prefix = reference_url(&Location::Local(src.clone())).unwrap();
+        let (u1, u2) = (
+            reference_url(&Location::Local(one.clone())).unwrap(),
+            reference_url(&Location::Local(two.clone())).unwrap(),
+        );
+        let checksum =
+            |f: &std::path::Path| Checksum::of_file(&std::fs::metadata(f).unwrap(), f).unwrap();
+        let repo = Location::Local(dir.path().join("repo"));
+        let sources = std::slice::from_ref(&prefix);
+        // Run 1: a/0, a/1 from one.bin, a/2 from two.bin, a/3 stored; array b.
+        let (c1, c2) = (checksum(&one), checksum(&two));
+        let mut w = IcechunkWriter::create(&repo, sources, &[]).unwrap();
+        w.group("", &GroupMetadataV3::new()).unwrap();
+        w.array("a", &bytes_in_fours(16)).unwrap();
+        w.array("b", &eight_bytes()).unwrap();
+        let refs = [(0u64, &u1, 0u64, &c1), (1, &u1, 4, &c1), (2, &u2, 8, &c2)];
+        for &(i, url, offset, c) in &refs {
+            w.reference(&ChunkReference::new("a", &[i], url, offset, 4).with_checksum(Some(c)))
+                .unwrap();
+        }
+        w.inline("a", &[3], &[1, 2, 3, 4]).unwrap();
+        w.reference(&ChunkReference::new("b", &[0], &u1, 0, 4).with_checksum(Some(&c1)))
+            .unwrap();
+        let first = w.finish().unwrap().snapshot;
+        let read = |key: &str| read_main(&repo, &[], &prefix, None, key);
+        assert_eq!(read("a/c/2").unwrap(), [247, 246, 245, 244]);
+
+        // Unchanged sources, the same run: nothing set, nothing deleted.
+        let same = |w: &mut IcechunkWriter| {
+            w.group("", &GroupMetadataV3::new()).unwrap();
+            w.array("a", &bytes_in_fours(16)).unwrap();
+            w.array("b", &eight_bytes()).unwrap();
+            for &(i, url, offset, c) in &refs {
+                w.reference(&ChunkReference::new("a", &[i], url, offset, 4).with_checksum(Some(c)))
+                    .unwrap();
+            }
+            w.inline("a", &[3], &[1, 2, 3, 4]).unwrap();
+            w.reference(&ChunkReference::new("b", &[0], &u1, 0, 4).with_checksum(Some(&c1)))
+                .unwrap();
+        };
+        let mut w = IcechunkWriter::update(&repo, sources, &[]).unwrap();
+        same(&mut w);
+        let unchanged = w.finish().unwrap();
+        assert_eq!(
+            unchanged.update,
+            Some(UpdateCounts {
+                unchanged: 5,
+                ..UpdateCounts::default()
+            })
+        );
+
+        // two.bin rewritten (a new checksum, one chunk at another offset), one.bin's a/1 no
+        // longer referenced, a/3 no longer stored, b gone.
+        std::fs::write(&two, [5u8; 256]).unwrap();
+        let f = std::fs::File::options().write(true).open(&two).unwrap();
+        f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(60))
+            .unwrap();
+        let c2 = checksum(&two);
+        // A writer that starts now and finishes after the update below must fail.
+        let mut late = IcechunkWriter::update(&repo, sources, &[]).unwrap();
+        same(&mut late);
+        let mut w = IcechunkWriter::update(&repo, sources, &[]).unwrap();
+        w.group("", &GroupMetadataV3::new()).unwrap();
+        w.array("a", &bytes_in_fours(16)).unwrap();
+        w.reference(&ChunkReference::new("a", &[0], &u1, 0, 4).with_checksum(Some(&c1)))
+            .unwrap();
+        w.reference(&ChunkReference::new("a", &[1], &u2, 16, 4).with_checksum(Some(&c2)))
+            .unwrap();
+        let update = w.finish().unwrap();
+        assert_eq!(
+            update.update,
+            Some(UpdateCounts {
+                unchanged: 1,
+                set: 1,
+                deleted: 2,
+                nodes_deleted: 1
+            })
+        );
+        assert_eq!(read("a/c/0").unwrap(), [0, 1, 2, 3]);
+        assert_eq!(read("a/c/1").unwrap(), [5, 5, 5, 5]);
+        for gone in ["a/c/2", "a/c/3", "b/zarr.json", "b/c/0"] {
+            assert!(read(gone).is_err(), "{gone}");
+        }
+        assert!(
+            late.finish().is_err(),
+            "main moved since the late writer started"
+        );
+        assert_eq!(read("a/c/1").unwrap(), [5, 5, 5, 5]);
+        // main: the update on top of the unchanged run on top of the first snapshot.
+        let history = block_on(async {
+            let storage = storage(&repo, "repo", &[], false).await.unwrap();
+            let r = Repository::open(storage).execute().await.unwrap();
+            let ancestry = r
+                .ancestry(&VersionInfo::BranchTipRef(BRANCH.into()))
+                .await
+                .unwrap();
+            ancestry
+                .map_ok(|s| s.id.to_string())
+                .try_collect::<Vec<_>>()
+                .await
+                .unwrap()
+        })
+        .unwrap();
+        assert_eq!(history[0], update.snapshot);
+        assert_eq!(history[1], unchanged.snapshot);
+        assert!(history.contains(&first));
     }
 
     /// The repository on S3 (the test server), of an S3 source: `main` stays the empty first
@@ -541,7 +983,8 @@ mod tests {
         // Parts committed, main not moved: the array is not there yet.
         assert!(read("a/zarr.json").is_err());
         let snapshot = w.finish().unwrap();
-        assert!(!snapshot.is_empty());
+        assert!(!snapshot.snapshot.is_empty());
+        assert_eq!(snapshot.update, None);
         assert_eq!(read("a/c/0").unwrap(), [100, 101, 102, 103]);
         assert_eq!(read("a/c/1").unwrap(), [16, 17, 18, 19]);
         assert!(read("zarr.json").is_ok());
@@ -555,7 +998,7 @@ mod tests {
         assert!(e.contains("checksum") && e.contains(&url), "{e}");
         // Nothing of the writer's own branch is left.
         let branches = block_on(async {
-            let storage = storage(&dst, "repos/one", &config).await.unwrap();
+            let storage = storage(&dst, "repos/one", &config, false).await.unwrap();
             let repo = Repository::open(storage).execute().await.unwrap();
             repo.list_branches().await.unwrap()
         })
