@@ -7,6 +7,7 @@
 mod codecs;
 mod common;
 mod fixtures;
+mod icechunk;
 mod kill;
 mod overwrite;
 mod remote;

@@ -16,8 +16,9 @@ use scifmt_io::{Durability, KerchunkWriter, ReferenceStore, RemoteOptions};
 use serde_json::Value;
 use wkw_zarr::{Location, VirtualizeOptions, VirtualizeSummary, virtualize, virtualize_all};
 use zarrs::array::{Array, ArrayBytes, ArraySubset};
+use zarrs::storage::ReadableStorageTraits;
 
-fn testdata() -> PathBuf {
+pub(crate) fn testdata() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
 }
 
@@ -45,10 +46,10 @@ fn open_refs(
     )?))
 }
 
-/// The array at `node` read whole through the references equals `wkw`'s read of `mag` (the
-/// same box, C order); returns the array's shape.
-fn same_as_wkw(
-    store: &Arc<ReferenceStore>,
+/// The array at `node` read whole through the references (the storage `store`) equals `wkw`'s
+/// read of `mag` (the same box, C order); returns the array's shape.
+pub(crate) fn same_as_wkw<S: ReadableStorageTraits + ?Sized + 'static>(
+    store: &Arc<S>,
     node: &str,
     mag: &Path,
 ) -> Result<Vec<u64>, Box<dyn std::error::Error>> {
@@ -68,7 +69,7 @@ fn same_as_wkw(
 }
 
 /// A mag entry's factors and its node name as webKNOSSOS writes it (`1`, `2-2-1`).
-fn mag_name(entry: &Value) -> Result<(Vec<u64>, String), Box<dyn std::error::Error>> {
+pub(crate) fn mag_name(entry: &Value) -> Result<(Vec<u64>, String), Box<dyn std::error::Error>> {
     let v: Vec<u64> = entry["mag"]
         .as_array()
         .ok_or("mag")?
@@ -84,7 +85,7 @@ fn mag_name(entry: &Value) -> Result<(Vec<u64>, String), Box<dyn std::error::Err
 }
 
 /// Every WKW file below `mag` and the bytes its header and jump table take.
-fn head_bytes(mag: &Path) -> Result<(u64, u64), Box<dyn std::error::Error>> {
+pub(crate) fn head_bytes(mag: &Path) -> Result<(u64, u64), Box<dyn std::error::Error>> {
     let header = wkw::Header::parse(&std::fs::read(mag.join("header.wkw"))?)?;
     let files = common::tree(mag)?
         .keys()
