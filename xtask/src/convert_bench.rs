@@ -56,7 +56,10 @@
 //!    of 32³ blocks, 512 MiB, made once in `target/convert-bench/refs/`) and one of 2¹⁷ blocks
 //!    (4 of those files), each virtualized into kerchunk JSON under `measure`: the peak RSS per
 //!    million references, and whether it grows with the number of references (it should not:
-//!    the references are streamed out file by file).
+//!    the references are streamed out file by file); then each into a new Icechunk repository
+//!    and again over it (`--overwrite`: an update finding every reference unchanged), with the
+//!    time, peak RSS and repository size (the CLI is built with its `icechunk` feature).
+//!    `--scale-only` runs only this step.
 //!
 //! At the default size (1024) the sources take about 1 GB (uint8) and a few GB (uint64) of
 //! disk, twice (local and uploaded), and generating the uint64 layer needs 8 GiB of memory
@@ -94,7 +97,7 @@ const MIN_VIRTUAL_SPEEDUP: f64 = 50.0;
 const MAX_VIRTUAL_READ_SHARE: f64 = 0.001;
 const MAX_VIRTUAL_WRITE_SHARE: f64 = 0.01;
 
-const USAGE: &str = "convert-bench [--size N] [--reps N] [--latency-ms MS] [--layers uint8,uint64] [--skip-peer] [--skip-s3]";
+const USAGE: &str = "convert-bench [--size N] [--reps N] [--latency-ms MS] [--layers uint8,uint64] [--skip-peer] [--skip-s3] [--scale-only]";
 
 struct Opts {
     size: u32,
@@ -103,6 +106,8 @@ struct Opts {
     layers: Vec<&'static str>,
     peer: bool,
     s3: bool,
+    /// Only step 8 (virtual references at scale).
+    scale_only: bool,
 }
 
 fn parse(args: &[String]) -> Result<Opts, String> {
@@ -113,6 +118,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         layers: LAYERS.to_vec(),
         peer: true,
         s3: true,
+        scale_only: false,
     };
     let mut it = args.iter();
     while let Some(a) = it.next() {
@@ -159,6 +165,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             }
             "--skip-peer" => opts.peer = false,
             "--skip-s3" => opts.s3 = false,
+            "--scale-only" => opts.scale_only = true,
             other => return Err(format!("unknown argument `{other}` ({USAGE})")),
         }
     }
@@ -189,6 +196,8 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
         "--release",
         "-p",
         "scifmt-cli",
+        "--features",
+        "scifmt-cli/icechunk",
         "--bin",
         "scifmt",
         "-p",
@@ -202,6 +211,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     ]))?;
     let release = cargo_target_dir().join("release");
     let scifmt = release.join("scifmt");
+    if opts.scale_only {
+        println!(
+            "{}",
+            references_at_scale(&scifmt, &work.with_file_name("refs"))?
+        );
+        return Ok(());
+    }
     let python = venv_at(
         &root.join("target").join("convert-bench-venv"),
         REQUIREMENTS,
@@ -1049,6 +1065,11 @@ fn references_at_scale(scifmt: &Path, dir: &Path) -> Result<String, String> {
                     .map_err(|e| format!("{}: {e}", mag.display()))?;
             }
         }
+        let layer = if files == 4 {
+            "131072-blocks"
+        } else {
+            "1048576-blocks"
+        };
         let refs = dir.join(format!("files-{files}.json"));
         let mut cmd = Command::new(scifmt);
         cmd.arg("virtualize").arg(&mag).arg(&refs).args([
@@ -1057,11 +1078,6 @@ fn references_at_scale(scifmt: &Path, dir: &Path) -> Result<String, String> {
             "--overwrite",
             "--json",
         ]);
-        let layer = if files == 4 {
-            "131072-blocks"
-        } else {
-            "1048576-blocks"
-        };
         let run = Run::measured(Tool::Virtual, layer, dir, &mut cmd, None)?;
         let n = run
             .summary
@@ -1080,6 +1096,30 @@ fn references_at_scale(scifmt: &Path, dir: &Path) -> Result<String, String> {
             run.m.user_s + run.m.sys_s,
             written as f64 / (1024.0 * 1024.0)
         ));
+        // The same into a new Icechunk repository, then again over it (an update that finds
+        // every reference unchanged).
+        let repo = dir.join(format!("files-{files}.icechunk"));
+        remove(&repo)?;
+        for (what, extra) in [
+            ("new repository", None),
+            ("update, unchanged", Some("--overwrite")),
+        ] {
+            let mut cmd = Command::new(scifmt);
+            cmd.arg("virtualize")
+                .arg(&mag)
+                .arg(&repo)
+                .args(["--to", "icechunk", "--json"])
+                .args(extra);
+            let run = Run::measured(Tool::Virtual, layer, dir, &mut cmd, None)?;
+            let mib = run.m.tree_peak_kib.max(run.m.max_rss_kib) as f64 / 1024.0;
+            out.push_str(&format!(
+                "- {n:.0} references, Icechunk ({what}): {:.2} s, {:.2} s CPU, peak RSS of the \
+                 tree {mib:.1} MiB, repository {:.1} MiB\n",
+                run.m.wall_s,
+                run.m.user_s + run.m.sys_s,
+                tree_bytes(&repo)? as f64 / (1024.0 * 1024.0)
+            ));
+        }
     }
     if let [small, large] = per_million[..] {
         out.push_str(&format!(

@@ -36,7 +36,9 @@ pub use crate::redact::redact;
 pub use crate::references::icechunk::{IcechunkCommit, IcechunkWriter, UpdateCounts};
 #[cfg(feature = "zarrs")]
 #[cfg(feature = "references")]
-pub use crate::references::reader::{DEFAULT_MAX_REFERENCE_BYTES, ReferenceStore};
+pub use crate::references::reader::{
+    DEFAULT_MAX_REFERENCE_BYTES, DEFAULT_READ_AHEAD, ReferenceStore,
+};
 #[cfg(feature = "references")]
 pub use crate::references::{
     chunk::{Checksum, ChunkReference, ReferenceSink, reference_path, reference_url},

@@ -9,9 +9,12 @@
 //! * [`Lcg`]: a small deterministic pseudo-random sequence for schedules and kill delays;
 //! * [`ZARR_STORES`]: the Zarr fixtures read through the `offset` / `pad` codecs;
 //! * [`assert_ordinary_mode`]: a written file has the permissions of any new file;
-//! * [`plugin_fixtures`]: the C-Blosc2 plugin fixtures' manifest entries and files.
+//! * [`plugin_fixtures`]: the C-Blosc2 plugin fixtures' manifest entries and files;
+//! * `icechunk::open_main` (feature `icechunk`): zarrs' storage over an Icechunk repository.
 
 mod alloc;
+#[cfg(feature = "icechunk")]
+pub mod icechunk;
 mod plugin_fixtures;
 
 pub use alloc::{CountingAlloc, lock_serial, peak_during};

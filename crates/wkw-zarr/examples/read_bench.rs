@@ -13,6 +13,8 @@
 //! * `wkw`: the `wkw` crate, `Dataset::read(origin, [side; 3], Order::C)`;
 //! * `zarrs-kerchunk`: zarrs over `scifmt_io::ReferenceStore` (each chunk a byte range of the
 //!   WKW file, decoded by the `lz4-block` codec's zarrs plug-in);
+//! * `zarrs-icechunk`: zarrs over the Icechunk repository `icechunk` (through `zarrs_icechunk`,
+//!   Icechunk's reader of virtual chunks; testkit's `icechunk::open_main`);
 //! * `zarrs-zarr3`: zarrs over a `FilesystemStore` of the converted Zarr3 (zstd inner chunks in
 //!   shards).
 //!
@@ -20,7 +22,7 @@
 //! the environment, as the references' `s3://` chunks are); `check_mag` then names a local copy
 //! for the checks, and `label` the `side` printed.
 //!
-//! Both zarrs arrays are read with `retrieve_array_subset` and zarrs' default options (its
+//! The zarrs arrays are read with `retrieve_array_subset` and zarrs' default options (its
 //! default concurrency). An untimed first pass checks every contender's region against the
 //! `wkw` read (exit status 1 on a difference) and opens and warms everything; then `reps`
 //! timed passes, the contenders in rotated order for each region. Prints one JSON line per
@@ -129,6 +131,10 @@ fn run() -> Result<()> {
                     DEFAULT_MAX_REFERENCE_BYTES,
                 )?;
                 zarrs_reader(Arc::new(store), &node, side)?
+            }
+            "zarrs-icechunk" => {
+                let repo = std::path::PathBuf::from(text("icechunk")?);
+                zarrs_reader(testkit::icechunk::open_main(&repo)?, &node, side)?
             }
             "zarrs-zarr3" => {
                 zarrs_reader(Arc::new(FilesystemStore::new(text("zarr3")?)?), &node, side)?

@@ -605,7 +605,12 @@ fn on_s3_only_the_metadata_is_read_and_refs_carry_the_etag() -> TestResult {
                 b.into()
             }),
     )??;
-    let e = read_whole(&store, "/").unwrap_err().to_string();
+    // The store that read it keeps serving the referenced bytes it fetched (its read-ahead
+    // windows); a store opened now fetches and is refused.
+    same_as_frame(&store, "/", &local)?;
+    let e = read_whole(&open_refs(&out, &server.env())?, "/")
+        .unwrap_err()
+        .to_string();
     assert!(e.contains("changed") && e.contains("big.b2nd"), "{e}");
     Ok(())
 }

@@ -21,7 +21,11 @@
 //! the run no longer produces is deleted: references to files it did not reference or whose
 //! checksum changed, chunks stored in the repository that it did not store, and nodes it did not
 //! write. `main` then moves to one new commit holding exactly what a new repository would hold;
-//! the earlier snapshots stay in its history. Memory: a checksum per source file, a path per
+//! the earlier snapshots stay in its history. (Stored chunks larger than Icechunk's inline
+//! threshold are chunk objects, not compared: they are set again.)
+//!
+//! A writer dropped before it finishes (an error, Ctrl-C) deletes its branch; `main` did not
+//! move. Memory: a checksum per source file, a path per
 //! node, the coordinates of the stored chunks (runs of NaNs), besides Icechunk's session.
 
 use std::collections::{HashMap, HashSet};
@@ -78,6 +82,18 @@ pub struct IcechunkWriter {
     commit_every: u64,
     /// Set when updating an existing repository.
     update: Option<Update>,
+    /// Whether the work branch is gone (finished, or deleted by `Drop`).
+    done: bool,
+}
+
+/// A writer dropped before [`IcechunkWriter::finish`] (an error, Ctrl-C) deletes its work
+/// branch: `main` never moved, so the repository is as it was (a new one: empty).
+impl Drop for IcechunkWriter {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = block_on(self.repo.delete_branch(&self.work));
+        }
+    }
 }
 
 /// What an update compares against and deletes by (see the module docs).
@@ -470,6 +486,7 @@ impl IcechunkWriter {
             commits: 0,
             commit_every: COMMIT_EVERY,
             update,
+            done: false,
         }
     }
 
@@ -526,6 +543,7 @@ impl IcechunkWriter {
                 .delete_branch(&self.work)
                 .await
                 .map_err(|e| ic(&self.name, e))?;
+            self.done = true;
             Ok(IcechunkCommit {
                 snapshot: last.to_string(),
                 update: self.update.as_ref().map(|u| u.counts),
@@ -918,6 +936,10 @@ mod tests {
             "main moved since the late writer started"
         );
         assert_eq!(read("a/c/1").unwrap(), [5, 5, 5, 5]);
+        // A writer dropped unfinished (an error, Ctrl-C) leaves no branch either.
+        let mut dropped = IcechunkWriter::update(&repo, sources, &[]).unwrap();
+        dropped.group("", &GroupMetadataV3::new()).unwrap();
+        drop(dropped);
         // main: the update on top of the unchanged run on top of the first snapshot.
         let history = block_on(async {
             let storage = storage(&repo, "repo", &[], false).await.unwrap();
@@ -936,6 +958,16 @@ mod tests {
         assert_eq!(history[0], update.snapshot);
         assert_eq!(history[1], unchanged.snapshot);
         assert!(history.contains(&first));
+        let branches = block_on(async {
+            let storage = storage(&repo, "repo", &[], false).await.unwrap();
+            let r = Repository::open(storage).execute().await.unwrap();
+            r.list_branches().await.unwrap()
+        })
+        .unwrap();
+        assert_eq!(
+            branches.into_iter().collect::<Vec<_>>(),
+            [BRANCH.to_owned()]
+        );
     }
 
     /// The repository on S3 (the test server), of an S3 source: `main` stays the empty first

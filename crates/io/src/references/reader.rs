@@ -58,7 +58,10 @@ struct Source {
 /// for it (see [`KerchunkWriter`](crate::KerchunkWriter)): an object's read is pinned to its
 /// ETag (`If-Match`), a local file's modification time is compared before and after the read.
 /// A source changed since the references were made is [`Error::Changed`] (a zarrs
-/// `StorageError` quoting it), never other bytes.
+/// `StorageError` quoting it), never other bytes. Reads of objects fetch neighbouring
+/// references with the one asked for ([`with_read_ahead`](Self::with_read_ahead)); those are
+/// then served from memory, as the referenced version's bytes, even if the object changes
+/// after that fetch: every fetch is checked, a store opened later sees the change.
 ///
 /// The whole reference file is held in memory (parsed once).
 pub struct ReferenceStore {
@@ -68,6 +71,41 @@ pub struct ReferenceStore {
     config: Vec<(String, String)>,
     options: RemoteOptions,
     stores: Mutex<HashMap<String, Arc<dyn ObjectStore>>>,
+    /// Each source's referenced byte ranges `(start, end)`, sorted: what a read-ahead window
+    /// may span.
+    ranges: Vec<Vec<(u64, u64)>>,
+    /// The most bytes one read of an object fetches for the references after the one asked
+    /// for (0: none).
+    read_ahead: u64,
+    windows: Mutex<Windows>,
+}
+
+/// The default of [`ReferenceStore::with_read_ahead`] (4 MiB).
+pub const DEFAULT_READ_AHEAD: u64 = 4 << 20;
+
+/// The most bytes the read-ahead windows of one [`ReferenceStore`] hold (64 MiB); the oldest
+/// windows are dropped beyond it.
+const WINDOW_CACHE_BYTES: u64 = 64 << 20;
+
+/// The largest gap between two referenced ranges of one object that a window spans (bytes
+/// read and dropped).
+const WINDOW_GAP: u64 = 4 << 10;
+
+/// Bytes `start..end` of one object, fetched once for the references they hold (read-ahead).
+#[derive(Debug)]
+struct Window {
+    end: u64,
+    /// Filled by the first reader of a reference in it; `None` if that fetch failed (the
+    /// readers then read their own ranges, and get the error themselves).
+    bytes: std::sync::OnceLock<Option<Bytes>>,
+}
+
+/// The read-ahead windows of a store, by (source, start), and their bytes in the order made.
+#[derive(Debug, Default)]
+struct Windows {
+    by_start: std::collections::BTreeMap<(usize, u64), Arc<Window>>,
+    made: std::collections::VecDeque<((usize, u64), u64)>,
+    bytes: u64,
 }
 
 impl std::fmt::Debug for ReferenceStore {
@@ -217,6 +255,22 @@ impl ReferenceStore {
             };
             entries.insert(key.clone(), entry);
         }
+        let mut ranges = vec![Vec::new(); sources.len()];
+        for e in entries.values() {
+            if let Entry::Range {
+                source,
+                offset,
+                length: Some(n),
+            } = e
+            {
+                // No overflow: checked above.
+                ranges[*source].push((*offset, offset + n));
+            }
+        }
+        for r in &mut ranges {
+            r.sort_unstable();
+            r.dedup();
+        }
         Ok(Self {
             name: name.to_owned(),
             entries,
@@ -224,7 +278,23 @@ impl ReferenceStore {
             config: config.to_vec(),
             options,
             stores: Mutex::new(HashMap::new()),
+            ranges,
+            read_ahead: DEFAULT_READ_AHEAD,
+            windows: Mutex::new(Windows::default()),
         })
+    }
+
+    /// Reads of objects fetch up to `bytes` more than the reference asked for: the references
+    /// that follow it in the same object (none further than 4 KiB from the one before), and
+    /// up to half as many bytes of those before it, which are then served from memory. Chunks
+    /// of a region are mostly neighbours in their files (WKW blocks in Morton order, b2nd
+    /// chunks in a frame), so one request serves many where each would cost a round trip.
+    /// Windows do not overlap; at most 64 MiB of them are kept (the oldest dropped). Local
+    /// files are read chunk by chunk. 0 turns it off; [`DEFAULT_READ_AHEAD`] by default.
+    #[must_use]
+    pub fn with_read_ahead(mut self, bytes: u64) -> Self {
+        self.read_ahead = bytes;
+        self
     }
 
     /// The number of keys.
@@ -253,10 +323,7 @@ impl ReferenceStore {
                 source,
                 offset,
                 length,
-            }) => {
-                let source = &self.sources[*source];
-                self.read_source(source, *offset, *length).map(Some)
-            }
+            }) => self.read_source(*source, *offset, *length).map(Some),
         }
     }
 
@@ -272,7 +339,8 @@ impl ReferenceStore {
         }
     }
 
-    fn read_source(&self, source: &Source, offset: u64, length: Option<u64>) -> Result<Bytes> {
+    fn read_source(&self, index: usize, offset: u64, length: Option<u64>) -> Result<Bytes> {
+        let source = &self.sources[index];
         let path = reference_path(&source.url).or_else(|| {
             (!crate::overlap::is_url(std::path::Path::new(&source.url)))
                 .then(|| std::path::PathBuf::from(&source.url))
@@ -280,6 +348,18 @@ impl ReferenceStore {
         if let Some(path) = path {
             return read_local(&path, &source.url, source.checksum.as_ref(), offset, length);
         }
+        if let Some(n) = length
+            && self.read_ahead > 0
+            && let Some(bytes) = self.read_windowed(index, offset, n)?
+        {
+            return Ok(bytes);
+        }
+        self.read_object(source, offset, length)
+    }
+
+    /// Bytes `offset..offset + length` of the object `source` (all of it for `None`), pinned to
+    /// its checksum.
+    fn read_object(&self, source: &Source, offset: u64, length: Option<u64>) -> Result<Bytes> {
         let object = self.object(&source.url)?;
         let object = match &source.checksum {
             Some(Checksum::ETag(e)) => object.with_etag(Some(e.clone())),
@@ -307,6 +387,111 @@ impl ReferenceStore {
         got.ok_or_else(|| Error::Changed {
             url: source.url.clone(),
         })
+    }
+
+    /// Bytes `offset..offset + n` of source `index` from a read-ahead window: one that holds
+    /// them, or a new one starting there (see [`with_read_ahead`](Self::with_read_ahead));
+    /// `None` if its fetch failed (the caller reads the range itself, which reports the
+    /// error: a changed source among them).
+    fn read_windowed(&self, index: usize, offset: u64, n: u64) -> Result<Option<Bytes>> {
+        let end = offset.checked_add(n).ok_or_else(|| {
+            Error::InvalidArgument(format!("{}: range {offset}+{n} overflows", self.name))
+        })?;
+        let (start, window) = {
+            let mut w = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
+            let before = w
+                .by_start
+                .range((index, 0)..=(index, offset))
+                .next_back()
+                .map(|(&(_, s), win)| (s, Arc::clone(win)));
+            match before {
+                Some((s, win)) if win.end >= end => (s, win),
+                before => {
+                    let prev_end = before.map_or(0, |(_, win)| win.end);
+                    let next = w
+                        .by_start
+                        .range((index, offset + 1)..=(index, u64::MAX))
+                        .next()
+                        .map_or(u64::MAX, |(&(_, s), _)| s);
+                    let (win_start, win_end) = self.window_span(index, offset, end, prev_end, next);
+                    let win = Arc::new(Window {
+                        end: win_end,
+                        bytes: std::sync::OnceLock::new(),
+                    });
+                    w.by_start.insert((index, win_start), Arc::clone(&win));
+                    w.made.push_back(((index, win_start), win_end - win_start));
+                    w.bytes += win_end - win_start;
+                    while w.bytes > WINDOW_CACHE_BYTES && w.made.len() > 1 {
+                        if let Some((key, len)) = w.made.pop_front() {
+                            w.by_start.remove(&key);
+                            w.bytes -= len;
+                        }
+                    }
+                    (win_start, win)
+                }
+            }
+        };
+        // The first reader to get here fetches the window; the others wait for it.
+        let bytes = window.bytes.get_or_init(|| {
+            self.read_object(&self.sources[index], start, Some(window.end - start))
+                .ok()
+                .filter(|b| b.len() as u64 == window.end - start)
+        });
+        let Some(bytes) = bytes else {
+            let mut w = self.windows.lock().unwrap_or_else(PoisonError::into_inner);
+            if w.by_start
+                .get(&(index, start))
+                .is_some_and(|win| Arc::ptr_eq(win, &window))
+            {
+                w.by_start.remove(&(index, start));
+                let before = w.made.len();
+                w.made.retain(|(key, _)| *key != (index, start));
+                if w.made.len() < before {
+                    w.bytes -= window.end - start;
+                }
+            }
+            return Ok(None);
+        };
+        // In range: the window spans offset..end.
+        let from = usize::try_from(offset - start).unwrap_or(usize::MAX);
+        let to = usize::try_from(end - start).unwrap_or(usize::MAX);
+        Ok(bytes.get(from..to).map(|_| bytes.slice(from..to)))
+    }
+
+    /// The span of a new window of source `index` around the reference `offset..end`: the
+    /// references after it (sorted; gaps of at most [`WINDOW_GAP`]) up to `read_ahead` more
+    /// bytes, and those before it up to half that (chunks are not always read in file order),
+    /// between the end of the window before (`prev_end`) and the start of the one after
+    /// (`next`).
+    fn window_span(
+        &self,
+        index: usize,
+        offset: u64,
+        end: u64,
+        prev_end: u64,
+        next: u64,
+    ) -> (u64, u64) {
+        let ranges = &self.ranges[index];
+        let at = ranges.partition_point(|&(s, _)| s < offset);
+        let limit = end.saturating_add(self.read_ahead).min(next.max(end));
+        let mut win_end = end;
+        for &(s, e) in &ranges[at..] {
+            if s > win_end.saturating_add(WINDOW_GAP) || e > limit {
+                break;
+            }
+            win_end = win_end.max(e);
+        }
+        let floor = offset
+            .saturating_sub(self.read_ahead / 2)
+            .max(prev_end.min(offset));
+        let mut win_start = offset;
+        for &(s, e) in ranges[..at].iter().rev() {
+            if e.saturating_add(WINDOW_GAP) < win_start || s < floor {
+                break;
+            }
+            win_start = win_start.min(s);
+        }
+        (win_start, win_end)
     }
 
     /// The object `url` names, on a store built once per scheme and host.
@@ -585,6 +770,119 @@ mod tests {
         )
         .unwrap();
         assert_eq!(s.read("a/c/1/0").unwrap().unwrap(), &bytes[..]);
+    }
+
+    /// 64 references of 1 KiB, back to back, into one object on the S3 test server (and one
+    /// 64 KiB further on); the store over them, the server, and the object's bytes.
+    fn adjacent_chunks() -> (ReferenceStore, s3_testserver::TestServer, Vec<u8>) {
+        let server = s3_testserver::TestServer::start().unwrap();
+        let config = server.env();
+        let data: Vec<u8> = (0..192 * 1024u32).map(|i| (i % 251) as u8).collect();
+        let object = Location::parse(&server.url("src/data.bin"), &config).unwrap();
+        object
+            .write_small(&data, crate::Durability::default())
+            .unwrap();
+        let Location::Store(s) = &object else {
+            unreachable!("an s3:// URL")
+        };
+        let meta = block_on(object_store::ObjectStoreExt::head(s.store(), s.path()))
+            .unwrap()
+            .unwrap();
+        let url = server.url("src/data.bin");
+        let mut refs = serde_json::Map::new();
+        for i in 0..64u64 {
+            refs.insert(format!("a/c/{i}"), serde_json::json!([url, i * 1024, 1024]));
+        }
+        refs.insert("a/c/64".into(), serde_json::json!([url, 128 * 1024, 1024]));
+        let doc = serde_json::json!({
+            "version": 1, "refs": refs,
+            "scifmt": {"version": 1, "checksums": {url: Checksum::of_object(&meta).to_json()}}
+        });
+        let store = ReferenceStore::from_json(
+            "refs.json",
+            &serde_json::to_vec(&doc).unwrap(),
+            &config,
+            RemoteOptions::default(),
+        )
+        .unwrap();
+        (store, server, data)
+    }
+
+    /// GET requests for objects since the last reset.
+    fn gets(server: &s3_testserver::TestServer) -> usize {
+        server.log().iter().filter(|r| r.is_object_get()).count()
+    }
+
+    #[test]
+    fn neighbouring_references_are_read_ahead_in_one_request() {
+        let (store, server, data) = adjacent_chunks();
+        let chunk = |i: usize| &data[i * 1024..(i + 1) * 1024];
+        server.reset_stats();
+        for i in 0..64 {
+            assert_eq!(store.read(&format!("a/c/{i}")).unwrap().unwrap(), chunk(i));
+        }
+        assert_eq!(gets(&server), 1, "64 KiB of neighbours in one window");
+        // The far reference (64 KiB away) is a window of its own; read again, none is fetched.
+        assert_eq!(store.read("a/c/64").unwrap().unwrap(), chunk(128));
+        for i in [5, 0, 63] {
+            assert_eq!(store.read(&format!("a/c/{i}")).unwrap().unwrap(), chunk(i));
+        }
+        assert_eq!(gets(&server), 2);
+
+        // 8 KiB of read-ahead: windows of 9 chunks forward from the first one read.
+        let (store, server, data) = adjacent_chunks();
+        let store = store.with_read_ahead(8 * 1024);
+        server.reset_stats();
+        for i in 0..64 {
+            assert_eq!(
+                store.read(&format!("a/c/{i}")).unwrap().unwrap(),
+                &data[i * 1024..(i + 1) * 1024]
+            );
+        }
+        assert_eq!(gets(&server), 8);
+        // Backwards, windows reach half as far back: 5 chunks each.
+        let (store, server, _) = adjacent_chunks();
+        let store = store.with_read_ahead(8 * 1024);
+        server.reset_stats();
+        for i in (0..64).rev() {
+            store.read(&format!("a/c/{i}")).unwrap().unwrap();
+        }
+        assert_eq!(gets(&server), 13);
+        // None: a request per chunk.
+        let (store, server, _) = adjacent_chunks();
+        let store = store.with_read_ahead(0);
+        server.reset_stats();
+        for i in 0..64 {
+            store.read(&format!("a/c/{i}")).unwrap().unwrap();
+        }
+        assert_eq!(gets(&server), 64);
+    }
+
+    #[test]
+    fn read_ahead_from_threads_fetches_each_window_once_and_checks_the_source() {
+        let (store, server, data) = adjacent_chunks();
+        server.reset_stats();
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let (store, data) = (&store, &data);
+                scope.spawn(move || {
+                    for i in (t..64).step_by(4) {
+                        let got = store.read(&format!("a/c/{i}")).unwrap().unwrap();
+                        assert_eq!(got, &data[i * 1024..(i + 1) * 1024]);
+                    }
+                });
+            }
+        });
+        // Whichever thread comes first makes a window of all 64 (2 MiB back, 4 MiB forward);
+        // the others wait for its one GET.
+        assert_eq!(gets(&server), 1);
+        // The object rewritten: a new window's read fails as a changed source.
+        let object = Location::parse(&server.url("src/data.bin"), &server.env()).unwrap();
+        object
+            .write_small(&[7u8; 192 * 1024], crate::Durability::default())
+            .unwrap();
+        let e = store.read("a/c/64").unwrap_err();
+        assert!(matches!(e, Error::Changed { .. }), "{e}");
     }
 
     #[test]

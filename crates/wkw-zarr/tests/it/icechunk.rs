@@ -1,129 +1,31 @@
 //! WKW data virtualized into an Icechunk repository (scifmt-io's `IcechunkWriter`) and read back
-//! by zarrs through `zarrs_icechunk`, i.e. Icechunk's own reader of virtual chunks, which checks
-//! each source's checksum: every reference-made WKW fixture (the `wkw` package) and the
-//! webknossos-libs datasets (every layer and mag) equal `wkw`'s read voxel for voxel, and a
-//! source rewritten after virtualizing fails the read.
+//! by zarrs through `zarrs_icechunk` (`testkit::icechunk::open_main`), i.e. Icechunk's own
+//! reader of virtual chunks, which checks each source's checksum: every reference-made WKW
+//! fixture (the `wkw` package) and the webknossos-libs datasets (every layer and mag) equal
+//! `wkw`'s read voxel for voxel, and a source rewritten after virtualizing fails the read.
 
 use crate::common;
 use crate::virtualize::{head_bytes, mag_name, same_as_wkw, testdata};
 
-use std::collections::HashMap;
 use std::path::Path;
 use std::sync::Arc;
 
 use common::TestResult;
-use icechunk::Repository;
-use icechunk::repository::VersionInfo;
 use scifmt_io::IcechunkWriter;
 use serde_json::Value;
+use testkit::icechunk::open_main;
 use wkw_zarr::{Location, VirtualizeOptions, VirtualizeSummary, virtualize};
 use zarrs::array::{Array, ArrayBytes, ArraySubset};
-use zarrs::storage::byte_range::{ByteRange, ByteRangeIterator};
-use zarrs::storage::{
-    MaybeBytes, MaybeBytesIterator, ReadableStorageTraits, StorageError, StoreKey,
-};
-use zarrs_icechunk::AsyncIcechunkStore;
-use zarrs_storage::AsyncReadableStorageTraits;
 
-/// zarrs' synchronous storage over zarrs_icechunk's asynchronous one, its futures run on a
-/// tokio runtime, every key read whole through the async `get`. zarrs_icechunk 0.6.0 answers a
-/// missing chunk's `get` with `None` (the fill value), as zarrs expects, but its partial reads
-/// and `size_key` with an error ("chunk cannot be find for key …"), and both zarrs (for chunks
-/// without a compressor: raw WKW files) and zarrs_storage's async-to-sync adapter (for every
-/// `get`) go through the partial reads: with them any WKW mag with a missing file fails to read.
-struct IcechunkStorage {
-    store: AsyncIcechunkStore,
-    runtime: tokio::runtime::Runtime,
-}
-
-impl ReadableStorageTraits for IcechunkStorage {
-    fn get(&self, key: &StoreKey) -> Result<MaybeBytes, StorageError> {
-        self.runtime
-            .block_on(AsyncReadableStorageTraits::get(&self.store, key))
-    }
-
-    fn get_partial_many<'a>(
-        &'a self,
-        key: &StoreKey,
-        byte_ranges: ByteRangeIterator<'a>,
-    ) -> Result<MaybeBytesIterator<'a>, StorageError> {
-        let Some(whole) = self.get(key)? else {
-            return Ok(None);
-        };
-        let size = whole.len() as u64;
-        let parts = byte_ranges
-            .map(|r| {
-                let (start, end) = match r {
-                    ByteRange::FromStart(s, n) => {
-                        (Some(s), n.map_or(Some(size), |n| s.checked_add(n)))
-                    }
-                    ByteRange::Suffix(n) => (size.checked_sub(n), Some(size)),
-                };
-                start
-                    .zip(end)
-                    .filter(|&(s, e)| s <= e && e <= size)
-                    .and_then(|(s, e)| {
-                        Some(whole.slice(usize::try_from(s).ok()?..usize::try_from(e).ok()?))
-                    })
-                    .ok_or_else(|| {
-                        StorageError::Other(format!("{key}: byte range {r} outside {size} bytes"))
-                    })
-            })
-            .collect::<Vec<_>>();
-        Ok(Some(Box::new(parts.into_iter())))
-    }
-
-    fn size_key(&self, key: &StoreKey) -> Result<Option<u64>, StorageError> {
-        Ok(self.get(key)?.map(|b| b.len() as u64))
-    }
-
-    fn supports_get_partial(&self) -> bool {
-        false
-    }
-}
-
-/// `src` virtualized into a new Icechunk repository at `repo`; the summary and the source's
-/// reference URL (the prefix of its virtual chunk container).
-fn to_icechunk(
-    src: &Path,
-    repo: &Path,
-) -> Result<(VirtualizeSummary, String), Box<dyn std::error::Error>> {
+/// `src` virtualized into a new Icechunk repository at `repo` (its virtual chunk container:
+/// the source's reference URL).
+fn to_icechunk(src: &Path, repo: &Path) -> Result<VirtualizeSummary, Box<dyn std::error::Error>> {
     let src = Location::Local(src.to_path_buf());
     let prefix = scifmt_io::reference_url(&src)?;
     let mut w = IcechunkWriter::create(&repo.into(), std::slice::from_ref(&prefix), &[])?;
     let summary = virtualize(&src, &mut w, &VirtualizeOptions::default(), &|_| {})?;
     w.finish()?;
-    Ok((summary, prefix))
-}
-
-/// zarrs' storage over the tip of `main` of the repository at `repo`, its virtual chunks
-/// below `prefix` authorized.
-fn open_main(
-    repo: &Path,
-    prefix: &str,
-) -> Result<Arc<IcechunkStorage>, Box<dyn std::error::Error>> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()?;
-    let session = rt.block_on(async {
-        let storage = icechunk::new_local_filesystem_storage(repo).await?;
-        let repo = Repository::open(storage)
-            .authorize_virtual_chunk_access(HashMap::from([(
-                format!("{}/", prefix.trim_end_matches('/')),
-                None,
-            )]))
-            .execute()
-            .await?;
-        let session = repo
-            .readonly_session(&VersionInfo::BranchTipRef("main".into()))
-            .await?;
-        Ok::<_, Box<dyn std::error::Error>>(session)
-    })?;
-    Ok(Arc::new(IcechunkStorage {
-        store: AsyncIcechunkStore::new(session),
-        runtime: rt,
-    }))
+    Ok(summary)
 }
 
 #[test]
@@ -137,7 +39,7 @@ fn every_wkw_fixture_reads_back_through_icechunk() -> TestResult {
             continue;
         }
         let repo = dir.path().join(format!("{seen}.icechunk"));
-        let (summary, prefix) = to_icechunk(&mag, &repo)?;
+        let summary = to_icechunk(&mag, &repo)?;
         let header = wkw::Header::parse(&std::fs::read(mag.join("header.wkw"))?)?;
         let (files, _) = head_bytes(&mag)?;
         assert_eq!(
@@ -146,7 +48,7 @@ fn every_wkw_fixture_reads_back_through_icechunk() -> TestResult {
             "{}",
             mag.display()
         );
-        same_as_wkw(&open_main(&repo, &prefix)?, "/", &mag)?;
+        same_as_wkw(&open_main(&repo)?, "/", &mag)?;
         seen += 1;
     }
     assert!(seen >= 12, "only {seen} fixtures");
@@ -160,8 +62,8 @@ fn datasets_read_back_through_icechunk_layer_by_layer_and_mag_by_mag() -> TestRe
     for name in ["multi", "types"] {
         let ds = testdata().join("wkw-zarr").join(name).join("wkw");
         let repo = dir.path().join(format!("{name}.icechunk"));
-        let (summary, prefix) = to_icechunk(&ds, &repo)?;
-        let store = open_main(&repo, &prefix)?;
+        let summary = to_icechunk(&ds, &repo)?;
+        let store = open_main(&repo)?;
         let props: Value =
             serde_json::from_slice(&std::fs::read(ds.join("datasource-properties.json"))?)?;
         let mut arrays = 0;
@@ -190,8 +92,8 @@ fn a_source_rewritten_after_virtualizing_fails_the_icechunk_read() -> TestResult
         std::fs::write(&p, bytes)?;
     }
     let repo = dir.path().join("repo");
-    let (_, prefix) = to_icechunk(&mag, &repo)?;
-    let store = open_main(&repo, &prefix)?;
+    to_icechunk(&mag, &repo)?;
+    let store = open_main(&repo)?;
     same_as_wkw(&store, "/", &mag)?;
     // The same bytes written again, with a later modification time: refused all the same.
     let file = mag.join("z0/y0/x1.wkw");
