@@ -292,9 +292,10 @@ fn build_icechunk(
     out: &mut Map<String, Value>,
 ) -> CliResult {
     let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
+    // The virtual chunk containers: each source's directory (a .b2nd file's parent).
     let prefixes = srcs
         .iter()
-        .map(scifmt_io::reference_url)
+        .map(scifmt_io::container_url)
         .collect::<Result<Vec<_>, _>>()
         .map_err(fail)?;
     // Object stores as the environment configures them (as for every URL of the command).

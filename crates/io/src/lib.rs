@@ -41,7 +41,9 @@ pub use crate::references::reader::{
 };
 #[cfg(feature = "references")]
 pub use crate::references::{
-    chunk::{Checksum, ChunkReference, ReferenceSink, reference_path, reference_url},
+    chunk::{
+        Checksum, ChunkReference, ReferenceSink, container_url, reference_path, reference_url,
+    },
     kerchunk::{KerchunkSummary, KerchunkWriter},
 };
 #[cfg(feature = "https")]

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import scifmt
-from conftest import local_registry
+from conftest import cargo_command_with_icechunk, local_registry
 
 wkw = pytest.importorskip("wkw")
 zarr = pytest.importorskip("zarr")
@@ -376,15 +376,6 @@ def test_parser_to_icechunk_round_trip(vz, dataset, tmp_path):
                                       err_msg=layer)  # fmt: skip
 
 
-def _cargo_command_with_icechunk():
-    """The cargo-built ``scifmt`` (``SCIFMT_CARGO_CLI``; the workspace's tests build it with
-    the ``icechunk`` feature, which the wheel's command lacks)."""
-    command = os.environ.get("SCIFMT_CARGO_CLI")
-    if not command:
-        pytest.skip("SCIFMT_CARGO_CLI names no cargo-built scifmt (cargo xtask python sets it)")
-    return command
-
-
 def _read_repository(icechunk, repo, root):
     """The group at ``main`` of the Icechunk repository ``repo``, its virtual chunks below
     ``root`` authorized."""
@@ -400,7 +391,7 @@ def test_the_command_s_icechunk_repository_reads_like_wkw_and_updates(dataset, t
     is rewritten, ``--overwrite`` commits only its chunks, and the repository reads the new
     voxels (the first snapshot stays in its history)."""
     icechunk = pytest.importorskip("icechunk")
-    command = _cargo_command_with_icechunk()
+    command = cargo_command_with_icechunk()
     root, mags = dataset
     repo = tmp_path / "repo"
 

@@ -15,7 +15,7 @@ import urllib.request
 
 import numpy as np
 import pytest
-from conftest import local_registry, scifmt_command
+from conftest import cargo_command_with_icechunk, local_registry, scifmt_command
 
 import scifmt
 
@@ -293,6 +293,26 @@ def test_a_source_rewritten_after_virtualizing_fails_the_icechunk_read(vz, tmp_p
     os.utime(path, (seconds + 120, seconds + 120))
     with pytest.raises(Exception, match="(?i)modified|changed|match|precondition"):
         read()
+
+
+def test_the_command_s_icechunk_repository_with_split_manifests_reads_like_blosc2(tmp_path):
+    """``scifmt virtualize a.b2nd REPO`` (``--to icechunk``) of an array of 70 × 2 chunks: the
+    writer splits manifests every 32 chunks along each axis (3 manifests here), and Python
+    ``icechunk`` 1.1 + zarr-python read it equal to ``blosc2.open(...)[...]``."""
+    icechunk = pytest.importorskip("icechunk")
+    command = cargo_command_with_icechunk()
+    path = _write(tmp_path, "long", (70, 10), "<i4", (1, 5), (1, 5))
+    repo = tmp_path / "repo"
+    out = subprocess.run([command, "virtualize", str(path), str(repo), "--json"],
+                         capture_output=True, text=True)  # fmt: skip
+    assert out.returncode == 0, out.stderr
+    assert json.loads(out.stdout)["references"] == 140
+    assert len(list((repo / "manifests").iterdir())) == 3
+    prefix = f"file://{tmp_path.resolve()}/"
+    r = icechunk.Repository.open(icechunk.local_filesystem_storage(str(repo)),
+                                 authorize_virtual_chunk_access={prefix: None})  # fmt: skip
+    a = zarr.open_array(r.readonly_session("main").store, mode="r")
+    np.testing.assert_array_equal(a[...], _want(path))
 
 
 def test_parser_to_kerchunk_is_refused_not_wrong(vz, tmp_path):

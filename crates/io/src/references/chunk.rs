@@ -363,6 +363,25 @@ pub fn reference_url(location: &Location) -> Result<String> {
     }
 }
 
+/// The URL prefix below which lie all the files a source at `location` references are in (a
+/// virtual chunk container's prefix, ending in `/`): its [`reference_url`] if it is a
+/// directory or prefix, its parent's if it is a file or object (a `.b2nd` frame).
+///
+/// # Errors
+/// As [`reference_url`]; [`Error::Io`] / [`Error::Remote`] telling a file from a directory.
+pub fn container_url(location: &Location) -> Result<String> {
+    let url = reference_url(location)?;
+    let url = if location.size()?.is_some() {
+        match url.trim_end_matches('/').rsplit_once('/') {
+            Some((parent, _)) => parent.to_owned(),
+            None => url,
+        }
+    } else {
+        url
+    };
+    Ok(format!("{}/", url.trim_end_matches('/')))
+}
+
 /// The local path a `file://` reference URL names (see [`reference_url`]).
 #[must_use]
 pub fn reference_path(url: &str) -> Option<PathBuf> {
@@ -391,6 +410,29 @@ mod tests {
             KeyEncoding::of(&MetadataV3::new("fanout"), "a"),
             Err(Error::Unsupported { .. })
         ));
+    }
+
+    #[test]
+    fn a_container_is_the_directory_of_a_file_and_a_directory_itself() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.b2nd");
+        std::fs::write(&file, b"x").unwrap();
+        let base = reference_url(&Location::Local(dir.path().to_path_buf())).unwrap();
+        for at in [file.as_path(), dir.path()] {
+            assert_eq!(
+                container_url(&Location::Local(at.to_path_buf())).unwrap(),
+                format!("{base}/")
+            );
+        }
+        let server = s3_testserver::TestServer::start().unwrap();
+        let config = server.env();
+        let object = Location::parse(&server.url("ds/a.b2nd"), &config).unwrap();
+        object
+            .write_small(b"x", crate::Durability::default())
+            .unwrap();
+        assert_eq!(container_url(&object).unwrap(), server.url("ds/"));
+        let prefix = Location::parse(&server.url("ds"), &config).unwrap();
+        assert_eq!(container_url(&prefix).unwrap(), server.url("ds/"));
     }
 
     #[test]

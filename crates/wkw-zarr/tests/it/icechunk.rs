@@ -5,17 +5,18 @@
 //! `wkw`'s read voxel for voxel, and a source rewritten after virtualizing fails the read.
 
 use crate::common;
-use crate::virtualize::{head_bytes, mag_name, same_as_wkw, testdata};
+use crate::virtualize::{
+    a_rewritten_file_fails_the_read, copy_of_lz4_mag, fixture_mags, head_bytes, mag_name,
+    same_as_wkw, testdata,
+};
 
 use std::path::Path;
-use std::sync::Arc;
 
 use common::TestResult;
 use scifmt_io::IcechunkWriter;
 use serde_json::Value;
 use testkit::icechunk::open_main;
 use wkw_zarr::{Location, VirtualizeOptions, VirtualizeSummary, virtualize};
-use zarrs::array::{Array, ArrayBytes, ArraySubset};
 
 /// `src` virtualized into a new Icechunk repository at `repo` (its virtual chunk container:
 /// the source's reference URL).
@@ -32,12 +33,7 @@ fn to_icechunk(src: &Path, repo: &Path) -> Result<VirtualizeSummary, Box<dyn std
 fn every_wkw_fixture_reads_back_through_icechunk() -> TestResult {
     let _lz4 = lz4_block_codec::register();
     let dir = tempfile::tempdir()?;
-    let mut seen = 0;
-    for entry in std::fs::read_dir(testdata().join("wkw"))? {
-        let mag = entry?.path();
-        if !mag.join("header.wkw").exists() {
-            continue;
-        }
+    for (seen, mag) in fixture_mags()?.into_iter().enumerate() {
         let repo = dir.path().join(format!("{seen}.icechunk"));
         let summary = to_icechunk(&mag, &repo)?;
         let header = wkw::Header::parse(&std::fs::read(mag.join("header.wkw"))?)?;
@@ -49,9 +45,7 @@ fn every_wkw_fixture_reads_back_through_icechunk() -> TestResult {
             mag.display()
         );
         same_as_wkw(&open_main(&repo)?, "/", &mag)?;
-        seen += 1;
     }
-    assert!(seen >= 12, "only {seen} fixtures");
     Ok(())
 }
 
@@ -85,34 +79,10 @@ fn datasets_read_back_through_icechunk_layer_by_layer_and_mag_by_mag() -> TestRe
 fn a_source_rewritten_after_virtualizing_fails_the_icechunk_read() -> TestResult {
     let _lz4 = lz4_block_codec::register();
     let dir = tempfile::tempdir()?;
-    let mag = dir.path().join("mag");
-    for (key, bytes) in common::tree(&testdata().join("wkw/u16_3ch_lz4_b8_f4"))? {
-        let p = mag.join(&key);
-        std::fs::create_dir_all(p.parent().ok_or("parent")?)?;
-        std::fs::write(&p, bytes)?;
-    }
+    let mag = copy_of_lz4_mag(dir.path())?;
     let repo = dir.path().join("repo");
     to_icechunk(&mag, &repo)?;
     let store = open_main(&repo)?;
     same_as_wkw(&store, "/", &mag)?;
-    // The same bytes written again, with a later modification time: refused all the same.
-    let file = mag.join("z0/y0/x1.wkw");
-    let before = std::fs::metadata(&file)?.modified()?;
-    std::fs::write(&file, std::fs::read(&file)?)?;
-    std::fs::File::options()
-        .write(true)
-        .open(&file)?
-        .set_modified(before + std::time::Duration::from_secs(5))?;
-    let array = Array::open(Arc::clone(&store), "/")?;
-    let e = array
-        .retrieve_array_subset(&ArraySubset::new_with_ranges(&[0..3, 32..40, 0..8, 0..8]))
-        .map(|_: ArrayBytes<'static>| ())
-        .unwrap_err()
-        .to_string();
-    assert!(e.contains("checksum") && e.contains("x1.wkw"), "{e}");
-    // Chunks of the other file still read.
-    let ok: ArrayBytes<'static> =
-        array.retrieve_array_subset(&ArraySubset::new_with_ranges(&[0..3, 0..8, 0..8, 0..8]))?;
-    assert!(!ok.into_fixed()?.is_empty());
-    Ok(())
+    a_rewritten_file_fails_the_read(&store, &mag, "checksum")
 }
