@@ -64,12 +64,14 @@ pub(crate) const COMMIT_EVERY: u64 = 1 << 16;
 /// not rewrite all its references each time.
 const MANIFEST_SPLIT: u32 = 32;
 
-/// `repo` reopened, in memory only (the persisted configuration is unchanged: readers do not
-/// need it), with manifests split every [`MANIFEST_SPLIT`] chunks along every axis.
-async fn with_split_manifests(repo: Repository, name: &str) -> Result<Repository> {
+/// The writer's configuration, layered on the repository's when the writer opens it and
+/// never stored (readers need none of it): manifests split every [`MANIFEST_SPLIT`] chunks
+/// along every axis, and caches of about four parts of references (Icechunk's defaults keep
+/// 15 million chunk references of the manifests it reads and writes).
+fn writer_config() -> RepositoryConfig {
     use icechunk::config::{
-        ManifestConfig, ManifestSplitCondition, ManifestSplitDim, ManifestSplitDimCondition,
-        ManifestSplittingConfig,
+        CachingConfig, ManifestConfig, ManifestSplitCondition, ManifestSplitDim,
+        ManifestSplitDimCondition, ManifestSplittingConfig,
     };
     let splitting = ManifestSplittingConfig {
         split_sizes: Some(vec![(
@@ -80,14 +82,31 @@ async fn with_split_manifests(repo: Repository, name: &str) -> Result<Repository
             }],
         )]),
     };
-    let config = RepositoryConfig {
+    RepositoryConfig {
         manifest: Some(ManifestConfig {
             splitting: Some(splitting),
-            ..repo.config().manifest().clone()
+            ..ManifestConfig::default()
+        }),
+        caching: Some(CachingConfig {
+            num_chunk_refs: Some(4 * COMMIT_EVERY),
+            num_transaction_changes: Some(4 * COMMIT_EVERY),
+            ..CachingConfig::default()
         }),
         ..RepositoryConfig::default()
-    };
-    repo.reopen(Some(config), None)
+    }
+}
+
+/// The repository in `storage` opened for writing: with [`writer_config`], its virtual chunk
+/// containers authorized.
+async fn open_for_writing(
+    storage: Arc<dyn Storage + Send + Sync>,
+    authorized: HashMap<String, Option<Credentials>>,
+    name: &str,
+) -> Result<Repository> {
+    Repository::open(storage)
+        .config(writer_config())
+        .authorize_virtual_chunk_access(authorized)
+        .execute()
         .await
         .map_err(|e| ic(name, e))
 }
@@ -407,14 +426,14 @@ impl IcechunkWriter {
         }
         let (repo, store, work, initial) = block_on(async {
             let storage = storage(dst, &name, config, true).await?;
-            let repo = Repository::create(storage)
+            Repository::create(Arc::clone(&storage))
                 .config(repo_config)
                 .spec_version(SpecVersionBin::V1)
-                .authorize_virtual_chunk_access(authorized)
+                .authorize_virtual_chunk_access(authorized.clone())
                 .execute()
                 .await
                 .map_err(|e| ic(&name, e))?;
-            Self::start(with_split_manifests(repo, &name).await?, &name).await
+            Self::start(open_for_writing(storage, authorized, &name).await?, &name).await
         })??;
         Ok(Self::new(name, repo, store, work, initial, None))
     }
@@ -432,7 +451,7 @@ impl IcechunkWriter {
         let (all, authorized) = containers(sources, &name, config)?;
         let (repo, store, work, initial) = block_on(async {
             let storage = storage(dst, &name, config, false).await?;
-            let repo = Repository::open(storage)
+            let repo = Repository::open(Arc::clone(&storage))
                 .authorize_virtual_chunk_access(authorized.clone())
                 .execute()
                 .await
@@ -450,21 +469,19 @@ impl IcechunkWriter {
                         .map_err(|e| ic(&name, e))?;
                 }
             }
-            let repo = if missing {
-                let mut authorized = authorized;
-                for prefix in repo.authorized_virtual_container_prefixes() {
-                    authorized.entry(prefix).or_insert(None);
-                }
-                let repo = repo
-                    .reopen(Some(repo_config), Some(authorized))
+            let mut authorized = authorized;
+            for prefix in repo.authorized_virtual_container_prefixes() {
+                authorized.entry(prefix).or_insert(None);
+            }
+            if missing {
+                repo.reopen(Some(repo_config), Some(authorized.clone()))
+                    .await
+                    .map_err(|e| ic(&name, e))?
+                    .save_config()
                     .await
                     .map_err(|e| ic(&name, e))?;
-                repo.save_config().await.map_err(|e| ic(&name, e))?;
-                repo
-            } else {
-                repo
-            };
-            Self::start(with_split_manifests(repo, &name).await?, &name).await
+            }
+            Self::start(open_for_writing(storage, authorized, &name).await?, &name).await
         })??;
         Ok(Self::new(
             name,
