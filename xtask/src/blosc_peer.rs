@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::util::{cargo, cargo_target_dir, exec, project_root};
+use crate::util::{Flags, cargo, cargo_target_dir, exec, project_root};
 
 /// The PyPI requirement whose wheel carries the library.
 const WHEEL: &str = "blosc2==4.14.1";
@@ -30,24 +30,13 @@ pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut reps = None;
     let mut filter = String::new();
     let mut lib = None;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value ({USAGE})"))
-        };
-        match a.as_str() {
-            "--reps" => {
-                let v = value()?;
-                let n: usize = v
-                    .parse()
-                    .map_err(|_| format!("--reps {v}: not a count ({USAGE})"))?;
-                reps = Some(n.to_string());
-            }
-            "--filter" => filter = value()?,
-            "--lib" => lib = Some(PathBuf::from(value()?)),
-            other => return Err(format!("unknown argument `{other}` ({USAGE})")),
+    let mut f = Flags::new(args, USAGE);
+    while let Some(a) = f.next_flag() {
+        match a {
+            "--reps" => reps = Some(f.number(a, 1..=1_000_000usize)?.to_string()),
+            "--filter" => filter = f.value(a)?,
+            "--lib" => lib = Some(PathBuf::from(f.value(a)?)),
+            other => return Err(f.unknown(other)),
         }
     }
     let dir = project_root().join("target").join("blosc-peer");

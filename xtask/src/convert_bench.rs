@@ -75,7 +75,7 @@ use sha2::{Digest, Sha256};
 use wkw_zarr::{ConvertOptions, verify};
 
 use crate::s3server::Server;
-use crate::util::{cargo, cargo_target_dir, exec, median, project_root, venv_at};
+use crate::util::{Flags, cargo, cargo_target_dir, exec, median, project_root, venv_at};
 
 /// What the peer and the source generator need, pinned.
 /// s3fs (the fsspec version webknossos 4.3.3 brings) lets the peer read and write `s3://`.
@@ -120,40 +120,14 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         s3: true,
         scale_only: false,
     };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value ({USAGE})"))
-        };
-        match a.as_str() {
-            "--size" => {
-                let v = value()?;
-                opts.size = v
-                    .parse()
-                    .ok()
-                    .filter(|&n: &u32| (32..=1024).contains(&n) && n.is_power_of_two())
-                    .ok_or_else(|| {
-                        format!("--size {v}: need a power of two from 32 to 1024 ({USAGE})")
-                    })?;
-            }
-            "--reps" => {
-                let v = value()?;
-                opts.reps = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| format!("--reps {v}: not a positive count ({USAGE})"))?;
-            }
-            "--latency-ms" => {
-                let v = value()?;
-                opts.latency_ms = v
-                    .parse()
-                    .map_err(|_| format!("--latency-ms {v}: not a number ({USAGE})"))?;
-            }
+    let mut f = Flags::new(args, USAGE);
+    while let Some(a) = f.next_flag() {
+        match a {
+            "--size" => opts.size = f.power_of_two(a, 32, 1024)?,
+            "--reps" => opts.reps = f.number(a, 1..=1000)?,
+            "--latency-ms" => opts.latency_ms = f.number(a, 0..=60_000)?,
             "--layers" => {
-                let v = value()?;
+                let v = f.value(a)?;
                 opts.layers = v
                     .split(',')
                     .map(|name| {
@@ -166,7 +140,7 @@ fn parse(args: &[String]) -> Result<Opts, String> {
             "--skip-peer" => opts.peer = false,
             "--skip-s3" => opts.s3 = false,
             "--scale-only" => opts.scale_only = true,
-            other => return Err(format!("unknown argument `{other}` ({USAGE})")),
+            other => return Err(f.unknown(other)),
         }
     }
     Ok(opts)

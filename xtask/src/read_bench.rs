@@ -64,7 +64,9 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use crate::s3server::Server;
-use crate::util::{cargo, cargo_target_dir, exec, median, pip_install, project_root, venv_at};
+use crate::util::{
+    Flags, cargo, cargo_target_dir, exec, median, pip_install, project_root, venv_at,
+};
 
 /// The packages of the Python test venv (`crate::python::REQUIREMENTS`) this benchmark needs,
 /// taken with the pins CI tests; fsspec (the kerchunk row's `ReferenceFileSystem`) is pinned
@@ -115,43 +117,18 @@ fn parse(args: &[String]) -> Result<Opts, String> {
         latency_ms: 20,
         s3: true,
     };
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value ({USAGE})"))
-        };
-        let count = |v: String, max: u64| {
-            v.parse::<u64>()
-                .ok()
-                .filter(|&n| (1..=max).contains(&n))
-                .ok_or_else(|| format!("{a} {v}: need a count from 1 to {max} ({USAGE})"))
-        };
-        match a.as_str() {
-            "--size" => {
-                let v = value()?;
-                o.size = v
-                    .parse()
-                    .ok()
-                    .filter(|&n: &u32| (64..=1024).contains(&n) && n.is_power_of_two())
-                    .ok_or_else(|| {
-                        format!("--size {v}: need a power of two from 64 to 1024 ({USAGE})")
-                    })?;
-            }
-            "--reps" => o.reps = u32::try_from(count(value()?, 1000)?).unwrap_or(1),
-            "--regions" => o.regions = usize::try_from(count(value()?, 1000)?).unwrap_or(1),
-            "--data" => o.data = Some(PathBuf::from(value()?)),
-            "--wheel" => o.wheel = Some(PathBuf::from(value()?)),
-            "--scifmt" => o.scifmt = Some(PathBuf::from(value()?)),
-            "--latency-ms" => {
-                let v = value()?;
-                o.latency_ms = v
-                    .parse()
-                    .map_err(|_| format!("--latency-ms {v}: not a number ({USAGE})"))?;
-            }
+    let mut f = Flags::new(args, USAGE);
+    while let Some(a) = f.next_flag() {
+        match a {
+            "--size" => o.size = f.power_of_two(a, 64, 1024)?,
+            "--reps" => o.reps = f.number(a, 1..=1000)?,
+            "--regions" => o.regions = f.number(a, 1..=1000)?,
+            "--data" => o.data = Some(PathBuf::from(f.value(a)?)),
+            "--wheel" => o.wheel = Some(PathBuf::from(f.value(a)?)),
+            "--scifmt" => o.scifmt = Some(PathBuf::from(f.value(a)?)),
+            "--latency-ms" => o.latency_ms = f.number(a, 0..=60_000)?,
             "--skip-s3" => o.s3 = false,
-            other => return Err(format!("unknown argument `{other}` ({USAGE})")),
+            other => return Err(f.unknown(other)),
         }
     }
     Ok(o)

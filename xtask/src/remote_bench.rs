@@ -29,7 +29,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use crate::s3server::Server;
-use crate::util::{cargo, exec, median, project_root, venv_at};
+use crate::util::{Flags, cargo, exec, median, project_root, venv_at};
 
 /// What the tensorstore peer needs, pinned.
 const REQUIREMENTS: &[&str] = &["tensorstore==0.1.86", "numpy==2.4.6"];
@@ -46,29 +46,12 @@ const USAGE: &str = "remote-bench [--reps N] [--latency-ms MS]";
 pub(crate) fn run(args: &[String]) -> Result<(), String> {
     let mut reps = 6usize;
     let mut latency_ms = 20u64;
-    let mut it = args.iter();
-    while let Some(a) = it.next() {
-        let mut value = || {
-            it.next()
-                .cloned()
-                .ok_or_else(|| format!("{a} needs a value ({USAGE})"))
-        };
-        match a.as_str() {
-            "--reps" => {
-                let v = value()?;
-                reps = v
-                    .parse()
-                    .ok()
-                    .filter(|&n| n > 0)
-                    .ok_or_else(|| format!("--reps {v}: not a positive count ({USAGE})"))?;
-            }
-            "--latency-ms" => {
-                let v = value()?;
-                latency_ms = v
-                    .parse()
-                    .map_err(|_| format!("--latency-ms {v}: not a number ({USAGE})"))?;
-            }
-            other => return Err(format!("unknown argument `{other}` ({USAGE})")),
+    let mut f = Flags::new(args, USAGE);
+    while let Some(a) = f.next_flag() {
+        match a {
+            "--reps" => reps = f.number(a, 1..=1000)?,
+            "--latency-ms" => latency_ms = f.number(a, 0..=60_000)?,
+            other => return Err(f.unknown(other)),
         }
     }
 

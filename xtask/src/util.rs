@@ -135,3 +135,74 @@ pub(crate) fn median(mut v: Vec<f64>) -> f64 {
         (v[n / 2 - 1] + v[n / 2]) / 2.0
     }
 }
+
+/// A task's command-line arguments read flag by flag: `--flag VALUE` pairs and bare
+/// switches, the errors quoting the task's usage line.
+pub(crate) struct Flags<'a> {
+    it: std::slice::Iter<'a, String>,
+    usage: &'static str,
+}
+
+impl<'a> Flags<'a> {
+    pub(crate) fn new(args: &'a [String], usage: &'static str) -> Self {
+        Self {
+            it: args.iter(),
+            usage,
+        }
+    }
+
+    /// The next flag (or switch), if any.
+    pub(crate) fn next_flag(&mut self) -> Option<&'a str> {
+        self.it.next().map(String::as_str)
+    }
+
+    /// The value after `flag`.
+    pub(crate) fn value(&mut self, flag: &str) -> Result<String, String> {
+        self.it
+            .next()
+            .cloned()
+            .ok_or_else(|| format!("{flag} needs a value ({})", self.usage))
+    }
+
+    /// The number after `flag`, which must lie in `range`.
+    pub(crate) fn number<T>(
+        &mut self,
+        flag: &str,
+        range: std::ops::RangeInclusive<T>,
+    ) -> Result<T, String>
+    where
+        T: std::str::FromStr + PartialOrd + std::fmt::Display,
+    {
+        let v = self.value(flag)?;
+        v.parse::<T>()
+            .ok()
+            .filter(|n| range.contains(n))
+            .ok_or_else(|| {
+                format!(
+                    "{flag} {v}: need a number from {} to {} ({})",
+                    range.start(),
+                    range.end(),
+                    self.usage
+                )
+            })
+    }
+
+    /// The power of two from `min` to `max` after `flag` (a cube's side).
+    pub(crate) fn power_of_two(&mut self, flag: &str, min: u32, max: u32) -> Result<u32, String> {
+        let v = self.value(flag)?;
+        v.parse::<u32>()
+            .ok()
+            .filter(|&n| (min..=max).contains(&n) && n.is_power_of_two())
+            .ok_or_else(|| {
+                format!(
+                    "{flag} {v}: need a power of two from {min} to {max} ({})",
+                    self.usage
+                )
+            })
+    }
+
+    /// The error for an argument the task does not take.
+    pub(crate) fn unknown(&self, flag: &str) -> String {
+        format!("unknown argument `{flag}` ({})", self.usage)
+    }
+}
