@@ -451,8 +451,8 @@ impl IcechunkWriter {
         let (all, authorized) = containers(sources, &name, config)?;
         let (repo, store, work, initial) = block_on(async {
             let storage = storage(dst, &name, config, false).await?;
+            // Opened once for its configuration (the containers), then for writing.
             let repo = Repository::open(Arc::clone(&storage))
-                .authorize_virtual_chunk_access(authorized.clone())
                 .execute()
                 .await
                 .map_err(|e| ic(&name, e))?;
@@ -468,10 +468,6 @@ impl IcechunkWriter {
                         .set_virtual_chunk_container(c)
                         .map_err(|e| ic(&name, e))?;
                 }
-            }
-            let mut authorized = authorized;
-            for prefix in repo.authorized_virtual_container_prefixes() {
-                authorized.entry(prefix).or_insert(None);
             }
             if missing {
                 repo.reopen(Some(repo_config), Some(authorized.clone()))
