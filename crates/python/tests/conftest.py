@@ -2,6 +2,8 @@ import os
 import pathlib
 import shutil
 import subprocess
+import urllib.request
+import warnings
 from typing import NamedTuple
 
 import pytest
@@ -116,8 +118,27 @@ def server(tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        proc.stdin.close()
+        _stop_server(proc, env["S3_TESTSERVER_CONTROL"])
+
+
+def _stop_server(proc, control):
+    """Stops the server: its pipe closed and `/quit` asked on the control port (the pipe alone
+    is not enough when a process forked by a test still holds its write end). A server that
+    has not exited 30 s later is killed, with a warning: its temporary directory is then left
+    behind, and no test result depends on it."""
+    proc.stdin.close()
+    try:
+        with urllib.request.urlopen(control + "/quit", timeout=10) as answer:
+            answer.read()
+    except OSError:
+        pass  # already gone, or going
+    try:
         proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+        warnings.warn(f"s3-testserver (pid {proc.pid}) did not stop within 30 s of /quit; killed",
+                      stacklevel=1)
 
 
 @pytest.fixture(scope="session")
