@@ -26,7 +26,8 @@ use crate::util::project_root;
 /// What the suite installs, pinned: the runtime and test dependencies, and
 /// the reference packages the tests cross-check against (`wkw` for `scifmt.wkw`, `blosc2` for
 /// the Blosc/b2nd modules, `zarr` + `numcodecs` + `blosc` (python-blosc, C-Blosc 1.21) for
-/// `scifmt.zarr`, `virtualizarr` + `xarray` + `obstore` + `icechunk` for `scifmt.virtual`).
+/// `scifmt.zarr`, `virtualizarr` + `xarray` + `obstore` + `icechunk` for `scifmt.virtual`, `fastparquet` for
+/// kerchunk Parquet references).
 pub(crate) const REQUIREMENTS: &[&str] = &[
     "numpy==2.4.6",
     "pytest==9.2.0",
@@ -47,6 +48,8 @@ pub(crate) const REQUIREMENTS: &[&str] = &[
     "obstore==0.12.1",
     "obspec-utils==0.9.0",
     "icechunk==1.1.21",
+    // fsspec's engine for kerchunk Parquet references (test_virtualize_parquet.py).
+    "fastparquet==2026.9.0",
 ];
 
 /// Seconds one test may take (the slowest, the Dask cluster tests, take about 20).

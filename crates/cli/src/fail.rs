@@ -64,6 +64,13 @@ impl Fail {
 /// The result of a command.
 pub(crate) type CliResult<T = ()> = Result<T, Fail>;
 
+/// A storage layer error as it is (its message names the file, object or URL).
+impl From<scifmt_io::Error> for Fail {
+    fn from(e: scifmt_io::Error) -> Self {
+        Self::usage(describe(&e))
+    }
+}
+
 /// `msg` without the mentions of `name` that would repeat the name a message starts with.
 fn without_name<'m>(msg: &'m str, name: &str) -> std::borrow::Cow<'m, str> {
     let mut out = std::borrow::Cow::Borrowed(msg);

@@ -1,4 +1,4 @@
-//! `scifmt virtualize SRC... DST --to icechunk|kerchunk|zarr`: WKW data and b2nd arrays as
+//! `scifmt virtualize SRC... DST --to icechunk|kerchunk|kerchunk-parquet|zarr`: WKW data and b2nd arrays as
 //! Zarr v3 in place, as virtual references (`wkw_zarr::virtualize` and
 //! `blosc2_frame::virtualize` streaming into a `scifmt_io` writer).
 //!
@@ -29,6 +29,11 @@ pub(crate) enum To {
     Icechunk,
     /// A kerchunk JSON reference file (version 1; fsspec's ReferenceFileSystem reads it).
     Kerchunk,
+    /// A directory (or prefix) of kerchunk Parquet references, for datasets with millions of
+    /// chunks: fsspec's ReferenceFileSystem reads it (with fastparquet) as a Zarr v2 hierarchy,
+    /// the LZ4 and b2nd chunks through the scifmt wheel's numcodecs codecs. Arrays need a name:
+    /// a dataset root, or several sources.
+    KerchunkParquet,
     /// A plain Zarr v3 hierarchy of metadata for raw data: not possible for WKW or b2nd
     /// (refused, saying why).
     Zarr,
@@ -42,8 +47,8 @@ pub(crate) struct VirtualizeArgs {
     /// a b2nd array (a contiguous Blosc2 frame with the b2nd metalayer, as python-blosc2
     /// writes .b2nd files; told by its magic bytes, or for URLs by the name ending in .b2nd or
     /// .b2frame), a path or a URL (s3://, gs://, az://, http(s)://, file://). The output is a
-    /// file or object (kerchunk) or a directory or prefix (icechunk), refused if it exists
-    /// unless --overwrite; never an input, inside one or around one.
+    /// file or object (kerchunk) or a directory or prefix (icechunk, kerchunk-parquet), refused
+    /// if it exists unless --overwrite; never an input, inside one or around one.
     #[arg(value_name = "SRC... DST", num_args = 2.., required = true)]
     paths: Vec<PathBuf>,
     /// What to write.
@@ -61,6 +66,10 @@ pub(crate) struct VirtualizeArgs {
     /// takes one or two rounds).
     #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u64).range(1..=1024))]
     concurrency: u64,
+    /// --to kerchunk-parquet: chunks per Parquet file (each file holds this many consecutive
+    /// chunks of one array in C order; a reader loads a whole file for any chunk in it).
+    #[arg(long, default_value_t = scifmt_io::DEFAULT_RECORD_SIZE, value_parser = clap::value_parser!(u64).range(1..=100_000_000))]
+    record_size: u64,
     #[command(flatten)]
     json: JsonFlag,
 }
@@ -103,12 +112,28 @@ pub(crate) fn run(a: &VirtualizeArgs) -> CliResult {
     };
     let start = Instant::now();
     let mut out = Map::new();
-    out.insert("to".into(), json!(format!("{:?}", a.to).to_lowercase()));
+    let to_name =
+        a.to.to_possible_value()
+            .map_or_else(String::new, |v| v.get_name().to_owned());
+    out.insert("to".into(), json!(to_name));
     out.insert("sources".into(), json!(srcs.len()));
     let result = match a.to {
         To::Kerchunk => {
             file_output(&inputs, dst_path, a.overwrite)?;
             kerchunk(&srcs, &dst, &options, durability, &on_progress, &mut out)
+        }
+        To::KerchunkParquet => {
+            apart(&inputs, dst_path)?;
+            kerchunk_parquet(
+                &srcs,
+                &dst,
+                a.overwrite,
+                a.record_size,
+                &options,
+                durability,
+                &on_progress,
+                &mut out,
+            )
         }
         To::Icechunk => {
             apart(&inputs, dst_path)?;
@@ -200,6 +225,65 @@ fn kerchunk(
     Ok(())
 }
 
+/// `--to kerchunk-parquet`: a new reference directory at `dst`. A local one is built complete in
+/// a hidden sibling and then put in place (also over another directory, with `overwrite`); an
+/// object store prefix must be empty (`.zmetadata`, written last, completes it).
+#[expect(
+    clippy::too_many_arguments,
+    reason = "the command's options, passed through"
+)]
+fn kerchunk_parquet(
+    srcs: &[Location],
+    dst: &Location,
+    overwrite: bool,
+    record_size: u64,
+    options: &SourceOptions,
+    durability: wkw_zarr::Durability,
+    progress: &(dyn Fn(&Progress) + Sync),
+    out: &mut Map<String, Value>,
+) -> CliResult {
+    let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
+    let exists = dst.has_contents().map_err(fail)?;
+    let build = |at: &Location, out: &mut Map<String, Value>| {
+        let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
+        let mut writer = scifmt_io::KerchunkParquetWriter::create(at, &options.wkw.remote)
+            .map_err(fail)?
+            .with_record_size(record_size)
+            .with_name(dst.to_string());
+        let summary = produce(srcs, &mut writer, options, progress)?;
+        let written = writer.finish(durability).map_err(fail)?;
+        record(&summary, out);
+        out.insert("bytes_written".into(), json!(written.bytes));
+        Ok(())
+    };
+    let Location::Local(target) = dst else {
+        if exists {
+            return Err(Fail::usage(format!(
+                "{dst} holds objects: --to kerchunk-parquet writes to an empty prefix (it does not replace objects, also with --overwrite)"
+            )));
+        }
+        return build(dst, out);
+    };
+    if exists && !overwrite {
+        return Err(Fail::usage(format!(
+            "{} exists: add --overwrite to replace it (the new references replace it only when complete)",
+            crate::names::display_name(target)
+        )));
+    }
+    staged_dir(target, |staged| build(staged, out))
+}
+
+/// Builds a local directory output complete in a hidden sibling of `target`, then puts it in
+/// place (replacing the directory there, if any); the sibling is removed on failure.
+fn staged_dir(target: &std::path::Path, build: impl FnOnce(&Location) -> CliResult) -> CliResult {
+    scifmt_io::build_dir(
+        target,
+        "scifmt-virtualize",
+        scifmt_io::Durability::None,
+        |staged| build(&Location::Local(staged.to_path_buf())),
+    )
+}
+
 /// `--to icechunk` without the `icechunk` feature: refused, saying how to get it.
 #[cfg(not(feature = "icechunk"))]
 fn icechunk(
@@ -253,32 +337,9 @@ fn icechunk(
             crate::names::display_name(target)
         )));
     }
-    let staged = scifmt_io::sibling(target, "scifmt-virtualize").map_err(fail)?;
-    if staged.exists() {
-        std::fs::remove_dir_all(&staged).map_err(|e| Fail::input(&staged, describe(&e)))?;
-    }
-    let built = build_icechunk(
-        srcs,
-        &Location::Local(staged.clone()),
-        false,
-        options,
-        progress,
-        out,
-    );
-    let placed = built.and_then(|()| {
-        if exists {
-            scifmt_io::replace_dir(&staged, target, scifmt_io::Durability::None).map_err(fail)
-        } else {
-            if target.exists() {
-                std::fs::remove_dir(target).map_err(|e| Fail::input(target, describe(&e)))?;
-            }
-            std::fs::rename(&staged, target).map_err(|e| Fail::input(target, describe(&e)))
-        }
-    });
-    if placed.is_err() {
-        let _ = std::fs::remove_dir_all(&staged);
-    }
-    placed
+    staged_dir(target, |staged| {
+        build_icechunk(srcs, staged, false, options, progress, out)
+    })
 }
 
 /// The repository at `dst`: a new one, or with `update` the one there updated.

@@ -34,6 +34,8 @@ pub use crate::read_at::ReadAt;
 pub use crate::redact::redact;
 #[cfg(feature = "icechunk")]
 pub use crate::references::icechunk::{IcechunkCommit, IcechunkWriter, UpdateCounts};
+#[cfg(feature = "parquet")]
+pub use crate::references::parquet::{DEFAULT_RECORD_SIZE, KerchunkParquetWriter, SORT_BATCH};
 #[cfg(feature = "zarrs")]
 #[cfg(feature = "references")]
 pub use crate::references::reader::{
@@ -60,7 +62,7 @@ pub use crate::remote::{
     store::{Access, StoreUrl, child, is_condition_failure, join_url, store_for_url, store_url},
     upload::{Upload, put},
 };
-pub use crate::replace_dir::{replace_dir, sibling};
+pub use crate::replace_dir::{build_dir, replace_dir, sibling};
 pub use bytes;
 #[cfg(feature = "object_store")]
 pub use object_store;

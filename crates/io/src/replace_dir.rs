@@ -80,6 +80,32 @@ pub fn replace_dir(new: &Path, target: &Path, durability: Durability) -> Result<
     Ok(())
 }
 
+/// Builds the directory `target` so that it appears only complete: `build` fills the hidden
+/// sibling [`sibling`]`(target, tag)` (removed first if an earlier run left it), which then
+/// replaces `target` ([`replace_dir`]: an existing directory there, or nothing). The sibling is
+/// removed when `build` or the replacing fails. A caller that must not replace an existing
+/// `target` checks before.
+///
+/// # Errors
+/// `build`'s error; [`Error::InvalidArgument`] for a `target` without a name; [`Error::Io`]
+/// clearing the sibling or replacing `target`.
+pub fn build_dir<E: From<Error>>(
+    target: &Path,
+    tag: &str,
+    durability: Durability,
+    build: impl FnOnce(&Path) -> std::result::Result<(), E>,
+) -> std::result::Result<(), E> {
+    let staged = sibling(target, tag)?;
+    if std::fs::symlink_metadata(&staged).is_ok() {
+        remove_any(&staged)?;
+    }
+    let placed = build(&staged).and_then(|()| Ok(replace_dir(&staged, target, durability)?));
+    if placed.is_err() {
+        let _ = remove_any(&staged);
+    }
+    placed
+}
+
 /// Makes `new` the content of the existing `target`; returns where the old content now is.
 fn swap(new: &Path, target: &Path) -> Result<PathBuf> {
     #[cfg(any(target_os = "linux", target_os = "android"))]

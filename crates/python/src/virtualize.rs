@@ -257,6 +257,54 @@ fn check_output(dst: &Location, overwrite: bool) -> Result<(), Failure> {
     }
 }
 
+/// `to="kerchunk-parquet"`: the reference directory at `out`, a local one built complete in a
+/// hidden sibling and put in place (replacing one there only with `overwrite`); an object
+/// store prefix must be empty.
+fn parquet(
+    srcs: &[Location],
+    out: &Location,
+    overwrite: bool,
+    record_size: u64,
+    opts: &SourceOptions,
+    durability: wkw_zarr::Durability,
+) -> Result<(SourceCounts, u64), Failure> {
+    let exists = out.has_contents()?;
+    let write = |at: &Location| -> Result<(SourceCounts, u64), Failure> {
+        let mut writer = scifmt_io::KerchunkParquetWriter::create(at, &opts.wkw.remote)?
+            .with_record_size(record_size)
+            .with_name(out.to_string());
+        let summary = produce(srcs, &mut writer, opts, Kind::Detect)?;
+        let written = writer.finish(durability)?;
+        Ok((summary, written.bytes))
+    };
+    let Location::Local(target) = out else {
+        if exists {
+            return Err(Failure::Exists(format!(
+                "{out} holds objects: to=\"kerchunk-parquet\" writes to an empty prefix (it \
+                 does not replace objects, also with overwrite=True)"
+            )));
+        }
+        return write(out);
+    };
+    if exists && !overwrite {
+        return Err(Failure::Exists(format!(
+            "{} exists: overwrite=True replaces it (only once the new references are complete)",
+            target.display()
+        )));
+    }
+    let mut done = None;
+    scifmt_io::build_dir(
+        target,
+        "scifmt-virtualize",
+        scifmt_io::Durability::None,
+        |staged| -> Result<(), Failure> {
+            done = Some(write(&Location::Local(staged.to_path_buf()))?);
+            Ok(())
+        },
+    )?;
+    done.ok_or_else(|| Failure::Value("the references were not written".into()))
+}
+
 /// The summary's counts.
 fn summary_dict<'py>(py: Python<'py>, s: &SourceCounts) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
@@ -273,7 +321,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &SourceCounts) -> PyResult<Bound<'py, P
 /// `groups`, `arrays`, `files`, `references`, `inline`, `bytes_read`, `bytes_written`,
 /// `seconds`).
 #[pyfunction]
-#[pyo3(signature = (sources, dst, to="kerchunk", *, overwrite=false, fsync=false, concurrency=8, storage_options=None))]
+#[pyo3(signature = (sources, dst, to="kerchunk", *, overwrite=false, fsync=false, concurrency=8, storage_options=None, record_size=100_000))]
 #[allow(
     clippy::too_many_arguments,
     reason = "the keyword options of scifmt.virtualize"
@@ -287,9 +335,16 @@ fn virtualize<'py>(
     fsync: bool,
     concurrency: i64,
     storage_options: Option<Vec<(String, String)>>,
+    record_size: i64,
 ) -> PyResult<Bound<'py, PyDict>> {
+    let record_size = u64::try_from(record_size)
+        .ok()
+        .filter(|&n| n > 0)
+        .ok_or_else(|| {
+            PyValueError::new_err(format!("record_size={record_size}: must be at least 1"))
+        })?;
     match to {
-        "kerchunk" => {}
+        "kerchunk" | "kerchunk-parquet" => {}
         "icechunk" => {
             return Err(VirtualizeError::new_err(
                 "to=\"icechunk\": this scifmt wheel was built without Icechunk support (the \
@@ -307,7 +362,7 @@ fn virtualize<'py>(
         }
         other => {
             return Err(PyValueError::new_err(format!(
-                "to={other:?}: must be \"kerchunk\" or \"icechunk\""
+                "to={other:?}: must be \"kerchunk\", \"kerchunk-parquet\" or \"icechunk\""
             )));
         }
     }
@@ -324,6 +379,9 @@ fn virtualize<'py>(
         ensure_apart(&sources, &dst)?;
         let srcs = locations(&sources, &config)?;
         let out = Location::parse(&dst, &config)?;
+        if to == "kerchunk-parquet" {
+            return parquet(&srcs, &out, overwrite, record_size, &opts, durability);
+        }
         check_output(&out, overwrite)?;
         let mut writer = wkw_zarr::KerchunkWriter::create(&out, &opts.wkw.remote)?;
         let summary = produce(&srcs, &mut writer, &opts, Kind::Detect)?;

@@ -2,7 +2,8 @@
 //! chunk, read by offset and length from its WKW file and decoded, is the block `wkw` reads
 //! there; the `--json` summary; refusals (existing output, output inside the input, `--to
 //! zarr`, Zarr sources, `--to icechunk` without the feature); an `s3://` source on the S3 test
-//! server, read only by its headers and jump tables, its references carrying ETags.
+//! server, read only by its headers and jump tables, its references carrying ETags; kerchunk
+//! Parquet references of it, written to the server, holding the kerchunk JSON's references.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -631,4 +632,176 @@ fn an_icechunk_repository_on_s3_of_an_s3_source() {
         "only the deleted file's chunks: {after}"
     );
     assert_eq!(u["nodes_deleted"].as_u64(), Some(0));
+}
+
+/// The rows of the kerchunk Parquet record file `file`: (path, offset, size).
+fn parquet_rows(file: &Path) -> Vec<(Option<String>, i64, i64)> {
+    use parquet::file::reader::{FileReader, SerializedFileReader};
+    use parquet::record::Field;
+    let reader = SerializedFileReader::new(std::fs::File::open(file).unwrap()).unwrap();
+    reader
+        .get_row_iter(None)
+        .unwrap()
+        .map(|row| {
+            let row = row.unwrap();
+            let f: Vec<&Field> = row.get_column_iter().map(|(_, f)| f).collect();
+            let int = |f: &Field| match f {
+                Field::Long(v) => *v,
+                f => panic!("{f:?}"),
+            };
+            let path = match f[0] {
+                Field::Str(s) => Some(s.clone()),
+                Field::Null => None,
+                f => panic!("{f:?}"),
+            };
+            (path, int(f[1]), int(f[2]))
+        })
+        .collect()
+}
+
+#[test]
+fn kerchunk_parquet_on_s3_holds_the_references_of_kerchunk_json() {
+    let dir = tmp();
+    let src = testdata("wkw-zarr/multi/wkw");
+    let server = TestServer::start().unwrap();
+    server.upload_dir(&src, "ds/multi").unwrap();
+    let scifmt = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_scifmt"))
+            .args(args)
+            .envs(server.env())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let source = server.url("ds/multi");
+    let json_refs = dir.path().join("refs.json");
+    let run = scifmt(&["virtualize", &source, &s(&json_refs), "--to", "kerchunk"]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let out = server.url("out/refs");
+    let args = [
+        "virtualize",
+        &source,
+        &out,
+        "--to",
+        "kerchunk-parquet",
+        "--record-size",
+        "7",
+        "--json",
+    ];
+    let run = scifmt(&args);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+    assert_eq!(summary["to"], "kerchunk-parquet");
+
+    let doc: Value = serde_json::from_slice(&std::fs::read(&json_refs).unwrap()).unwrap();
+    let root = server.backing_dir().join("out/refs");
+    let meta: Value =
+        serde_json::from_slice(&std::fs::read(root.join(".zmetadata")).unwrap()).unwrap();
+    assert_eq!(meta["record_size"], 7);
+    // The same checksums (ETags) as the JSON's.
+    assert_eq!(meta["scifmt"]["checksums"], doc["scifmt"]["checksums"]);
+    let mut arrays = 0;
+    let mut references = 0;
+    for (key, zarray) in meta["metadata"].as_object().unwrap() {
+        let Some(array) = key.strip_suffix("/.zarray") else {
+            continue;
+        };
+        arrays += 1;
+        let grid: Vec<u64> = zarray["shape"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(zarray["chunks"].as_array().unwrap())
+            .map(|(s, c)| s.as_u64().unwrap().div_ceil(c.as_u64().unwrap()))
+            .collect();
+        let total: u64 = grid.iter().product();
+        let mut records = std::collections::BTreeMap::new();
+        let prefix = format!("{array}/c/");
+        let mut in_json = 0;
+        for (k, v) in doc["refs"].as_object().unwrap() {
+            let Some(indices) = k.strip_prefix(&prefix) else {
+                continue;
+            };
+            in_json += 1;
+            let n = indices
+                .split('/')
+                .zip(&grid)
+                .fold(0u64, |n, (i, g)| n * g + i.parse::<u64>().unwrap());
+            let rows = records.entry(n / 7).or_insert_with(|| {
+                parquet_rows(&root.join(format!("{array}/refs.{}.parq", n / 7)))
+            });
+            assert_eq!(
+                rows.len() as u64,
+                7.min(total - n / 7 * 7),
+                "{array} record {}",
+                n / 7
+            );
+            let (path, offset, size) = &rows[(n % 7) as usize];
+            assert_eq!(path.as_deref(), v[0].as_str(), "{k}");
+            assert_eq!(
+                (*offset, *size),
+                (v[1].as_i64().unwrap(), v[2].as_i64().unwrap()),
+                "{k}"
+            );
+        }
+        // Every stored path is one of the JSON's references; files only for records with some.
+        let stored: usize = records.values().flatten().filter(|r| r.0.is_some()).count();
+        assert_eq!(stored, in_json, "{array}");
+        let files = std::fs::read_dir(root.join(array)).unwrap().count();
+        assert_eq!(files, records.len(), "{array}");
+        references += in_json;
+    }
+    assert_eq!(arrays, summary["arrays"].as_u64().unwrap());
+    assert_eq!(references as u64, summary["references"].as_u64().unwrap());
+
+    // The prefix now holds objects: refused, also with --overwrite.
+    for extra in [&[][..], &["--overwrite"][..]] {
+        let run = scifmt(&[&args[..5], extra].concat());
+        assert_eq!(run.status.code(), Some(2));
+        assert!(String::from_utf8_lossy(&run.stderr).contains("holds objects"));
+    }
+}
+
+#[test]
+fn kerchunk_parquet_replaces_a_local_directory_only_with_overwrite() {
+    let dir = tmp();
+    let src = testdata("wkw-zarr/multi/wkw");
+    let out = dir.path().join("refs");
+    let args = ["virtualize", &s(&src), &s(&out), "--to", "kerchunk-parquet"];
+    json(&[&args[..], &["--json"]].concat());
+    std::fs::write(out.join("stray"), b"x").unwrap();
+    fails(&args, 2, "--overwrite");
+    assert!(out.join("stray").exists());
+    json(&[&args[..], &["--overwrite", "--json"]].concat());
+    assert!(!out.join("stray").exists());
+    assert!(out.join(".zmetadata").is_file());
+    // Nothing else beside it (the staging sibling is gone).
+    let names: Vec<_> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["refs"]);
+    // A single mag is an array at the root, which Parquet references cannot hold.
+    let single = dir.path().join("single");
+    let line = fails(
+        &[
+            "virtualize",
+            &s(&src.join("color/1")),
+            &s(&single),
+            "--to",
+            "kerchunk-parquet",
+        ],
+        2,
+        "root",
+    );
+    assert!(line.contains("kerchunk JSON"), "{line}");
+    assert!(!single.exists());
 }

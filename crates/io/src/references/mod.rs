@@ -6,6 +6,8 @@
 //!   [`ReferenceSink`](crate::ReferenceSink) a producer streams nodes and references into, and
 //!   chunk keys from a `chunk_key_encoding`.
 //! * `kerchunk`: [`KerchunkWriter`](crate::KerchunkWriter), the kerchunk JSON writer (streamed).
+//! * `parquet` (feature `parquet`): [`KerchunkParquetWriter`](crate::KerchunkParquetWriter),
+//!   kerchunk's Parquet reference directory, with `zarr_v2`: the Zarr v2 form of the nodes.
 //! * `reader` (with `zarrs`): [`ReferenceStore`](crate::ReferenceStore), zarrs' readable storage
 //!   over a kerchunk JSON file, checking each source's checksum.
 //! * `icechunk` (feature `icechunk`): [`IcechunkWriter`](crate::IcechunkWriter), an Icechunk
@@ -15,5 +17,9 @@ pub(crate) mod chunk;
 #[cfg(feature = "icechunk")]
 pub(crate) mod icechunk;
 pub(crate) mod kerchunk;
+#[cfg(feature = "parquet")]
+pub(crate) mod parquet;
 #[cfg(feature = "zarrs")]
 pub(crate) mod reader;
+#[cfg(feature = "parquet")]
+pub(crate) mod zarr_v2;

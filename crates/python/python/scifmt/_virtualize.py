@@ -53,6 +53,7 @@ def virtualize(
     fsync: bool = False,
     concurrency: int = 8,
     storage_options: Optional[Dict[str, str]] = None,
+    record_size: int = 100_000,
 ) -> Dict[str, Any]:
     """Writes the virtual Zarr v3 references of ``sources`` to ``dst``, like
     ``scifmt virtualize SRC... DST --to TO``.
@@ -87,7 +88,12 @@ def virtualize(
 
     ``to``: ``"kerchunk"`` (the default: a kerchunk JSON file, version 1, that fsspec's
     ``ReferenceFileSystem`` reads and zarr-python 3 through it; each source file's modification
-    time or ETag is kept under its top-level ``scifmt`` key) or ``"icechunk"`` (an Icechunk
+    time or ETag is kept under its top-level ``scifmt`` key), ``"kerchunk-parquet"`` (kerchunk's
+    Parquet reference directory, for datasets with millions of chunks: ``record_size`` chunks
+    per Parquet file, default 100000; fsspec's ``ReferenceFileSystem`` given the directory and
+    its ``remote_protocol`` reads it, with fastparquet, as a Zarr v2 hierarchy, the chunks
+    through this package's numcodecs codecs; an array needs a group: a dataset root or several
+    sources; an object store prefix must be empty) or ``"icechunk"`` (an Icechunk
     repository: needs a build with the ``icechunk`` cargo feature, which this wheel does not
     have; it raises ``VirtualizeError`` saying so). An existing output is refused unless
     ``overwrite`` (it is replaced only once the new one is complete); an output that is a
@@ -114,10 +120,14 @@ def virtualize(
     fsync = _flag(fsync, "fsync")
     concurrency = _concurrency(concurrency)
     pairs = _pairs(storage_options)
+    if isinstance(record_size, bool) or not isinstance(record_size, int):
+        raise TypeError(f"record_size must be an int, not {type(record_size).__name__}")
+    if not 1 <= record_size <= 100_000_000:
+        raise ValueError(f"record_size={record_size}: must be 1..=100000000")
     return dict(
         _core.virtualize(
             srcs, dst, to, overwrite=overwrite, fsync=fsync, concurrency=concurrency,
-            storage_options=pairs,
+            storage_options=pairs, record_size=record_size,
         )
     )  # fmt: skip
 
