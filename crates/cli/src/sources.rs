@@ -37,8 +37,11 @@ pub struct SourceCounts {
     pub groups: u64,
     /// Arrays written.
     pub arrays: u64,
-    /// Source files (or objects) read.
+    /// Source files (or objects) referenced: read, or kept unread (`unchanged_files`).
     pub files: u64,
+    /// Source files an update kept unread: the output held their references at the version
+    /// their listing (ETag) or modification time gives.
+    pub unchanged_files: u64,
     /// Chunk references written.
     pub references: u64,
     /// Chunks written inline (a b2nd frame's runs of NaNs).
@@ -52,6 +55,7 @@ impl SourceCounts {
         self.groups += s.groups;
         self.arrays += s.arrays;
         self.files += s.files;
+        self.unchanged_files += s.unchanged_files;
         self.references += s.references;
         self.bytes_read += s.bytes_read;
     }

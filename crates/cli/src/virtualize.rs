@@ -202,6 +202,7 @@ fn record(counts: &SourceCounts, out: &mut Map<String, Value>) {
     out.insert("groups".into(), json!(counts.groups));
     out.insert("arrays".into(), json!(counts.arrays));
     out.insert("files".into(), json!(counts.files));
+    out.insert("unchanged_files".into(), json!(counts.unchanged_files));
     out.insert("references".into(), json!(counts.references));
     out.insert("inline".into(), json!(counts.inline));
     out.insert("bytes_read".into(), json!(counts.bytes_read));

@@ -311,6 +311,7 @@ fn summary_dict<'py>(py: Python<'py>, s: &SourceCounts) -> PyResult<Bound<'py, P
     d.set_item("groups", s.groups)?;
     d.set_item("arrays", s.arrays)?;
     d.set_item("files", s.files)?;
+    d.set_item("unchanged_files", s.unchanged_files)?;
     d.set_item("references", s.references)?;
     d.set_item("inline", s.inline)?;
     d.set_item("bytes_read", s.bytes_read)?;

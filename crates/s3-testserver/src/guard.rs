@@ -25,6 +25,8 @@
 //!   a mismatch answers 400 BadDigest and stores nothing. (A body cut short or failing its signed
 //!   SHA-256 never reaches the key: s3s-fs deletes the temporary file.)
 //!
+//! - **ETags in listings**: s3s-fs lists objects without their ETags; here each listed object
+//!   gets the ETag a HEAD of it gives (under its read lock), as S3 lists them.
 //! - **Suffix ranges and directory keys**: a suffix range longer than the object selects all of
 //!   it (RFC 9110 section 14.1.2) instead of s3s-fs's 500; a GET/HEAD of a key that is a
 //!   directory in s3s-fs (a prefix of other keys, or ending in `/`) or lies below an object is
@@ -473,7 +475,47 @@ impl S3 for Guarded {
         &self,
         req: S3Request<dto::ListObjectsV2Input>,
     ) -> S3Result<S3Response<dto::ListObjectsV2Output>> {
-        self.fs.list_objects_v2(req).await
+        let bucket = req.input.bucket.clone();
+        let (uri, headers, credentials, region, service) = (
+            req.uri.clone(),
+            req.headers.clone(),
+            req.credentials.clone(),
+            req.region.clone(),
+            req.service.clone(),
+        );
+        let head_of = |key: &str| -> S3Result<S3Request<dto::HeadObjectInput>> {
+            Ok(S3Request {
+                input: dto::HeadObjectInput::builder()
+                    .bucket(bucket.clone())
+                    .key(key.to_owned())
+                    .build()
+                    .map_err(|e| s3_error!(InternalError, "HeadObjectInput: {e:?}"))?,
+                method: http::Method::HEAD,
+                uri: uri.clone(),
+                headers: headers.clone(),
+                extensions: http::Extensions::new(),
+                credentials: credentials.clone(),
+                region: region.clone(),
+                service: service.clone(),
+                trailing_headers: None,
+            })
+        };
+        let mut resp = self.fs.list_objects_v2(req).await?;
+        // Every listed object with its ETag, as S3 lists them (s3s-fs leaves it out).
+        for object in resp.output.contents.iter_mut().flatten() {
+            let Some(key) = object.key.clone() else {
+                continue;
+            };
+            if object.e_tag.is_some() {
+                continue;
+            }
+            let lock = self.locks.get(&bucket, &key);
+            let _r = lock.read().await;
+            if let Ok(head) = self.fs.head_object(head_of(&key)?).await {
+                object.e_tag = head.output.e_tag;
+            }
+        }
+        Ok(resp)
     }
 
     async fn put_object(

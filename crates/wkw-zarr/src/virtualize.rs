@@ -106,8 +106,12 @@ pub struct VirtualizeSummary {
     pub groups: u64,
     /// Arrays (mags) declared.
     pub arrays: u64,
-    /// WKW files read (header and jump table each).
+    /// WKW files referenced: read (header and jump table each), or kept as the sink held
+    /// them (`unchanged_files`).
     pub files: u64,
+    /// Files not read because the sink already held their references at the version a
+    /// listing or a `stat` gives (an update: [`ReferenceSink::unchanged_source`]).
+    pub unchanged_files: u64,
     /// Chunk references (one per block of every file).
     pub references: u64,
     /// Bytes read from the WKW files (headers and jump tables; `header.wkw` and the dataset's
@@ -120,6 +124,7 @@ impl VirtualizeSummary {
         self.groups += o.groups;
         self.arrays += o.arrays;
         self.files += o.files;
+        self.unchanged_files += o.unchanged_files;
         self.references += o.references;
         self.bytes_read += o.bytes_read;
     }
@@ -422,6 +427,37 @@ fn mag(
     let mut indices = [0u64; 4];
     for batch in files.chunks(per_batch) {
         options.cancel.check()?;
+        // Files the sink holds at the version their listing or a stat gives are not read.
+        let mut unread = Vec::with_capacity(batch.len());
+        for item in batch {
+            let (_, key, (_, etag)) = item;
+            let url = format!("{base}/{key}");
+            let version = match src {
+                Location::Local(dir) => {
+                    let path = dir.join(key);
+                    let m = std::fs::metadata(&path).map_err(|e| Error::io(&path, e))?;
+                    Some(Checksum::of_file(&m, &path)?)
+                }
+                Location::Store(_) => etag.clone().map(Checksum::ETag),
+            };
+            let kept = match &version {
+                Some(v) => sink.unchanged_source(at, &url, v)?,
+                None => None,
+            };
+            if let Some(n) = kept {
+                summary.files += 1;
+                summary.unchanged_files += 1;
+                summary.references += n;
+                progress(&Progress {
+                    done: summary.files,
+                    total,
+                    array: src.name(),
+                });
+            } else {
+                unread.push(item.clone());
+            }
+        }
+        let batch = unread.as_slice();
         let opened = match src {
             Location::Local(dir) => batch
                 .iter()

@@ -341,6 +341,7 @@ fn b2nd_frames_become_kerchunk_references_to_their_chunks() {
             "groups",
             "arrays",
             "files",
+            "unchanged_files",
             "references",
             "inline",
             "bytes_read",
@@ -576,7 +577,20 @@ fn an_icechunk_repository_on_s3_of_an_s3_source() {
     assert_eq!(keys(b.path()), before, "the refused run wrote nothing");
 
     // --overwrite: an update; the sources unchanged, every reference is there already.
+    let data_gets = || {
+        let mut keys: Vec<String> = server
+            .log()
+            .iter()
+            .filter(|r| {
+                r.is_object_get() && r.key.ends_with(".wkw") && !r.key.ends_with("header.wkw")
+            })
+            .map(|r| r.key.clone())
+            .collect();
+        keys.dedup();
+        keys
+    };
     let update = |what: &str| {
+        server.reset_stats();
         let run = run(&["--overwrite", "--json"]);
         assert!(
             run.status.success(),
@@ -588,6 +602,10 @@ fn an_icechunk_repository_on_s3_of_an_s3_source() {
     };
     let references = summary["references"].as_u64().unwrap();
     let same = update("unchanged sources");
+    // Listed with the ETags their references carry: not one data file read.
+    assert_eq!(data_gets(), Vec::<String>::new(), "{same}");
+    assert_eq!(same["bytes_read"].as_u64(), Some(0));
+    assert_eq!(same["unchanged_files"], same["files"]);
     assert_eq!(same["references"].as_u64(), Some(references));
     assert_eq!(same["update"]["unchanged"].as_u64(), Some(references));
     for n in ["set", "deleted", "nodes_deleted"] {
@@ -616,6 +634,12 @@ fn an_icechunk_repository_on_s3_of_an_s3_source() {
     .unwrap()
     .unwrap();
     let after = update("a file changed, one deleted");
+    // Only the rewritten file is read.
+    assert_eq!(data_gets(), [format!("ds/multi/{changed}")], "{after}");
+    assert_eq!(
+        after["unchanged_files"].as_u64().unwrap() + 1,
+        after["files"].as_u64().unwrap()
+    );
     let now = after["references"].as_u64().unwrap();
     assert!(now < references, "{after}");
     let u = &after["update"];
@@ -804,4 +828,45 @@ fn kerchunk_parquet_replaces_a_local_directory_only_with_overwrite() {
     );
     assert!(line.contains("kerchunk JSON"), "{line}");
     assert!(!single.exists());
+}
+
+#[test]
+fn an_icechunk_update_of_a_local_dataset_reads_only_the_files_that_changed() {
+    let dir = tmp();
+    let src = dir.path().join("ds");
+    common::copy_dir(&testdata("wkw-zarr/multi/wkw"), &src);
+    let repo = dir.path().join("repo");
+    let first = json(&["virtualize", &s(&src), &s(&repo), "--json"]);
+    assert_eq!(first["unchanged_files"], 0);
+    assert!(first["bytes_read"].as_u64().unwrap() > 0);
+    let args = ["virtualize", &s(&src), &s(&repo), "--overwrite", "--json"];
+    let same = json(&args);
+    assert_eq!(same["bytes_read"], 0, "{same}");
+    assert_eq!(same["unchanged_files"], first["files"]);
+    assert_eq!(same["update"]["unchanged"], first["references"]);
+
+    // A file touched (a new modification time, the same bytes): read again, its references
+    // set again with the new checksum; the others kept unread.
+    let touched = src.join("color/1/z0/y0/x0.wkw");
+    std::fs::File::options()
+        .write(true)
+        .open(&touched)
+        .unwrap()
+        .set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(120))
+        .unwrap();
+    let after = json(&args);
+    let files = after["files"].as_u64().unwrap();
+    assert_eq!(
+        after["unchanged_files"].as_u64(),
+        Some(files - 1),
+        "{after}"
+    );
+    assert!(after["bytes_read"].as_u64().unwrap() > 0);
+    let u = &after["update"];
+    assert!(u["set"].as_u64().unwrap() > 0, "{after}");
+    assert_eq!(
+        u["set"].as_u64().unwrap() + u["unchanged"].as_u64().unwrap(),
+        first["references"].as_u64().unwrap()
+    );
+    assert_eq!(u["deleted"], 0);
 }

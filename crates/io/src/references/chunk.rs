@@ -193,6 +193,25 @@ pub trait ReferenceSink {
             what: "inline chunks: this reference writer stores byte-range references only (not supported yet)".into(),
         })
     }
+
+    /// Asked by a producer before it reads a source whose version it knows without reading
+    /// it (a listing's ETag, a file's modification time): `Some(n)` if this sink already
+    /// holds the source's `n` references in `array`, made from the source at this version,
+    /// and keeps them as they are (an update of an earlier run's output; the producer then
+    /// skips the source); `None` to be given its references. The default is `None`: writers
+    /// that start empty are given everything.
+    ///
+    /// # Errors
+    /// The writer's errors looking it up.
+    fn unchanged_source(
+        &mut self,
+        array: &str,
+        url: &str,
+        checksum: &Checksum,
+    ) -> Result<Option<u64>> {
+        let _ = (array, url, checksum);
+        Ok(None)
+    }
 }
 
 /// Checks that `path` is a node path: empty (the root) or `/`-separated names, none empty,

@@ -26,6 +26,11 @@
 //! the earlier snapshots stay in its history. (Stored chunks larger than Icechunk's inline
 //! threshold are chunk objects, not compared: they are set again.)
 //!
+//! An update reads the references `main` holds first, to tell a producer which sources it
+//! need not read ([`ReferenceSink::unchanged_source`]): a source whose version (ETag,
+//! modification time) is the one all its references in the same array carry, when that
+//! array's metadata is unchanged, keeps its references as they are.
+//!
 //! A writer dropped before it finishes (an error, Ctrl-C) deletes its branch; `main` did not
 //! move. Memory: a checksum per source file, a path per
 //! node, the coordinates of the stored chunks (runs of NaNs), besides Icechunk's session.
@@ -161,7 +166,68 @@ struct Update {
     files: HashMap<String, Option<IcChecksum>>,
     /// The chunks this run stored in the repository (inline or as chunk objects), by array.
     stored: HashMap<String, HashSet<Vec<u32>>>,
+    /// The virtual chunks `main` held when the update started, by source URL.
+    before: HashMap<String, Before>,
+    /// The arrays (Icechunk paths) whose `zarr.json` this run found as it was.
+    same_arrays: HashSet<String>,
     counts: UpdateCounts,
+}
+
+/// A source's virtual chunks in the repository an update starts from.
+#[derive(Debug)]
+struct Before {
+    /// The array (Icechunk path) holding them; `None` if more than one does.
+    array: Option<String>,
+    /// Their checksum; `None` if they do not all have one and the same.
+    checksum: Option<IcChecksum>,
+    count: u64,
+}
+
+/// The virtual chunks of every array of the session, by source URL (a checksum per source
+/// file and the path of its array: memory grows with the files, not the chunks).
+async fn sources_before(store: &Store, name: &str) -> Result<HashMap<String, Before>> {
+    let session = store.session();
+    let guard = session.read().await;
+    let arrays: Vec<Path> = guard
+        .list_nodes(&Path::root())
+        .await
+        .map_err(|e| ic(name, e))?
+        .filter_map(|n| match n {
+            Ok(n) if n.node_type() == NodeType::Array => Some(Ok(n.path)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| ic(name, e))?;
+    let mut before: HashMap<String, Before> = HashMap::new();
+    for path in arrays {
+        let array = path.to_string();
+        guard
+            .array_chunk_iterator(&path)
+            .await
+            .try_for_each(|info| {
+                if let ChunkPayload::Virtual(v) = &info.payload {
+                    let entry = before
+                        .entry(v.location.url().to_owned())
+                        .or_insert_with(|| Before {
+                            array: Some(array.clone()),
+                            checksum: v.checksum.clone(),
+                            count: 0,
+                        });
+                    if entry.array.as_deref() != Some(array.as_str()) {
+                        entry.array = None;
+                    }
+                    if entry.checksum != v.checksum {
+                        entry.checksum = None;
+                    }
+                    entry.count += 1;
+                }
+                std::future::ready(Ok(()))
+            })
+            .await
+            .map_err(|e| ic(name, e))?;
+    }
+    Ok(before)
 }
 
 /// What [`IcechunkWriter::update`] changed: chunks set and deleted, chunks that were already
@@ -449,7 +515,7 @@ impl IcechunkWriter {
     pub fn update(dst: &Location, sources: &[String], config: &[(String, String)]) -> Result<Self> {
         let name = dst.to_string();
         let (all, authorized) = containers(sources, &name, config)?;
-        let (repo, store, work, initial) = block_on(async {
+        let (started, before) = block_on(async {
             let storage = storage(dst, &name, config, false).await?;
             // Opened once for its configuration (the containers), then for writing.
             let repo = Repository::open(Arc::clone(&storage))
@@ -477,15 +543,22 @@ impl IcechunkWriter {
                     .await
                     .map_err(|e| ic(&name, e))?;
             }
-            Self::start(open_for_writing(storage, authorized, &name).await?, &name).await
+            let started =
+                Self::start(open_for_writing(storage, authorized, &name).await?, &name).await?;
+            let before = sources_before(&started.1, &name).await?;
+            Ok::<_, Error>((started, before))
         })??;
+        let (repo, store, work, initial) = started;
         Ok(Self::new(
             name,
             repo,
             store,
             work,
             initial,
-            Some(Update::default()),
+            Some(Update {
+                before,
+                ..Update::default()
+            }),
         ))
     }
 
@@ -731,9 +804,43 @@ impl ReferenceSink for IcechunkWriter {
         self.arrays.declare(path, &key, array)?;
         let text = json(&key, serde_json::to_string(array))?;
         if self.node_unchanged(path, &key, &text)? {
+            if let Some(update) = self.update.as_mut() {
+                update
+                    .same_arrays
+                    .insert(ic_path(path, &self.name)?.to_string());
+            }
             return Ok(());
         }
         self.set(&key, text)
+    }
+
+    /// For an update: `Some(n)` if `main` held `n` virtual chunks of `url`, all in `array`
+    /// (whose metadata this run found as it was) and all with the checksum `checksum` gives
+    /// now; they are then kept and counted unchanged.
+    fn unchanged_source(
+        &mut self,
+        array: &str,
+        url: &str,
+        checksum: &Checksum,
+    ) -> Result<Option<u64>> {
+        let Some(update) = self.update.as_mut() else {
+            return Ok(None);
+        };
+        let path = ic_path(array, &self.name)?.to_string();
+        let now = ic_checksum(checksum);
+        let same = update.before.get(url).filter(|b| {
+            update.same_arrays.contains(&path)
+                && b.array.as_deref() == Some(path.as_str())
+                && now.is_some()
+                && b.checksum == now
+        });
+        let Some(before) = same else {
+            return Ok(None);
+        };
+        let n = before.count;
+        update.files.insert(url.to_owned(), now);
+        update.counts.unchanged += n;
+        Ok(Some(n))
     }
 
     fn reference(&mut self, r: &ChunkReference<'_>) -> Result<()> {
@@ -849,6 +956,85 @@ mod tests {
             "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
             "codecs": [{"name": "bytes"}]}))
         .unwrap()
+    }
+
+    #[test]
+    fn an_update_keeps_the_references_of_sources_found_unchanged() {
+        let dir = tempfile::tempdir().unwrap();
+        let src = dir.path().join("src");
+        std::fs::create_dir(&src).unwrap();
+        let (one, two) = (src.join("one.bin"), src.join("two.bin"));
+        std::fs::write(&one, (0u8..=255).collect::<Vec<_>>()).unwrap();
+        std::fs::write(&two, (0u8..=255).rev().collect::<Vec<_>>()).unwrap();
+        let prefix = reference_url(&Location::Local(src.clone())).unwrap();
+        let (u1, u2) = (
+            reference_url(&Location::Local(one.clone())).unwrap(),
+            reference_url(&Location::Local(two.clone())).unwrap(),
+        );
+        let checksum =
+            |f: &std::path::Path| Checksum::of_file(&std::fs::metadata(f).unwrap(), f).unwrap();
+        let (c1, c2) = (checksum(&one), checksum(&two));
+        let repo = Location::Local(dir.path().join("repo"));
+        let sources = std::slice::from_ref(&prefix);
+        // a/0, a/1 from one.bin, a/2 from two.bin; b/0 from two.bin too.
+        let mut w = IcechunkWriter::create(&repo, sources, &[]).unwrap();
+        w.group("", &GroupMetadataV3::new()).unwrap();
+        w.array("a", &bytes_in_fours(16)).unwrap();
+        w.array("b", &eight_bytes()).unwrap();
+        for (array, i, url, offset, c) in [
+            ("a", 0u64, &u1, 0u64, &c1),
+            ("a", 1, &u1, 4, &c1),
+            ("a", 2, &u2, 8, &c2),
+            ("b", 0, &u2, 0, &c2),
+        ] {
+            w.reference(&ChunkReference::new(array, &[i], url, offset, 4).with_checksum(Some(c)))
+                .unwrap();
+        }
+        w.finish().unwrap();
+
+        let mut w = IcechunkWriter::update(&repo, sources, &[]).unwrap();
+        w.group("", &GroupMetadataV3::new()).unwrap();
+        w.array("a", &bytes_in_fours(16)).unwrap();
+        w.array("b", &eight_bytes()).unwrap();
+        let other = Checksum::ETag("\"x\"".into());
+        assert_eq!(
+            w.unchanged_source("a", &u1, &other).unwrap(),
+            None,
+            "another version"
+        );
+        assert_eq!(
+            w.unchanged_source("b", &u1, &c1).unwrap(),
+            None,
+            "another array"
+        );
+        assert_eq!(
+            w.unchanged_source("a", &u2, &c2).unwrap(),
+            None,
+            "in two arrays"
+        );
+        assert_eq!(w.unchanged_source("a", &u1, &c1).unwrap(), Some(2));
+        w.reference(&ChunkReference::new("a", &[2], &u2, 8, 4).with_checksum(Some(&c2)))
+            .unwrap();
+        w.reference(&ChunkReference::new("b", &[0], &u2, 0, 4).with_checksum(Some(&c2)))
+            .unwrap();
+        let update = w.finish().unwrap();
+        assert_eq!(
+            update.update,
+            Some(UpdateCounts {
+                unchanged: 4,
+                ..UpdateCounts::default()
+            }),
+            "one.bin's chunks kept without being given"
+        );
+        let read = |key: &str| read_main(&repo, &[], &prefix, None, key);
+        assert_eq!(read("a/c/0").unwrap(), [0, 1, 2, 3]);
+        assert_eq!(read("a/c/1").unwrap(), [4, 5, 6, 7]);
+
+        // An array whose metadata changed is given everything again.
+        let mut w = IcechunkWriter::update(&repo, sources, &[]).unwrap();
+        w.group("", &GroupMetadataV3::new()).unwrap();
+        w.array("a", &bytes_in_fours(20)).unwrap();
+        assert_eq!(w.unchanged_source("a", &u1, &c1).unwrap(), None);
     }
 
     #[test]
