@@ -58,7 +58,9 @@
 //!    million references, and whether it grows with the number of references (it should not:
 //!    the references are streamed out file by file); then each into a new Icechunk repository
 //!    and again over it (`--overwrite`: an update finding every reference unchanged), with the
-//!    time, peak RSS and repository size (the CLI is built with its `icechunk` feature).
+//!    time, peak RSS and repository size (the CLI is built with its `icechunk` feature); and
+//!    into kerchunk Parquet references (the mag as the layer of a dataset made of a
+//!    `datasource-properties.json` and a symbolic link: Parquet holds arrays in groups only).
 //!    `--scale-only` runs only this step.
 //!
 //! At the default size (1024) the sources take about 1 GB (uint8) and a few GB (uint64) of
@@ -1094,6 +1096,48 @@ fn references_at_scale(scifmt: &Path, dir: &Path) -> Result<String, String> {
                 tree_bytes(&repo)? as f64 / (1024.0 * 1024.0)
             ));
         }
+        // Kerchunk Parquet: the mag as layer `l` of a dataset (a symbolic link to it).
+        let ds = dir.join(format!("files-{files}.dataset"));
+        if !ds.join("datasource-properties.json").is_file() {
+            remove(&ds)?;
+            std::fs::create_dir_all(ds.join("l")).map_err(|e| format!("{}: {e}", ds.display()))?;
+            #[cfg(unix)]
+            std::os::unix::fs::symlink(&mag, ds.join("l").join("1"))
+                .map_err(|e| format!("{}: {e}", ds.display()))?;
+            let properties = serde_json::json!({
+                "id": {"name": "scale", "team": ""},
+                "scale": {"factor": [1.0, 1.0, 1.0], "unit": "nanometer"},
+                "dataLayers": [{
+                    "name": "l", "category": "color", "dataFormat": "wkw",
+                    "elementClass": "uint8", "numChannels": 1,
+                    "boundingBox": {"topLeft": [0, 0, 0], "width": files * FILE_SIDE,
+                                    "height": FILE_SIDE, "depth": FILE_SIDE},
+                    "mags": [{"mag": [1, 1, 1], "path": "./l/1"}],
+                }],
+            });
+            std::fs::write(
+                ds.join("datasource-properties.json"),
+                properties.to_string(),
+            )
+            .map_err(|e| format!("{}: {e}", ds.display()))?;
+        }
+        let parquet = dir.join(format!("files-{files}.parquet"));
+        let mut cmd = Command::new(scifmt);
+        cmd.arg("virtualize").arg(&ds).arg(&parquet).args([
+            "--to",
+            "kerchunk-parquet",
+            "--overwrite",
+            "--json",
+        ]);
+        let run = Run::measured(Tool::Virtual, layer, dir, &mut cmd, None)?;
+        let mib = run.m.tree_peak_kib.max(run.m.max_rss_kib) as f64 / 1024.0;
+        out.push_str(&format!(
+            "- {n:.0} references, kerchunk Parquet: {:.2} s, {:.2} s CPU, peak RSS of the tree \
+             {mib:.1} MiB, {:.1} MiB of references\n",
+            run.m.wall_s,
+            run.m.user_s + run.m.sys_s,
+            tree_bytes(&parquet)? as f64 / (1024.0 * 1024.0)
+        ));
     }
     if let [small, large] = per_million[..] {
         out.push_str(&format!(

@@ -48,8 +48,9 @@ use crate::remote::options::RemoteOptions;
 /// (kerchunk's own default).
 pub const DEFAULT_RECORD_SIZE: u64 = 100_000;
 
-/// References sorted in memory at once when the writer finishes.
-pub const SORT_BATCH: u64 = 1 << 20;
+/// References sorted in memory at once when the writer finishes (each about 100 bytes with its
+/// URL: some 25 MiB).
+pub const SORT_BATCH: u64 = 1 << 18;
 
 /// Ranges a spool too large to sort at once is split into.
 const SPLIT: u64 = 16;
@@ -706,15 +707,15 @@ mod tests {
 
     #[test]
     fn spools_larger_than_a_sort_batch_are_split_into_ranges() {
-        // Every chunk of a 1100 × 1000 grid (more than SORT_BATCH), given in reverse.
-        let (rows_n, cols_n) = (1100u64, 1000u64);
+        // Every chunk of a 600 × 500 grid (more than SORT_BATCH), given in reverse.
+        let (rows_n, cols_n) = (600u64, 500u64);
         assert!(rows_n * cols_n > SORT_BATCH);
         let dir = tempfile::tempdir().expect("dir");
         let out = dir.path().join("refs");
         let mut w =
             KerchunkParquetWriter::create(&out.as_path().into(), &RemoteOptions::<()>::default())
                 .expect("writer")
-                .with_record_size(100_000);
+                .with_record_size(10_000);
         w.group("", &GroupMetadataV3::new()).expect("root");
         w.array("a", &metadata(&[rows_n, cols_n], &[1, 1]))
             .expect("array");
@@ -725,11 +726,11 @@ mod tests {
         }
         let summary = w.finish(Durability::None).expect("finish");
         assert_eq!(summary.references, rows_n * cols_n);
-        for record in 0..11 {
+        for record in 0..30 {
             let r = rows(&out.join(format!("a/refs.{record}.parq")));
-            assert_eq!(r.len(), 100_000);
-            for (i, row) in r.iter().enumerate().step_by(997) {
-                let n = record * 100_000 + i64::try_from(i).expect("row");
+            assert_eq!(r.len(), 10_000);
+            for (i, row) in r.iter().enumerate().step_by(97) {
+                let n = record * 10_000 + i64::try_from(i).expect("row");
                 assert_eq!(row, &(Some("s3://b/k".into()), n, 1, None));
             }
         }
