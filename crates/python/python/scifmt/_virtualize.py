@@ -103,7 +103,7 @@ def virtualize(
     are read one at a time; a frame's metadata takes one or two rounds), 1..1024.
 
     Returns the summary as a dict: ``to``, ``sources``, ``groups``, ``arrays``, ``files``,
-    ``references`` (chunks), ``inline`` (chunks written inline: a frame's runs of NaNs),
+    ``unchanged_files`` (0: only an Icechunk update keeps files unread), ``references`` (chunks), ``inline`` (chunks written inline: a frame's runs of NaNs),
     ``bytes_read`` (headers and jump tables, frames' metadata), ``bytes_written``, ``seconds``.
 
     Raises ``VirtualizeError`` when it fails (the message names the file or URL, never
