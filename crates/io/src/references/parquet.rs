@@ -12,7 +12,8 @@
 //! - `ARRAY/refs.R.parq`, one per record of N chunks: the chunks numbered `R·N … R·N + N − 1`
 //!   in C order over the array's chunk grid (chunk key `i.j.k`), one row each, with columns
 //!   `path` (string, null for a chunk not stored), `offset` and `size` (int64), `raw`
-//!   (binary, the bytes of an inline chunk). A record's file has N rows (the last record:
+//!   (binary, the bytes of an inline chunk), in Snappy-compressed pages (`path`
+//!   dictionary-encoded). A record's file has N rows (the last record:
 //!   up to the grid's last chunk); a record without chunks has no file (its chunks are
 //!   missing, as fsspec reads it).
 //!
@@ -32,7 +33,7 @@ use std::sync::Arc;
 use parquet::data_type::{ByteArray, ByteArrayType, Int64Type};
 use parquet::file::properties::{EnabledStatistics, WriterProperties};
 use parquet::file::writer::SerializedFileWriter;
-use parquet::schema::types::TypePtr;
+use parquet::schema::types::{ColumnPath, TypePtr};
 use serde_json::{Map, Value, json};
 use zarrs_metadata::v3::{ArrayMetadataV3, GroupMetadataV3};
 
@@ -484,12 +485,16 @@ impl Records<'_> {
                 self.name, self.field
             ))
         };
-        // What fastparquet (fsspec's default engine) reads as fsspec expects: plain pages (it
-        // fails on this writer's dictionary pages), and column statistics (without a null
-        // count it takes `offset` and `size` for nullable, and pandas makes them floats).
+        // What fastparquet (fsspec's default engine) reads as fsspec expects: Snappy pages,
+        // column statistics (without a null count it takes `offset` and `size` for nullable,
+        // and pandas makes them floats), and a dictionary only for `path` (the URLs repeat
+        // from row to row) when it has values (fastparquet fails on a dictionary page of a
+        // column without any).
         let props = Arc::new(
             WriterProperties::builder()
+                .set_compression(parquet::basic::Compression::SNAPPY)
                 .set_dictionary_enabled(false)
+                .set_column_dictionary_enabled(ColumnPath::from("path"), !paths.is_empty())
                 .set_statistics_enabled(EnabledStatistics::Chunk)
                 .build(),
         );
