@@ -21,12 +21,71 @@ use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::location::{Location, Sink};
 use crate::references::chunk::{
-    ChunkReference, DeclaredArrays, ReferenceSink, check_node_path, node_key,
+    Checksum, ChunkReference, DeclaredArrays, ReferenceSink, check_node_path, node_key,
 };
 use crate::remote::options::RemoteOptions;
 
 /// The top-level key of the checksums section.
 pub(crate) const SCIFMT_KEY: &str = "scifmt";
+
+/// The entries of a checksums section (`"URL": {…}`, comma-separated), spooled to an anonymous
+/// temporary file: one per source, written when its first reference comes (a producer gives
+/// a source's references together).
+pub(crate) struct ChecksumSpool {
+    spool: BufWriter<std::fs::File>,
+    written: u64,
+    last_url: Option<String>,
+}
+
+fn spool_err(e: std::io::Error) -> Error {
+    Error::io(std::env::temp_dir(), e)
+}
+
+impl ChecksumSpool {
+    pub(crate) fn new() -> Result<Self> {
+        Ok(Self {
+            spool: BufWriter::new(tempfile::tempfile().map_err(spool_err)?),
+            written: 0,
+            last_url: None,
+        })
+    }
+
+    /// Records `url`'s checksum unless its entry was the last one written; whether it wrote
+    /// an entry (a new source).
+    pub(crate) fn add(&mut self, url: &str, checksum: Option<&Checksum>) -> Result<bool> {
+        let Some(c) = checksum else {
+            return Ok(false);
+        };
+        if self.last_url.as_deref() == Some(url) {
+            return Ok(false);
+        }
+        let sep = if self.written > 0 { "," } else { "" };
+        let text = format!("{sep}{}:{}", json_string(url), c.to_json());
+        self.spool.write_all(text.as_bytes()).map_err(spool_err)?;
+        self.written += 1;
+        self.last_url = Some(url.to_owned());
+        Ok(true)
+    }
+
+    /// Passes the entries, in pieces, to `out`; their length.
+    pub(crate) fn drain(self, mut out: impl FnMut(&[u8]) -> Result<()>) -> Result<u64> {
+        let mut file = self
+            .spool
+            .into_inner()
+            .map_err(|e| spool_err(e.into_error()))?;
+        file.seek(SeekFrom::Start(0)).map_err(spool_err)?;
+        let mut chunk = vec![0u8; 1 << 16];
+        let mut total = 0u64;
+        loop {
+            let n = file.read(&mut chunk).map_err(spool_err)?;
+            if n == 0 {
+                return Ok(total);
+            }
+            out(&chunk[..n])?;
+            total += n as u64;
+        }
+    }
+}
 
 /// Bytes buffered before they go to the output.
 const BUFFER: usize = 1 << 20;
@@ -63,9 +122,7 @@ pub struct KerchunkWriter {
     out: Sink,
     buf: Vec<u8>,
     /// The checksum entries (`"URL": {…}`, comma-separated), appended at the end.
-    checksums: BufWriter<std::fs::File>,
-    checksums_written: u64,
-    last_url: Option<String>,
+    checksums: ChecksumSpool,
     entries: u64,
     arrays: DeclaredArrays,
     nodes: std::collections::HashSet<String>,
@@ -105,14 +162,11 @@ impl KerchunkWriter {
     /// [`Error::Io`] if the temporary files cannot be created.
     pub fn create<F>(dst: &Location, remote: &RemoteOptions<F>) -> Result<Self> {
         let out = dst.create(remote)?;
-        let spool = tempfile::tempfile().map_err(|e| Error::io(std::env::temp_dir(), e))?;
         let mut w = Self {
             name: dst.to_string(),
             out,
             buf: Vec::with_capacity(BUFFER),
-            checksums: BufWriter::new(spool),
-            checksums_written: 0,
-            last_url: None,
+            checksums: ChecksumSpool::new()?,
             entries: 0,
             arrays: DeclaredArrays::default(),
             nodes: std::collections::HashSet::new(),
@@ -166,26 +220,18 @@ impl KerchunkWriter {
     /// # Errors
     /// [`Error::Io`]; the upload's errors (it is aborted).
     pub fn finish(mut self, durability: Durability) -> Result<KerchunkSummary> {
-        let spool_err = |e| Error::io(std::env::temp_dir(), e);
         self.put(format!("}},\"{SCIFMT_KEY}\":{{\"version\":1,\"checksums\":{{").as_bytes())?;
-        let mut spool = self
-            .checksums
-            .into_inner()
-            .map_err(|e| spool_err(e.into_error()))?;
-        spool.seek(SeekFrom::Start(0)).map_err(spool_err)?;
-        let mut chunk = vec![0u8; 1 << 16];
-        loop {
-            let n = spool.read(&mut chunk).map_err(spool_err)?;
-            if n == 0 {
-                break;
+        let checksums = self.checksums;
+        let (buf, out) = (&mut self.buf, &mut self.out);
+        let n = checksums.drain(|piece| {
+            buf.extend_from_slice(piece);
+            if buf.len() >= BUFFER {
+                out.write_all(buf)?;
+                buf.clear();
             }
-            self.buf.extend_from_slice(&chunk[..n]);
-            self.summary.bytes = self.summary.bytes.saturating_add(n as u64);
-            if self.buf.len() >= BUFFER {
-                self.out.write_all(&self.buf)?;
-                self.buf.clear();
-            }
-        }
+            Ok(())
+        })?;
+        self.summary.bytes = self.summary.bytes.saturating_add(n);
         self.buf.extend_from_slice(b"}}}");
         self.summary.bytes = self.summary.bytes.saturating_add(3);
         self.out.write_all(&self.buf)?;
@@ -210,17 +256,8 @@ impl ReferenceSink for KerchunkWriter {
         let value = format!("[{},{},{}]", json_string(r.url), r.offset, r.length);
         self.entry(&key, &value)?;
         self.summary.references += 1;
-        if let Some(c) = r.checksum
-            && self.last_url.as_deref() != Some(r.url)
-        {
-            let sep = if self.checksums_written > 0 { "," } else { "" };
-            let text = format!("{sep}{}:{}", json_string(r.url), c.to_json());
-            self.checksums
-                .write_all(text.as_bytes())
-                .map_err(|e| Error::io(std::env::temp_dir(), e))?;
-            self.checksums_written += 1;
+        if self.checksums.add(r.url, r.checksum)? {
             self.summary.sources += 1;
-            self.last_url = Some(r.url.to_owned());
         }
         Ok(())
     }

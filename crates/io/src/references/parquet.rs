@@ -41,7 +41,7 @@ use crate::durable::Durability;
 use crate::error::{Error, Result};
 use crate::location::Location;
 use crate::references::chunk::{ChunkReference, ReferenceSink, check_node_path, node_key};
-use crate::references::kerchunk::{KerchunkSummary, SCIFMT_KEY, json_string};
+use crate::references::kerchunk::{ChecksumSpool, KerchunkSummary, SCIFMT_KEY, json_string};
 use crate::references::zarr_v2::{v2_array, v2_group};
 use crate::remote::options::RemoteOptions;
 
@@ -102,9 +102,7 @@ pub struct KerchunkParquetWriter {
     arrays: BTreeMap<String, Spool>,
     nodes: HashSet<String>,
     /// The checksum entries (`"URL": {…}`, comma-separated), spooled.
-    checksums: BufWriter<File>,
-    checksums_written: u64,
-    last_url: Option<String>,
+    checksums: ChecksumSpool,
     summary: KerchunkSummary,
 }
 
@@ -218,9 +216,7 @@ impl KerchunkParquetWriter {
             metadata: Map::new(),
             arrays: BTreeMap::new(),
             nodes: HashSet::new(),
-            checksums: new_spool()?,
-            checksums_written: 0,
-            last_url: None,
+            checksums: ChecksumSpool::new()?,
             summary: KerchunkSummary::default(),
         })
     }
@@ -325,17 +321,7 @@ impl KerchunkParquetWriter {
         ));
         let mut out = self.root.join(".zmetadata").create(&self.remote)?;
         out.write_all(head.as_bytes())?;
-        let mut spool = rewind(self.checksums)?;
-        let mut buf = vec![0u8; 1 << 16];
-        let mut bytes = head.len() as u64;
-        loop {
-            let n = spool.read(&mut buf).map_err(spool_err)?;
-            if n == 0 {
-                break;
-            }
-            out.write_all(&buf[..n])?;
-            bytes += n as u64;
-        }
+        let bytes = head.len() as u64 + self.checksums.drain(|piece| out.write_all(piece))?;
         out.write_all(b"}}}")?;
         out.finish(durability)?;
         self.summary.bytes = self.summary.bytes.saturating_add(bytes + 3);
@@ -580,17 +566,8 @@ impl ReferenceSink for KerchunkParquetWriter {
             length: r.length,
             data: Data::Url(r.url.to_owned()),
         })?;
-        if let Some(c) = r.checksum
-            && self.last_url.as_deref() != Some(r.url)
-        {
-            let sep = if self.checksums_written > 0 { "," } else { "" };
-            let text = format!("{sep}{}:{}", json_string(r.url), c.to_json());
-            self.checksums
-                .write_all(text.as_bytes())
-                .map_err(spool_err)?;
-            self.checksums_written += 1;
+        if self.checksums.add(r.url, r.checksum)? {
             self.summary.sources += 1;
-            self.last_url = Some(r.url.to_owned());
         }
         Ok(())
     }
