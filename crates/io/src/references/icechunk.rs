@@ -958,21 +958,29 @@ mod tests {
         .unwrap()
     }
 
-    #[test]
-    fn an_update_keeps_the_references_of_sources_found_unchanged() {
+    /// A directory with `src/one.bin` (bytes 0..=255) and `src/two.bin` (255..=0): the
+    /// directory, the prefix URL of `src/`, and each file's path and URL.
+    fn two_sources() -> (tempfile::TempDir, String, [(std::path::PathBuf, String); 2]) {
         let dir = tempfile::tempdir().unwrap();
         let src = dir.path().join("src");
         std::fs::create_dir(&src).unwrap();
         let (one, two) = (src.join("one.bin"), src.join("two.bin"));
         std::fs::write(&one, (0u8..=255).collect::<Vec<_>>()).unwrap();
         std::fs::write(&two, (0u8..=255).rev().collect::<Vec<_>>()).unwrap();
-        let prefix = reference_url(&Location::Local(src.clone())).unwrap();
-        let (u1, u2) = (
-            reference_url(&Location::Local(one.clone())).unwrap(),
-            reference_url(&Location::Local(two.clone())).unwrap(),
-        );
-        let checksum =
-            |f: &std::path::Path| Checksum::of_file(&std::fs::metadata(f).unwrap(), f).unwrap();
+        let prefix = reference_url(&Location::Local(src)).unwrap();
+        let url = |p: &std::path::Path| reference_url(&Location::Local(p.to_path_buf())).unwrap();
+        let (u1, u2) = (url(&one), url(&two));
+        (dir, prefix, [(one, u1), (two, u2)])
+    }
+
+    /// A file's checksum now.
+    fn checksum(f: &std::path::Path) -> Checksum {
+        Checksum::of_file(&std::fs::metadata(f).unwrap(), f).unwrap()
+    }
+
+    #[test]
+    fn an_update_keeps_the_references_of_sources_found_unchanged() {
+        let (dir, prefix, [(one, u1), (two, u2)]) = two_sources();
         let (c1, c2) = (checksum(&one), checksum(&two));
         let repo = Location::Local(dir.path().join("repo"));
         let sources = std::slice::from_ref(&prefix);
@@ -1079,19 +1087,7 @@ mod tests {
     /// writer that started before another one finished fails instead of overwriting it.
     #[test]
     fn an_update_sets_what_changed_and_deletes_what_is_gone() {
-        let dir = tempfile::tempdir().unwrap();
-        let src = dir.path().join("src");
-        std::fs::create_dir(&src).unwrap();
-        let (one, two) = (src.join("one.bin"), src.join("two.bin"));
-        std::fs::write(&one, (0u8..=255).collect::<Vec<_>>()).unwrap();
-        std::fs::write(&two, (0u8..=255).rev().collect::<Vec<_>>()).unwrap();
-        let prefix = reference_url(&Location::Local(src.clone())).unwrap();
-        let (u1, u2) = (
-            reference_url(&Location::Local(one.clone())).unwrap(),
-            reference_url(&Location::Local(two.clone())).unwrap(),
-        );
-        let checksum =
-            |f: &std::path::Path| Checksum::of_file(&std::fs::metadata(f).unwrap(), f).unwrap();
+        let (dir, prefix, [(one, u1), (two, u2)]) = two_sources();
         let repo = Location::Local(dir.path().join("repo"));
         let sources = std::slice::from_ref(&prefix);
         // Run 1: a/0, a/1 from one.bin, a/2 from two.bin, a/3 stored; array b. The second
