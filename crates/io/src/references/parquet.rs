@@ -373,7 +373,11 @@ impl Records<'_> {
             .collect::<Result<Vec<_>>>()?;
         for _ in 0..count {
             let e = Entry::read_from(&mut spool).map_err(spool_err)?;
-            let i = usize::try_from((e.chunk - lo) / width).unwrap_or(usize::MAX);
+            let i = e
+                .chunk
+                .checked_sub(lo)
+                .and_then(|d| usize::try_from(d / width).ok())
+                .unwrap_or(usize::MAX);
             let (file, n) = splits.get_mut(i).ok_or_else(|| {
                 Error::InvalidArgument(format!(
                     "{}: chunk number {} out of range",
