@@ -29,7 +29,9 @@
 //! An update reads the references `main` holds first, to tell a producer which sources it
 //! need not read ([`ReferenceSink::unchanged_source`]): a source whose version (ETag,
 //! modification time) is the one all its references in the same array carry, when that
-//! array's metadata is unchanged, keeps its references as they are.
+//! array's metadata is unchanged, keeps its references as they are. (Modification times
+//! compare in whole seconds, the precision of Icechunk's checksum: a local file rewritten
+//! within the second its recorded time names passes, as it passes Icechunk's read check.)
 //!
 //! A writer dropped before it finishes (an error, Ctrl-C) deletes its branch; `main` did not
 //! move. Memory: a checksum per source file, a path per
