@@ -208,6 +208,16 @@ fn record(counts: &SourceCounts, out: &mut Map<String, Value>) {
     out.insert("bytes_read".into(), json!(counts.bytes_read));
 }
 
+/// The counts and the bytes a kerchunk writer (JSON or Parquet) wrote.
+fn record_written(
+    counts: &SourceCounts,
+    written: &scifmt_io::KerchunkSummary,
+    out: &mut Map<String, Value>,
+) {
+    record(counts, out);
+    out.insert("bytes_written".into(), json!(written.bytes));
+}
+
 /// `--to kerchunk`: one JSON file (or object), replaced when complete.
 fn kerchunk(
     srcs: &[Location],
@@ -221,8 +231,7 @@ fn kerchunk(
     let mut writer = scifmt_io::KerchunkWriter::create(dst, &options.wkw.remote).map_err(fail)?;
     let summary = produce(srcs, &mut writer, options, progress)?;
     let written = writer.finish(durability).map_err(fail)?;
-    record(&summary, out);
-    out.insert("bytes_written".into(), json!(written.bytes));
+    record_written(&summary, &written, out);
     Ok(())
 }
 
@@ -246,15 +255,13 @@ fn kerchunk_parquet(
     let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
     let exists = dst.has_contents().map_err(fail)?;
     let build = |at: &Location, out: &mut Map<String, Value>| {
-        let fail = |e: scifmt_io::Error| Fail::input(dst.name(), describe(&e));
         let mut writer = scifmt_io::KerchunkParquetWriter::create(at, &options.wkw.remote)
             .map_err(fail)?
             .with_record_size(record_size)
             .with_name(dst.to_string());
         let summary = produce(srcs, &mut writer, options, progress)?;
         let written = writer.finish(durability).map_err(fail)?;
-        record(&summary, out);
-        out.insert("bytes_written".into(), json!(written.bytes));
+        record_written(&summary, &written, out);
         Ok(())
     };
     let Location::Local(target) = dst else {
