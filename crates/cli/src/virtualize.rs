@@ -58,7 +58,8 @@ pub(crate) struct VirtualizeArgs {
     /// existing Icechunk repository is updated instead (one new commit on main).
     #[arg(long)]
     overwrite: bool,
-    /// fsync the local output before it is renamed into place.
+    /// fsync a local kerchunk output (the file, or the Parquet directory's files) before it is
+    /// renamed into place (not for Icechunk, which writes its files itself).
     #[arg(long)]
     fsync: bool,
     /// Requests in flight to an object store: the headers and jump tables of 4 × N WKW files
@@ -278,18 +279,20 @@ fn kerchunk_parquet(
             crate::names::display_name(target)
         )));
     }
-    staged_dir(target, |staged| build(staged, out))
+    staged_dir(target, durability, |staged| build(staged, out))
 }
 
 /// Builds a local directory output complete in a hidden sibling of `target`, then puts it in
-/// place (replacing the directory there, if any); the sibling is removed on failure.
-fn staged_dir(target: &std::path::Path, build: impl FnOnce(&Location) -> CliResult) -> CliResult {
-    scifmt_io::build_dir(
-        target,
-        "scifmt-virtualize",
-        scifmt_io::Durability::None,
-        |staged| build(&Location::Local(staged.to_path_buf())),
-    )
+/// place (replacing the directory there, if any; with `Fsync` the parent directory is synced
+/// after the rename); the sibling is removed on failure.
+fn staged_dir(
+    target: &std::path::Path,
+    durability: scifmt_io::Durability,
+    build: impl FnOnce(&Location) -> CliResult,
+) -> CliResult {
+    scifmt_io::build_dir(target, "scifmt-virtualize", durability, |staged| {
+        build(&Location::Local(staged.to_path_buf()))
+    })
 }
 
 /// `--to icechunk` without the `icechunk` feature: refused, saying how to get it.
@@ -345,7 +348,7 @@ fn icechunk(
             crate::names::display_name(target)
         )));
     }
-    staged_dir(target, |staged| {
+    staged_dir(target, scifmt_io::Durability::None, |staged| {
         build_icechunk(srcs, staged, false, options, progress, out)
     })
 }

@@ -3,9 +3,11 @@
 //! lays them out (one at the root, several each under its name; a source is a b2nd frame when
 //! `blosc2_frame::is_frame_source` says so, WKW otherwise).
 //!
-//! * `virtualize(sources, dst, to, …)` streams the references into a kerchunk JSON file or
-//!   object (`scifmt_io::KerchunkWriter`), like `scifmt virtualize … --to kerchunk`, and returns
-//!   the summary as a dict.
+//! * `virtualize(sources, dst, to, …)` streams the references into an Icechunk repository
+//!   (`scifmt_io::IcechunkWriter`, with the `icechunk` feature: a new one, or a new commit on an
+//!   existing one), a kerchunk JSON file or object (`scifmt_io::KerchunkWriter`) or a kerchunk
+//!   Parquet directory (`scifmt_io::KerchunkParquetWriter`), like `scifmt virtualize … --to TO`,
+//!   and returns the summary as a dict.
 //! * `collect(sources, …)` gathers them in memory for `scifmt.virtual.WKWParser` and
 //!   `B2ndParser` (VirtualiZarr): every group's attributes and every array's `zarr.json` as
 //!   JSON, and per array three NumPy arrays over its chunk grid (an index into the array's URL
@@ -296,7 +298,7 @@ fn parquet(
     scifmt_io::build_dir(
         target,
         "scifmt-virtualize",
-        scifmt_io::Durability::None,
+        durability,
         |staged| -> Result<(), Failure> {
             done = Some(write(&Location::Local(staged.to_path_buf()))?);
             Ok(())
@@ -319,10 +321,11 @@ fn summary_dict<'py>(py: Python<'py>, s: &SourceCounts) -> PyResult<Bound<'py, P
 }
 
 /// `scifmt virtualize SOURCES... DST --to TO`: the summary as a dict (`to`, `sources`,
-/// `groups`, `arrays`, `files`, `references`, `inline`, `bytes_read`, `bytes_written`,
-/// `seconds`).
+/// `groups`, `arrays`, `files`, `unchanged_files`, `references`, `inline`, `bytes_read`,
+/// `seconds`, and `bytes_written` for kerchunk, `snapshot` (and `update` for an update) for
+/// Icechunk).
 #[pyfunction]
-#[pyo3(signature = (sources, dst, to="kerchunk", *, overwrite=false, fsync=false, concurrency=8, storage_options=None, record_size=100_000))]
+#[pyo3(signature = (sources, dst, to="icechunk", *, overwrite=false, fsync=false, concurrency=8, storage_options=None, record_size=100_000))]
 #[allow(
     clippy::too_many_arguments,
     reason = "the keyword options of scifmt.virtualize"
@@ -345,25 +348,17 @@ fn virtualize<'py>(
             PyValueError::new_err(format!("record_size={record_size}: must be at least 1"))
         })?;
     match to {
-        "kerchunk" | "kerchunk-parquet" => {}
-        "icechunk" => {
-            return Err(VirtualizeError::new_err(
-                "to=\"icechunk\": this scifmt wheel was built without Icechunk support (the \
-                 `icechunk` cargo feature); use to=\"kerchunk\", the `scifmt` command built with \
-                 `cargo install scifmt-cli --features icechunk`, or scifmt.virtual.WKWParser / \
-                 B2ndParser with VirtualiZarr's `.vz.to_icechunk`",
-            ));
-        }
+        "kerchunk" | "kerchunk-parquet" | "icechunk" => {}
         "zarr" => {
             return Err(PyValueError::new_err(
                 "to=\"zarr\": a plain Zarr v3 hierarchy cannot address WKW blocks or b2nd \
                  chunks in place (each is a byte range inside a file of many): use \
-                 to=\"kerchunk\"",
+                 to=\"icechunk\" or to=\"kerchunk\"",
             ));
         }
         other => {
             return Err(PyValueError::new_err(format!(
-                "to={other:?}: must be \"kerchunk\", \"kerchunk-parquet\" or \"icechunk\""
+                "to={other:?}: must be \"icechunk\", \"kerchunk\" or \"kerchunk-parquet\""
             )));
         }
     }
@@ -380,22 +375,175 @@ fn virtualize<'py>(
         ensure_apart(&sources, &dst)?;
         let srcs = locations(&sources, &config)?;
         let out = Location::parse(&dst, &config)?;
-        if to == "kerchunk-parquet" {
-            return parquet(&srcs, &out, overwrite, record_size, &opts, durability);
+        match to {
+            "kerchunk-parquet" => {
+                let (summary, bytes) =
+                    parquet(&srcs, &out, overwrite, record_size, &opts, durability)?;
+                Ok((summary, Written::Bytes(bytes)))
+            }
+            "icechunk" => icechunk(&srcs, &out, overwrite, &opts, &config),
+            _ => {
+                check_output(&out, overwrite)?;
+                let mut writer = wkw_zarr::KerchunkWriter::create(&out, &opts.wkw.remote)?;
+                let summary = produce(&srcs, &mut writer, &opts, Kind::Detect)?;
+                let written = writer.finish(durability)?;
+                Ok((summary, Written::Bytes(written.bytes)))
+            }
         }
-        check_output(&out, overwrite)?;
-        let mut writer = wkw_zarr::KerchunkWriter::create(&out, &opts.wkw.remote)?;
-        let summary = produce(&srcs, &mut writer, &opts, Kind::Detect)?;
-        let written = writer.finish(durability)?;
-        Ok((summary, written.bytes))
     })?;
     let seconds = (start.elapsed().as_secs_f64() * 1000.0).round() / 1000.0;
     let d = summary_dict(py, &summary)?;
     d.set_item("to", to)?;
     d.set_item("sources", sources.len())?;
-    d.set_item("bytes_written", written)?;
+    match written {
+        Written::Bytes(n) => d.set_item("bytes_written", n)?,
+        Written::Commit(commit) => commit_items(&d, &commit)?,
+    }
     d.set_item("seconds", seconds)?;
     Ok(d)
+}
+
+/// What a run wrote, for its summary.
+enum Written {
+    /// The bytes of the kerchunk references (JSON or Parquet).
+    Bytes(u64),
+    /// The Icechunk commit.
+    #[cfg_attr(
+        not(feature = "icechunk"),
+        allow(dead_code, reason = "made only with the `icechunk` feature")
+    )]
+    Commit(IcechunkCommitSummary),
+}
+
+/// An Icechunk commit as the summary reports it (`snapshot`, and for an update `update`).
+#[cfg_attr(
+    not(feature = "icechunk"),
+    allow(dead_code, reason = "made only with the `icechunk` feature")
+)]
+struct IcechunkCommitSummary {
+    snapshot: String,
+    /// `unchanged`, `set`, `deleted`, `nodes_deleted`.
+    update: Option<[(&'static str, u64); 4]>,
+}
+
+/// The commit's items of the summary: `snapshot` and, for an update, `update` (a dict).
+fn commit_items(d: &Bound<'_, PyDict>, commit: &IcechunkCommitSummary) -> PyResult<()> {
+    d.set_item("snapshot", &commit.snapshot)?;
+    if let Some(counts) = &commit.update {
+        let u = PyDict::new(d.py());
+        for (k, v) in counts {
+            u.set_item(k, v)?;
+        }
+        d.set_item("update", u)?;
+    }
+    Ok(())
+}
+
+/// `to="icechunk"` without the `icechunk` feature: refused, saying how to get it.
+#[cfg(not(feature = "icechunk"))]
+fn icechunk(
+    _srcs: &[Location],
+    _out: &Location,
+    _overwrite: bool,
+    _opts: &SourceOptions,
+    _config: &[(String, String)],
+) -> Result<(SourceCounts, Written), Failure> {
+    Err(Failure::Value(
+        "to=\"icechunk\": this scifmt build lacks Icechunk support (the `icechunk` cargo \
+         feature of the Python package, on by default); use to=\"kerchunk\""
+            .into(),
+    ))
+}
+
+/// `to="icechunk"`: a new repository at `out`, or (with `overwrite`, on a repository there) a
+/// new commit on its `main` setting only what changed, as `scifmt virtualize --to icechunk`
+/// does. A new local repository is built complete in a hidden sibling and put in place (also
+/// over another directory, with `overwrite`); on an object store `main` moves only when all is
+/// committed, and a prefix holding other objects is refused.
+#[cfg(feature = "icechunk")]
+fn icechunk(
+    srcs: &[Location],
+    out: &Location,
+    overwrite: bool,
+    opts: &SourceOptions,
+    config: &[(String, String)],
+) -> Result<(SourceCounts, Written), Failure> {
+    let exists = out.has_contents()?;
+    if exists && scifmt_io::IcechunkWriter::exists(out, config)? {
+        if !overwrite {
+            return Err(Failure::Exists(format!(
+                "{out} is an Icechunk repository: overwrite=True updates it (one new commit on \
+                 main that sets what changed; its earlier snapshots stay in its history)"
+            )));
+        }
+        return build_icechunk(srcs, out, true, opts, config);
+    }
+    let Location::Local(target) = out else {
+        if exists {
+            return Err(Failure::Exists(format!(
+                "{out} holds objects that are not an Icechunk repository: to=\"icechunk\" \
+                 writes to an empty prefix or updates a repository (it never replaces other \
+                 objects, also with overwrite=True)"
+            )));
+        }
+        return build_icechunk(srcs, out, false, opts, config);
+    };
+    if exists && !overwrite {
+        return Err(Failure::Exists(format!(
+            "{} exists: overwrite=True replaces it (only once the new repository is complete)",
+            target.display()
+        )));
+    }
+    let mut done = None;
+    scifmt_io::build_dir(
+        target,
+        "scifmt-virtualize",
+        scifmt_io::Durability::None,
+        |staged| -> Result<(), Failure> {
+            let at = Location::Local(staged.to_path_buf());
+            done = Some(build_icechunk(srcs, &at, false, opts, config)?);
+            Ok(())
+        },
+    )?;
+    done.ok_or_else(|| Failure::Value("the repository was not written".into()))
+}
+
+/// The repository at `out`: a new one, or with `update` the one there updated.
+#[cfg(feature = "icechunk")]
+fn build_icechunk(
+    srcs: &[Location],
+    out: &Location,
+    update: bool,
+    opts: &SourceOptions,
+    config: &[(String, String)],
+) -> Result<(SourceCounts, Written), Failure> {
+    // The virtual chunk containers: each source's directory (a .b2nd file's parent).
+    let prefixes = srcs
+        .iter()
+        .map(scifmt_io::container_url)
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut writer = if update {
+        scifmt_io::IcechunkWriter::update(out, &prefixes, config)?
+    } else {
+        scifmt_io::IcechunkWriter::create(out, &prefixes, config)?
+    };
+    let summary = produce(srcs, &mut writer, opts, Kind::Detect)?;
+    let commit = writer.finish()?;
+    let update = commit.update.map(|u| {
+        [
+            ("unchanged", u.unchanged),
+            ("set", u.set),
+            ("deleted", u.deleted),
+            ("nodes_deleted", u.nodes_deleted),
+        ]
+    });
+    Ok((
+        summary,
+        Written::Commit(IcechunkCommitSummary {
+            snapshot: commit.snapshot,
+            update,
+        }),
+    ))
 }
 
 /// One array as [`Collector`] gathers it.

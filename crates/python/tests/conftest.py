@@ -31,15 +31,6 @@ def scifmt_command():
     pytest.fail("the scifmt command is needed: install the wheel or `cargo build -p scifmt-cli`")
 
 
-def cargo_command_with_icechunk():
-    """The cargo-built ``scifmt`` (``SCIFMT_CARGO_CLI``; the workspace's tests build it with
-    the ``icechunk`` feature, which the wheel's command lacks)."""
-    command = os.environ.get("SCIFMT_CARGO_CLI")
-    if not command:
-        pytest.skip("SCIFMT_CARGO_CLI names no cargo-built scifmt (cargo xtask python sets it)")
-    return command
-
-
 @pytest.fixture
 def vz():
     """VirtualiZarr (the tests of ``scifmt.virtual`` parsers), skipping without it or obstore."""

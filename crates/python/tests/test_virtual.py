@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 
 import scifmt
-from conftest import cargo_command_with_icechunk, local_registry
+from conftest import local_registry, scifmt_command
 
 wkw = pytest.importorskip("wkw")
 zarr = pytest.importorskip("zarr")
@@ -106,7 +106,7 @@ def _refs_group(refs, zarr_format=3):
 def test_virtualize_to_kerchunk_reads_like_wkw(dataset, tmp_path):
     root, mags = dataset
     refs = tmp_path / "refs.json"
-    summary = scifmt.virtualize(root, refs)
+    summary = scifmt.virtualize(root, refs, to="kerchunk")
     assert summary["to"] == "kerchunk"
     assert summary["sources"] == 1
     assert summary["arrays"] == len(mags)
@@ -131,7 +131,7 @@ def test_virtualize_matches_the_command(dataset, tmp_path):
     root, mags = dataset
     ours = tmp_path / "ours.json"
     two = [str(mags[("u16_lz4_3ch", "1")]), str(mags[("u8_raw", "2-2-1")])]
-    scifmt.virtualize(two, ours)
+    scifmt.virtualize(two, ours, to="kerchunk")
     command = shutil.which("scifmt") or os.environ.get("SCIFMT_CARGO_CLI")
     if not command:
         pytest.skip("no scifmt command on PATH")
@@ -149,7 +149,7 @@ def test_virtualize_one_mag_is_the_root_array(dataset, tmp_path):
     root, mags = dataset
     mag = mags[("i8_lz4", "1")]
     refs = tmp_path / "mag.json"
-    summary = scifmt.virtualize(mag, refs, concurrency=1)
+    summary = scifmt.virtualize(mag, refs, concurrency=1, to="kerchunk")
     assert summary["arrays"] == 1 and summary["groups"] == 0
     fs = reference.ReferenceFileSystem(str(refs), asynchronous=True)
     arr = zarr.open_array(store=zarr_storage.FsspecStore(fs, read_only=True, path=""), mode="r",
@@ -162,22 +162,22 @@ def test_virtualize_refuses_an_existing_output_unless_overwrite(dataset, tmp_pat
     refs = tmp_path / "refs.json"
     refs.write_text("keep")
     with pytest.raises(FileExistsError, match="overwrite=True") as e:
-        scifmt.virtualize(root, refs)
+        scifmt.virtualize(root, refs, to="kerchunk")
     assert isinstance(e.value, scifmt.VirtualizeError)
     assert refs.read_text() == "keep"
-    summary = scifmt.virtualize(root, refs, overwrite=True, fsync=True)
+    summary = scifmt.virtualize(root, refs, overwrite=True, fsync=True, to="kerchunk")
     assert refs.stat().st_size == summary["bytes_written"]
     # A directory is never replaced by the file.
     (tmp_path / "dir").mkdir()
     with pytest.raises(scifmt.VirtualizeError, match="directory"):
-        scifmt.virtualize(root, tmp_path / "dir", overwrite=True)
+        scifmt.virtualize(root, tmp_path / "dir", overwrite=True, to="kerchunk")
 
 
 def test_virtualize_refuses_an_output_inside_or_around_a_source(dataset, tmp_path):
     root, mags = dataset
     for dst in (root / "refs.json", mags[("u8_raw", "1")] / "x.json", root, tmp_path):
         with pytest.raises(ValueError, match=str(root.name)) as e:
-            scifmt.virtualize(root, dst, overwrite=True)
+            scifmt.virtualize(root, dst, overwrite=True, to="kerchunk")
         assert isinstance(e.value, scifmt.VirtualizeError), dst
     assert not (root / "refs.json").exists()
 
@@ -185,12 +185,12 @@ def test_virtualize_refuses_an_output_inside_or_around_a_source(dataset, tmp_pat
 def test_virtualize_errors_name_the_source(tmp_path):
     missing = tmp_path / "nowhere"
     with pytest.raises(scifmt.VirtualizeError, match="nowhere"):
-        scifmt.virtualize(missing, tmp_path / "r.json")
+        scifmt.virtualize(missing, tmp_path / "r.json", to="kerchunk")
     # Not WKW: a Zarr array.
     z = tmp_path / "a.zarr"
     zarr.create_array(str(z), shape=(4,), chunks=(2,), dtype="u1")
     with pytest.raises(scifmt.VirtualizeError):
-        scifmt.virtualize(z, tmp_path / "r.json")
+        scifmt.virtualize(z, tmp_path / "r.json", to="kerchunk")
     # A WKW file whose jump table is damaged.
     mag = tmp_path / "bad"
     _write_mag(mag, np.uint8, 1, wkw.Header.BLOCK_TYPE_LZ4, 8, 1, 1, 3)
@@ -199,7 +199,7 @@ def test_virtualize_errors_name_the_source(tmp_path):
     raw[16:24] = (2**40).to_bytes(8, "little")
     f.write_bytes(bytes(raw))
     with pytest.raises(scifmt.VirtualizeError, match=f.name):
-        scifmt.virtualize(mag, tmp_path / "r.json")
+        scifmt.virtualize(mag, tmp_path / "r.json", to="kerchunk")
     assert not (tmp_path / "r.json").exists()
 
 
@@ -225,29 +225,98 @@ def test_virtualize_errors_name_the_source(tmp_path):
 def test_virtualize_hostile_arguments_raise(dataset, tmp_path, kwargs, error):
     root, _ = dataset
     with pytest.raises(error):
-        scifmt.virtualize(root, tmp_path / "r.json", **kwargs)
+        scifmt.virtualize(root, tmp_path / "r.json", **{"to": "kerchunk", **kwargs})
     assert not (tmp_path / "r.json").exists()
 
 
 @pytest.mark.parametrize("sources", [[], 5, b"ds", [None], ["a\0b"], [""]])
 def test_virtualize_bad_sources_raise(tmp_path, sources):
     with pytest.raises((TypeError, ValueError)):
-        scifmt.virtualize(sources, tmp_path / "r.json")
+        scifmt.virtualize(sources, tmp_path / "r.json", to="kerchunk")
     with pytest.raises((TypeError, ValueError)):
-        scifmt.virtualize(tmp_path, None)
+        scifmt.virtualize(tmp_path, None, to="kerchunk")
 
 
-def test_virtualize_icechunk_without_the_feature_says_so(dataset, tmp_path):
-    root, _ = dataset
-    with pytest.raises(scifmt.VirtualizeError, match="without Icechunk support"):
-        scifmt.virtualize(root, tmp_path / "repo", to="icechunk")
-    assert not (tmp_path / "repo").exists()
+def test_virtualize_to_icechunk_reads_like_wkw_refuses_changed_files_and_updates(dataset,
+                                                                                  tmp_path):
+    """``scifmt.virtualize(DATASET, REPO)`` (``to="icechunk"``, the default) read by Python
+    ``icechunk`` 1.1 + zarr-python equals ``wkw``'s reads of every layer and mag. Once a file
+    is rewritten, Icechunk refuses its chunks (never the old voxels' places with new bytes);
+    ``overwrite=True`` then commits only that file's chunks, reading no other file, and the
+    repository reads the new voxels (the first snapshot stays in its history)."""
+    icechunk = pytest.importorskip("icechunk")
+    root, mags = dataset
+    repo = tmp_path / "repo"
+    first = scifmt.virtualize(root, repo)
+    assert first["to"] == "icechunk" and "bytes_written" not in first and "update" not in first
+    assert first["arrays"] == len(mags) and first["unchanged_files"] == 0
+
+    def check():
+        r, group = _read_repository(icechunk, repo, root)
+        for (layer, mag_name), mag in mags.items():
+            a = group[f"{layer}/{mag_name}"]
+            np.testing.assert_array_equal(a[...], _wkw_read(mag, a.shape[1:]),
+                                          err_msg=f"{layer}/{mag_name}")  # fmt: skip
+        return r
+
+    check()
+    with pytest.raises(FileExistsError, match="is an Icechunk repository"):
+        scifmt.virtualize(root, repo)
+    # One raw file rewritten with other voxels, in place (same size, every block where it was).
+    mag = mags[("u8_raw", "1")]
+    (changed,) = mag.rglob("x1.wkw")
+    size = changed.stat().st_size
+    with wkw.Dataset.open(str(mag)) as ds:
+        side = ds.header.block_len * ds.header.file_len
+        ds.write((side, 0, 0), np.full((side, side, side), 7, np.uint8, order="F"))
+    assert changed.stat().st_size == size
+    later = changed.stat().st_mtime + 10
+    os.utime(changed, (later, later))
+    _, group = _read_repository(icechunk, repo, root)
+    with pytest.raises(Exception, match="(?i)modified|changed|match|precondition"):
+        group["u8_raw/1"][...]
+    update = scifmt.virtualize(root, repo, overwrite=True)
+    blocks = (side // 8) ** 3
+    assert update["update"] == {"unchanged": first["references"] - blocks, "set": blocks,
+                                "deleted": 0, "nodes_deleted": 0}, update  # fmt: skip
+    assert update["files"] == first["files"] and update["unchanged_files"] == first["files"] - 1
+    r = check()
+    snapshots = [s.id for s in r.ancestry(branch="main")]
+    assert snapshots[0] == update["snapshot"] and first["snapshot"] in snapshots
+
+
+def test_virtualize_to_icechunk_replaces_only_with_overwrite_and_never_a_source(dataset,
+                                                                                tmp_path):
+    """A local directory that is not a repository is replaced only with ``overwrite=True``,
+    once the new repository is complete; a repository inside a source is refused."""
+    icechunk = pytest.importorskip("icechunk")
+    root, mags = dataset
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "keep.txt").write_text("mine")
+    with pytest.raises(FileExistsError, match="overwrite=True replaces it"):
+        scifmt.virtualize(root, repo, to="icechunk")
+    assert (repo / "keep.txt").read_text() == "mine"
+    summary = scifmt.virtualize(mags[("u8_raw", "1")], repo, overwrite=True)
+    assert not (repo / "keep.txt").exists() and summary["arrays"] == 1
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".repo")] == []
+    r = icechunk.Repository.open(
+        icechunk.local_filesystem_storage(str(repo)),
+        authorize_virtual_chunk_access={f"file://{mags[('u8_raw', '1')].resolve()}/": None})
+    a = zarr.open_array(r.readonly_session("main").store, mode="r")
+    np.testing.assert_array_equal(a[...], _wkw_read(mags[("u8_raw", "1")], a.shape[1:]))
+    with pytest.raises(ValueError, match=root.name):
+        scifmt.virtualize(root, root / "repo", overwrite=True)
+    assert not (root / "repo").exists()
+    with pytest.raises(ValueError, match="icechunk"):
+        scifmt.virtualize(root, tmp_path / "z", to="zarr")
 
 
 def test_virtualize_two_sources_of_one_name_are_refused(dataset, tmp_path):
     root, mags = dataset
     with pytest.raises(scifmt.VirtualizeError, match="named"):
-        scifmt.virtualize([mags[("u8_raw", "1")], mags[("i8_lz4", "1")]], tmp_path / "r.json")
+        scifmt.virtualize([mags[("u8_raw", "1")], mags[("i8_lz4", "1")]], tmp_path / "r.json",
+                          to="kerchunk")
 
 
 # --- scifmt.virtual.WKWParser (VirtualiZarr) ----------------------------------------------------
@@ -391,7 +460,7 @@ def test_the_command_s_icechunk_repository_reads_like_wkw_and_updates(dataset, t
     is rewritten, ``--overwrite`` commits only its chunks, and the repository reads the new
     voxels (the first snapshot stays in its history)."""
     icechunk = pytest.importorskip("icechunk")
-    command = cargo_command_with_icechunk()
+    command = scifmt_command()
     root, mags = dataset
     repo = tmp_path / "repo"
 
@@ -493,16 +562,50 @@ def test_parser_reads_headers_and_loads_chunks_over_s3(vz, server, testdata_root
 def test_virtualize_from_and_to_s3(server, testdata_root, tmp_path):
     src = f"s3://{server.bucket}/wkw/u16_3ch_lz4_b8_f4"
     dst = f"s3://{server.bucket}/virtual/refs-{tmp_path.name}.json"
-    summary = scifmt.virtualize(src, dst, concurrency=3)
+    summary = scifmt.virtualize(src, dst, concurrency=3, to="kerchunk")
     assert summary["references"] > 0 and summary["bytes_written"] > 0
-    local = scifmt.virtualize(testdata_root / "wkw" / "u16_3ch_lz4_b8_f4", tmp_path / "l.json")
+    local = scifmt.virtualize(testdata_root / "wkw" / "u16_3ch_lz4_b8_f4", tmp_path / "l.json",
+                              to="kerchunk")
     assert {k: summary[k] for k in ("arrays", "files", "references", "bytes_read")} == \
         {k: local[k] for k in ("arrays", "files", "references", "bytes_read")}  # fmt: skip
     with pytest.raises(FileExistsError, match="overwrite=True"):
-        scifmt.virtualize(src, dst)
+        scifmt.virtualize(src, dst, to="kerchunk")
     with pytest.raises(ValueError, match="inside|contains|same"):
-        scifmt.virtualize(src, f"{src}/refs.json", overwrite=True)
+        scifmt.virtualize(src, f"{src}/refs.json", overwrite=True, to="kerchunk")
     with pytest.raises(scifmt.VirtualizeError) as e:
         scifmt.virtualize(f"s3://{server.bucket}/wkw/nothing-here", tmp_path / "x.json",
+                          to="kerchunk",
                           storage_options={"aws_secret_access_key": "hunter2-secret"})  # fmt: skip
     assert "nothing-here" in str(e.value) and "hunter2" not in str(e.value)
+
+
+def test_virtualize_to_icechunk_from_and_to_s3(server, testdata_root, tmp_path):
+    """An ``s3://`` WKW mag virtualized into an Icechunk repository under an ``s3://`` prefix
+    (``storage_options`` reaching the repository and the sources' container), read by Python
+    ``icechunk`` through its S3 virtual chunk container equal to ``wkw``; a second run without
+    ``overwrite`` is refused, with it an update that reads no file again."""
+    icechunk = pytest.importorskip("icechunk")
+    name = "u16_3ch_lz4_b8_f4"
+    src = f"s3://{server.bucket}/wkw/{name}"
+    prefix = f"repos/{tmp_path.name}"
+    dst = f"s3://{server.bucket}/{prefix}"
+    env = server.storage_options
+    summary = scifmt.virtualize(src, dst, concurrency=3, storage_options=env)
+    assert summary["to"] == "icechunk" and summary["references"] > 0
+    storage = icechunk.s3_storage(bucket=server.bucket, prefix=prefix, region=env["aws_region"],
+                                  endpoint_url=env["aws_endpoint_url"], allow_http=True,
+                                  access_key_id=env["aws_access_key_id"],
+                                  secret_access_key=env["aws_secret_access_key"],
+                                  force_path_style=True)  # fmt: skip
+    credentials = icechunk.containers_credentials({f"{src}/": icechunk.s3_credentials(
+        access_key_id=env["aws_access_key_id"],
+        secret_access_key=env["aws_secret_access_key"])})  # fmt: skip
+    repo = icechunk.Repository.open(storage, authorize_virtual_chunk_access=credentials)
+    a = zarr.open_array(repo.readonly_session("main").store, mode="r")
+    np.testing.assert_array_equal(a[...], _wkw_read(testdata_root / "wkw" / name, a.shape[1:]))
+    with pytest.raises(FileExistsError, match="is an Icechunk repository"):
+        scifmt.virtualize(src, dst)
+    update = scifmt.virtualize(src, dst, overwrite=True)
+    assert update["unchanged_files"] == summary["files"] and update["bytes_read"] == 0
+    assert update["update"]["set"] == 0 and update["update"]["deleted"] == 0
+

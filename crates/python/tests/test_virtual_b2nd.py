@@ -15,7 +15,7 @@ import urllib.request
 
 import numpy as np
 import pytest
-from conftest import cargo_command_with_icechunk, local_registry, scifmt_command
+from conftest import local_registry, scifmt_command
 
 import scifmt
 
@@ -206,7 +206,7 @@ def test_parser_refuses_nan_runs_and_virtualize_writes_them_inline(vz, tmp_path,
     path = _nan_frame(tmp_path, dtype)
     # scifmt.virtualize writes python-blosc2's runs of NaNs inline in Kerchunk references...
     refs = tmp_path / "refs.json"
-    summary = scifmt.virtualize(path, refs)
+    summary = scifmt.virtualize(path, refs, to="kerchunk")
     assert summary["inline"] > 0
     np.testing.assert_array_equal(_kerchunk_array(refs)[...], _want(path))
     # ... which a VirtualiZarr 2.5 manifest cannot hold: B2ndParser refuses the frame, naming
@@ -300,7 +300,7 @@ def test_the_command_s_icechunk_repository_with_split_manifests_reads_like_blosc
     writer splits manifests every 32 chunks along each axis (3 manifests here), and Python
     ``icechunk`` 1.1 + zarr-python read it equal to ``blosc2.open(...)[...]``."""
     icechunk = pytest.importorskip("icechunk")
-    command = cargo_command_with_icechunk()
+    command = scifmt_command()
     path = _write(tmp_path, "long", (70, 10), "<i4", (1, 5), (1, 5))
     repo = tmp_path / "repo"
     out = subprocess.run([command, "virtualize", str(path), str(repo), "--json"],
@@ -327,7 +327,7 @@ def test_parser_to_kerchunk_is_refused_not_wrong(vz, tmp_path):
         vds.vz.to_kerchunk(str(refs), format="json")
     assert not refs.exists()
     ours = tmp_path / "ours.json"
-    scifmt.virtualize(path, ours)
+    scifmt.virtualize(path, ours, to="kerchunk")
     np.testing.assert_array_equal(_kerchunk_array(ours)[...], _want(path))
 
 
@@ -385,7 +385,7 @@ def test_what_is_not_a_b2nd_array_is_refused_naming_the_file(vz, tmp_path):
         assert path.exists(), path
         refs = tmp_path / "refs.json"
         with pytest.raises(scifmt.VirtualizeError, match=words) as e:
-            scifmt.virtualize(path, refs)
+            scifmt.virtualize(path, refs, to="kerchunk")
         assert path.name in str(e.value), e.value
         assert not refs.exists()
         with pytest.raises(scifmt.VirtualizeError, match=words) as e:
@@ -423,7 +423,7 @@ def test_damaged_frames_raise_virtualize_error(vz, tmp_path):
     for path in _damaged(tmp_path):
         refs = tmp_path / "refs.json"
         with pytest.raises(scifmt.VirtualizeError) as e:
-            scifmt.virtualize(path, refs)
+            scifmt.virtualize(path, refs, to="kerchunk")
         assert path.name in str(e.value), (path.name, str(e.value))
         assert not refs.exists()
         with pytest.raises(scifmt.VirtualizeError) as e:
@@ -438,7 +438,7 @@ def test_virtualize_one_b2nd_file_is_the_root_array(tmp_path):
     for name, shape, dtype, chunks, blocks in ARRAYS:
         path = _write(tmp_path, name, shape, dtype, chunks, blocks)
         refs = tmp_path / f"{name}.json"
-        summary = scifmt.virtualize(path, refs, concurrency=1)
+        summary = scifmt.virtualize(path, refs, concurrency=1, to="kerchunk")
         assert (summary["arrays"], summary["groups"], summary["files"]) == (1, 0, 1)
         assert summary["inline"] == 0 and summary["references"] > 0
         assert summary["bytes_written"] == refs.stat().st_size
@@ -455,7 +455,7 @@ def test_virtualize_b2nd_beside_wkw_matches_the_command(tmp_path, testdata_root)
     mag = testdata_root / "wkw" / "u8_raw_b8_f4"
     sources = [*paths, nan, mag]
     ours = tmp_path / "ours.json"
-    summary = scifmt.virtualize(sources, ours)
+    summary = scifmt.virtualize(sources, ours, to="kerchunk")
     assert summary["groups"] == 1 and summary["arrays"] == len(sources)
     assert summary["inline"] > 0
     theirs = tmp_path / "theirs.json"
@@ -479,7 +479,7 @@ def test_virtualize_b2nd_beside_wkw_matches_the_command(tmp_path, testdata_root)
     other.mkdir()
     twin = _write(other, *ARRAYS[0])
     with pytest.raises(scifmt.VirtualizeError, match="two sources are named"):
-        scifmt.virtualize([paths[0], twin], tmp_path / "x.json")
+        scifmt.virtualize([paths[0], twin], tmp_path / "x.json", to="kerchunk")
     assert not (tmp_path / "x.json").exists()
 
 
@@ -541,7 +541,7 @@ def test_parser_over_s3_reads_only_the_metadata(vz, server, tmp_path):
     np.testing.assert_array_equal(loaded["big"].values, _want(path))
     # scifmt.virtualize reads the same bytes of the object.
     _control(server, "reset")
-    summary = scifmt.virtualize(url, tmp_path / "refs.json", concurrency=2)
+    summary = scifmt.virtualize(url, tmp_path / "refs.json", concurrency=2, to="kerchunk")
     assert summary["bytes_read"] == sent
     assert sum(r[4] for r in _log(server) if r[0] == "GET") == sent
     # A missing object names its URL, never the credentials.

@@ -47,7 +47,7 @@ def _concurrency(value: Any) -> int:
 def virtualize(
     sources: Union[_PathLike, Sequence[_PathLike]],
     dst: _PathLike,
-    to: str = "kerchunk",
+    to: str = "icechunk",
     *,
     overwrite: bool = False,
     fsync: bool = False,
@@ -86,25 +86,38 @@ def virtualize(
     ``file://``), configured from the environment (``AWS_*``, ``GOOGLE_*``, ``AZURE_*``) and
     then ``storage_options`` (the same keys, for every side).
 
-    ``to``: ``"kerchunk"`` (the default: a kerchunk JSON file, version 1, that fsspec's
+    ``to``: ``"icechunk"`` (the default: an Icechunk repository, format 1, which icechunk 1.x
+    and 2.x read; each chunk carries its file's modification time or ETag, so Icechunk refuses
+    a chunk whose file changed since; its virtual chunk containers are the sources'
+    directories (``file:///…/``, ``s3://…/``), which a reader authorizes when opening it:
+    ``Repository.open(storage, authorize_virtual_chunk_access={prefix: None})``. ``dst`` is a local directory or an ``s3://`` prefix.
+    An existing repository is updated with ``overwrite=True``: one new commit on ``main`` that
+    sets only what changed, skipping files whose modification time or ETag is the one
+    recorded; its earlier snapshots stay in its history. A local directory that is not a
+    repository is replaced with ``overwrite=True`` once the new repository is complete; an
+    object store prefix holding other objects is refused),
+    ``"kerchunk"`` (a kerchunk JSON file, version 1, that fsspec's
     ``ReferenceFileSystem`` reads and zarr-python 3 through it; each source file's modification
     time or ETag is kept under its top-level ``scifmt`` key), ``"kerchunk-parquet"`` (kerchunk's
     Parquet reference directory, for datasets with millions of chunks: ``record_size`` chunks
     per Parquet file, default 100000; fsspec's ``ReferenceFileSystem`` given the directory and
     its ``remote_protocol`` reads it, with fastparquet, as a Zarr v2 hierarchy, the chunks
     through this package's numcodecs codecs; an array needs a group: a dataset root or several
-    sources; an object store prefix must be empty) or ``"icechunk"`` (an Icechunk
-    repository: needs a build with the ``icechunk`` cargo feature, which this wheel does not
-    have; it raises ``VirtualizeError`` saying so). An existing output is refused unless
-    ``overwrite`` (it is replaced only once the new one is complete); an output that is a
+    sources; an object store prefix must be empty). An existing kerchunk output is refused
+    unless ``overwrite`` (it is replaced only once the new one is complete); an output that is a
     source, lies inside one or contains one is refused either way. ``fsync`` syncs a local
-    output before it is renamed into place. ``concurrency``: requests in flight to an object
+    kerchunk output before it is renamed into place (Icechunk writes its files itself, without
+    it). ``concurrency``: requests in flight to an object
     store (the headers and jump tables of ``4 × concurrency`` WKW files per round; local files
     are read one at a time; a frame's metadata takes one or two rounds), 1..1024.
 
     Returns the summary as a dict: ``to``, ``sources``, ``groups``, ``arrays``, ``files``,
-    ``unchanged_files`` (0: only an Icechunk update keeps files unread), ``references`` (chunks), ``inline`` (chunks written inline: a frame's runs of NaNs),
-    ``bytes_read`` (headers and jump tables, frames' metadata), ``bytes_written``, ``seconds``.
+    ``unchanged_files`` (files an Icechunk update kept without reading them; 0 otherwise),
+    ``references`` (chunks), ``inline`` (chunks written inline: a frame's runs of NaNs),
+    ``bytes_read`` (headers and jump tables, frames' metadata), ``seconds``, and
+    ``bytes_written`` (kerchunk) or ``snapshot`` (Icechunk: the snapshot id ``main`` now points
+    at) and, for an update, ``update`` (a dict: ``unchanged``, ``set`` and ``deleted`` chunks,
+    ``nodes_deleted``).
 
     Raises ``VirtualizeError`` when it fails (the message names the file or URL, never
     credentials); ``OutputExistsError`` (also a ``FileExistsError``) for an existing output
