@@ -3,6 +3,7 @@
 //! Run `cargo xtask` without arguments for the task table. CI calls only these tasks, so a local
 //! run and a CI run do the same thing.
 
+mod azurite;
 mod blosc_peer;
 mod ci;
 mod conformance;
@@ -30,6 +31,11 @@ type Task = (
 );
 
 const TASKS: &[Task] = &[
+    (
+        "azurite",
+        azurite::run,
+        "installs Azurite (the Azure Storage emulator of the az:// tests; Node.js) into target/azurite with npm ci from xtask/azurite/package-lock.json",
+    ),
     (
         "ci",
         ci::run,

@@ -59,7 +59,10 @@ pub use crate::remote::{
     plan::{Request, assemble, coalesce},
     retry::conflict_backoff,
     runtime::{block_on, handle, outside_runtime, runtime},
-    store::{Access, StoreUrl, child, is_condition_failure, join_url, store_for_url, store_url},
+    store::{
+        Access, StoreUrl, child, is_condition_failure, join_url, normalize_etag, store_for_url,
+        store_url,
+    },
     upload::{Upload, put},
 };
 pub use crate::replace_dir::{build_dir, replace_dir, sibling};

@@ -397,7 +397,7 @@ impl Location {
     }
 
     /// Every file (object) below this directory (prefix), recursively: `/`-separated key
-    /// relative to it, length and (on a store) ETag, sorted by key.
+    /// relative to it, length and (on a store) ETag (quoted: [`normalize_etag`](crate::normalize_etag)), sorted by key.
     ///
     /// # Errors
     /// [`Error::Io`]; [`Error::Remote`].
@@ -437,7 +437,8 @@ impl Location {
                 for m in metas {
                     if let Some(rel) = m.location.prefix_match(&s.path) {
                         let key: Vec<String> = rel.map(|p| p.as_ref().to_owned()).collect();
-                        out.push((key.join("/"), m.size, m.e_tag));
+                        let etag = m.e_tag.as_deref().map(crate::normalize_etag);
+                        out.push((key.join("/"), m.size, etag));
                     }
                 }
             }

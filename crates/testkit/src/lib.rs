@@ -10,9 +10,11 @@
 //! * [`ZARR_STORES`]: the Zarr fixtures read through the `offset` / `pad` codecs;
 //! * [`assert_ordinary_mode`]: a written file has the permissions of any new file;
 //! * [`plugin_fixtures`]: the C-Blosc2 plugin fixtures' manifest entries and files;
-//! * `icechunk::open_main` (feature `icechunk`): zarrs' storage over an Icechunk repository.
+//! * `icechunk::open_main` (feature `icechunk`): zarrs' storage over an Icechunk repository;
+//! * [`azurite::Azurite`]: the Azure Storage emulator's Blob service, run as a process.
 
 mod alloc;
+pub mod azurite;
 #[cfg(feature = "icechunk")]
 pub mod icechunk;
 mod plugin_fixtures;

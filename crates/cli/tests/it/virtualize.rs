@@ -501,6 +501,98 @@ fn an_s3_b2nd_source_is_read_by_its_metadata_only() {
     assert_eq!(n as u64, summary["references"].as_u64().unwrap());
 }
 
+/// Every file below `dir` uploaded to `url` (a prefix) with `config`.
+#[cfg(feature = "icechunk")]
+fn upload(dir: &Path, url: &str, config: &[(String, String)]) {
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(d).unwrap() {
+            let p = e.unwrap().path();
+            if p.is_dir() {
+                stack.push(p);
+                continue;
+            }
+            let rel = p.strip_prefix(dir).unwrap().to_str().unwrap().to_owned();
+            scifmt_io::Location::parse(&format!("{url}/{rel}"), config)
+                .unwrap()
+                .write_small(&std::fs::read(&p).unwrap(), scifmt_io::Durability::None)
+                .unwrap();
+        }
+    }
+}
+
+/// `--to icechunk` into an `az://` prefix, of an `az://` dataset, on Azurite (the Azure
+/// Storage emulator, when it is installed: see testkit's `azurite`; feature `icechunk`): the
+/// same references as of the local dataset; a second run refused without `--overwrite`, with it
+/// an update that sets nothing and reads no WKW file again. (scifmt-io's tests read Azure
+/// repositories back through Icechunk.)
+#[cfg(feature = "icechunk")]
+#[test]
+fn an_icechunk_repository_on_azure_of_an_azure_source() {
+    let Some(azurite) = testkit::azurite::Azurite::start().unwrap() else {
+        eprintln!(
+            "an_icechunk_repository_on_azure_of_an_azure_source did not run: Azurite is not \
+             installed (cargo xtask azurite)"
+        );
+        return;
+    };
+    azurite.create_container("scifmt").unwrap();
+    let env = azurite.env();
+    let src = testdata("wkw-zarr/multi/wkw");
+    upload(&src, "az://scifmt/ds/multi", &env);
+    let run = |from: &str, to: &str, extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_scifmt"))
+            .args(["virtualize", from, to])
+            .args(extra)
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    let first = run(
+        "az://scifmt/ds/multi",
+        "az://scifmt/repos/multi",
+        &["--json"],
+    );
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let summary: Value = serde_json::from_slice(&first.stdout).unwrap();
+    assert_eq!(summary["to"], "icechunk");
+    assert!(summary["snapshot"].as_str().is_some_and(|s| !s.is_empty()));
+    let dir = tmp();
+    let local = run(
+        &s(&src),
+        &s(&dir.path().join("refs.json")),
+        &["--to", "kerchunk", "--json"],
+    );
+    assert!(local.status.success());
+    let local: Value = serde_json::from_slice(&local.stdout).unwrap();
+    for k in ["groups", "arrays", "files", "references", "bytes_read"] {
+        assert_eq!(summary[k], local[k], "{k}");
+    }
+    let again = run("az://scifmt/ds/multi", "az://scifmt/repos/multi", &[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is an Icechunk repository"));
+    let update = run(
+        "az://scifmt/ds/multi",
+        "az://scifmt/repos/multi",
+        &["--overwrite", "--json"],
+    );
+    assert!(
+        update.status.success(),
+        "{}",
+        String::from_utf8_lossy(&update.stderr)
+    );
+    let update: Value = serde_json::from_slice(&update.stdout).unwrap();
+    assert_eq!(update["update"]["set"], 0);
+    assert_eq!(update["update"]["deleted"], 0);
+    assert_eq!(update["unchanged_files"], summary["files"]);
+    assert_eq!(update["bytes_read"], 0);
+}
+
 /// `--to icechunk` into an `s3://` prefix, of an `s3://` source (feature `icechunk`): a new
 /// repository whose only branch is `main` (the parts' branch is gone), the sources read by
 /// headers and jump tables only; a second run is refused without `--overwrite` and leaves it

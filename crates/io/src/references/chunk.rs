@@ -66,12 +66,13 @@ impl Checksum {
         }
     }
 
-    /// The checksum of an object as a store reported it: its ETag, or its last-modified time
-    /// when the store has no ETags.
+    /// The checksum of an object as a store reported it: its ETag (quoted, see
+    /// [`normalize_etag`](crate::normalize_etag)), or its last-modified time when the store
+    /// has no ETags.
     #[must_use]
     pub fn of_object(meta: &object_store::ObjectMeta) -> Self {
         match &meta.e_tag {
-            Some(e) => Self::ETag(e.clone()),
+            Some(e) => Self::ETag(crate::normalize_etag(e)),
             None => Self::LastModified {
                 seconds: meta.last_modified.timestamp(),
                 nanos: meta.last_modified.timestamp_subsec_nanos(),

@@ -11,7 +11,7 @@ use object_store::{GetOptions, GetRange, ObjectMeta, ObjectStore, ObjectStoreExt
 
 use crate::error::{Error, Result};
 use crate::remote::options::RemoteOptions;
-use crate::remote::store::{Access, store_url};
+use crate::remote::store::{Access, normalize_etag, store_url};
 
 /// One object read in ranges, all of one version.
 ///
@@ -78,12 +78,13 @@ impl Object {
         Self::new(store, path, url)
     }
 
-    /// Pins the object to `etag` (`None`: pinned by the first response).
+    /// Pins the object to `etag` (`None`: pinned by the first response); an ETag without its
+    /// quotes (as Azure lists them) gets them ([`normalize_etag`]).
     #[must_use]
     pub fn with_etag(self, etag: Option<String>) -> Self {
         let lock = OnceLock::new();
         if let Some(e) = etag {
-            let _ = lock.set(e);
+            let _ = lock.set(normalize_etag(&e));
         }
         Self {
             etag: Arc::new(lock),
@@ -154,8 +155,8 @@ impl Object {
 
     /// Compares `meta`'s ETag with the pin, pinning it if nothing was.
     fn check_version(&self, meta: &ObjectMeta) -> Result<()> {
-        if let Some(got) = &meta.e_tag
-            && self.etag.get_or_init(|| got.clone()) != got
+        if let Some(got) = meta.e_tag.as_deref().map(normalize_etag)
+            && *self.etag.get_or_init(|| got.clone()) != got
         {
             return Err(Error::Changed {
                 url: self.url.clone(),

@@ -91,6 +91,29 @@ pub fn store_for_url(url: &str, config: &[(String, String)]) -> Result<StoreUrl>
     })
 }
 
+/// `etag` as HTTP writes an entity tag (RFC 9110, section 8.8.3): a quoted string, `W/` before a
+/// weak one; an ETag without its quotes gets them.
+///
+/// Azure's blob listings give ETags without the quotes its `HEAD` and `GET` responses have
+/// (object_store passes both on as they come), and Azure Storage compares `If-Match` as
+/// written, so a read pinned to a listed ETag failed as if the blob had changed. Every ETag
+/// that pins a read or is kept as a checksum goes through this, so the same version compares
+/// equal whichever response named it.
+///
+/// ```
+/// assert_eq!(scifmt_io::normalize_etag("0x8DC1"), "\"0x8DC1\"");
+/// assert_eq!(scifmt_io::normalize_etag("\"abc\""), "\"abc\"");
+/// assert_eq!(scifmt_io::normalize_etag("W/\"abc\""), "W/\"abc\"");
+/// ```
+#[must_use]
+pub fn normalize_etag(etag: &str) -> String {
+    if etag.starts_with('"') || etag.starts_with("W/\"") {
+        etag.to_owned()
+    } else {
+        format!("\"{etag}\"")
+    }
+}
+
 /// `prefix/key` (key with `/` separators).
 #[must_use]
 pub fn child(prefix: &Path, key: &str) -> Path {
