@@ -135,3 +135,85 @@ def _stop_server(proc, control):
 @pytest.fixture(scope="session")
 def testdata_root():
     return TESTDATA
+
+
+# --- Azurite (the Azure Storage emulator) --------------------------------------------------------
+
+AZURITE_ACCOUNT = "devstoreaccount1"
+#: Azurite's well-known development key (public: Azurite's documentation gives it).
+AZURITE_KEY = ("Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/"
+               "KBHBeksoGMGw==")  # fmt: skip
+
+
+class Azurite(NamedTuple):
+    #: The account's endpoint, ``http://127.0.0.1:PORT/devstoreaccount1``.
+    endpoint: str
+    #: The container the fixture made.
+    container: str
+    #: The client configuration as ``storage_options`` (object_store's Azure keys).
+    storage_options: dict
+
+
+def _azurite_request(endpoint, path, query):
+    """A Shared Key signed ``PUT`` of ``endpoint/path?query`` (making a container, which
+    object_store cannot)."""
+    import base64
+    import email.utils
+    import hashlib
+    import hmac
+
+    date = email.utils.formatdate(usegmt=True)
+    version = "2021-08-06"
+    resource = f"/{AZURITE_ACCOUNT}/{AZURITE_ACCOUNT}/{path}\n" + query.replace("=", ":")
+    to_sign = "PUT\n" + "\n" * 11 + f"x-ms-date:{date}\nx-ms-version:{version}\n" + resource
+    mac = hmac.new(base64.b64decode(AZURITE_KEY), to_sign.encode(), hashlib.sha256)
+    signature = base64.b64encode(mac.digest()).decode()
+    request = urllib.request.Request(f"{endpoint}/{path}?{query}", method="PUT", headers={
+        "x-ms-date": date, "x-ms-version": version, "Content-Length": "0",
+        "Authorization": f"SharedKey {AZURITE_ACCOUNT}:{signature}"})  # fmt: skip
+    with urllib.request.urlopen(request, timeout=60) as response:
+        return response.status
+
+
+@pytest.fixture(scope="session")
+def azurite():
+    """Azurite's Blob service (the Azure Blob protocol over loopback TCP, blobs in memory; a
+    Node.js program that ``cargo xtask azurite`` installs into ``target/azurite``) with the
+    container ``scifmt``. Skips without it, unless ``SCIFMT_REQUIRE_AZURITE`` is set (CI)."""
+    main = os.environ.get("SCIFMT_AZURITE") or str(
+        REPO / "target" / "azurite" / "node_modules" / "azurite" / "dist" / "src" / "blob"
+        / "main.js")  # fmt: skip
+    if not pathlib.Path(main).is_file():
+        if os.environ.get("SCIFMT_REQUIRE_AZURITE"):
+            pytest.fail(f"SCIFMT_REQUIRE_AZURITE is set but {main} is missing "
+                        "(cargo xtask azurite)")  # fmt: skip
+        pytest.skip("Azurite is not installed (cargo xtask azurite)")
+    proc = subprocess.Popen(
+        ["node", main, "--blobHost", "127.0.0.1", "--blobPort", "0", "--inMemoryPersistence",
+         "--extentMemoryLimit", "512", "--skipApiVersionCheck", "--silent"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, text=True)  # fmt: skip
+    try:
+        seen = []
+        for line in proc.stdout:
+            if "listens on " in line:
+                url = line.split("listens on ", 1)[1].strip()
+                break
+            seen.append(line.strip())
+        else:
+            pytest.fail(f"Azurite exited without listening: {' | '.join(seen)}")
+        # Keep draining its output so it never blocks on a full pipe.
+        import threading
+
+        threading.Thread(target=proc.stdout.read, daemon=True).start()
+        endpoint = f"{url}/{AZURITE_ACCOUNT}"
+        assert _azurite_request(endpoint, "scifmt", "restype=container") == 201
+        yield Azurite(endpoint, "scifmt", {
+            "azure_storage_account_name": AZURITE_ACCOUNT,
+            "azure_storage_account_key": AZURITE_KEY,
+            "azure_storage_endpoint": endpoint,
+            "azure_allow_http": "true",
+        })  # fmt: skip
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)
+
