@@ -252,12 +252,7 @@ def test_virtualize_to_icechunk_reads_like_wkw_refuses_changed_files_and_updates
     assert first["arrays"] == len(mags) and first["unchanged_files"] == 0
 
     def check():
-        r, group = _read_repository(icechunk, repo, root)
-        for (layer, mag_name), mag in mags.items():
-            a = group[f"{layer}/{mag_name}"]
-            np.testing.assert_array_equal(a[...], _wkw_read(mag, a.shape[1:]),
-                                          err_msg=f"{layer}/{mag_name}")  # fmt: skip
-        return r
+        return _repository_reads_like_wkw(icechunk, repo, root, mags)
 
     check()
     with pytest.raises(FileExistsError, match="is an Icechunk repository"):
@@ -445,6 +440,17 @@ def test_parser_to_icechunk_round_trip(vz, dataset, tmp_path):
                                       err_msg=layer)  # fmt: skip
 
 
+def _repository_reads_like_wkw(icechunk, repo, root, mags):
+    """Every mag of ``mags`` read from the repository ``repo`` (its chunks below ``root``)
+    equals ``wkw``'s read; returns the repository."""
+    r, group = _read_repository(icechunk, repo, root)
+    for (layer, mag_name), mag in mags.items():
+        a = group[f"{layer}/{mag_name}"]
+        np.testing.assert_array_equal(a[...], _wkw_read(mag, a.shape[1:]),
+                                      err_msg=f"{layer}/{mag_name}")  # fmt: skip
+    return r
+
+
 def _read_repository(icechunk, repo, root):
     """The group at ``main`` of the Icechunk repository ``repo``, its virtual chunks below
     ``root`` authorized."""
@@ -474,12 +480,7 @@ def test_the_command_s_icechunk_repository_reads_like_wkw_and_updates(dataset, t
     assert first["to"] == "icechunk"
 
     def check():
-        r, group = _read_repository(icechunk, repo, root)
-        for (layer, mag_name), mag in mags.items():
-            a = group[f"{layer}/{mag_name}"]
-            np.testing.assert_array_equal(a[...], _wkw_read(mag, a.shape[1:]),
-                                          err_msg=f"{layer}/{mag_name}")  # fmt: skip
-        return r
+        return _repository_reads_like_wkw(icechunk, repo, root, mags)
 
     check()
     again = subprocess.run([command, "virtualize", str(root), str(repo)],
