@@ -1041,6 +1041,22 @@ mod tests {
         .unwrap()
     }
 
+    /// Writes the bytes 0..=255 to the object `src` and returns its checksum from `HEAD`.
+    fn write_bytes_0_to_255(src: &Location) -> Checksum {
+        src.write_small(
+            &(0u8..=255).collect::<Vec<_>>(),
+            crate::Durability::default(),
+        )
+        .unwrap();
+        let Location::Store(s) = src else {
+            unreachable!("an object store URL")
+        };
+        let meta = block_on(object_store::ObjectStoreExt::head(s.store(), s.path()))
+            .unwrap()
+            .unwrap();
+        Checksum::of_object(&meta)
+    }
+
     /// An array of 8 bytes in chunks of 4.
     fn eight_bytes() -> ArrayMetadataV3 {
         bytes_in_fours(8)
@@ -1301,20 +1317,7 @@ mod tests {
         let server = s3_testserver::TestServer::start().unwrap();
         let config = server.env();
         let src = Location::parse(&server.url("src/data.bin"), &config).unwrap();
-        src.write_small(
-            &(0u8..=255).collect::<Vec<_>>(),
-            crate::Durability::default(),
-        )
-        .unwrap();
-        let meta = block_on(async {
-            let Location::Store(s) = &src else {
-                unreachable!("an s3:// URL")
-            };
-            object_store::ObjectStoreExt::head(s.store(), s.path()).await
-        })
-        .unwrap()
-        .unwrap();
-        let checksum = Checksum::of_object(&meta);
+        let checksum = write_bytes_0_to_255(&src);
         assert!(matches!(checksum, Checksum::ETag(_)));
         let prefix = server.url("src");
         let url = server.url("src/data.bin");
@@ -1381,19 +1384,7 @@ mod tests {
         let config = azurite.env();
         let url = "az://scifmt/src/data.bin";
         let src = Location::parse(url, &config).unwrap();
-        src.write_small(
-            &(0u8..=255).collect::<Vec<_>>(),
-            crate::Durability::default(),
-        )
-        .unwrap();
-        let meta = block_on(async {
-            let Location::Store(s) = &src else {
-                unreachable!("an az:// URL")
-            };
-            object_store::ObjectStoreExt::head(s.store(), s.path()).await
-        })
-        .unwrap()
-        .unwrap();
+        let head = write_bytes_0_to_255(&src);
         // The checksum as a producer finds it, from the listing: Azure lists ETags without the
         // quotes its HEAD gives them, and the read pinned to it must pass all the same.
         let listed = Location::parse("az://scifmt/src", &config)
@@ -1404,7 +1395,7 @@ mod tests {
             panic!("one object with an ETag: {listed:?}");
         };
         let checksum = Checksum::ETag(etag.clone());
-        assert_eq!(checksum, Checksum::of_object(&meta));
+        assert_eq!(checksum, head);
         let prefix = "az://scifmt/src";
         let dst = Location::parse("az://scifmt/repos/one", &config).unwrap();
         let mut w = IcechunkWriter::create(&dst, &[prefix.to_owned()], &config)
