@@ -13,10 +13,10 @@
 //! * `SHA256SUMS` of the three.
 //!
 //! Release builds are stripped (`[profile.release]`). `--profile ci-dist` builds them with the
-//! workspace's `[profile.ci-dist]` instead: the release profile at `opt-level = 1`, for CI,
-//! which checks the packaging (tags, auditwheel, glibc, the archive) and tests the wheel as
-//! installed, in about 20 % less CPU time than the release build; the published artifacts
-//! are built with the release profile. The tools are pinned ([`TOOLS`]) in a venv
+//! workspace's `[profile.ci-dist]` instead: the release profile unoptimized but for the hot
+//! spots the dev profile optimizes, for CI, which checks the packaging (tags, auditwheel,
+//! glibc, the archive) and tests the wheel as installed, in about a third of the CPU time of
+//! the release build; the published artifacts are built with the release profile. The tools are pinned ([`TOOLS`]) in a venv
 //! of their own, `target/dist-tools`. The wheel is checked with `auditwheel show` (it must be
 //! manylinux2014-compliant as built, not repaired) and the binary's newest glibc symbol version
 //! must be 2.17 or older. `cargo xtask python` installs this wheel and tests it as installed.
