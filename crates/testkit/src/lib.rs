@@ -11,10 +11,12 @@
 //! * [`assert_ordinary_mode`]: a written file has the permissions of any new file;
 //! * [`plugin_fixtures`]: the C-Blosc2 plugin fixtures' manifest entries and files;
 //! * `icechunk::open_main` (feature `icechunk`): zarrs' storage over an Icechunk repository;
-//! * [`azurite::Azurite`]: the Azure Storage emulator's Blob service, run as a process.
+//! * [`azurite::Azurite`]: the Azure Storage emulator's Blob service, run as a process;
+//! * [`fake_gcs::FakeGcs`]: a Google Cloud Storage emulator (fake-gcs-server), run as a process.
 
 mod alloc;
 pub mod azurite;
+pub mod fake_gcs;
 #[cfg(feature = "icechunk")]
 pub mod icechunk;
 mod plugin_fixtures;

@@ -89,10 +89,12 @@ def virtualize(
     ``to``: ``"icechunk"`` (the default: an Icechunk repository, format 1, which icechunk 1.x
     and 2.x read; each chunk carries its file's modification time or ETag, so Icechunk refuses
     a chunk whose file changed since; its virtual chunk containers are the sources'
-    directories (``file:///…/``, ``s3://…/``), which a reader authorizes when opening it:
-    ``Repository.open(storage, authorize_virtual_chunk_access={prefix: None})``. ``dst`` is
-    a local directory, an ``s3://`` prefix or an ``az://container/`` prefix (sources on GCS or
-    HTTP are refused for Icechunk).
+    directories (``file:///…/``, ``s3://…/``, ``az://…/``, ``gs://…/``), which a reader
+    authorizes when opening it:
+    ``Repository.open(storage, authorize_virtual_chunk_access={prefix: None})`` (for
+    ``gs://``, with ``icechunk.gcs_credentials(...)``: Icechunk reads GCS anonymously
+    otherwise). ``dst`` is a local directory, an ``s3://`` prefix or an ``az://container/``
+    prefix (not ``gs://``; sources on HTTP are refused for Icechunk).
     An existing repository is updated with ``overwrite=True``: one new commit on ``main`` that
     sets only what changed, skipping files whose modification time or ETag is the one
     recorded; its earlier snapshots stay in its history. A local directory that is not a
