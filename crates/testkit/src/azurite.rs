@@ -14,17 +14,16 @@
 //! process-wide `AZURITE_BLOB_STORAGE_URL` is needed. Containers are made with
 //! [`Azurite::create_container`] (object_store cannot make them).
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpStream;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::{Duration, SystemTime};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use hmac::{Hmac, KeyInit, Mac};
 use sha2::Sha256;
+
+use crate::process::NoLine;
 
 /// The Azurite release `cargo xtask azurite` installs.
 pub const VERSION: &str = "3.37.0";
@@ -53,13 +52,7 @@ pub struct Azurite {
 /// Where `cargo xtask azurite` installs Azurite: `target/azurite` of the workspace.
 #[must_use]
 pub fn install_dir() -> PathBuf {
-    let testkit = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    // crates/testkit → the workspace root.
-    let root = testkit
-        .parent()
-        .and_then(std::path::Path::parent)
-        .unwrap_or(testkit);
-    root.join("target").join("azurite")
+    crate::process::install_dir("azurite")
 }
 
 /// The `main.js` of the Blob service: `SCIFMT_AZURITE`, else the one in [`install_dir`].
@@ -104,32 +97,18 @@ impl Azurite {
         let Some(stdout) = child.stdout.take() else {
             return Err("Azurite's stdout was not captured".into());
         };
-        // Its lines go through a channel, so the wait for the address has a deadline; the
-        // thread then drains the pipe until Azurite exits.
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
-            }
+        let listening = crate::process::wait_for_line(stdout, START_TIMEOUT, |line| {
+            let url = line.split("listens on ").nth(1)?;
+            Some(url.trim().trim_start_matches("http://").to_owned())
         });
-        let mut seen = Vec::new();
-        let addr = loop {
-            match rx.recv_timeout(START_TIMEOUT) {
-                Ok(line) => {
-                    if let Some(url) = line.split("listens on ").nth(1) {
-                        break url.trim().trim_start_matches("http://").to_owned();
-                    }
-                    seen.push(line);
-                }
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!(
-                        "Azurite did not say where it listens ({e}); it printed: {}",
-                        seen.join(" | ")
-                    ));
-                }
+        let addr = match listening {
+            Ok(addr) => addr,
+            Err(NoLine::Ended(seen) | NoLine::Timeout(seen)) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!(
+                    "Azurite did not say where it listens; it printed: {seen}"
+                ));
             }
         };
         Ok(Some(Self { child, addr }))
@@ -178,19 +157,8 @@ impl Azurite {
              Authorization: SharedKey {ACCOUNT}:{signature}\r\nConnection: close\r\n\r\n",
             addr = self.addr
         );
-        let mut stream =
-            TcpStream::connect(&self.addr).map_err(|e| format!("{}: {e}", self.addr))?;
-        stream
-            .set_read_timeout(Some(START_TIMEOUT))
-            .map_err(|e| e.to_string())?;
-        stream
-            .write_all(request.as_bytes())
-            .map_err(|e| format!("{}: {e}", self.addr))?;
-        let mut response = String::new();
-        stream
-            .read_to_string(&mut response)
-            .map_err(|e| format!("{}: {e}", self.addr))?;
-        let status = response.split_whitespace().nth(1).unwrap_or_default();
+        let (status, response) =
+            crate::process::http_exchange(&self.addr, &request, &[], START_TIMEOUT)?;
         if status == "201" || status == "409" {
             Ok(())
         } else {

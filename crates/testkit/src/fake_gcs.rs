@@ -20,12 +20,12 @@
 //! Clients reach it with object_store's `google_base_url` (`http://127.0.0.1:PORT`) and
 //! anonymous access ([`FakeGcs::env`]); the emulator checks no credentials.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
 use std::time::Duration;
+
+use crate::process::NoLine;
 
 /// The fake-gcs-server release `cargo xtask fake-gcs` installs.
 pub const VERSION: &str = "1.54.0";
@@ -48,13 +48,7 @@ pub struct FakeGcs {
 /// Where `cargo xtask fake-gcs` installs the server: `target/fake-gcs` of the workspace.
 #[must_use]
 pub fn install_dir() -> PathBuf {
-    let testkit = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-    // crates/testkit → the workspace root.
-    let root = testkit
-        .parent()
-        .and_then(std::path::Path::parent)
-        .unwrap_or(testkit);
-    root.join("target").join("fake-gcs")
+    crate::process::install_dir("fake-gcs")
 }
 
 /// The server's binary: `SCIFMT_FAKE_GCS_SERVER`, else the one in [`install_dir`].
@@ -124,37 +118,23 @@ impl FakeGcs {
         let Some(stderr) = child.stderr.take() else {
             return Err("fake-gcs-server's stderr was not captured".into());
         };
-        // Its log lines (one per request) go through a channel, so the wait for the start has
-        // a deadline; the thread then drains the pipe until the server exits.
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines() {
-                let Ok(line) = line else { break };
-                let _ = tx.send(line);
+        // Its log has a line per request: read until the start, then drained.
+        match crate::process::wait_for_line(stderr, START_TIMEOUT, |line| {
+            line.contains("server started at").then_some(())
+        }) {
+            Ok(()) => Ok(Ok(Self { child, addr })),
+            Err(NoLine::Ended(seen)) => {
+                let _ = child.wait();
+                Ok(Err(format!(
+                    "fake-gcs-server exited before listening on {addr}: {seen}"
+                )))
             }
-        });
-        let mut seen = Vec::new();
-        loop {
-            match rx.recv_timeout(START_TIMEOUT) {
-                Ok(line) if line.contains("server started at") => {
-                    return Ok(Ok(Self { child, addr }));
-                }
-                Ok(line) => seen.push(line),
-                Err(mpsc::RecvTimeoutError::Disconnected) => {
-                    let _ = child.wait();
-                    return Ok(Err(format!(
-                        "fake-gcs-server exited before listening on {addr}: {}",
-                        seen.join(" | ")
-                    )));
-                }
-                Err(e) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!(
-                        "fake-gcs-server did not say it listens ({e}); it printed: {}",
-                        seen.join(" | ")
-                    ));
-                }
+            Err(NoLine::Timeout(seen)) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                Err(format!(
+                    "fake-gcs-server did not say it listens; it printed: {seen}"
+                ))
             }
         }
     }
@@ -260,26 +240,7 @@ impl FakeGcs {
             addr = self.addr,
             len = body.len()
         );
-        let mut stream =
-            TcpStream::connect(&self.addr).map_err(|e| format!("{}: {e}", self.addr))?;
-        stream
-            .set_read_timeout(Some(START_TIMEOUT))
-            .map_err(|e| e.to_string())?;
-        stream
-            .write_all(head.as_bytes())
-            .and_then(|()| stream.write_all(body))
-            .map_err(|e| format!("{}: {e}", self.addr))?;
-        let mut response = Vec::new();
-        stream
-            .read_to_end(&mut response)
-            .map_err(|e| format!("{}: {e}", self.addr))?;
-        let response = String::from_utf8_lossy(&response).into_owned();
-        let status = response
-            .split_whitespace()
-            .nth(1)
-            .unwrap_or_default()
-            .to_owned();
-        Ok((status, response))
+        crate::process::http_exchange(&self.addr, &head, body, START_TIMEOUT)
     }
 }
 

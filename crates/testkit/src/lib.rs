@@ -20,6 +20,7 @@ pub mod fake_gcs;
 #[cfg(feature = "icechunk")]
 pub mod icechunk;
 mod plugin_fixtures;
+mod process;
 
 pub use alloc::{CountingAlloc, lock_serial, peak_during};
 pub use plugin_fixtures::{PluginFixture, plugin_fixtures};

@@ -208,12 +208,7 @@ fn an_s3_source_is_read_by_headers_and_jump_tables_only() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let summary = json_summary(&run);
     // Every byte of a WKW data file sent was a header or a jump table.
     let data_bytes: u64 = server
         .log()
@@ -477,12 +472,7 @@ fn an_s3_b2nd_source_is_read_by_its_metadata_only() {
         .stdin(Stdio::null())
         .output()
         .unwrap();
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let summary = json_summary(&run);
     let sent: u64 = server
         .log()
         .iter()
@@ -521,6 +511,49 @@ fn upload(dir: &Path, url: &str, config: &[(String, String)]) {
     }
 }
 
+/// `scifmt virtualize FROM TO EXTRA…` with the environment `env` added.
+fn virtualize_with(
+    env: &[(String, String)],
+    from: &str,
+    to: &str,
+    extra: &[&str],
+) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_scifmt"))
+        .args(["virtualize", from, to])
+        .args(extra)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .output()
+        .unwrap()
+}
+
+/// The `--json` summary of a run, asserted successful.
+fn json_summary(out: &std::process::Output) -> Value {
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// Asserts that a `--json` summary counts what `--to kerchunk` of the local dataset `src`
+/// counts (groups, arrays, files, references, bytes read).
+fn assert_counts_as_local(summary: &Value, src: &Path) {
+    let dir = tmp();
+    let local = virtualize_with(
+        &[],
+        &s(src),
+        &s(&dir.path().join("refs.json")),
+        &["--to", "kerchunk", "--json"],
+    );
+    assert!(local.status.success());
+    let local: Value = serde_json::from_slice(&local.stdout).unwrap();
+    for k in ["groups", "arrays", "files", "references", "bytes_read"] {
+        assert_eq!(summary[k], local[k], "{k}");
+    }
+}
+
 /// `--to icechunk` into an `az://` prefix, of an `az://` dataset, on Azurite (the Azure
 /// Storage emulator, when it is installed: see testkit's `azurite`; feature `icechunk`): the
 /// same references as of the local dataset; a second run refused without `--overwrite`, with it
@@ -540,39 +573,16 @@ fn an_icechunk_repository_on_azure_of_an_azure_source() {
     let env = azurite.env();
     let src = testdata("wkw-zarr/multi/wkw");
     upload(&src, "az://scifmt/ds/multi", &env);
-    let run = |from: &str, to: &str, extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_scifmt"))
-            .args(["virtualize", from, to])
-            .args(extra)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let run = |from: &str, to: &str, extra: &[&str]| virtualize_with(&env, from, to, extra);
     let first = run(
         "az://scifmt/ds/multi",
         "az://scifmt/repos/multi",
         &["--json"],
     );
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
-    let summary: Value = serde_json::from_slice(&first.stdout).unwrap();
+    let summary = json_summary(&first);
     assert_eq!(summary["to"], "icechunk");
     assert!(summary["snapshot"].as_str().is_some_and(|s| !s.is_empty()));
-    let dir = tmp();
-    let local = run(
-        &s(&src),
-        &s(&dir.path().join("refs.json")),
-        &["--to", "kerchunk", "--json"],
-    );
-    assert!(local.status.success());
-    let local: Value = serde_json::from_slice(&local.stdout).unwrap();
-    for k in ["groups", "arrays", "files", "references", "bytes_read"] {
-        assert_eq!(summary[k], local[k], "{k}");
-    }
+    assert_counts_as_local(&summary, &src);
     let again = run("az://scifmt/ds/multi", "az://scifmt/repos/multi", &[]);
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("is an Icechunk repository"));
@@ -581,12 +591,7 @@ fn an_icechunk_repository_on_azure_of_an_azure_source() {
         "az://scifmt/repos/multi",
         &["--overwrite", "--json"],
     );
-    assert!(
-        update.status.success(),
-        "{}",
-        String::from_utf8_lossy(&update.stderr)
-    );
-    let update: Value = serde_json::from_slice(&update.stdout).unwrap();
+    let update = json_summary(&update);
     assert_eq!(update["update"]["set"], 0);
     assert_eq!(update["update"]["deleted"], 0);
     assert_eq!(update["unchanged_files"], summary["files"]);
@@ -615,42 +620,15 @@ fn an_icechunk_repository_of_a_gcs_source() {
     let src = testdata("wkw-zarr/multi/wkw");
     assert!(gcs.put_dir("scifmt", "ds/multi", &src).unwrap() > 0);
     let env = gcs.env();
-    let run = |from: &str, to: &str, extra: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_scifmt"))
-            .args(["virtualize", from, to])
-            .args(extra)
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
-    };
+    let run = |from: &str, to: &str, extra: &[&str]| virtualize_with(&env, from, to, extra);
     let dir = tmp();
     let repo = s(&dir.path().join("multi.icechunk"));
     let first = run("gs://scifmt/ds/multi", &repo, &["--json"]);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
-    let summary: Value = serde_json::from_slice(&first.stdout).unwrap();
+    let summary = json_summary(&first);
     assert_eq!(summary["to"], "icechunk");
-    let local = run(
-        &s(&src),
-        &s(&dir.path().join("refs.json")),
-        &["--to", "kerchunk", "--json"],
-    );
-    assert!(local.status.success());
-    let local: Value = serde_json::from_slice(&local.stdout).unwrap();
-    for k in ["groups", "arrays", "files", "references", "bytes_read"] {
-        assert_eq!(summary[k], local[k], "{k}");
-    }
+    assert_counts_as_local(&summary, &src);
     let update = run("gs://scifmt/ds/multi", &repo, &["--overwrite", "--json"]);
-    assert!(
-        update.status.success(),
-        "{}",
-        String::from_utf8_lossy(&update.stderr)
-    );
-    let update: Value = serde_json::from_slice(&update.stdout).unwrap();
+    let update = json_summary(&update);
     assert_eq!(update["update"]["set"], 0);
     assert_eq!(update["unchanged_files"], summary["files"]);
     assert_eq!(update["bytes_read"], 0);
@@ -710,12 +688,7 @@ fn an_icechunk_repository_on_s3_of_an_s3_source() {
             .unwrap()
     };
     let first = run(&["--json"]);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
-    let summary: Value = serde_json::from_slice(&first.stdout).unwrap();
+    let summary = json_summary(&first);
     assert_eq!(summary["to"], "icechunk");
     assert!(summary["references"].as_u64().unwrap() > 0);
     assert!(summary["snapshot"].as_str().is_some_and(|s| !s.is_empty()));
@@ -899,12 +872,7 @@ fn kerchunk_parquet_on_s3_holds_the_references_of_kerchunk_json() {
         "--json",
     ];
     let run = scifmt(&args);
-    assert!(
-        run.status.success(),
-        "{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let summary: Value = serde_json::from_slice(&run.stdout).unwrap();
+    let summary = json_summary(&run);
     assert_eq!(summary["to"], "kerchunk-parquet");
 
     let doc: Value = serde_json::from_slice(&std::fs::read(&json_refs).unwrap()).unwrap();

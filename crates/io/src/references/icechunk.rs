@@ -1100,6 +1100,22 @@ mod tests {
         .unwrap()
     }
 
+    /// The virtual chunk containers of the repository at `dst`: URL prefix and store config.
+    fn virtual_chunk_containers(
+        dst: &Location,
+        config: &[(String, String)],
+    ) -> Vec<(String, ObjectStoreConfig)> {
+        block_on(async {
+            let storage = storage(dst, "test", config, false).await.unwrap();
+            let repo = Repository::open(storage).execute().await.unwrap();
+            repo.config()
+                .virtual_chunk_containers()
+                .map(|c| (c.url_prefix().to_owned(), c.store.clone()))
+                .collect::<Vec<_>>()
+        })
+        .unwrap()
+    }
+
     /// Writes the bytes 0..=255 to the object `src` and returns its checksum from `HEAD`.
     fn write_bytes_0_to_255(src: &Location) -> Checksum {
         src.write_small(
@@ -1477,15 +1493,7 @@ mod tests {
         assert!(!commit.snapshot.is_empty());
         assert_eq!(read("a/c/0").unwrap(), [100, 101, 102, 103]);
         assert_eq!(read("a/c/1").unwrap(), [16, 17, 18, 19]);
-        let containers = block_on(async {
-            let storage = storage(&dst, "test", &config, false).await.unwrap();
-            let repo = Repository::open(storage).execute().await.unwrap();
-            repo.config()
-                .virtual_chunk_containers()
-                .map(|c| (c.url_prefix().to_owned(), c.store.clone()))
-                .collect::<Vec<_>>()
-        })
-        .unwrap();
+        let containers = virtual_chunk_containers(&dst, &config);
         let [(url_prefix, ObjectStoreConfig::Azure(options))] = containers.as_slice() else {
             panic!("one Azure container: {containers:?}");
         };
@@ -1564,15 +1572,7 @@ mod tests {
         let read = |key: &str| read_main(&dst, &config, prefix, credentials.clone(), key);
         assert_eq!(read("a/c/0").unwrap(), [100, 101, 102, 103]);
         assert_eq!(read("a/c/1").unwrap(), [16, 17, 18, 19]);
-        let containers = block_on(async {
-            let storage = storage(&dst, "test", &config, false).await.unwrap();
-            let repo = Repository::open(storage).execute().await.unwrap();
-            repo.config()
-                .virtual_chunk_containers()
-                .map(|c| (c.url_prefix().to_owned(), c.store.clone()))
-                .collect::<Vec<_>>()
-        })
-        .unwrap();
+        let containers = virtual_chunk_containers(&dst, &config);
         let [(url_prefix, ObjectStoreConfig::Gcs(options))] = containers.as_slice() else {
             panic!("one GCS container: {containers:?}");
         };
