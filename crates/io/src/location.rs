@@ -431,9 +431,14 @@ impl Location {
             Self::Store(s) => {
                 use futures::TryStreamExt;
                 let prefix = (!s.path.as_ref().is_empty()).then_some(&s.path);
-                let metas: Vec<object_store::ObjectMeta> =
+                let metas: Vec<object_store::ObjectMeta> = if s.url.starts_with("http://")
+                    || s.url.starts_with("https://")
+                {
+                    block_on(list_by_levels(s.store.as_ref(), prefix))?
+                } else {
                     block_on(s.store.list(prefix).try_collect())?
-                        .map_err(|e| Self::remote_error(s, e, Access::Read))?;
+                }
+                .map_err(|e| Self::remote_error(s, e, Access::Read))?;
                 for m in metas {
                     if let Some(rel) = m.location.prefix_match(&s.path) {
                         let key: Vec<String> = rel.map(|p| p.as_ref().to_owned()).collect();
@@ -773,4 +778,54 @@ impl Sink {
             Self::Store(u) => block_on(u.finish())?,
         }
     }
+}
+
+/// How many directories [`list_by_levels`] lists at a time.
+const LIST_CONCURRENCY: usize = 8;
+
+/// How deep [`list_by_levels`] goes below its prefix before it stops with an error (a server
+/// answering with ever deeper directories must not keep it listing).
+const LIST_MAX_LEVELS: usize = 64;
+
+/// Every object below `prefix`, listed one directory level at a time (`list_with_delimiter`,
+/// for an HTTP store a `PROPFIND` of depth 1), the directories of a level listed
+/// [`LIST_CONCURRENCY`] at a time. For HTTP stores: object_store's recursive listing asks for
+/// an infinite depth, which WebDAV servers commonly refuse (Apache's `mod_dav` by default:
+/// `DavDepthInfinity Off`; RFC 4918 lets a server refuse it). A directory the server names
+/// that is not below the one listed is ignored, so a listing cannot loop.
+async fn list_by_levels(
+    store: &dyn ObjectStore,
+    prefix: Option<&ObjectPath>,
+) -> std::result::Result<Vec<object_store::ObjectMeta>, object_store::Error> {
+    use futures::{StreamExt, TryStreamExt};
+    let mut objects = Vec::new();
+    let mut level = vec![prefix.cloned().unwrap_or_default()];
+    for _ in 0..LIST_MAX_LEVELS {
+        if level.is_empty() {
+            return Ok(objects);
+        }
+        let listed: Vec<(ObjectPath, object_store::ListResult)> = futures::stream::iter(level)
+            .map(|dir| async move {
+                let listed = store
+                    .list_with_delimiter((!dir.as_ref().is_empty()).then_some(&dir))
+                    .await?;
+                Ok::<_, object_store::Error>((dir, listed))
+            })
+            .buffer_unordered(LIST_CONCURRENCY)
+            .try_collect()
+            .await?;
+        level = Vec::new();
+        for (dir, l) in listed {
+            objects.extend(l.objects);
+            level.extend(l.common_prefixes.into_iter().filter(|child| {
+                child
+                    .prefix_match(&dir)
+                    .is_some_and(|mut rest| rest.next().is_some())
+            }));
+        }
+    }
+    Err(object_store::Error::Generic {
+        store: "HTTP",
+        source: format!("directories nested deeper than {LIST_MAX_LEVELS} levels").into(),
+    })
 }

@@ -314,3 +314,33 @@ fn https_clients_work_with_ring_as_the_provider() -> TestResult {
     assert!(text.contains("InvalidContentType"), "{text}");
     Ok(())
 }
+
+/// Locations on a plain HTTP server with WebDAV (`WebDavServer`, which refuses a `PROPFIND` of
+/// infinite depth as Apache's `mod_dav` does by default): a directory lists recursively, a
+/// file reads by ranges, and a read pinned to the listed ETag fails once the file is
+/// rewritten (the server honours `If-Match`).
+#[test]
+fn locations_on_a_webdav_server_list_and_read() -> TestResult {
+    let server = s3_testserver::WebDavServer::start()?;
+    let dir = server.root().join("ds");
+    std::fs::create_dir_all(dir.join("a/b"))?;
+    std::fs::write(dir.join("a/b/one.bin"), data(5000))?;
+    std::fs::write(dir.join("two.bin"), data(10))?;
+    let root = Location::parse(&server.url("ds"), &[])?;
+    let listed = root.list()?;
+    let keys: Vec<(&str, u64)> = listed.iter().map(|(k, n, _)| (k.as_str(), *n)).collect();
+    assert_eq!(keys, [("a/b/one.bin", 5000), ("two.bin", 10)]);
+    let etag = listed[0].2.clone();
+    assert!(etag.is_some(), "{listed:?}");
+    let one = root.join("a/b/one.bin");
+    let r = one.open(Some((5000, etag.clone())), &options())?.unwrap();
+    assert_eq!(r.read_range(100, 120)?, data(5000).slice(100..120));
+    std::fs::write(dir.join("a/b/one.bin"), data(4000))?;
+    let r = one.open(Some((5000, etag)), &options())?;
+    let e = match r {
+        None => panic!("the file is there"),
+        Some(r) => r.read_range(100, 120).unwrap_err(),
+    };
+    assert!(matches!(e, Error::Changed { .. }), "{e:?}");
+    Ok(())
+}

@@ -46,6 +46,7 @@ mod faults;
 mod guard;
 mod http_layer;
 mod record;
+mod webdav;
 
 use std::fmt;
 use std::future::Future;
@@ -68,6 +69,7 @@ use s3s::service::S3ServiceBuilder;
 
 pub use faults::{FaultKind, FaultRule, Faults, Gate};
 pub use record::{RequestRecord, Stats, critical_path};
+pub use webdav::WebDavServer;
 
 use http_layer::{INTERNAL_HEADER, Shared};
 

@@ -68,7 +68,11 @@ pub fn store_for_url(url: &str, config: &[(String, String)]) -> Result<StoreUrl>
         (lower.starts_with("aws_") || lower.starts_with("google_") || lower.starts_with("azure_"))
             .then_some((lower, v))
     });
-    let env = env.chain(
+    // An `http://` URL asks for plain HTTP: object_store's HTTP client refuses it unless told
+    // (its default is HTTPS only), so the scheme the user wrote says it (a configured
+    // `allow_http` still wins).
+    let plain_http = (parsed.scheme() == "http").then(|| ("allow_http".to_owned(), "true".into()));
+    let env = env.chain(plain_http).chain(
         config
             .iter()
             .map(|(k, v)| (k.to_ascii_lowercase(), v.clone())),
