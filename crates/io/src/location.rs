@@ -431,14 +431,13 @@ impl Location {
             Self::Store(s) => {
                 use futures::TryStreamExt;
                 let prefix = (!s.path.as_ref().is_empty()).then_some(&s.path);
-                let metas: Vec<object_store::ObjectMeta> = if s.url.starts_with("http://")
-                    || s.url.starts_with("https://")
-                {
-                    block_on(list_by_levels(s.store.as_ref(), prefix))?
-                } else {
-                    block_on(s.store.list(prefix).try_collect())?
-                }
-                .map_err(|e| Self::remote_error(s, e, Access::Read))?;
+                let metas: Vec<object_store::ObjectMeta> =
+                    if s.url.starts_with("http://") || s.url.starts_with("https://") {
+                        block_on(list_by_levels(s.store.as_ref(), prefix))?
+                    } else {
+                        block_on(s.store.list(prefix).try_collect())?
+                    }
+                    .map_err(|e| Self::remote_error(s, e, Access::Read))?;
                 for m in metas {
                     if let Some(rel) = m.location.prefix_match(&s.path) {
                         let key: Vec<String> = rel.map(|p| p.as_ref().to_owned()).collect();

@@ -40,6 +40,9 @@
 //! ```
 //!
 //! Stop the server by dropping the [`TestServer`].
+//!
+//! [`WebDavServer`] serves a directory over plain HTTP with WebDAV listings, for the tests of
+//! `http(s)://` URLs.
 
 pub mod bench;
 mod faults;

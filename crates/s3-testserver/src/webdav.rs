@@ -50,7 +50,9 @@ impl WebDavServer {
     /// # Errors
     /// I/O errors creating the directory, binding the socket, or starting the runtime thread.
     pub fn start() -> io::Result<Self> {
-        let dir = tempfile::Builder::new().prefix("webdav-testserver").tempdir()?;
+        let dir = tempfile::Builder::new()
+            .prefix("webdav-testserver")
+            .tempdir()?;
         let handler = DavHandler::builder()
             .filesystem(LocalFs::new(dir.path(), false, false, false))
             .locksystem(FakeLs::new())

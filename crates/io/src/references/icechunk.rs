@@ -7,7 +7,9 @@
 //! the account from `AZURE_STORAGE_ACCOUNT_NAME` and its endpoint settings, which the container
 //! keeps for readers, never the key; `gs://bucket/…/` with `GOOGLE_BASE_URL` if set, the
 //! credentials from the `GOOGLE_*` settings, which readers must also give: Icechunk reads GCS
-//! virtual chunks anonymously without them). Nodes are written as their
+//! virtual chunks anonymously without them; `http(s)://host/…/`, plain HTTP allowed for
+//! `http://`, its chunks checked by modification time: see [`IcechunkWriter`]'s `checksum`).
+//! Nodes are written as their
 //! `zarr.json` through the Icechunk store, chunks as virtual references with the source's
 //! checksum: the ETag, or the modification time rounded up to the second (Icechunk's checksum
 //! has whole seconds; it refuses a source modified after it).
@@ -49,7 +51,7 @@ use std::sync::Arc;
 use futures::TryStreamExt;
 use icechunk::config::{
     AzureCredentials, AzureStaticCredentials, Credentials, GcsBearerCredential, GcsCredentials,
-    GcsStaticCredentials,
+    GcsStaticCredentials, HttpConfig,
 };
 use icechunk::format::format_constants::SpecVersionBin;
 use icechunk::format::manifest::ChunkPayload;
@@ -156,6 +158,10 @@ pub struct IcechunkWriter {
     update: Option<Update>,
     /// Whether the work branch is gone (finished, or deleted by `Drop`).
     done: bool,
+    /// The store settings sources are read with (for [`Self::checksum`]'s `HEAD`s).
+    config: Vec<(String, String)>,
+    /// The checksum recorded for each `http(s)://` source (see [`Self::checksum`]).
+    http_checksums: HashMap<String, Option<IcChecksum>>,
 }
 
 /// A writer dropped before [`IcechunkWriter::finish`] (an error, Ctrl-C) deletes its work
@@ -377,12 +383,26 @@ fn container(
             ObjectStoreConfig::Gcs(options),
             Some(Credentials::Gcs(gcs_credentials(&settings))),
         )
+    } else if prefix.starts_with("http://") || prefix.starts_with("https://") {
+        // Plain HTTP must be allowed by name (object_store's client is HTTPS-only otherwise);
+        // the URL's scheme asks for it, as `store_for_url` reads it. No credentials: Icechunk
+        // sends none to HTTP servers.
+        let opts = if prefix.starts_with("http://") {
+            HashMap::from([("allow_http".to_owned(), "true".to_owned())])
+        } else {
+            HashMap::new()
+        };
+        let store = ObjectStoreConfig::Http(HttpConfig {
+            opts,
+            headers: HashMap::new(),
+        });
+        (store, None)
     } else {
         return Err(Error::Unsupported {
             name: name.to_owned(),
             what: format!(
-                "virtual chunks of {prefix}: only local files, s3://, az:// and gs:// sources \
-                 so far"
+                "virtual chunks of {prefix}: only local files, s3://, az://, gs:// and \
+                 http(s):// sources so far"
             ),
         });
     };
@@ -658,7 +678,7 @@ impl IcechunkWriter {
                 .map_err(|e| ic(&name, e))?;
             Self::start(open_for_writing(storage, authorized, &name).await?, &name).await
         })??;
-        Ok(Self::new(name, repo, store, work, initial, None))
+        Ok(Self::new(name, repo, store, work, initial, None, config))
     }
 
     /// Opens the existing repository at `dst` (as [`create`](Self::create) makes them) to
@@ -716,6 +736,7 @@ impl IcechunkWriter {
                 before,
                 ..Update::default()
             }),
+            config,
         ))
     }
 
@@ -755,6 +776,7 @@ impl IcechunkWriter {
         work: String,
         initial: SnapshotId,
         update: Option<Update>,
+        config: &[(String, String)],
     ) -> Self {
         Self {
             name,
@@ -768,6 +790,8 @@ impl IcechunkWriter {
             commit_every: COMMIT_EVERY,
             update,
             done: false,
+            config: config.to_vec(),
+            http_checksums: HashMap::new(),
         }
     }
 
@@ -980,11 +1004,14 @@ impl ReferenceSink for IcechunkWriter {
         url: &str,
         checksum: &Checksum,
     ) -> Result<Option<u64>> {
+        if self.update.is_none() {
+            return Ok(None);
+        }
+        let path = ic_path(array, &self.name)?.to_string();
+        let now = self.checksum(url, checksum)?;
         let Some(update) = self.update.as_mut() else {
             return Ok(None);
         };
-        let path = ic_path(array, &self.name)?.to_string();
-        let now = ic_checksum(checksum);
         let same = update.before.get(url).filter(|b| {
             update.same_arrays.contains(&path)
                 && b.array.as_deref() == Some(path.as_str())
@@ -1006,7 +1033,10 @@ impl ReferenceSink for IcechunkWriter {
             location: VirtualChunkLocation::from_url(r.url).map_err(|e| ic(&self.name, e))?,
             offset: r.offset,
             length: r.length,
-            checksum: r.checksum.and_then(ic_checksum),
+            checksum: match r.checksum {
+                Some(c) => self.checksum(r.url, c)?,
+                None => None,
+            },
         };
         let payload = ChunkPayload::Virtual(reference);
         if self.chunk_unchanged(r.array, r.indices, &payload)? {
@@ -1034,6 +1064,45 @@ impl ReferenceSink for IcechunkWriter {
 }
 
 impl IcechunkWriter {
+    /// The checksum Icechunk records for a reference into `url` whose version `c` names.
+    ///
+    /// For an `http(s)://` source with an ETag it is the source's `Last-Modified` time instead:
+    /// Icechunk (2.3.1) sends a recorded ETag in `If-Match` without its quotes, which HTTP
+    /// servers that follow RFC 9110 (Apache, nginx, any WebDAV server) never match, so every
+    /// read would fail; `If-Unmodified-Since`, which it sends for a time, they all honour. The
+    /// time comes from one `HEAD` per file, whose ETag must still be the one read (else
+    /// [`Error::Changed`]); like a local file's, it has whole seconds (a rewrite within the
+    /// second it names passes Icechunk's check).
+    fn checksum(&mut self, url: &str, c: &Checksum) -> Result<Option<IcChecksum>> {
+        let Checksum::ETag(etag) = c else {
+            return Ok(ic_checksum(c));
+        };
+        if !(url.starts_with("http://") || url.starts_with("https://")) {
+            return Ok(ic_checksum(c));
+        }
+        if let Some(known) = self.http_checksums.get(url) {
+            return Ok(known.clone());
+        }
+        let s = crate::store_for_url(url, &self.config)?;
+        let meta = block_on(object_store::ObjectStoreExt::head(
+            s.store.as_ref(),
+            &s.path,
+        ))?
+        .map_err(|source| Error::Remote {
+            url: s.url.clone(),
+            source,
+        })?;
+        if meta.e_tag.as_deref().map(crate::normalize_etag) != Some(crate::normalize_etag(etag)) {
+            return Err(Error::Changed { url: s.url });
+        }
+        let seconds = meta.last_modified.timestamp();
+        let checksum = u32::try_from(seconds)
+            .ok()
+            .map(|s| IcChecksum::LastModified(SecondsSinceEpoch(s)));
+        self.http_checksums.insert(url.to_owned(), checksum.clone());
+        Ok(checksum)
+    }
+
     /// Counts one chunk set; commits every `commit_every` of them.
     fn added(&mut self) -> Result<()> {
         self.pending += 1;
@@ -1583,5 +1652,65 @@ mod tests {
         let on_gcs = Location::parse("gs://scifmt/repos/one", &config).unwrap();
         let e = IcechunkWriter::create(&on_gcs, &[prefix.to_owned()], &config).unwrap_err();
         assert!(e.to_string().contains("s3:// and az:// only"), "{e}");
+    }
+
+    /// A repository of an `http://` source (s3-testserver's WebDAV server): the chunks read
+    /// back through Icechunk's HTTP virtual chunk container (plain HTTP allowed by its
+    /// options, nothing else stored), recorded with the source's Last-Modified time (the
+    /// listed ETag checked by a `HEAD`); a source rewritten later fails the read, and one
+    /// whose ETag changed between listing and writing is refused.
+    #[test]
+    fn a_repository_of_an_http_source_reads_back() {
+        let server = s3_testserver::WebDavServer::start().unwrap();
+        std::fs::create_dir(server.root().join("src")).unwrap();
+        let file = server.root().join("src/data.bin");
+        std::fs::write(&file, (0u8..=255).collect::<Vec<_>>()).unwrap();
+        let prefix = server.url("src");
+        let url = server.url("src/data.bin");
+        let listed = Location::parse(&prefix, &[]).unwrap().list().unwrap();
+        let [(_, 256, Some(etag))] = listed.as_slice() else {
+            panic!("one file of 256 bytes with an ETag: {listed:?}");
+        };
+        let checksum = Checksum::ETag(etag.clone());
+        let dir = tempfile::tempdir().unwrap();
+        let dst = Location::Local(dir.path().join("repo"));
+        let mut w = IcechunkWriter::create(&dst, std::slice::from_ref(&prefix), &[]).unwrap();
+        w.group("", &GroupMetadataV3::new()).unwrap();
+        w.array("a", &eight_bytes()).unwrap();
+        for (i, offset) in [(0u64, 100u64), (1, 16)] {
+            w.reference(
+                &ChunkReference::new("a", &[i], &url, offset, 4).with_checksum(Some(&checksum)),
+            )
+            .unwrap();
+        }
+        w.finish().unwrap();
+        let read = |key: &str| read_main(&dst, &[], &prefix, None, key);
+        assert_eq!(read("a/c/0").unwrap(), [100, 101, 102, 103]);
+        assert_eq!(read("a/c/1").unwrap(), [16, 17, 18, 19]);
+        let containers = virtual_chunk_containers(&dst, &[]);
+        let [(url_prefix, ObjectStoreConfig::Http(config))] = containers.as_slice() else {
+            panic!("one HTTP container: {containers:?}");
+        };
+        assert_eq!(url_prefix, &format!("{prefix}/"));
+        let allow = HashMap::from([("allow_http".to_owned(), "true".to_owned())]);
+        assert_eq!((&config.opts, config.headers.is_empty()), (&allow, true));
+        // The source rewritten a second later (Icechunk's checksum for HTTP sources is the
+        // Last-Modified time, whole seconds): the read fails.
+        std::fs::write(&file, [7u8; 300]).unwrap();
+        let later = std::time::SystemTime::now() + std::time::Duration::from_secs(2);
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(later)
+            .unwrap();
+        let e = read("a/c/1").unwrap_err();
+        assert!(e.contains("checksum") && e.contains(&url), "{e}");
+        // The listed ETag is no longer the file's: the reference is refused.
+        let other = Location::Local(dir.path().join("other"));
+        let mut w = IcechunkWriter::create(&other, std::slice::from_ref(&prefix), &[]).unwrap();
+        w.array("a", &eight_bytes()).unwrap();
+        let stale = ChunkReference::new("a", &[0], &url, 0, 4).with_checksum(Some(&checksum));
+        assert!(matches!(w.reference(&stale), Err(Error::Changed { .. })));
     }
 }

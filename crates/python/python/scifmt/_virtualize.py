@@ -93,8 +93,9 @@ def virtualize(
     authorizes when opening it:
     ``Repository.open(storage, authorize_virtual_chunk_access={prefix: None})`` (for
     ``gs://``, with ``icechunk.gcs_credentials(...)``: Icechunk reads GCS anonymously
-    otherwise). ``dst`` is a local directory, an ``s3://`` prefix or an ``az://container/``
-    prefix (not ``gs://``; sources on HTTP are refused for Icechunk).
+    otherwise; for ``http(s)://``, ``None``: the chunks of an HTTP source carry its
+    ``Last-Modified`` time, which Icechunk checks with ``If-Unmodified-Since``). ``dst`` is a
+    local directory, an ``s3://`` prefix or an ``az://container/`` prefix (not ``gs://``).
     An existing repository is updated with ``overwrite=True``: one new commit on ``main`` that
     sets only what changed, skipping files whose modification time or ETag is the one
     recorded; its earlier snapshots stay in its history. A local directory that is not a
