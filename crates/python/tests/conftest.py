@@ -305,3 +305,37 @@ def fake_gcs():
     finally:
         proc.kill()
         proc.wait(timeout=30)
+
+
+# --- a WebDAV server (plain HTTP) ----------------------------------------------------------------
+
+
+class WebDav(NamedTuple):
+    #: ``http://127.0.0.1:PORT``.
+    endpoint: str
+    #: The served directory: tests write files below it directly.
+    root: pathlib.Path
+
+
+@pytest.fixture(scope="session")
+def webdav():
+    """The WebDAV server of ``crates/s3-testserver`` (``s3-testserver --webdav``: HTTP with
+    ranges, ETags, conditional requests and ``PROPFIND`` listings over a temporary directory),
+    run as a process."""
+    proc = subprocess.Popen([_server_binary(), "--webdav"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    env = {}
+    for line in proc.stdout:
+        line = line.strip()
+        if line == "READY":
+            break
+        name, _, value = line.partition("=")
+        env[name] = value
+    else:
+        proc.kill()
+        pytest.fail(f"s3-testserver --webdav exited before READY (status {proc.wait()})")
+    try:
+        yield WebDav(env["WEBDAV_ENDPOINT"], pathlib.Path(env["WEBDAV_ROOT"]))
+    finally:
+        proc.stdin.close()
+        proc.wait(timeout=30)

@@ -94,7 +94,9 @@ def virtualize(
     ``Repository.open(storage, authorize_virtual_chunk_access={prefix: None})`` (for
     ``gs://``, with ``icechunk.gcs_credentials(...)``: Icechunk reads GCS anonymously
     otherwise; for ``http(s)://``, ``None``: the chunks of an HTTP source carry its
-    ``Last-Modified`` time, which Icechunk checks with ``If-Unmodified-Since``). ``dst`` is a
+    ``Last-Modified`` time, which Icechunk checks with ``If-Unmodified-Since``; icechunk 1.x
+    drops a URL's port when it reads chunk locations, so an HTTP source on a port other than
+    the scheme's default needs icechunk 2 to be read). ``dst`` is a
     local directory, an ``s3://`` prefix or an ``az://container/`` prefix (not ``gs://``).
     An existing repository is updated with ``overwrite=True``: one new commit on ``main`` that
     sets only what changed, skipping files whose modification time or ETag is the one

@@ -3,7 +3,13 @@
 //!
 //! ```text
 //! s3-testserver [--latency-ms N] [--dir PATH] [--prefix KEY]
+//! s3-testserver --webdav
 //! ```
+//!
+//! `--webdav` serves the WebDAV server ([`WebDavServer`](s3_testserver::WebDavServer)) instead:
+//! it prints `WEBDAV_ENDPOINT=http://127.0.0.1:PORT` and `WEBDAV_ROOT=DIR` (the served
+//! directory, which clients fill directly), then `READY`, and runs until its standard input
+//! reaches end of file (the directory is then deleted).
 //!
 //! - `--latency-ms N`: every request waits N ms before it is handled (default 0).
 //! - `--dir PATH`: upload every file under PATH (recursively) before serving, to
@@ -35,19 +41,22 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use s3_testserver::{TestServer, critical_path};
+use s3_testserver::{TestServer, WebDavServer, critical_path};
 
 /// Command-line options.
 struct Args {
+    webdav: bool,
     latency: Duration,
     dir: Option<PathBuf>,
     prefix: String,
 }
 
-const USAGE: &str = "usage: s3-testserver [--latency-ms N] [--dir PATH] [--prefix KEY]";
+const USAGE: &str =
+    "usage: s3-testserver [--latency-ms N] [--dir PATH] [--prefix KEY] | s3-testserver --webdav";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
+        webdav: false,
         latency: Duration::ZERO,
         dir: None,
         prefix: String::new(),
@@ -67,6 +76,7 @@ fn parse_args() -> Result<Args, String> {
                 args.latency = Duration::from_millis(ms);
             }
             "--dir" => args.dir = Some(PathBuf::from(value()?)),
+            "--webdav" => args.webdav = true,
             "--prefix" => args.prefix = value()?,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
@@ -87,6 +97,9 @@ fn main() -> ExitCode {
 
 fn run() -> Result<(), String> {
     let args = parse_args()?;
+    if args.webdav {
+        return run_webdav();
+    }
     let server = Arc::new(TestServer::start().map_err(|e| format!("starting the server: {e}"))?);
     if let Some(dir) = &args.dir {
         let n = server
@@ -165,6 +178,24 @@ fn run() -> Result<(), String> {
             }
         }
     }
+    Ok(())
+}
+
+/// `--webdav`: the WebDAV server until stdin ends.
+fn run_webdav() -> Result<(), String> {
+    let server = WebDavServer::start().map_err(|e| format!("starting the server: {e}"))?;
+    let mut out = std::io::stdout().lock();
+    let lines = format!(
+        "WEBDAV_ENDPOINT={}\nWEBDAV_ROOT={}\nREADY\n",
+        server.endpoint(),
+        server.root().display()
+    );
+    out.write_all(lines.as_bytes())
+        .and_then(|()| out.flush())
+        .map_err(|e| format!("stdout: {e}"))?;
+    drop(out);
+    // Ends when stdin reaches EOF (or fails); dropping the server deletes its directory.
+    let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
     Ok(())
 }
 
