@@ -71,6 +71,22 @@ def _server_binary():
     )
 
 
+def _start_test_server(*args):
+    """``s3-testserver ARGS…`` started, and the ``NAME=value`` lines it prints before ``READY``
+    (its client environment) as a dict."""
+    proc = subprocess.Popen([_server_binary(), *args], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, text=True)  # fmt: skip
+    env = {}
+    for line in proc.stdout:
+        line = line.strip()
+        if line == "READY":
+            return proc, env
+        name, _, value = line.partition("=")
+        env[name] = value
+    proc.kill()
+    pytest.fail(f"s3-testserver {' '.join(args)} exited before READY (status {proc.wait()})")
+
+
 @pytest.fixture(scope="session")
 def server(tmp_path_factory):
     """The S3 test server (`crates/s3-testserver`: the S3 protocol over loopback TCP), run as a
@@ -80,22 +96,7 @@ def server(tmp_path_factory):
     upload = tmp_path_factory.mktemp("upload")
     shutil.copytree(TESTDATA / "wkw", upload / "wkw")
     shutil.copytree(TESTDATA / "blosc" / "frames", upload / "frames")
-    proc = subprocess.Popen(
-        [_server_binary(), "--dir", str(upload)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    env = {}
-    for line in proc.stdout:
-        line = line.strip()
-        if line == "READY":
-            break
-        name, _, value = line.partition("=")
-        env[name] = value
-    else:
-        proc.kill()
-        pytest.fail(f"s3-testserver exited before READY (status {proc.wait()})")
+    proc, env = _start_test_server("--dir", str(upload))
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
@@ -322,18 +323,7 @@ def webdav():
     """The WebDAV server of ``crates/s3-testserver`` (``s3-testserver --webdav``: HTTP with
     ranges, ETags, conditional requests and ``PROPFIND`` listings over a temporary directory),
     run as a process."""
-    proc = subprocess.Popen([_server_binary(), "--webdav"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, text=True)  # fmt: skip
-    env = {}
-    for line in proc.stdout:
-        line = line.strip()
-        if line == "READY":
-            break
-        name, _, value = line.partition("=")
-        env[name] = value
-    else:
-        proc.kill()
-        pytest.fail(f"s3-testserver --webdav exited before READY (status {proc.wait()})")
+    proc, env = _start_test_server("--webdav")
     try:
         yield WebDav(env["WEBDAV_ENDPOINT"], pathlib.Path(env["WEBDAV_ROOT"]))
     finally:

@@ -49,6 +49,7 @@ mod faults;
 mod guard;
 mod http_layer;
 mod record;
+mod serve;
 mod webdav;
 
 use std::fmt;
@@ -57,13 +58,10 @@ use std::io;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::Duration;
 
 use futures::TryStreamExt;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
 use object_store::aws::{AmazonS3, AmazonS3Builder};
 use object_store::path::Path as ObjectPath;
 use object_store::{BackoffConfig, ClientOptions, ObjectStore, ObjectStoreExt, RetryConfig};
@@ -92,11 +90,12 @@ pub const CLIENT_MAX_RETRIES: usize = 3;
 
 /// A running S3-compatible server; dropping it stops the server and deletes its files.
 pub struct TestServer {
+    /// Held for its `Drop`, which stops the server; first, so that happens before the
+    /// directory is deleted.
+    _server: serve::ServerThread,
     addr: SocketAddr,
     shared: Arc<Shared>,
     dir: tempfile::TempDir,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl fmt::Debug for TestServer {
@@ -134,25 +133,24 @@ impl TestServer {
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("s3-testserver")
-            .enable_all()
-            .build()?;
-        let (tx, rx) = tokio::sync::oneshot::channel();
         let serve_shared = Arc::clone(&shared);
-        let thread = std::thread::Builder::new()
-            .name(format!("s3-testserver-{}", addr.port()))
-            .spawn(move || {
-                runtime.block_on(serve(listener, serve_shared, rx));
-                runtime.shutdown_timeout(Duration::from_secs(2));
-            })?;
+        let server = serve::ServerThread::start(
+            listener,
+            &format!("s3-testserver-{}", addr.port()),
+            move |stream| {
+                let shared = Arc::clone(&serve_shared);
+                async move {
+                    let service =
+                        service_fn(move |req| http_layer::handle(Arc::clone(&shared), req));
+                    serve::serve_http1(stream, service).await;
+                }
+            },
+        )?;
         Ok(Self {
+            _server: server,
             addr,
             shared,
             dir,
-            shutdown: Some(tx),
-            thread: Some(thread),
         })
     }
 
@@ -399,45 +397,6 @@ impl TestServer {
             )
             .build()
             .map_err(io::Error::other)
-    }
-}
-
-impl Drop for TestServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Accept connections until `stop` fires.
-async fn serve(
-    listener: std::net::TcpListener,
-    shared: Arc<Shared>,
-    mut stop: tokio::sync::oneshot::Receiver<()>,
-) {
-    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-        return;
-    };
-    loop {
-        tokio::select! {
-            _ = &mut stop => break,
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                let _ = stream.set_nodelay(true);
-                let shared = Arc::clone(&shared);
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| http_layer::handle(Arc::clone(&shared), req));
-                    let _ = http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        }
     }
 }
 

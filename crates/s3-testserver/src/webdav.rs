@@ -17,22 +17,21 @@ use std::fmt;
 use std::io;
 use std::net::SocketAddr;
 use std::path::Path;
-use std::thread::JoinHandle;
-use std::time::Duration;
 
 use dav_server::DavHandler;
 use dav_server::fakels::FakeLs;
 use dav_server::localfs::LocalFs;
-use hyper::server::conn::http1;
 use hyper::service::service_fn;
-use hyper_util::rt::{TokioIo, TokioTimer};
+
+use crate::serve::{ServerThread, serve_http1};
 
 /// A running WebDAV server; dropping it stops the server and deletes its files.
 pub struct WebDavServer {
+    /// Held for its `Drop`, which stops the server; first, so that happens before the
+    /// directory is deleted.
+    _server: ServerThread,
     addr: SocketAddr,
     dir: tempfile::TempDir,
-    shutdown: Option<tokio::sync::oneshot::Sender<()>>,
-    thread: Option<JoinHandle<()>>,
 }
 
 impl fmt::Debug for WebDavServer {
@@ -60,23 +59,24 @@ impl WebDavServer {
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
         listener.set_nonblocking(true)?;
         let addr = listener.local_addr()?;
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(2)
-            .thread_name("webdav-testserver")
-            .enable_all()
-            .build()?;
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        let thread = std::thread::Builder::new()
-            .name(format!("webdav-testserver-{}", addr.port()))
-            .spawn(move || {
-                runtime.block_on(serve(listener, handler, rx));
-                runtime.shutdown_timeout(Duration::from_secs(2));
-            })?;
+        let server = ServerThread::start(
+            listener,
+            &format!("webdav-testserver-{}", addr.port()),
+            move |stream| {
+                let handler = handler.clone();
+                async move {
+                    let service = service_fn(move |req| {
+                        let handler = handler.clone();
+                        async move { Ok::<_, Infallible>(handler.handle(req).await) }
+                    });
+                    serve_http1(stream, service).await;
+                }
+            },
+        )?;
         Ok(Self {
+            _server: server,
             addr,
             dir,
-            shutdown: Some(tx),
-            thread: Some(thread),
         })
     }
 
@@ -96,47 +96,5 @@ impl WebDavServer {
     #[must_use]
     pub fn root(&self) -> &Path {
         self.dir.path()
-    }
-}
-
-impl Drop for WebDavServer {
-    fn drop(&mut self) {
-        if let Some(tx) = self.shutdown.take() {
-            let _ = tx.send(());
-        }
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
-
-/// Accepts connections until `stop` fires, each served by `handler`.
-async fn serve(
-    listener: std::net::TcpListener,
-    handler: DavHandler,
-    mut stop: tokio::sync::oneshot::Receiver<()>,
-) {
-    let Ok(listener) = tokio::net::TcpListener::from_std(listener) else {
-        return;
-    };
-    loop {
-        tokio::select! {
-            _ = &mut stop => break,
-            accepted = listener.accept() => {
-                let Ok((stream, _)) = accepted else { continue };
-                let _ = stream.set_nodelay(true);
-                let handler = handler.clone();
-                tokio::spawn(async move {
-                    let service = service_fn(move |req| {
-                        let handler = handler.clone();
-                        async move { Ok::<_, Infallible>(handler.handle(req).await) }
-                    });
-                    let _ = http1::Builder::new()
-                        .timer(TokioTimer::new())
-                        .serve_connection(TokioIo::new(stream), service)
-                        .await;
-                });
-            }
-        }
     }
 }
