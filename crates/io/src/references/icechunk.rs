@@ -1201,6 +1201,27 @@ mod tests {
         Checksum::of_object(&meta)
     }
 
+    /// A new repository at `dst` (sources below `prefix`) whose 8-byte array `a` has its two
+    /// chunks at bytes 100 and 16 of `url`, with `checksum`.
+    fn write_two_references(
+        dst: &Location,
+        prefix: &str,
+        url: &str,
+        checksum: &Checksum,
+        config: &[(String, String)],
+    ) {
+        let mut w = IcechunkWriter::create(dst, &[prefix.to_owned()], config).unwrap();
+        w.group("", &GroupMetadataV3::new()).unwrap();
+        w.array("a", &eight_bytes()).unwrap();
+        for (i, offset) in [(0u64, 100u64), (1, 16)] {
+            w.reference(
+                &ChunkReference::new("a", &[i], url, offset, 4).with_checksum(Some(checksum)),
+            )
+            .unwrap();
+        }
+        w.finish().unwrap();
+    }
+
     /// An array of 8 bytes in chunks of 4.
     fn eight_bytes() -> ArrayMetadataV3 {
         bytes_in_fours(8)
@@ -1623,16 +1644,7 @@ mod tests {
         let prefix = "gs://scifmt/src";
         let dir = tempfile::tempdir().unwrap();
         let dst = Location::Local(dir.path().join("repo"));
-        let mut w = IcechunkWriter::create(&dst, &[prefix.to_owned()], &config).unwrap();
-        w.group("", &GroupMetadataV3::new()).unwrap();
-        w.array("a", &eight_bytes()).unwrap();
-        for (i, offset) in [(0u64, 100u64), (1, 16)] {
-            w.reference(
-                &ChunkReference::new("a", &[i], url, offset, 4).with_checksum(Some(&checksum)),
-            )
-            .unwrap();
-        }
-        w.finish().unwrap();
+        write_two_references(&dst, prefix, url, &checksum, &config);
         let credentials = Some(Credentials::Gcs(gcs_credentials(&google_settings(&config))));
         assert!(matches!(
             credentials,
@@ -1674,16 +1686,7 @@ mod tests {
         let checksum = Checksum::ETag(etag.clone());
         let dir = tempfile::tempdir().unwrap();
         let dst = Location::Local(dir.path().join("repo"));
-        let mut w = IcechunkWriter::create(&dst, std::slice::from_ref(&prefix), &[]).unwrap();
-        w.group("", &GroupMetadataV3::new()).unwrap();
-        w.array("a", &eight_bytes()).unwrap();
-        for (i, offset) in [(0u64, 100u64), (1, 16)] {
-            w.reference(
-                &ChunkReference::new("a", &[i], &url, offset, 4).with_checksum(Some(&checksum)),
-            )
-            .unwrap();
-        }
-        w.finish().unwrap();
+        write_two_references(&dst, &prefix, &url, &checksum, &[]);
         let read = |key: &str| read_main(&dst, &[], &prefix, None, key);
         assert_eq!(read("a/c/0").unwrap(), [100, 101, 102, 103]);
         assert_eq!(read("a/c/1").unwrap(), [16, 17, 18, 19]);
