@@ -1,5 +1,5 @@
 //! [`ServerThread`]: a loopback server's accept loop on a thread and tokio runtime of its own,
-//! shared by [`TestServer`](crate::TestServer) and [`WebDavServer`](crate::WebDavServer), so
+//! shared by the S3 server (`TestServer`) and the WebDAV server (`WebDavServer`), so
 //! synchronous and asynchronous tests use them alike.
 
 use std::future::Future;

@@ -1,6 +1,6 @@
-//! What the emulator modules ([`azurite`](crate::azurite), [`fake_gcs`](crate::fake_gcs)) share:
-//! where `cargo xtask` installs a test server, and waiting for the line a server prints when it
-//! listens, and the few requests made by hand (what the clients under test cannot make).
+//! What the emulator modules (`azurite`, `fake_gcs`) share: where `cargo xtask` installs a test
+//! server, waiting for the line a server prints when it listens, and the few requests made by
+//! hand (what the clients under test cannot make).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
