@@ -41,8 +41,8 @@
 //!
 //! Stop the server by dropping the [`TestServer`].
 //!
-//! [`WebDavServer`] serves a directory over plain HTTP with WebDAV listings, for the tests of
-//! `http(s)://` URLs.
+//! `WebDavServer` (feature `webdav`) serves a directory over plain HTTP with WebDAV listings,
+//! for the tests of `http(s)://` URLs.
 
 pub mod bench;
 mod faults;
@@ -50,6 +50,7 @@ mod guard;
 mod http_layer;
 mod record;
 mod serve;
+#[cfg(feature = "webdav")]
 mod webdav;
 
 use std::fmt;
@@ -70,6 +71,7 @@ use s3s::service::S3ServiceBuilder;
 
 pub use faults::{FaultKind, FaultRule, Faults, Gate};
 pub use record::{RequestRecord, Stats, critical_path};
+#[cfg(feature = "webdav")]
 pub use webdav::WebDavServer;
 
 use http_layer::{INTERNAL_HEADER, Shared};

@@ -6,7 +6,7 @@
 //! s3-testserver --webdav
 //! ```
 //!
-//! `--webdav` serves the WebDAV server ([`WebDavServer`](s3_testserver::WebDavServer)) instead:
+//! `--webdav` (feature `webdav`) serves the WebDAV server (`WebDavServer`) instead:
 //! it prints `WEBDAV_ENDPOINT=http://127.0.0.1:PORT` and `WEBDAV_ROOT=DIR` (the served
 //! directory, which clients fill directly), then `READY`, and runs until its standard input
 //! reaches end of file (the directory is then deleted).
@@ -41,7 +41,9 @@ use std::sync::Arc;
 use std::sync::mpsc;
 use std::time::Duration;
 
-use s3_testserver::{TestServer, WebDavServer, critical_path};
+#[cfg(feature = "webdav")]
+use s3_testserver::WebDavServer;
+use s3_testserver::{TestServer, critical_path};
 
 /// Command-line options.
 struct Args {
@@ -98,7 +100,10 @@ fn main() -> ExitCode {
 fn run() -> Result<(), String> {
     let args = parse_args()?;
     if args.webdav {
+        #[cfg(feature = "webdav")]
         return run_webdav();
+        #[cfg(not(feature = "webdav"))]
+        return Err("--webdav: built without the `webdav` feature".to_owned());
     }
     let server = Arc::new(TestServer::start().map_err(|e| format!("starting the server: {e}"))?);
     if let Some(dir) = &args.dir {
@@ -182,6 +187,7 @@ fn run() -> Result<(), String> {
 }
 
 /// `--webdav`: the WebDAV server until stdin ends.
+#[cfg(feature = "webdav")]
 fn run_webdav() -> Result<(), String> {
     let server = WebDavServer::start().map_err(|e| format!("starting the server: {e}"))?;
     let mut out = std::io::stdout().lock();
