@@ -359,7 +359,7 @@ fn container(
         };
         (store, s3_credentials(config).map(Credentials::S3))
     } else if azure_container_prefix(&prefix).is_some() {
-        let settings = azure_settings(config);
+        let settings = cloud_settings(config, "azure_");
         let account = azure_account(&settings, name)?;
         // Stored in the repository (readers use it): where the account is, never a secret.
         let mut options = HashMap::from([("account".to_owned(), account)]);
@@ -373,7 +373,7 @@ fn container(
             Some(Credentials::Azure(azure_credentials(&settings))),
         )
     } else if prefix.starts_with("gs://") || prefix.starts_with("gcs://") {
-        let settings = google_settings(config);
+        let settings = cloud_settings(config, "google_");
         // Stored in the repository (readers use it): where the service is, never a secret.
         let options = GOOGLE_LOCATION_KEYS
             .iter()
@@ -429,15 +429,15 @@ fn azure_container_prefix(url: &str) -> Option<(String, String)> {
         .then(|| (container.to_owned(), prefix.trim_matches('/').to_owned()))
 }
 
-/// The Azure settings of the environment (`AZURE_*`) and then `config` (which wins), keys in
-/// lower case with the `azure_` prefix, as [`store_for_url`](crate::store_for_url) takes
-/// them.
-fn azure_settings(config: &[(String, String)]) -> HashMap<String, String> {
+/// The settings of one cloud: the environment's variables whose names start with `prefix`
+/// (`azure_`, `google_`; any case) and then `config`'s (which win), keys in lower case, as
+/// [`store_for_url`](crate::store_for_url) takes them.
+fn cloud_settings(config: &[(String, String)], prefix: &str) -> HashMap<String, String> {
     std::env::vars()
         .chain(config.iter().cloned())
         .filter_map(|(k, v)| {
             let k = k.to_ascii_lowercase();
-            (k.starts_with("azure_") && !v.is_empty()).then_some((k, v))
+            (k.starts_with(prefix) && !v.is_empty()).then_some((k, v))
         })
         .collect()
 }
@@ -475,19 +475,6 @@ fn azure_credentials(settings: &HashMap<String, String>) -> AzureCredentials {
 /// service: its base URL (a private endpoint, an emulator). A repository's virtual chunk
 /// container keeps them.
 const GOOGLE_LOCATION_KEYS: &[&str] = &["google_base_url"];
-
-/// The Google Cloud settings of the environment (`GOOGLE_*`) and then `config` (which wins),
-/// keys in lower case with the `google_` prefix, as [`store_for_url`](crate::store_for_url)
-/// takes them.
-fn google_settings(config: &[(String, String)]) -> HashMap<String, String> {
-    std::env::vars()
-        .chain(config.iter().cloned())
-        .filter_map(|(k, v)| {
-            let k = k.to_ascii_lowercase();
-            (k.starts_with("google_") && !v.is_empty()).then_some((k, v))
-        })
-        .collect()
-}
 
 /// The Google Cloud credentials the settings give: a service-account key (its JSON) or key
 /// file, application-default credentials from a file, a bearer token, or anonymous access
@@ -539,7 +526,7 @@ async fn storage(
         }
         Location::Store(s) => {
             if let Some((container, prefix)) = azure_container_prefix(s.url()) {
-                let settings = azure_settings(config);
+                let settings = cloud_settings(config, "azure_");
                 let account = azure_account(&settings, name)?;
                 let credentials = azure_credentials(&settings);
                 return icechunk::storage::new_azure_blob_storage(
@@ -1574,8 +1561,8 @@ mod tests {
             )
             .unwrap();
         }
-        let credentials = Some(Credentials::Azure(azure_credentials(&azure_settings(
-            &config,
+        let credentials = Some(Credentials::Azure(azure_credentials(&cloud_settings(
+            &config, "azure_",
         ))));
         let read = |key: &str| read_main(&dst, &config, prefix, credentials.clone(), key);
         assert!(read("a/zarr.json").is_err(), "main moves only at the end");
@@ -1645,7 +1632,9 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let dst = Location::Local(dir.path().join("repo"));
         write_two_references(&dst, prefix, url, &checksum, &config);
-        let credentials = Some(Credentials::Gcs(gcs_credentials(&google_settings(&config))));
+        let credentials = Some(Credentials::Gcs(gcs_credentials(&cloud_settings(
+            &config, "google_",
+        ))));
         assert!(matches!(
             credentials,
             Some(Credentials::Gcs(GcsCredentials::Anonymous))
