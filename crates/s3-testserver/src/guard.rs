@@ -9,6 +9,7 @@
 //!   so both succeed. Here every write to a key (PUT, CompleteMultipartUpload, CopyObject to it,
 //!   DELETE) holds that key's write lock from the check to the end of the write, so exactly one of
 //!   two writers holding the same ETag wins and the other gets 412 Precondition Failed.
+//!   CopyObject with `If-None-Match: *` copies only to a key that does not exist yet.
 //! - **Metadata after the data**: s3s-fs renames the object file first and writes the stored
 //!   ETag (a side file) afterwards, and GET opens the file before it reads that ETag. Without a
 //!   lock a GET racing a PUT could send new bytes under the old ETag (or the reverse). Reads take
@@ -318,6 +319,21 @@ impl S3 for Guarded {
     ) -> S3Result<S3Response<dto::CopyObjectOutput>> {
         let lock = self.locks.get(&req.input.bucket, &req.input.key);
         let _w = lock.write().await;
+        // `If-None-Match: *` on the destination (s3s-fs ignores it): copy only to a new key.
+        if req
+            .headers
+            .get(http::header::IF_NONE_MATCH)
+            .is_some_and(|v| v.as_bytes() == b"*")
+            && self
+                .object_size(&req.input.bucket, &req.input.key)
+                .await
+                .is_ok()
+        {
+            return Err(s3_error!(
+                PreconditionFailed,
+                "If-None-Match: the destination exists"
+            ));
+        }
         self.fs.copy_object(req).await
     }
 

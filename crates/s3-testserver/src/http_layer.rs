@@ -30,6 +30,8 @@ pub(crate) struct Shared {
     pub(crate) faults: Faults,
     pub(crate) recorder: Recorder,
     pub(crate) bucket: String,
+    /// Cloud Storage's XML dialect on top (`TestServer::start_gcs`): its generation numbers.
+    pub(crate) gcs: Option<crate::gcs::Generations>,
 }
 
 /// Decode `%XX` escapes (object keys in the request path).
@@ -124,7 +126,7 @@ pub(crate) async fn handle(
         _ => {}
     }
 
-    let (parts, incoming) = req.into_parts();
+    let (mut parts, incoming) = req.into_parts();
     let cut_at = match &fault {
         Some(FaultKind::CutUpload) => Some(
             parts
@@ -190,11 +192,42 @@ pub(crate) async fn handle(
             Err("connection reset injected by the scifmt S3 test server".into())
         }
         other => {
+            if let Some(generations) = &shared.gcs {
+                let answer = match crate::gcs::metadata(parts.uri.path(), &parts.headers) {
+                    Some(answer) => Some(answer),
+                    None => {
+                        crate::gcs::request(&parts.method, &mut parts.headers, &key, generations)
+                            .err()
+                            .map(|status| (status, String::new()))
+                    }
+                };
+                if let Some((status, text)) = answer {
+                    let _ = body.collect().await;
+                    record.status.store(status.as_u16(), Ordering::Release);
+                    let len = text.len() as u64;
+                    let mut resp = Response::new(ServerBody::new(
+                        s3s::Body::from(text),
+                        Some(Arc::clone(&record)),
+                        None,
+                        Some(len),
+                    ));
+                    *resp.status_mut() = status;
+                    resp.headers_mut().insert(
+                        http::header::CONTENT_TYPE,
+                        HeaderValue::from_static("application/json"),
+                    );
+                    drop(guard);
+                    return Ok(resp);
+                }
+            }
             let req = Request::from_parts(parts, s3s::Body::http_body_unsync(body));
-            let resp = shared.s3.call(req).await.map_err(|e| -> BoxError {
+            let mut resp = shared.s3.call(req).await.map_err(|e| -> BoxError {
                 record.finish();
                 format!("s3s: {e:?}").into()
             })?;
+            if let Some(generations) = &shared.gcs {
+                crate::gcs::response(resp.headers_mut(), &key, generations);
+            }
             let status = resp.status();
             record.status.store(status.as_u16(), Ordering::Release);
             let shaping = match other {

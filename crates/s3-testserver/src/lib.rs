@@ -46,6 +46,7 @@
 
 pub mod bench;
 mod faults;
+mod gcs;
 mod guard;
 mod http_layer;
 mod record;
@@ -117,6 +118,23 @@ impl TestServer {
     /// # Errors
     /// I/O errors creating the directory, binding the socket, or starting the runtime thread.
     pub fn start() -> io::Result<Self> {
+        Self::start_with(false)
+    }
+
+    /// Start a server like [`start`](Self::start) that also speaks Cloud Storage's XML API
+    /// (object_store's GCS client, Icechunk's GCS storage): anonymous or bearer-token requests,
+    /// generation numbers (`x-goog-generation`) and generation preconditions
+    /// (`x-goog-if-generation-match`). Point a client at it with [`gcs_env`](Self::gcs_env); the
+    /// bucket is [`bucket`](Self::bucket), so `gs://scifmt-test/KEY` ([`gcs_url`](Self::gcs_url)).
+    /// The mapping and where it departs from Cloud Storage are in the `gcs` module source.
+    ///
+    /// # Errors
+    /// As [`start`](Self::start).
+    pub fn start_gcs() -> io::Result<Self> {
+        Self::start_with(true)
+    }
+
+    fn start_with(gcs: bool) -> io::Result<Self> {
         let dir = tempfile::Builder::new().prefix("s3-testserver").tempdir()?;
         std::fs::create_dir(dir.path().join(BUCKET))?;
         let fs = s3s_fs::FileSystem::new(dir.path())
@@ -124,12 +142,17 @@ impl TestServer {
         let objects = guard::Guarded::new(fs, dir.path().canonicalize()?);
         let mut builder = S3ServiceBuilder::new(objects.clone());
         builder.set_auth(SimpleAuth::from_single(ACCESS_KEY, SECRET_KEY));
+        if gcs {
+            // Cloud Storage requests carry no SigV4 signature (the layer drops bearer tokens).
+            builder.set_access(AllowAnonymous);
+        }
         let shared = Arc::new(Shared {
             s3: builder.build(),
             objects,
             faults: Faults::default(),
             recorder: record::Recorder::new(),
             bucket: BUCKET.to_owned(),
+            gcs: gcs.then(gcs::Generations::new),
         });
 
         let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
@@ -196,6 +219,33 @@ impl TestServer {
     #[must_use]
     pub fn url(&self, key: &str) -> String {
         format!("s3://{BUCKET}/{}", key.trim_start_matches('/'))
+    }
+
+    /// `gs://BUCKET/KEY` (`key` without a leading slash), for a server from
+    /// [`start_gcs`](Self::start_gcs).
+    #[must_use]
+    pub fn gcs_url(&self, key: &str) -> String {
+        format!("gs://{BUCKET}/{}", key.trim_start_matches('/'))
+    }
+
+    /// The environment variables that make object_store's GCS client (and Icechunk's) talk to a
+    /// server from [`start_gcs`](Self::start_gcs) with the credentials a Compute Engine VM has:
+    /// `GOOGLE_BASE_URL` (the endpoint) and `GCE_METADATA_HOST` (the same server, as the
+    /// metadata server that hands out [`gcs_token`](Self::gcs_token)). Pass them to a
+    /// subprocess; in-process clients take the token directly.
+    #[must_use]
+    pub fn gcs_env(&self) -> Vec<(String, String)> {
+        vec![
+            ("GOOGLE_BASE_URL".to_owned(), self.endpoint()),
+            ("GCE_METADATA_HOST".to_owned(), self.addr.to_string()),
+        ]
+    }
+
+    /// The bearer token a server from [`start_gcs`](Self::start_gcs) wants on writes (reads may
+    /// be anonymous).
+    #[must_use]
+    pub fn gcs_token(&self) -> &str {
+        gcs::TOKEN
     }
 
     /// The environment variables that make `AmazonS3Builder::from_env` (and
@@ -399,6 +449,17 @@ impl TestServer {
             )
             .build()
             .map_err(io::Error::other)
+    }
+}
+
+/// The access check of a Cloud Storage server: anonymous requests too (s3s refuses them by
+/// default); signed S3 requests are still verified by `SimpleAuth`.
+struct AllowAnonymous;
+
+#[async_trait::async_trait]
+impl s3s::access::S3Access for AllowAnonymous {
+    async fn check(&self, _cx: &mut s3s::access::S3AccessContext<'_>) -> s3s::S3Result<()> {
+        Ok(())
     }
 }
 

@@ -602,10 +602,9 @@ fn an_icechunk_repository_on_azure_of_an_azure_source() {
 /// Storage emulator, when it is installed: see testkit's `fake_gcs`; feature `icechunk`): the
 /// same references as of the local dataset, the sources read by headers and jump tables only;
 /// with `--overwrite` an update that sets nothing and reads no WKW file again; `wkw read` of
-/// the `gs://` mag equal to the local read. A repository on
-/// `gs://` is refused (Icechunk writes with Cloud Storage's XML API, which the emulator lacks,
-/// so it is not offered untested). (scifmt-io's tests and the Python tests read such
-/// repositories back through Icechunk.)
+/// the `gs://` mag equal to the local read. (scifmt-io's tests and the Python tests read such
+/// repositories back through Icechunk; `an_icechunk_repository_on_gcs` writes one on
+/// `gs://`, which this emulator cannot take: it lacks Cloud Storage's XML `PUT`.)
 #[cfg(feature = "icechunk")]
 #[test]
 fn an_icechunk_repository_of_a_gcs_source() {
@@ -640,10 +639,53 @@ fn an_icechunk_repository_of_a_gcs_source() {
         remote == read(&s(&src.join("color/1"))),
         "gs:// read differs"
     );
-    let on_gcs = run("gs://scifmt/ds/multi", "gs://scifmt/repos/multi", &[]);
-    assert_eq!(on_gcs.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&on_gcs.stderr);
-    assert!(err.contains("s3:// and az:// only"), "{err}");
+}
+
+/// `--to icechunk` into a `gs://` prefix, of a `gs://` dataset, on s3-testserver's Cloud
+/// Storage dialect (feature `icechunk`), with the credentials a Compute Engine VM has (the
+/// metadata server's token, `GCE_METADATA_HOST`): the same references as of the local dataset;
+/// a second run refused without `--overwrite`, with it an update that sets nothing and reads
+/// no WKW file again; the repository's objects written with the token (the server refuses
+/// writes without it). (scifmt-io's tests read Cloud Storage repositories back through
+/// Icechunk, and show a rewritten source refused.)
+#[cfg(feature = "icechunk")]
+#[test]
+fn an_icechunk_repository_on_gcs() {
+    let server = s3_testserver::TestServer::start_gcs().unwrap();
+    let src = testdata("wkw-zarr/multi/wkw");
+    assert!(server.upload_dir(&src, "ds/multi").unwrap() > 0);
+    let env = server.gcs_env();
+    let run = |extra: &[&str]| {
+        virtualize_with(
+            &env,
+            &server.gcs_url("ds/multi"),
+            &server.gcs_url("repos/multi"),
+            extra,
+        )
+    };
+    let first = run(&["--json"]);
+    let summary = json_summary(&first);
+    assert_eq!(summary["to"], "icechunk");
+    assert!(summary["snapshot"].as_str().is_some_and(|s| !s.is_empty()));
+    assert_counts_as_local(&summary, &src);
+    let log = server.log();
+    assert!(
+        log.iter()
+            .any(|r| r.method == "PUT" && r.key.starts_with("repos/multi/") && r.status == 200),
+        "the repository is on the server"
+    );
+    assert!(
+        log.iter().all(|r| r.status != 401),
+        "every write carried the metadata server's token"
+    );
+    let again = run(&[]);
+    assert_eq!(again.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&again.stderr).contains("is an Icechunk repository"));
+    let update = json_summary(&run(&["--overwrite", "--json"]));
+    assert_eq!(update["update"]["set"], 0);
+    assert_eq!(update["update"]["deleted"], 0);
+    assert_eq!(update["unchanged_files"], summary["files"]);
+    assert_eq!(update["bytes_read"], 0);
 }
 
 /// `--to icechunk` of an `http://` dataset (a WebDAV server, which lists one directory level

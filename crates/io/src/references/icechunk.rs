@@ -500,6 +500,15 @@ fn gcs_credentials(settings: &HashMap<String, String>) -> GcsCredentials {
     }
 }
 
+/// The bucket and the key prefix of a `gs://bucket/prefix` (or `gcs://`) URL.
+fn gcs_bucket_prefix(url: &str) -> Option<(String, String)> {
+    let rest = url
+        .strip_prefix("gs://")
+        .or_else(|| url.strip_prefix("gcs://"))?;
+    let (bucket, prefix) = rest.split_once('/').unwrap_or((rest, ""));
+    (!bucket.is_empty()).then(|| (bucket.to_owned(), prefix.trim_matches('/').to_owned()))
+}
+
 /// The bucket and the key prefix of an `s3://bucket/prefix` URL.
 fn s3_bucket_prefix(url: &str) -> Option<(String, String)> {
     let rest = url.strip_prefix("s3://")?;
@@ -508,7 +517,7 @@ fn s3_bucket_prefix(url: &str) -> Option<(String, String)> {
 }
 
 /// The storage of a repository at `dst`: a local directory (made if `create`), or a prefix on
-/// S3 (configured by `config` and the environment).
+/// S3, Cloud Storage or Azure (configured by `config` and the environment).
 async fn storage(
     dst: &Location,
     name: &str,
@@ -539,10 +548,24 @@ async fn storage(
                 .await
                 .map_err(|e| ic(name, e));
             }
+            if let Some((bucket, prefix)) = gcs_bucket_prefix(s.url()) {
+                let settings = cloud_settings(config, "google_");
+                let credentials = gcs_credentials(&settings);
+                return icechunk::storage::new_gcs_storage(
+                    bucket,
+                    (!prefix.is_empty()).then_some(prefix),
+                    Some(credentials),
+                    Some(settings),
+                    Vec::new(),
+                    Vec::new(),
+                )
+                .map_err(|e| ic(name, e));
+            }
             let Some((bucket, prefix)) = s3_bucket_prefix(s.url()) else {
                 return Err(Error::Unsupported {
                     name: name.to_owned(),
-                    what: "Icechunk repositories on object stores: s3:// and az:// only so far"
+                    what: "Icechunk repositories on object stores: s3://, gs:// and az:// only \
+                           (Icechunk has no storage over plain HTTP)"
                         .into(),
                 });
             };
@@ -1649,10 +1672,93 @@ mod tests {
         assert_eq!(url_prefix, "gs://scifmt/src/");
         let want = HashMap::from([("google_base_url".to_owned(), gcs.endpoint())]);
         assert_eq!(options, &want);
-        // A repository on Cloud Storage: refused, naming what is supported.
-        let on_gcs = Location::parse("gs://scifmt/repos/one", &config).unwrap();
-        let e = IcechunkWriter::create(&on_gcs, &[prefix.to_owned()], &config).unwrap_err();
-        assert!(e.to_string().contains("s3:// and az:// only"), "{e}");
+    }
+
+    /// The repository on Cloud Storage (s3-testserver's Cloud Storage dialect: fake-gcs-server
+    /// lacks the XML `PUT` Icechunk writes with), of a `gs://` source on the same server: `main`
+    /// moves when the writer finishes, the writes carry the bearer token the settings give, the
+    /// chunks read back through Icechunk's GCS virtual chunk container (its configuration in the
+    /// repository names the base URL only, never the token), and a rewritten source fails the
+    /// read (its ETag).
+    #[test]
+    fn a_repository_on_gcs_reads_back() {
+        let server = s3_testserver::TestServer::start_gcs().unwrap();
+        let s3 = server.store();
+        let key = object_store::path::Path::from("src/data.bin");
+        let put = |bytes: Vec<u8>| {
+            block_on(object_store::ObjectStoreExt::put(
+                s3.as_ref(),
+                &key,
+                bytes.into(),
+            ))
+            .unwrap()
+            .unwrap()
+        };
+        put((0u8..=255).collect());
+        let config: Vec<(String, String)> = [
+            ("google_base_url", server.endpoint()),
+            ("google_bearer_token", server.gcs_token().to_owned()),
+            ("google_skip_signature", "true".to_owned()),
+        ]
+        .into_iter()
+        .map(|(k, v)| (k.to_owned(), v))
+        .collect();
+        let prefix = server.gcs_url("src");
+        let url = server.gcs_url("src/data.bin");
+        let listed = Location::parse(&prefix, &config).unwrap().list().unwrap();
+        let [(_, 256, Some(etag))] = listed.as_slice() else {
+            panic!("one object of 256 bytes with an ETag: {listed:?}");
+        };
+        let checksum = Checksum::ETag(etag.clone());
+        let dst = Location::parse(&server.gcs_url("repos/one"), &config).unwrap();
+        let mut w = IcechunkWriter::create(&dst, std::slice::from_ref(&prefix), &config)
+            .unwrap()
+            .with_commit_every(1);
+        w.group("", &GroupMetadataV3::new()).unwrap();
+        w.array("a", &eight_bytes()).unwrap();
+        for (i, offset) in [(0u64, 100u64), (1, 16)] {
+            w.reference(
+                &ChunkReference::new("a", &[i], &url, offset, 4).with_checksum(Some(&checksum)),
+            )
+            .unwrap();
+        }
+        let credentials = Some(Credentials::Gcs(gcs_credentials(&cloud_settings(
+            &config, "google_",
+        ))));
+        let read = |key: &str| read_main(&dst, &config, &prefix, credentials.clone(), key);
+        assert!(read("a/zarr.json").is_err(), "main moves only at the end");
+        let commit = w.finish().unwrap();
+        assert!(!commit.snapshot.is_empty());
+        assert_eq!(read("a/c/0").unwrap(), [100, 101, 102, 103]);
+        assert_eq!(read("a/c/1").unwrap(), [16, 17, 18, 19]);
+        let writes = server
+            .log()
+            .iter()
+            .filter(|r| r.method == "PUT" && r.key.starts_with("repos/one/"))
+            .count();
+        assert!(
+            writes >= 3,
+            "the repository's objects went to the server: {writes}"
+        );
+        let containers = virtual_chunk_containers(&dst, &config);
+        let [(url_prefix, ObjectStoreConfig::Gcs(options))] = containers.as_slice() else {
+            panic!("one GCS container: {containers:?}");
+        };
+        assert_eq!(url_prefix, &format!("{prefix}/"));
+        let want = HashMap::from([("google_base_url".to_owned(), server.endpoint())]);
+        assert_eq!(options, &want);
+        // The source rewritten (same size, other bytes, a new ETag): the read fails.
+        put(vec![7u8; 256]);
+        let e = read("a/c/1").unwrap_err();
+        assert!(e.contains("checksum") && e.contains(&url), "{e}");
+        // Without the token (anonymous), nothing can be written.
+        let anonymous: Vec<(String, String)> = config
+            .iter()
+            .filter(|(k, _)| k != "google_bearer_token")
+            .cloned()
+            .collect();
+        let other = Location::parse(&server.gcs_url("repos/two"), &anonymous).unwrap();
+        assert!(IcechunkWriter::create(&other, std::slice::from_ref(&prefix), &anonymous).is_err());
     }
 
     /// A repository of an `http://` source (s3-testserver's WebDAV server): the chunks read

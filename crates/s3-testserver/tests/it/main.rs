@@ -2,5 +2,6 @@
 //! binary of its own (`tests/<module>.rs`); one binary is linked once and its tests share the
 //! cores.
 
+mod gcs;
 mod server;
 mod shared_store;
