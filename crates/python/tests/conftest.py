@@ -329,3 +329,46 @@ def webdav():
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
+
+
+# --- Cloud Storage's XML API (s3-testserver --gcs) -----------------------------------------------
+
+
+class GcsServer(NamedTuple):
+    #: ``http://127.0.0.1:PORT``: the XML API's base URL (``GOOGLE_BASE_URL``).
+    endpoint: str
+    bucket: str
+    #: The bearer token writes need (the server hands it out as the metadata server).
+    token: str
+    #: ``GOOGLE_BASE_URL`` and ``GCE_METADATA_HOST``: the environment of a Compute Engine VM
+    #: whose metadata server hands out ``token``.
+    env: dict
+
+    def put(self, name, data):
+        """Writes ``data`` as the object ``name`` (the XML API's ``PUT``, with the token)."""
+        request = urllib.request.Request(
+            f"{self.endpoint}/{self.bucket}/{urllib.parse.quote(name)}", data=data, method="PUT",
+            headers={"Authorization": f"Bearer {self.token}"})  # fmt: skip
+        with urllib.request.urlopen(request, timeout=60) as response:
+            assert response.status == 200, response.status
+
+    def put_dir(self, prefix, local):
+        """Writes every file below the directory ``local`` as ``prefix/RELATIVE/PATH``."""
+        for p in sorted(local.rglob("*")):
+            if p.is_file():
+                self.put(f"{prefix}/{p.relative_to(local).as_posix()}", p.read_bytes())
+
+
+@pytest.fixture(scope="session")
+def gcs_server():
+    """s3-testserver speaking Cloud Storage's XML API (``s3-testserver --gcs``: generations,
+    generation preconditions, bearer tokens, the metadata server's token), run as a process:
+    where Icechunk repositories on ``gs://`` are tested (fake-gcs-server lacks the XML ``PUT``
+    Icechunk writes with)."""
+    proc, env = _start_test_server("--gcs")
+    try:
+        yield GcsServer(env["GOOGLE_BASE_URL"], env["S3_TESTSERVER_BUCKET"],
+                        env["GCS_TESTSERVER_TOKEN"],
+                        {k: env[k] for k in ("GOOGLE_BASE_URL", "GCE_METADATA_HOST")})  # fmt: skip
+    finally:
+        _stop_server(proc, env["S3_TESTSERVER_CONTROL"])

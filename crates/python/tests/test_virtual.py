@@ -621,7 +621,7 @@ def test_virtualize_to_icechunk_from_gcs(fake_gcs, dataset, tmp_path):
     repository configures (the service's base URL; credentials given by the reader) equal to
     ``wkw`` for every layer and mag; an update reads no WKW file again. (The emulator ignores
     ``If-Match``, so a rewritten object cannot be shown to be refused here; the S3 and Azure
-    tests show it.) A repository on ``gs://`` is refused."""
+    tests show it.)"""
     icechunk = pytest.importorskip("icechunk")
     root, mags = dataset
     base = f"py-{tmp_path.name}"
@@ -644,8 +644,39 @@ def test_virtualize_to_icechunk_from_gcs(fake_gcs, dataset, tmp_path):
                                       err_msg=f"{layer}/{mag_name}")  # fmt: skip
     update = scifmt.virtualize(src, repo, storage_options=opts, overwrite=True)
     assert update["bytes_read"] == 0 and update["update"]["set"] == 0
-    with pytest.raises(Exception, match="s3:// and az:// only"):
-        scifmt.virtualize(src, f"gs://{fake_gcs.bucket}/{base}/repo", storage_options=opts)
+
+
+def test_virtualize_to_icechunk_on_gcs(gcs_server, dataset, tmp_path, monkeypatch):
+    """A ``gs://`` webKNOSSOS dataset virtualized into an Icechunk repository on ``gs://``
+    (s3-testserver's Cloud Storage dialect), with the credentials of a Compute Engine VM (the
+    metadata server's token): Python ``icechunk`` opens the repository on Cloud Storage and
+    reads every layer and mag equal to ``wkw``; a second run is refused without ``overwrite``,
+    with it an update reads no WKW file again."""
+    icechunk = pytest.importorskip("icechunk")
+    root, mags = dataset
+    base = f"py-{tmp_path.name}"
+    gcs_server.put_dir(f"{base}/ds", root)
+    for k, v in gcs_server.env.items():
+        monkeypatch.setenv(k, v)
+    src = f"gs://{gcs_server.bucket}/{base}/ds"
+    dst = f"gs://{gcs_server.bucket}/{base}/repo"
+    summary = scifmt.virtualize(src, dst)
+    assert summary["to"] == "icechunk" and summary["arrays"] == len(mags)
+    storage = icechunk.gcs_storage(bucket=gcs_server.bucket, prefix=f"{base}/repo",
+                                   bearer_token=gcs_server.token,
+                                   config={"google_base_url": gcs_server.endpoint})  # fmt: skip
+    credentials = icechunk.containers_credentials({f"{src}/": icechunk.gcs_credentials(
+        bearer_token=gcs_server.token)})  # fmt: skip
+    r = icechunk.Repository.open(storage, authorize_virtual_chunk_access=credentials)
+    group = zarr.open_group(r.readonly_session("main").store, mode="r")
+    for (layer, mag_name), mag in mags.items():
+        a = group[f"{layer}/{mag_name}"]
+        np.testing.assert_array_equal(a[...], _wkw_read(mag, a.shape[1:]),
+                                      err_msg=f"{layer}/{mag_name}")  # fmt: skip
+    with pytest.raises(FileExistsError, match="is an Icechunk repository"):
+        scifmt.virtualize(src, dst)
+    update = scifmt.virtualize(src, dst, overwrite=True)
+    assert update["bytes_read"] == 0 and update["update"]["set"] == 0
 
 
 # --- HTTP (a WebDAV server) -----------------------------------------------------------------------

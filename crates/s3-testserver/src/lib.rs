@@ -41,6 +41,10 @@
 //!
 //! Stop the server by dropping the [`TestServer`].
 //!
+//! [`TestServer::start_gcs`] also speaks Cloud Storage's XML API (generations, generation
+//! preconditions, bearer tokens, the metadata server's token) for the tests that write to
+//! `gs://`.
+//!
 //! `WebDavServer` (feature `webdav`) serves a directory over plain HTTP with WebDAV listings,
 //! for the tests of `http(s)://` URLs.
 

@@ -97,7 +97,7 @@ def virtualize(
     ``Last-Modified`` time, which Icechunk checks with ``If-Unmodified-Since``; icechunk 1.x
     drops a URL's port when it reads chunk locations, so an HTTP source on a port other than
     the scheme's default needs icechunk 2 to be read). ``dst`` is a
-    local directory, an ``s3://`` prefix or an ``az://container/`` prefix (not ``gs://``).
+    local directory, an ``s3://`` or ``gs://`` prefix or an ``az://container/`` prefix.
     An existing repository is updated with ``overwrite=True``: one new commit on ``main`` that
     sets only what changed, skipping files whose modification time or ETag is the one
     recorded; its earlier snapshots stay in its history. A local directory that is not a

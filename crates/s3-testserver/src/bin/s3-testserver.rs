@@ -2,7 +2,7 @@
 //! with clients in other languages (e.g. tensorstore).
 //!
 //! ```text
-//! s3-testserver [--latency-ms N] [--dir PATH] [--prefix KEY]
+//! s3-testserver [--gcs] [--latency-ms N] [--dir PATH] [--prefix KEY]
 //! s3-testserver --webdav
 //! ```
 //!
@@ -11,6 +11,10 @@
 //! directory, which clients fill directly), then `READY`, and runs until its standard input
 //! reaches end of file (the directory is then deleted).
 //!
+//! - `--gcs`: also speak Cloud Storage's XML API (`TestServer::start_gcs`); the environment
+//!   printed then adds `GOOGLE_BASE_URL`, `GCE_METADATA_HOST` (the server as the metadata
+//!   server: VM-style credentials for object_store's and Icechunk's GCS clients) and
+//!   `GCS_TESTSERVER_TOKEN` (the bearer token writes need).
 //! - `--latency-ms N`: every request waits N ms before it is handled (default 0).
 //! - `--dir PATH`: upload every file under PATH (recursively) before serving, to
 //!   `KEY/<relative path>` (`--prefix`, default the bucket root); the upload bypasses latency
@@ -48,17 +52,19 @@ use s3_testserver::{TestServer, critical_path};
 /// Command-line options.
 struct Args {
     webdav: bool,
+    gcs: bool,
     latency: Duration,
     dir: Option<PathBuf>,
     prefix: String,
 }
 
-const USAGE: &str =
-    "usage: s3-testserver [--latency-ms N] [--dir PATH] [--prefix KEY] | s3-testserver --webdav";
+const USAGE: &str = "usage: s3-testserver [--gcs] [--latency-ms N] [--dir PATH] [--prefix KEY] \
+                     | s3-testserver --webdav";
 
 fn parse_args() -> Result<Args, String> {
     let mut args = Args {
         webdav: false,
+        gcs: false,
         latency: Duration::ZERO,
         dir: None,
         prefix: String::new(),
@@ -79,6 +85,7 @@ fn parse_args() -> Result<Args, String> {
             }
             "--dir" => args.dir = Some(PathBuf::from(value()?)),
             "--webdav" => args.webdav = true,
+            "--gcs" => args.gcs = true,
             "--prefix" => args.prefix = value()?,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument `{other}`\n{USAGE}")),
@@ -105,7 +112,12 @@ fn run() -> Result<(), String> {
         #[cfg(not(feature = "webdav"))]
         return Err("--webdav: built without the `webdav` feature".to_owned());
     }
-    let server = Arc::new(TestServer::start().map_err(|e| format!("starting the server: {e}"))?);
+    let server = if args.gcs {
+        TestServer::start_gcs()
+    } else {
+        TestServer::start()
+    };
+    let server = Arc::new(server.map_err(|e| format!("starting the server: {e}"))?);
     if let Some(dir) = &args.dir {
         let n = server
             .upload_dir(dir, &args.prefix)
@@ -150,9 +162,20 @@ fn run() -> Result<(), String> {
 
     {
         let mut out = std::io::stdout().lock();
+        let gcs = if args.gcs {
+            let mut env = server.gcs_env();
+            env.push((
+                "GCS_TESTSERVER_TOKEN".to_owned(),
+                server.gcs_token().to_owned(),
+            ));
+            env
+        } else {
+            Vec::new()
+        };
         let lines = server
             .env()
             .into_iter()
+            .chain(gcs)
             .chain([
                 (
                     "S3_TESTSERVER_BUCKET".to_owned(),
