@@ -223,6 +223,14 @@ def azurite():
 # --- fake-gcs-server (a Google Cloud Storage emulator) ------------------------------------------
 
 
+def _put_tree(put, prefix, local):
+    """``put(name, data)`` for every file below the directory ``local``, named
+    ``prefix/RELATIVE/PATH``."""
+    for p in sorted(local.rglob("*")):
+        if p.is_file():
+            put(f"{prefix}/{p.relative_to(local).as_posix()}", p.read_bytes())
+
+
 class FakeGcs(NamedTuple):
     #: The base URL of its APIs, ``http://127.0.0.1:PORT``.
     endpoint: str
@@ -244,9 +252,7 @@ class FakeGcs(NamedTuple):
 
     def put_dir(self, prefix, local):
         """Writes every file below the directory ``local`` as ``prefix/RELATIVE/PATH``."""
-        for p in sorted(local.rglob("*")):
-            if p.is_file():
-                self.put(f"{prefix}/{p.relative_to(local).as_posix()}", p.read_bytes())
+        _put_tree(self.put, prefix, local)
 
 
 def _free_port():
@@ -354,9 +360,7 @@ class GcsServer(NamedTuple):
 
     def put_dir(self, prefix, local):
         """Writes every file below the directory ``local`` as ``prefix/RELATIVE/PATH``."""
-        for p in sorted(local.rglob("*")):
-            if p.is_file():
-                self.put(f"{prefix}/{p.relative_to(local).as_posix()}", p.read_bytes())
+        _put_tree(self.put, prefix, local)
 
 
 @pytest.fixture(scope="session")

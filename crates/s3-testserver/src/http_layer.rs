@@ -161,28 +161,14 @@ pub(crate) async fn handle(
 
     match fault {
         Some(FaultKind::Status(status)) => {
-            // Read the request body so the client sees the status rather than a broken pipe.
-            let _ = body.collect().await;
             let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            record.status.store(status.as_u16(), Ordering::Release);
             // A response to HEAD has no body (hyper would not send it).
             let payload = if is_head {
                 Bytes::new()
             } else {
                 s3_error_body(status.as_u16())
             };
-            let len = payload.len() as u64;
-            let mut resp = Response::new(ServerBody::new(
-                s3s::Body::from(payload),
-                Some(Arc::clone(&record)),
-                None,
-                Some(len),
-            ));
-            *resp.status_mut() = status;
-            resp.headers_mut().insert(
-                http::header::CONTENT_TYPE,
-                HeaderValue::from_static("application/xml"),
-            );
+            let resp = answer_here(body, &record, status, payload, "application/xml").await;
             drop(guard);
             Ok(resp)
         }
@@ -202,20 +188,9 @@ pub(crate) async fn handle(
                     }
                 };
                 if let Some((status, text)) = answer {
-                    let _ = body.collect().await;
-                    record.status.store(status.as_u16(), Ordering::Release);
-                    let len = text.len() as u64;
-                    let mut resp = Response::new(ServerBody::new(
-                        s3s::Body::from(text),
-                        Some(Arc::clone(&record)),
-                        None,
-                        Some(len),
-                    ));
-                    *resp.status_mut() = status;
-                    resp.headers_mut().insert(
-                        http::header::CONTENT_TYPE,
-                        HeaderValue::from_static("application/json"),
-                    );
+                    let resp =
+                        answer_here(body, &record, status, Bytes::from(text), "application/json")
+                            .await;
                     drop(guard);
                     return Ok(resp);
                 }
@@ -260,6 +235,33 @@ pub(crate) async fn handle(
             Ok(resp.map(|b| ServerBody::new(b, Some(record), shaping, expected)))
         }
     }
+}
+
+/// A response made here rather than by s3s (an injected status, a Cloud Storage answer),
+/// recorded; the request body is read first so the client sees the status rather than a
+/// broken pipe.
+async fn answer_here(
+    body: CountingBody,
+    record: &Arc<LiveRecord>,
+    status: StatusCode,
+    payload: Bytes,
+    content_type: &'static str,
+) -> Response<ServerBody> {
+    let _ = body.collect().await;
+    record.status.store(status.as_u16(), Ordering::Release);
+    let len = payload.len() as u64;
+    let mut resp = Response::new(ServerBody::new(
+        s3s::Body::from(payload),
+        Some(Arc::clone(record)),
+        None,
+        Some(len),
+    ));
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static(content_type),
+    );
+    resp
 }
 
 struct FinishOnDrop(Arc<LiveRecord>);

@@ -1220,7 +1220,17 @@ mod tests {
         checksum: &Checksum,
         config: &[(String, String)],
     ) {
-        let mut w = IcechunkWriter::create(dst, &[prefix.to_owned()], config).unwrap();
+        let w = IcechunkWriter::create(dst, &[prefix.to_owned()], config).unwrap();
+        with_two_references(w, url, checksum).finish().unwrap();
+    }
+
+    /// `w` given the 8-byte array `a` whose two chunks are at bytes 100 and 16 of `url`, with
+    /// `checksum` (not finished).
+    fn with_two_references(
+        mut w: IcechunkWriter,
+        url: &str,
+        checksum: &Checksum,
+    ) -> IcechunkWriter {
         w.group("", &GroupMetadataV3::new()).unwrap();
         w.array("a", &eight_bytes()).unwrap();
         for (i, offset) in [(0u64, 100u64), (1, 16)] {
@@ -1229,7 +1239,7 @@ mod tests {
             )
             .unwrap();
         }
-        w.finish().unwrap();
+        w
     }
 
     /// An array of 8 bytes in chunks of 4.
@@ -1497,17 +1507,10 @@ mod tests {
         let prefix = server.url("src");
         let url = server.url("src/data.bin");
         let dst = Location::parse(&server.url("repos/one"), &config).unwrap();
-        let mut w = IcechunkWriter::create(&dst, std::slice::from_ref(&prefix), &config)
+        let w = IcechunkWriter::create(&dst, std::slice::from_ref(&prefix), &config)
             .unwrap()
             .with_commit_every(1);
-        w.group("", &GroupMetadataV3::new()).unwrap();
-        w.array("a", &eight_bytes()).unwrap();
-        for (i, offset) in [(0u64, 100u64), (1, 16)] {
-            w.reference(
-                &ChunkReference::new("a", &[i], &url, offset, 4).with_checksum(Some(&checksum)),
-            )
-            .unwrap();
-        }
+        let w = with_two_references(w, &url, &checksum);
         assert_eq!(w.commits, 2, "two parts committed before finishing");
         let read = |key: &str| {
             let credentials = s3_credentials(&config).map(Credentials::S3);
@@ -1573,17 +1576,10 @@ mod tests {
         assert_eq!(checksum, head);
         let prefix = "az://scifmt/src";
         let dst = Location::parse("az://scifmt/repos/one", &config).unwrap();
-        let mut w = IcechunkWriter::create(&dst, &[prefix.to_owned()], &config)
+        let w = IcechunkWriter::create(&dst, &[prefix.to_owned()], &config)
             .unwrap()
             .with_commit_every(1);
-        w.group("", &GroupMetadataV3::new()).unwrap();
-        w.array("a", &eight_bytes()).unwrap();
-        for (i, offset) in [(0u64, 100u64), (1, 16)] {
-            w.reference(
-                &ChunkReference::new("a", &[i], url, offset, 4).with_checksum(Some(&checksum)),
-            )
-            .unwrap();
-        }
+        let w = with_two_references(w, url, &checksum);
         let credentials = Some(Credentials::Azure(azure_credentials(&cloud_settings(
             &config, "azure_",
         ))));
@@ -1711,17 +1707,10 @@ mod tests {
         };
         let checksum = Checksum::ETag(etag.clone());
         let dst = Location::parse(&server.gcs_url("repos/one"), &config).unwrap();
-        let mut w = IcechunkWriter::create(&dst, std::slice::from_ref(&prefix), &config)
+        let w = IcechunkWriter::create(&dst, std::slice::from_ref(&prefix), &config)
             .unwrap()
             .with_commit_every(1);
-        w.group("", &GroupMetadataV3::new()).unwrap();
-        w.array("a", &eight_bytes()).unwrap();
-        for (i, offset) in [(0u64, 100u64), (1, 16)] {
-            w.reference(
-                &ChunkReference::new("a", &[i], &url, offset, 4).with_checksum(Some(&checksum)),
-            )
-            .unwrap();
-        }
+        let w = with_two_references(w, &url, &checksum);
         let credentials = Some(Credentials::Gcs(gcs_credentials(&cloud_settings(
             &config, "google_",
         ))));
