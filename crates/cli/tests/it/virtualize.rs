@@ -583,18 +583,27 @@ fn an_icechunk_repository_on_azure_of_an_azure_source() {
     assert_eq!(summary["to"], "icechunk");
     assert!(summary["snapshot"].as_str().is_some_and(|s| !s.is_empty()));
     assert_counts_as_local(&summary, &src);
-    let again = run("az://scifmt/ds/multi", "az://scifmt/repos/multi", &[]);
+    assert_rerun_refused_and_update_unchanged(
+        |extra| run("az://scifmt/ds/multi", "az://scifmt/repos/multi", extra),
+        &summary,
+    );
+}
+
+/// A second `virtualize` into the repository a first one (`first`, its `--json` summary) made:
+/// refused without `--overwrite`; with it an update that sets and deletes nothing and reads no
+/// WKW file again. `run(extra)` runs it with the arguments `extra` added.
+#[cfg(feature = "icechunk")]
+fn assert_rerun_refused_and_update_unchanged(
+    run: impl Fn(&[&str]) -> std::process::Output,
+    first: &Value,
+) {
+    let again = run(&[]);
     assert_eq!(again.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&again.stderr).contains("is an Icechunk repository"));
-    let update = run(
-        "az://scifmt/ds/multi",
-        "az://scifmt/repos/multi",
-        &["--overwrite", "--json"],
-    );
-    let update = json_summary(&update);
+    let update = json_summary(&run(&["--overwrite", "--json"]));
     assert_eq!(update["update"]["set"], 0);
     assert_eq!(update["update"]["deleted"], 0);
-    assert_eq!(update["unchanged_files"], summary["files"]);
+    assert_eq!(update["unchanged_files"], first["files"]);
     assert_eq!(update["bytes_read"], 0);
 }
 
@@ -678,14 +687,7 @@ fn an_icechunk_repository_on_gcs() {
         log.iter().all(|r| r.status != 401),
         "every write carried the metadata server's token"
     );
-    let again = run(&[]);
-    assert_eq!(again.status.code(), Some(2));
-    assert!(String::from_utf8_lossy(&again.stderr).contains("is an Icechunk repository"));
-    let update = json_summary(&run(&["--overwrite", "--json"]));
-    assert_eq!(update["update"]["set"], 0);
-    assert_eq!(update["update"]["deleted"], 0);
-    assert_eq!(update["unchanged_files"], summary["files"]);
-    assert_eq!(update["bytes_read"], 0);
+    assert_rerun_refused_and_update_unchanged(run, &summary);
 }
 
 /// `--to icechunk` of an `http://` dataset (a WebDAV server, which lists one directory level
