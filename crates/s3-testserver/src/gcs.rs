@@ -8,17 +8,18 @@
 //! <https://cloud.google.com/storage/docs/request-preconditions>):
 //!
 //! - **Authentication**: `Authorization: Bearer <token>`. Reads may be anonymous (a public
-//!   bucket); writes (`PUT`, `POST`, `DELETE`) need `TOKEN`, else `401`. S3 requests
-//!   (SigV4-signed) are served as by the S3 server, so tests can set objects up through either. The server also
-//!   answers the Compute Engine metadata server's token request
+//!   bucket); writes (`PUT`, `POST`, `DELETE`) need `TOKEN`, else `401`. SigV4-signed S3
+//!   requests are served as by the S3 server, so tests can set objects up either way. The
+//!   server also answers the Compute Engine metadata server's token request
 //!   (`GET /computeMetadata/v1/instance/service-accounts/default/token` with `Metadata-Flavor:
 //!   Google`, <https://cloud.google.com/compute/docs/access/authenticate-workloads>) with that
 //!   token, so a client told `GCE_METADATA_HOST=127.0.0.1:PORT` finds credentials as on a VM.
 //! - **Generations**: every version of an object has a generation number, sent as
 //!   `x-goog-generation` with the object (PUT, GET, HEAD). Here a generation is allocated the
 //!   first time the server answers with a version (key and ETag) it has not numbered yet,
-//!   counting up from the start time in microseconds (as Cloud Storage's look). A rewrite with
-//!   identical bytes keeps its ETag and so its generation (Cloud Storage would give a new one).
+//!   counting up from the start time in microseconds (Cloud Storage's are such timestamps
+//!   too). A rewrite with identical bytes keeps its ETag and so its generation (Cloud Storage
+//!   would give a new one).
 //! - **Preconditions**: `x-goog-if-generation-match: 0` — the object must not exist;
 //!   `x-goog-if-generation-match: G` — its current generation must be `G`; otherwise `412
 //!   Precondition Failed`. Mapped onto `If-None-Match: *` / `If-Match: <ETag of G>`, which the

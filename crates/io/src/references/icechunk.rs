@@ -1799,5 +1799,9 @@ mod tests {
         w.array("a", &eight_bytes()).unwrap();
         let stale = ChunkReference::new("a", &[0], &url, 0, 4).with_checksum(Some(&checksum));
         assert!(matches!(w.reference(&stale), Err(Error::Changed { .. })));
+        // A repository on the HTTP server: refused, naming where repositories can be.
+        let on_http = Location::parse(&server.url("repo"), &[]).unwrap();
+        let e = IcechunkWriter::create(&on_http, std::slice::from_ref(&prefix), &[]).unwrap_err();
+        assert!(e.to_string().contains("s3://, gs:// and az:// only"), "{e}");
     }
 }
